@@ -1,1 +1,15 @@
-pub fn x(){}
+//! agentconform: the conformance harness for JSON agent-to-agent protocols.
+//!
+//! See ARCHITECTURE.md at the workspace root for the map of this crate.
+
+pub mod case;
+pub mod cli;
+pub mod drive;
+pub mod embedded;
+pub mod expect;
+pub mod profile;
+pub mod report;
+pub mod runner;
+pub mod schemas;
+pub mod script;
+pub mod suites;

@@ -1,0 +1,157 @@
+//! The case model: what a case is, how it ends, and what it leaves behind.
+
+use crate::drive::Transport;
+use crate::script::Ctx;
+use serde::Serialize;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+/// How binding a requirement is, which decides what a violation means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Level {
+    /// RFC 2119 MUST: a violation fails.
+    #[serde(rename = "MUST")]
+    Must,
+    /// SHOULD: a violation warns.
+    #[serde(rename = "SHOULD")]
+    Should,
+    /// MAY: optional, but what is there must behave.
+    #[serde(rename = "MAY")]
+    May,
+    /// A plain statement of the spec: a violation fails.
+    #[serde(rename = "FACT")]
+    Fact,
+    /// A choice of the target profile, not of the spec: a violation fails "under
+    /// the profile".
+    #[serde(rename = "PROFILE")]
+    Profile,
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Must => "MUST",
+            Level::Should => "SHOULD",
+            Level::May => "MAY",
+            Level::Fact => "FACT",
+            Level::Profile => "PROFILE",
+        })
+    }
+}
+
+/// Which bindings a case runs over.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bindings {
+    /// Every binding the target offers.
+    Any,
+    Only(Transport),
+}
+
+pub type CaseFuture<'a> = Pin<Box<dyn Future<Output = Step<()>> + Send + 'a>>;
+pub type CaseFn = for<'a> fn(&'a mut Ctx) -> CaseFuture<'a>;
+
+/// One conformance case.
+#[derive(Clone, Copy)]
+pub struct Case {
+    /// `suite/name`, stable: reports, baselines and `--cases` globs use it.
+    pub id: &'static str,
+    pub suite: &'static str,
+    pub title: &'static str,
+    /// Requirement ids of the inventory (AV1-001, …) this case checks.
+    pub requirements: &'static [&'static str],
+    pub level: Level,
+    pub bindings: Bindings,
+    /// Slow cases run only with `--include-slow`.
+    pub slow: bool,
+    pub run: CaseFn,
+}
+
+impl fmt::Debug for Case {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Case").field("id", &self.id).finish()
+    }
+}
+
+/// Why a case stopped early.
+#[derive(Debug, Clone)]
+pub enum Stop {
+    /// The target broke a rule.
+    Fail(String),
+    /// The case could not run; the reason says why.
+    Skip(String),
+}
+
+pub type Step<T> = Result<T, Stop>;
+
+pub fn fail<T>(msg: impl Into<String>) -> Step<T> {
+    Err(Stop::Fail(msg.into()))
+}
+
+pub fn skip<T>(msg: impl Into<String>) -> Step<T> {
+    Err(Stop::Skip(msg.into()))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    Warn,
+    Skip,
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Warn => "warn",
+            Outcome::Skip => "skip",
+        })
+    }
+}
+
+/// One line of a case's wire transcript.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub at_ms: u64,
+    /// send, recv, note or check.
+    pub kind: &'static str,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+}
+
+/// The result of one case over one binding.
+#[derive(Debug, Clone, Serialize)]
+pub struct CaseResult {
+    pub id: String,
+    pub suite: String,
+    pub title: String,
+    pub requirements: Vec<String>,
+    pub level: Level,
+    pub transport: Transport,
+    pub outcome: Outcome,
+    pub message: String,
+    pub duration_ms: u64,
+    pub transcript: Vec<Entry>,
+}
+
+/// A requirement the suite does not test, and why.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct Untestable {
+    pub requirement: &'static str,
+    pub reason: &'static str,
+}
+
+/// A suite: its cases and the requirements it records as untestable.
+pub struct Suite {
+    pub id: &'static str,
+    /// Requirement id prefix (AV1, ASP, …).
+    pub prefix: &'static str,
+    pub cases: &'static [Case],
+    pub untestable: &'static [Untestable],
+    /// Bindings the suite speaks.
+    pub transports: &'static [Transport],
+}

@@ -1,0 +1,349 @@
+//! The `agentconform` command line. Exit codes: 0 no case failed (or the command
+//! succeeded), 1 a case failed (or `verify` found the signature invalid), 2 usage or
+//! harness error.
+
+use crate::drive::Transport;
+use crate::embedded;
+use crate::profile::Profile;
+use crate::report::{print_terminal, Report};
+use crate::runner::{self, Endpoints, Selection};
+use crate::schemas::Schemas;
+use crate::script::RunShared;
+use crate::suites;
+use clap::{Parser, Subcommand};
+use reference_impl::agora_v1::envelope::{self, SigVariant};
+use reference_impl::wire::jcs;
+use reference_impl::wire::keys::{self, Keypair};
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+#[derive(Parser, Debug)]
+#[command(name = "agentconform", version, about = "Conformance harness for JSON agent-to-agent protocols")]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// List the cases with their id, level and requirement ids.
+    List {
+        #[arg(long)]
+        suite: Option<String>,
+    },
+    /// Run a suite against a target (without --target: the embedded reference agent).
+    Run {
+        /// Suite id, or `all`.
+        #[arg(long)]
+        suite: String,
+        /// Target URL (http://, https://, ws://, wss://).
+        #[arg(long)]
+        target: Option<String>,
+        /// Target profile (TOML).
+        #[arg(long)]
+        profile: Option<PathBuf>,
+        /// Only cases whose id matches one of these globs.
+        #[arg(long = "cases")]
+        cases: Vec<String>,
+        /// Leave out cases whose id matches one of these globs.
+        #[arg(long)]
+        exclude: Vec<String>,
+        /// Write report.json and junit.xml here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// Deadline of each exchange (overrides the profile).
+        #[arg(long = "timeout-ms")]
+        timeout_ms: Option<u64>,
+        /// Run the slow cases too.
+        #[arg(long = "include-slow")]
+        include_slow: bool,
+        /// The harness's signing key (32-byte seed, base64url or hex); fresh by default.
+        #[arg(long)]
+        key: Option<PathBuf>,
+    },
+    /// Serve a reference agent and print its URL.
+    Serve {
+        #[arg(long)]
+        suite: String,
+        #[arg(long, default_value = "127.0.0.1:0")]
+        listen: String,
+        /// Switch on a named deviation (repeatable); `--fault list` lists them.
+        #[arg(long = "fault")]
+        faults: Vec<String>,
+        /// Offer ttl of the negotiated fixture, in ms.
+        #[arg(long = "offer-ttl-ms")]
+        offer_ttl_ms: Option<u64>,
+    },
+    /// Print the RFC 8785 canonical form of a JSON file (or stdin).
+    Canon { file: Option<PathBuf> },
+    /// Print a new Ed25519 key: the seed (base64url) on the first line, then its did:key.
+    Keygen,
+    /// Sign an envelope with a key file; prints the signed envelope.
+    Sign {
+        #[arg(long)]
+        suite: String,
+        #[arg(long)]
+        key: PathBuf,
+        file: Option<PathBuf>,
+    },
+    /// Verify an envelope's signature; exit 0 when valid, 1 otherwise.
+    Verify {
+        #[arg(long)]
+        suite: String,
+        file: Option<PathBuf>,
+    },
+}
+
+/// A usage or harness error: exit 2.
+pub struct Usage(pub String);
+
+fn read_input(file: &Option<PathBuf>) -> Result<Vec<u8>, Usage> {
+    const MAX: u64 = 64 * 1024 * 1024;
+    match file {
+        Some(p) if p.as_os_str() != "-" => {
+            let meta = std::fs::metadata(p).map_err(|e| Usage(format!("cannot read {}: {e}", p.display())))?;
+            if meta.len() > MAX {
+                return Err(Usage(format!("{} is larger than {MAX} bytes", p.display())));
+            }
+            std::fs::read(p).map_err(|e| Usage(format!("cannot read {}: {e}", p.display())))
+        }
+        _ => {
+            let mut buf = Vec::new();
+            std::io::stdin()
+                .take(MAX + 1)
+                .read_to_end(&mut buf)
+                .map_err(|e| Usage(format!("cannot read standard input: {e}")))?;
+            if buf.len() as u64 > MAX {
+                return Err(Usage(format!("standard input is larger than {MAX} bytes")));
+            }
+            Ok(buf)
+        }
+    }
+}
+
+fn input_name(file: &Option<PathBuf>) -> String {
+    match file {
+        Some(p) if p.as_os_str() != "-" => p.display().to_string(),
+        _ => "<stdin>".into(),
+    }
+}
+
+fn need_signing_suite(suite: &str) -> Result<(), Usage> {
+    if suite == "agora-v1" {
+        Ok(())
+    } else {
+        Err(Usage(format!("signing and verification support --suite agora-v1 (got {suite:?})")))
+    }
+}
+
+fn load_key(path: &PathBuf) -> Result<Keypair, Usage> {
+    let text = std::fs::read_to_string(path).map_err(|e| Usage(format!("cannot read key {}: {e}", path.display())))?;
+    let first = text.lines().next().unwrap_or("");
+    Keypair::from_key_file_text(first).map_err(|e| Usage(format!("key {}: {e} (expected a 32-byte seed in base64url or hex on the first line)", path.display())))
+}
+
+/// Runs the command; returns the exit code.
+pub fn main_with(cli: Cli) -> i32 {
+    let out = std::io::stdout();
+    let mut out = out.lock();
+    match dispatch(cli, &mut out) {
+        Ok(code) => code,
+        Err(Usage(msg)) => {
+            let _ = out.flush();
+            eprintln!("agentconform: error: {msg}");
+            2
+        }
+    }
+}
+
+fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
+    let io = |e: std::io::Error| Usage(format!("cannot write output: {e}"));
+    match cli.command {
+        Command::List { suite } => {
+            let chosen = match suite.as_deref() {
+                None | Some("all") => suites::all(),
+                Some(id) => vec![suites::by_id(id).ok_or_else(|| unknown_suite(id))?],
+            };
+            for s in chosen {
+                for c in s.cases {
+                    writeln!(
+                        out,
+                        "{:<48} {:<8} {}{}",
+                        c.id,
+                        c.level.to_string(),
+                        c.requirements.join(","),
+                        if c.slow { " (slow)" } else { "" }
+                    )
+                    .map_err(io)?;
+                }
+                for u in s.untestable {
+                    writeln!(out, "# {} untestable: {}", u.requirement, u.reason).map_err(io)?;
+                }
+            }
+            Ok(0)
+        }
+        Command::Canon { file } => {
+            let bytes = read_input(&file)?;
+            let c = jcs::canonicalize(&bytes).map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
+            out.write_all(&c).map_err(io)?;
+            writeln!(out).map_err(io)?;
+            Ok(0)
+        }
+        Command::Keygen => {
+            let k = Keypair::generate();
+            writeln!(out, "{}\n{}", keys::b64url(&k.seed()), k.did()).map_err(io)?;
+            Ok(0)
+        }
+        Command::Sign { suite, key, file } => {
+            need_signing_suite(&suite)?;
+            let k = load_key(&key)?;
+            let bytes = read_input(&file)?;
+            let tree = reference_impl::wire::json::parse(&bytes).map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
+            let mut env = tree.to_serde();
+            if !env.get("sender").is_some_and(|s| s.is_object()) {
+                env["sender"] = serde_json::json!({});
+            }
+            env["sender"]["id"] = serde_json::json!(k.did());
+            envelope::sign(&mut env, &k, SigVariant::Blank).map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
+            let c = jcs::canonicalize_serde(&env).map_err(|e| Usage(e.to_string()))?;
+            out.write_all(&c).map_err(io)?;
+            writeln!(out).map_err(io)?;
+            Ok(0)
+        }
+        Command::Verify { suite, file } => {
+            need_signing_suite(&suite)?;
+            let bytes = read_input(&file)?;
+            let v = envelope::verify_bytes(&bytes);
+            if let Some(id) = &v.sender_id {
+                writeln!(out, "sender.id: {id}").map_err(io)?;
+                let forms: Vec<String> = v.key_forms.iter().map(|f| f.to_string()).collect();
+                writeln!(out, "key read as: {}", if forms.is_empty() { "-".into() } else { forms.join(", ") }).map_err(io)?;
+            }
+            if let Some(f) = v.signature_flavor {
+                writeln!(out, "signature encoding: {f}").map_err(io)?;
+            }
+            for a in &v.attempts {
+                match &a.canonical {
+                    Ok(c) => writeln!(
+                        out,
+                        "tried variant ({}): {}\n  canonical bytes: {}",
+                        a.variant,
+                        if a.verified_with.is_some() { "verifies" } else { "does not verify" },
+                        String::from_utf8_lossy(c)
+                    ),
+                    Err(e) => writeln!(out, "tried variant ({}): cannot canonicalize: {e}", a.variant),
+                }
+                .map_err(io)?;
+            }
+            match v.verified {
+                Some((variant, form)) => {
+                    writeln!(out, "VALID: signature verifies ({variant}, key as {form})").map_err(io)?;
+                    Ok(0)
+                }
+                None => {
+                    writeln!(out, "INVALID: {}", v.problem.unwrap_or_default()).map_err(io)?;
+                    Ok(1)
+                }
+            }
+        }
+        Command::Serve { suite, listen, faults, offer_ttl_ms } => {
+            if faults.iter().any(|f| f == "list") {
+                for f in embedded::faults(&suite).ok_or_else(|| unknown_suite(&suite))? {
+                    writeln!(out, "{:<28} {:<20} {}", f.name, f.family, f.description).map_err(io)?;
+                }
+                return Ok(0);
+            }
+            let rt = runtime()?;
+            rt.block_on(async {
+                let opts = embedded::Options { faults, offer_ttl_ms };
+                let server = embedded::start(&suite, &listen, &opts).await.map_err(Usage)?;
+                for (_, url) in &server.endpoints.0 {
+                    writeln!(out, "{url}").map_err(io)?;
+                }
+                out.flush().map_err(io)?;
+                tokio::signal::ctrl_c().await.map_err(|e| Usage(format!("cannot wait for Ctrl-C: {e}")))?;
+                Ok(0)
+            })
+        }
+        Command::Run { suite, target, profile, cases, exclude, report, timeout_ms, include_slow, key } => {
+            let chosen = if suite == "all" {
+                suites::all()
+            } else {
+                vec![suites::by_id(&suite).ok_or_else(|| unknown_suite(&suite))?]
+            };
+            let mut prof = match &profile {
+                Some(p) => Profile::load(p).map_err(|e| Usage(e.to_string()))?,
+                None => Profile::default(),
+            };
+            if let Some(t) = timeout_ms {
+                if t == 0 || t > 600_000 {
+                    return Err(Usage("--timeout-ms must be between 1 and 600000".into()));
+                }
+                prof.timing.case_timeout_ms = t;
+            }
+            let selection = Selection { include: cases, exclude, include_slow };
+            let _ = selection.matcher().map_err(Usage)?;
+            let key = match &key {
+                Some(p) => load_key(p)?,
+                None => Keypair::generate(),
+            };
+            let schemas = Schemas::load().map_err(Usage)?;
+            let http = crate::drive::http::client().map_err(Usage)?;
+            let shared = Arc::new(RunShared { profile: prof, key, other_key: Keypair::generate(), schemas, http });
+            let rt = runtime()?;
+            let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
+            let (target_label, output) = rt.block_on(async {
+                let mut servers = Vec::new();
+                let (label, endpoints) = match &target {
+                    Some(url) => (url.clone(), Endpoints(vec![(parse_target(url)?, url.clone())])),
+                    None => {
+                        let mut eps = Vec::new();
+                        for s in &chosen {
+                            let server = embedded::start(s.id, "127.0.0.1:0", &embedded::Options::default()).await.map_err(Usage)?;
+                            eps.extend(server.endpoints.0.iter().cloned());
+                            servers.push(server);
+                        }
+                        ("embedded reference agent".to_string(), Endpoints(eps))
+                    }
+                };
+                let output = runner::run(shared, &chosen, &endpoints, &selection).await.map_err(Usage)?;
+                for s in servers {
+                    s.stop().await;
+                }
+                Ok::<_, Usage>((label, output))
+            })?;
+            let suites_run: Vec<String> = chosen.iter().map(|s| s.id.to_string()).collect();
+            let rep = Report::new(&target_label, suites_run, started_at, output);
+            print_terminal(&rep, out).map_err(io)?;
+            if let Some(dir) = &report {
+                rep.write(dir).map_err(Usage)?;
+                writeln!(out, "report written to {}", dir.display()).map_err(io)?;
+            }
+            Ok(if rep.summary.failed > 0 { 1 } else { 0 })
+        }
+    }
+}
+
+fn unknown_suite(id: &str) -> Usage {
+    Usage(format!("unknown suite {id:?}; known suites: {}, all", suites::ids().join(", ")))
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime, Usage> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Usage(format!("cannot start the async runtime: {e}")))
+}
+
+/// The binding a target URL names.
+pub fn parse_target(url: &str) -> Result<Transport, Usage> {
+    let lower = url.to_ascii_lowercase();
+    if lower.starts_with("http://") || lower.starts_with("https://") {
+        Ok(Transport::Http)
+    } else if lower.starts_with("ws://") || lower.starts_with("wss://") {
+        Ok(Transport::Ws)
+    } else {
+        Err(Usage(format!("--target {url:?}: expected an http://, https://, ws:// or wss:// URL")))
+    }
+}

@@ -1,0 +1,96 @@
+//! The WebSocket driver: one message per text frame, replies on the same socket.
+
+use super::{DriveError, Limits, Received};
+use futures_util::{SinkExt, StreamExt};
+use tokio::net::TcpStream;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::{Error as WsError, Message};
+use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
+
+pub struct WsDriver {
+    url: String,
+    socket: Option<WebSocketStream<MaybeTlsStream<TcpStream>>>,
+}
+
+fn map_err(e: WsError, limits: Limits) -> DriveError {
+    match e {
+        WsError::Capacity(_) => DriveError::TooLarge(limits.max_bytes),
+        WsError::ConnectionClosed | WsError::AlreadyClosed => DriveError::Closed,
+        other => DriveError::Io(other.to_string()),
+    }
+}
+
+impl WsDriver {
+    pub fn new(url: &str) -> WsDriver {
+        WsDriver {
+            url: url.to_string(),
+            socket: None,
+        }
+    }
+
+    async fn connect(&mut self, limits: Limits) -> Result<(), DriveError> {
+        if self.socket.is_some() {
+            return Ok(());
+        }
+        let config = WebSocketConfig::default()
+            .max_message_size(Some(limits.max_bytes))
+            .max_frame_size(Some(limits.max_bytes));
+        let conn = tokio_tungstenite::connect_async_with_config(&self.url, Some(config), false);
+        match tokio::time::timeout(limits.timeout, conn).await {
+            Ok(Ok((s, _))) => {
+                self.socket = Some(s);
+                Ok(())
+            }
+            Ok(Err(e)) => Err(DriveError::Connect(e.to_string())),
+            Err(_) => Err(DriveError::Timeout(limits.timeout.as_millis())),
+        }
+    }
+
+    /// Sends one message; waits for the next message within the deadline.
+    pub async fn exchange(&mut self, bytes: Vec<u8>, limits: Limits) -> Result<Received, DriveError> {
+        self.connect(limits).await?;
+        let msg = match String::from_utf8(bytes) {
+            Ok(text) => Message::Text(text.into()),
+            Err(e) => Message::Binary(e.into_bytes().into()),
+        };
+        let Some(sock) = self.socket.as_mut() else {
+            return Err(DriveError::Closed);
+        };
+        match tokio::time::timeout(limits.timeout, sock.send(msg)).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Err(map_err(e, limits)),
+            Err(_) => return Err(DriveError::Timeout(limits.timeout.as_millis())),
+        }
+        Ok(match self.recv(limits).await? {
+            Some(b) => Received::Frame(b),
+            None => Received::Silence,
+        })
+    }
+
+    /// The next data message within the deadline, `None` on silence.
+    pub async fn recv(&mut self, limits: Limits) -> Result<Option<Vec<u8>>, DriveError> {
+        self.connect(limits).await?;
+        let Some(sock) = self.socket.as_mut() else {
+            return Err(DriveError::Closed);
+        };
+        let deadline = tokio::time::Instant::now() + limits.timeout;
+        loop {
+            let next = tokio::time::timeout_at(deadline, sock.next()).await;
+            match next {
+                Err(_) => return Ok(None),
+                Ok(None) => return Err(DriveError::Closed),
+                Ok(Some(Err(e))) => return Err(map_err(e, limits)),
+                Ok(Some(Ok(Message::Text(t)))) => return Ok(Some(t.as_bytes().to_vec())),
+                Ok(Some(Ok(Message::Binary(b)))) => return Ok(Some(b.to_vec())),
+                Ok(Some(Ok(Message::Close(_)))) => return Err(DriveError::Closed),
+                Ok(Some(Ok(_))) => continue, // ping, pong, raw frames
+            }
+        }
+    }
+
+    pub async fn close(&mut self) {
+        if let Some(mut s) = self.socket.take() {
+            let _ = tokio::time::timeout(std::time::Duration::from_millis(200), s.close(None)).await;
+        }
+    }
+}

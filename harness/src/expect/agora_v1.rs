@@ -1,0 +1,330 @@
+//! agora-v1 expectations: how the harness builds messages and judges replies.
+//!
+//! Verdicts come from the project's schemas and the checks here, using only the wire
+//! primitives of reference-impl (canonical form, keys), never the reference agent's
+//! own validation.
+
+use crate::case::{fail, Step};
+use crate::drive::Received;
+use crate::script::Ctx;
+use reference_impl::agora_v1::envelope::{self, SigVariant, ERROR_CODES, PROTOCOL};
+use reference_impl::wire::clock::{format_timestamp, parse_timestamp};
+use reference_impl::wire::keys::{B64Flavor, KeyForm, Keypair};
+use reference_impl::wire::{jcs, json, new_id};
+use serde_json::{json, Value};
+use time::{Duration, OffsetDateTime};
+
+/// A reply that passed the checks every target message must pass.
+#[derive(Debug, Clone)]
+pub struct Env {
+    pub ty: String,
+    pub id: String,
+    pub payload: Value,
+    pub whole: Value,
+    pub http_status: Option<u16>,
+    pub sig_variant: SigVariant,
+    pub key_form: KeyForm,
+    pub sig_flavor: Option<B64Flavor>,
+}
+
+impl Env {
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.payload.get(key).and_then(Value::as_str)
+    }
+
+    /// The ERROR code, if this is an ERROR with an integer code.
+    pub fn error_code(&self) -> Option<i64> {
+        if self.ty == "ERROR" {
+            self.payload.get("code").and_then(Value::as_i64)
+        } else {
+            None
+        }
+    }
+}
+
+pub fn now() -> OffsetDateTime {
+    OffsetDateTime::now_utc()
+}
+
+/// A new unsigned envelope from the harness, stamped now.
+pub fn message(ctx: &Ctx, ty: &str, payload: Value) -> Value {
+    message_at(ctx, ty, payload, now())
+}
+
+pub fn message_at(ctx: &Ctx, ty: &str, payload: Value, at: OffsetDateTime) -> Value {
+    envelope::build(ty, &new_id(), at, &ctx.key().did(), payload)
+}
+
+/// Signs `env` in place with `key` (the `sender.id` is left as it is).
+pub fn sign_with(env: &mut Value, key: &Keypair, variant: SigVariant) -> Step<()> {
+    envelope::sign(env, key, variant)
+        .map(|_| ())
+        .map_err(|e| crate::case::Stop::Skip(format!("the harness could not sign its own message: {e}")))
+}
+
+/// The bytes sent for an envelope: its canonical form (plain text when the case
+/// built something that has none on purpose).
+pub fn wire(env: &Value) -> Vec<u8> {
+    jcs::canonicalize_serde(env)
+        .or_else(|_| serde_json::to_vec(env))
+        .unwrap_or_default()
+}
+
+/// A REQUEST payload.
+pub fn request_payload(resource: &str, params: Value) -> Value {
+    json!({"resource": resource, "params": params})
+}
+
+/// Signs with the run key and sends; records the id as the harness's.
+pub async fn send(ctx: &mut Ctx, mut env: Value) -> Step<Received> {
+    sign_with(&mut env, &ctx.shared.key.clone(), SigVariant::Blank)?;
+    send_as_is(ctx, &env).await
+}
+
+/// Sends an envelope exactly as built (signed or not).
+pub async fn send_as_is(ctx: &mut Ctx, env: &Value) -> Step<Received> {
+    if let Some(id) = env.get("id").and_then(Value::as_str) {
+        ctx.sent_ids.insert(id.to_string());
+    }
+    ctx.send_bytes(wire(env)).await
+}
+
+fn reply_bytes(r: &Received) -> Option<(&[u8], Option<u16>)> {
+    match r {
+        Received::Http { status, body } => Some((body, Some(*status))),
+        Received::Frame(b) => Some((b, None)),
+        Received::Silence => None,
+    }
+}
+
+/// Checks what every target message must be (AV1-001…003, 006, 009, 012, 014…017,
+/// 019, 020, 021, 046 and the profile's HTTP status rule). `Ok(None)` on silence.
+pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
+    let Some((bytes, http_status)) = reply_bytes(r) else {
+        return Ok(None);
+    };
+    let tree = match json::parse(bytes) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("the reply is not JSON (AV1-001): {e}")),
+    };
+    let whole = tree.to_serde();
+    if !whole.is_object() {
+        return fail("the reply is not a JSON object (AV1-001)");
+    }
+    if let Err(e) = ctx.shared.schemas.check("agora-v1/envelope", &whole) {
+        return fail(format!("the reply violates the envelope schema: {e}"));
+    }
+    // The schema pins protocol, types, member types; these are the rest.
+    let protocol = whole["protocol"].as_str().unwrap_or_default();
+    if protocol != PROTOCOL {
+        return fail(format!("reply protocol is {protocol:?}, not \"agora/1.0\" (AV1-003)"));
+    }
+    let id = whole["id"].as_str().unwrap_or_default().to_string();
+    if ctx.sent_ids.contains(&id) {
+        return fail(format!("the reply reuses the id {id:?} of a message the harness sent (AV1-004)"));
+    }
+    if !ctx.reply_ids.insert(id.clone()) {
+        return fail(format!("the reply id {id:?} was already used by an earlier reply (AV1-004)"));
+    }
+    let ts_text = whole["timestamp"].as_str().unwrap_or_default();
+    let ts = match parse_timestamp(ts_text) {
+        Ok(t) => t,
+        Err(e) => return fail(format!("reply timestamp {ts_text:?}: {e} (AV1-006)")),
+    };
+    let window = Duration::seconds(ctx.profile().timing.replay_window_s as i64);
+    let skew = now() - ts;
+    if skew.abs() > window {
+        return fail(format!(
+            "reply timestamp {ts_text} is {} s away from the harness clock ({}), outside the {} s window a peer accepts (AV1-006)",
+            skew.whole_seconds(),
+            format_timestamp(now()),
+            window.whole_seconds()
+        ));
+    }
+    let v = envelope::verify_tree(tree);
+    let Some((sig_variant, key_form)) = v.verified else {
+        return fail(format!(
+            "the reply's signature does not verify (AV1-016/017/020): {}",
+            v.problem.unwrap_or_default()
+        ));
+    };
+    ctx.checked(format!(
+        "signature verifies ({sig_variant}, key {key_form}, {})",
+        v.signature_flavor.map(|f| f.to_string()).unwrap_or_default()
+    ));
+    let ty = whole["type"].as_str().unwrap_or_default().to_string();
+    let payload = whole["payload"].clone();
+    if let Some(status) = http_status {
+        let code = payload.get("code").and_then(Value::as_i64);
+        let ok = status == 200 || (ty == "ERROR" && code == Some(i64::from(status)));
+        if !ok {
+            return fail(format!(
+                "HTTP status {status} for a {ty} reply: the profile requires 200 or the ERROR code (got code {code:?})"
+            ));
+        }
+    }
+    if ty == "ERROR" {
+        if let Some(code) = payload.get("code").and_then(Value::as_i64) {
+            if !ERROR_CODES.contains(&code) {
+                ctx.warn(format!("ERROR code {code} is not in the table of agora-v1.md §5 (AV1-046)"));
+            }
+        }
+    }
+    Ok(Some(Env {
+        ty,
+        id,
+        payload,
+        whole,
+        http_status,
+        sig_variant,
+        key_form,
+        sig_flavor: v.signature_flavor,
+    }))
+}
+
+/// A reply must be there and pass [`check_reply`].
+pub fn expect_reply(ctx: &mut Ctx, r: &Received) -> Step<Env> {
+    match check_reply(ctx, r)? {
+        Some(env) => Ok(env),
+        None => fail("no reply within the deadline"),
+    }
+}
+
+/// The reply must be of one of `types`.
+pub fn expect_type(ctx: &mut Ctx, r: &Received, types: &[&str]) -> Step<Env> {
+    let env = expect_reply(ctx, r)?;
+    if !types.contains(&env.ty.as_str()) {
+        let detail = if env.ty == "ERROR" {
+            format!(" (code {}, {:?})", env.payload["code"], env.payload["message"].as_str().unwrap_or(""))
+        } else {
+            String::new()
+        };
+        return fail(format!("expected {}, got {}{detail}", types.join(" or "), env.ty));
+    }
+    ctx.checked(format!("reply is {}", env.ty));
+    Ok(env)
+}
+
+/// The reply must be an ERROR with exactly `code`.
+pub fn expect_error(ctx: &mut Ctx, r: &Received, code: i64) -> Step<Env> {
+    let env = expect_type(ctx, r, &["ERROR"])?;
+    match env.error_code() {
+        Some(c) if c == code => {
+            ctx.checked(format!("ERROR code {code}"));
+            Ok(env)
+        }
+        _ => fail(format!("expected ERROR code {code}, got code {}", env.payload["code"])),
+    }
+}
+
+/// How strictly a rejection's code is judged.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CodeRule {
+    /// Another code fails.
+    Strict,
+    /// Another code warns.
+    Lenient,
+}
+
+/// The target must not process the message: an ERROR (with one of `codes`) or
+/// silence passes; an OFFER or RESULT (or any non-ERROR reply) fails.
+pub fn expect_rejection(ctx: &mut Ctx, r: &Received, codes: &[i64], rule: CodeRule, what: &str) -> Step<()> {
+    let Some(env) = check_reply(ctx, r)? else {
+        ctx.note(format!("{what}: no reply (a silent drop counts as a rejection)"));
+        return Ok(());
+    };
+    if env.ty != "ERROR" {
+        return fail(format!("{what}: the target processed it and answered {}", env.ty));
+    }
+    let code = env.error_code();
+    match code {
+        Some(c) if codes.contains(&c) => {
+            ctx.checked(format!("{what}: rejected with ERROR {c}"));
+            Ok(())
+        }
+        _ => {
+            let msg = format!(
+                "{what}: rejected, but with code {} instead of {}",
+                env.payload["code"],
+                codes.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" or ")
+            );
+            match rule {
+                CodeRule::Strict => fail(msg),
+                CodeRule::Lenient => {
+                    ctx.warn(msg);
+                    Ok(())
+                }
+            }
+        }
+    }
+}
+
+/// Sends a REQUEST for the direct resource and completes it, following an OFFER
+/// with an ACCEPT if the target negotiates (AV1-A12). Returns (request id, RESULT).
+pub async fn complete_request(ctx: &mut Ctx, params: Value) -> Step<(String, Env)> {
+    let resource = ctx.profile().agora_v1.direct_resource.clone();
+    let req = message(ctx, "REQUEST", request_payload(&resource, params));
+    let req_id = req["id"].as_str().unwrap_or_default().to_string();
+    let r = send(ctx, req).await?;
+    let first = expect_type(ctx, &r, &["RESULT", "OFFER"])?;
+    let result = if first.ty == "OFFER" {
+        ctx.note("the target negotiates the direct resource (OFFER first); accepting it");
+        let accept = message(ctx, "ACCEPT", json!({"offer_id": first.id}));
+        let r = send(ctx, accept).await?;
+        expect_type(ctx, &r, &["RESULT"])?
+    } else {
+        first
+    };
+    check_result(ctx, &result, &req_id)?;
+    Ok((req_id, result))
+}
+
+/// RESULT rules: schema, link to the request, status, data (AV1-042…044).
+pub fn check_result(ctx: &mut Ctx, env: &Env, req_id: &str) -> Step<()> {
+    if let Err(e) = ctx.shared.schemas.check("agora-v1/result", &env.payload) {
+        return fail(format!("RESULT payload: {e}"));
+    }
+    let linked = env.str("request_id").unwrap_or_default();
+    if linked != req_id {
+        return fail(format!(
+            "RESULT.request_id is {linked:?}, not the REQUEST's id {req_id:?} (AV1-042)"
+        ));
+    }
+    ctx.checked("RESULT links to the REQUEST and has status and data");
+    Ok(())
+}
+
+/// OFFER rules: schema, link, cost/ttl/eta (AV1-037, AV1-038).
+pub fn check_offer(ctx: &mut Ctx, env: &Env, req_id: &str) -> Step<()> {
+    if let Err(e) = ctx.shared.schemas.check("agora-v1/offer", &env.payload) {
+        return fail(format!("OFFER payload (AV1-038): {e}"));
+    }
+    let linked = env.str("request_id").unwrap_or_default();
+    if linked != req_id {
+        return fail(format!(
+            "OFFER.request_id is {linked:?}, not the REQUEST's id {req_id:?} (AV1-037)"
+        ));
+    }
+    ctx.checked("OFFER links to the REQUEST; cost, ttl and eta are well formed");
+    Ok(())
+}
+
+/// Obtains an OFFER for the negotiated resource. Returns (request id, OFFER).
+pub async fn obtain_offer(ctx: &mut Ctx) -> Step<(String, Env)> {
+    let resource = ctx.profile().agora_v1.negotiated_resource.clone();
+    let req = message(ctx, "REQUEST", request_payload(&resource, json!({"text": "quote me"})));
+    let req_id = req["id"].as_str().unwrap_or_default().to_string();
+    let r = send(ctx, req).await?;
+    let offer = expect_type(ctx, &r, &["OFFER"])?;
+    check_offer(ctx, &offer, &req_id)?;
+    Ok((req_id, offer))
+}
+
+/// A REQUEST for the direct resource, signed, with `mutate` applied to the payload
+/// before signing.
+pub fn request_with(ctx: &Ctx, mutate: impl FnOnce(&mut Value)) -> Value {
+    let resource = ctx.profile().agora_v1.direct_resource.clone();
+    let mut payload = request_payload(&resource, json!({"text": "hi"}));
+    mutate(&mut payload);
+    message(ctx, "REQUEST", payload)
+}

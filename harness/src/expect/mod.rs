@@ -1,0 +1,3 @@
+//! Per-suite expectations: message builders and reply checks the cases share.
+
+pub mod agora_v1;

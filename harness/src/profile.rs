@@ -1,0 +1,153 @@
+//! The target profile: how the harness reaches a target, and the fixtures it
+//! expects (see the README's "Target profile" section). Every key is optional; an
+//! unknown key is an error that names the key and its line.
+
+use serde::Deserialize;
+use std::path::Path;
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Profile {
+    pub target: TargetSection,
+    pub timing: Timing,
+    #[serde(rename = "agora-v1")]
+    pub agora_v1: AgoraV1,
+    #[serde(rename = "agora-spaces")]
+    pub agora_spaces: toml::Table,
+    pub chorus: toml::Table,
+    #[serde(rename = "agora-exchange")]
+    pub agora_exchange: toml::Table,
+    pub agentprotocol: toml::Table,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TargetSection {
+    pub token: Option<String>,
+    pub ledger_url: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Timing {
+    pub case_timeout_ms: u64,
+    pub replay_window_s: u64,
+    pub offer_wait_max_ms: u64,
+    pub conversation_wait_max_s: u64,
+    pub heartbeat_timeout_s: u64,
+    /// Largest reply body the harness reads.
+    pub max_response_bytes: usize,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            case_timeout_ms: 5000,
+            replay_window_s: 60,
+            offer_wait_max_ms: 5000,
+            conversation_wait_max_s: 10,
+            heartbeat_timeout_s: 60,
+            max_response_bytes: 1024 * 1024,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgoraV1 {
+    pub direct_resource: String,
+    pub negotiated_resource: String,
+    /// A resource the target does not support.
+    pub unknown_resource: String,
+    /// Requests sent by the rate-limit burst case.
+    pub burst_requests: usize,
+}
+
+impl Default for AgoraV1 {
+    fn default() -> Self {
+        AgoraV1 {
+            direct_resource: "agora:echo:v1".into(),
+            negotiated_resource: "agora:quote:v1".into(),
+            unknown_resource: "agora:harness-nonexistent:v1".into(),
+            burst_requests: 200,
+        }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProfileError {
+    #[error("cannot read profile {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("profile {path}: {message}")]
+    Invalid { path: String, message: String },
+}
+
+impl Profile {
+    pub fn from_toml(text: &str, path: &str) -> Result<Profile, ProfileError> {
+        let p: Profile = toml::from_str(text).map_err(|e| {
+            let mut message = e.message().to_string();
+            if let Some(span) = e.span() {
+                let before = &text[..span.start.min(text.len())];
+                let line = before.matches('\n').count() + 1;
+                let col = before.len() - before.rfind('\n').map_or(0, |i| i + 1) + 1;
+                message = format!("line {line}, column {col}: {message}");
+            }
+            ProfileError::Invalid {
+                path: path.to_string(),
+                message,
+            }
+        })?;
+        p.validate().map_err(|message| ProfileError::Invalid {
+            path: path.to_string(),
+            message,
+        })?;
+        Ok(p)
+    }
+
+    pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Profile::from_toml(&text, &path.display().to_string())
+    }
+
+    fn validate(&self) -> Result<(), String> {
+        let t = &self.timing;
+        if t.case_timeout_ms == 0 || t.case_timeout_ms > 600_000 {
+            return Err("[timing] case_timeout_ms must be between 1 and 600000".into());
+        }
+        if t.max_response_bytes < 1024 {
+            return Err("[timing] max_response_bytes must be at least 1024".into());
+        }
+        if self.agora_v1.burst_requests > 10_000 {
+            return Err("[agora-v1] burst_requests must be at most 10000".into());
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_key_names_key_and_line() {
+        let e = Profile::from_toml("[timing]\ncase_timeout_ms = 10\nbogus = 1\n", "p.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("bogus") && e.contains("line 3"), "{e}");
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let p = Profile::from_toml("[agora-v1]\ndirect_resource = \"x:y\"\n", "p").unwrap();
+        assert_eq!(p.agora_v1.direct_resource, "x:y");
+        assert_eq!(p.timing.case_timeout_ms, 5000);
+        let e = Profile::from_toml("[timing]\ncase_timeout_ms = \"fast\"\n", "p").unwrap_err();
+        assert!(e.to_string().contains("line 2"), "{e}");
+    }
+}

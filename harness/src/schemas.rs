@@ -1,0 +1,76 @@
+//! The project's JSON Schemas (schemas/), compiled once per run.
+
+use std::collections::HashMap;
+
+/// (suite, file name, text) of every schema, built into the binary.
+pub const SCHEMA_FILES: &[(&str, &str, &str)] = &[
+    ("agora-v1", "envelope", include_str!("../../schemas/agora-v1/envelope.schema.json")),
+    ("agora-v1", "request", include_str!("../../schemas/agora-v1/request.schema.json")),
+    ("agora-v1", "offer", include_str!("../../schemas/agora-v1/offer.schema.json")),
+    ("agora-v1", "accept", include_str!("../../schemas/agora-v1/accept.schema.json")),
+    ("agora-v1", "result", include_str!("../../schemas/agora-v1/result.schema.json")),
+    ("agora-v1", "error", include_str!("../../schemas/agora-v1/error.schema.json")),
+    ("agora-v1", "hello", include_str!("../../schemas/agora-v1/hello.schema.json")),
+    ("agora-v1", "welcome", include_str!("../../schemas/agora-v1/welcome.schema.json")),
+    ("agora-v1", "status", include_str!("../../schemas/agora-v1/status.schema.json")),
+    ("", "report", include_str!("../../schemas/report.schema.json")),
+];
+
+pub struct Schemas {
+    validators: HashMap<String, jsonschema::Validator>,
+}
+
+impl Schemas {
+    /// Compiles every schema; an error names the file.
+    pub fn load() -> Result<Schemas, String> {
+        let mut docs = Vec::new();
+        for (suite, name, text) in SCHEMA_FILES {
+            let v: serde_json::Value = serde_json::from_str(text)
+                .map_err(|e| format!("schema {suite}/{name} is not JSON: {e}"))?;
+            docs.push((format!("{suite}/{name}"), v));
+        }
+        let mut registry = jsonschema::Registry::new();
+        for (key, doc) in &docs {
+            let Some(id) = doc.get("$id").and_then(|i| i.as_str()) else {
+                return Err(format!("schema {key} has no $id"));
+            };
+            registry = registry
+                .add(id, doc.clone())
+                .map_err(|e| format!("schema {key}: {e}"))?;
+        }
+        let registry = registry
+            .prepare()
+            .map_err(|e| format!("schema registry: {e}"))?;
+        let mut validators = HashMap::new();
+        for (key, doc) in &docs {
+            let v = jsonschema::options()
+                .with_registry(&registry)
+                .build(doc)
+                .map_err(|e| format!("schema {key} does not compile: {e}"))?;
+            validators.insert(key.clone(), v);
+        }
+        Ok(Schemas { validators })
+    }
+
+    /// Validates `instance` against `suite/name`; the error lists every violation
+    /// with its JSON Pointer.
+    pub fn check(&self, key: &str, instance: &serde_json::Value) -> Result<(), String> {
+        let Some(v) = self.validators.get(key) else {
+            return Err(format!("no schema {key}"));
+        };
+        let errors: Vec<String> = v
+            .iter_errors(instance)
+            .take(8)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                let at = if at.is_empty() { "/".to_string() } else { at };
+                format!("at {at}: {e}")
+            })
+            .collect();
+        if errors.is_empty() {
+            Ok(())
+        } else {
+            Err(format!("schema {key}: {}", errors.join("; ")))
+        }
+    }
+}

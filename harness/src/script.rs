@@ -1,0 +1,216 @@
+//! The context a case runs in, and its send/expect vocabulary.
+//!
+//! A case reads as a script: build a message, `send` it, then check what came back
+//! (`expect_*` helpers of the suite's expectation module). Every send and every
+//! reply lands in the transcript, with the time since the case started.
+
+use crate::case::{fail, Entry, Step};
+use crate::drive::{DriveError, Driver, Limits, Received, Transport};
+use crate::profile::Profile;
+use crate::schemas::Schemas;
+use reference_impl::wire::keys::Keypair;
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// Longest text kept for one transcript entry.
+const ENTRY_CAP: usize = 8 * 1024;
+/// Most transcript entries kept for one case.
+const TRANSCRIPT_CAP: usize = 400;
+
+/// What every case of a run shares.
+pub struct RunShared {
+    pub profile: Profile,
+    /// The harness's signing key for this run.
+    pub key: Keypair,
+    /// A second key, for wrong-key cases.
+    pub other_key: Keypair,
+    pub schemas: Schemas,
+    pub http: reqwest::Client,
+}
+
+pub struct Ctx {
+    pub shared: Arc<RunShared>,
+    pub transport: Transport,
+    pub url: String,
+    driver: Driver,
+    started: Instant,
+    transcript: Vec<Entry>,
+    dropped_entries: usize,
+    warnings: Vec<String>,
+    notes: Vec<String>,
+    /// Ids of messages the harness sent in this case.
+    pub sent_ids: HashSet<String>,
+    /// Ids of messages the target sent in this case.
+    pub reply_ids: HashSet<String>,
+}
+
+fn clip(text: &str) -> String {
+    if text.len() <= ENTRY_CAP {
+        return text.to_string();
+    }
+    let mut end = ENTRY_CAP;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… ({} bytes in all)", &text[..end], text.len())
+}
+
+impl Ctx {
+    pub fn new(shared: Arc<RunShared>, transport: Transport, url: &str) -> Ctx {
+        let driver = new_driver(&shared, transport, url);
+        Ctx {
+            shared,
+            transport,
+            url: url.to_string(),
+            driver,
+            started: Instant::now(),
+            transcript: Vec::new(),
+            dropped_entries: 0,
+            warnings: Vec::new(),
+            notes: Vec::new(),
+            sent_ids: HashSet::new(),
+            reply_ids: HashSet::new(),
+        }
+    }
+
+    pub fn profile(&self) -> &Profile {
+        &self.shared.profile
+    }
+
+    pub fn key(&self) -> &Keypair {
+        &self.shared.key
+    }
+
+    pub fn limits(&self) -> Limits {
+        Limits {
+            timeout: Duration::from_millis(self.profile().timing.case_timeout_ms),
+            max_bytes: self.profile().timing.max_response_bytes,
+        }
+    }
+
+    fn log(&mut self, kind: &'static str, text: &str, http_status: Option<u16>) {
+        if self.transcript.len() >= TRANSCRIPT_CAP {
+            self.dropped_entries += 1;
+            return;
+        }
+        self.transcript.push(Entry {
+            at_ms: self.started.elapsed().as_millis() as u64,
+            kind,
+            text: clip(text),
+            http_status,
+        });
+    }
+
+    /// Records an observation that does not change the outcome.
+    pub fn note(&mut self, text: impl Into<String>) {
+        let t = text.into();
+        self.log("note", &t, None);
+        self.notes.push(t);
+    }
+
+    /// Records a check that passed.
+    pub fn checked(&mut self, text: impl AsRef<str>) {
+        self.log("check", text.as_ref(), None);
+    }
+
+    /// Records a violation that warns without failing.
+    pub fn warn(&mut self, text: impl Into<String>) {
+        let t = text.into();
+        self.log("check", &format!("warning: {t}"), None);
+        self.warnings.push(t);
+    }
+
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    pub fn take_transcript(&mut self) -> Vec<Entry> {
+        if self.dropped_entries > 0 {
+            let n = self.dropped_entries;
+            self.dropped_entries = 0;
+            self.transcript.push(Entry {
+                at_ms: self.started.elapsed().as_millis() as u64,
+                kind: "note",
+                text: format!("{n} more transcript entries were left out"),
+                http_status: None,
+            });
+        }
+        std::mem::take(&mut self.transcript)
+    }
+
+    fn log_received(&mut self, r: &Received) {
+        match r {
+            Received::Http { status, body } => {
+                self.log("recv", &String::from_utf8_lossy(body), Some(*status))
+            }
+            Received::Frame(b) => self.log("recv", &String::from_utf8_lossy(b), None),
+            Received::Silence => self.log("note", "no reply within the deadline", None),
+        }
+    }
+
+    /// Sends raw bytes on the case's connection and returns the reply.
+    pub async fn send_bytes(&mut self, bytes: Vec<u8>) -> Step<Received> {
+        self.log("send", &String::from_utf8_lossy(&bytes), None);
+        let limits = self.limits();
+        match self.driver.exchange(bytes, limits).await {
+            Ok(r) => {
+                self.log_received(&r);
+                Ok(r)
+            }
+            Err(e) => {
+                let msg = describe_drive_error(&e);
+                self.log("note", &msg, None);
+                fail(msg)
+            }
+        }
+    }
+
+    /// Waits `wait` for a message the target sends unprompted (WebSocket only).
+    pub async fn listen(&mut self, wait: Duration) -> Step<Option<Vec<u8>>> {
+        let limits = Limits {
+            timeout: wait,
+            max_bytes: self.profile().timing.max_response_bytes,
+        };
+        match self.driver.listen(limits).await {
+            Ok(Some(b)) => {
+                self.log("recv", &String::from_utf8_lossy(&b), None);
+                Ok(Some(b))
+            }
+            Ok(None) => Ok(None),
+            Err(e) => fail(describe_drive_error(&e)),
+        }
+    }
+
+    /// A second, independent connection to the same target.
+    pub fn new_connection(&self) -> Driver {
+        new_driver(&self.shared, self.transport, &self.url)
+    }
+
+    pub async fn close(&mut self) {
+        if let Driver::Ws(d) = &mut self.driver {
+            d.close().await;
+        }
+    }
+}
+
+fn new_driver(shared: &RunShared, transport: Transport, url: &str) -> Driver {
+    match transport {
+        Transport::Http => Driver::Http(crate::drive::http::HttpDriver::new(shared.http.clone(), url)),
+        Transport::Ws => Driver::Ws(crate::drive::ws::WsDriver::new(url)),
+    }
+}
+
+pub fn describe_drive_error(e: &DriveError) -> String {
+    match e {
+        DriveError::Timeout(ms) => format!("the target did not answer within {ms} ms"),
+        DriveError::TooLarge(n) => format!("the target's reply exceeds the {n}-byte cap"),
+        DriveError::Connect(m) => format!("cannot reach the target: {m}"),
+        DriveError::Io(m) => format!("transport failure: {m}"),
+        DriveError::Closed => "the target closed the connection".into(),
+    }
+}

@@ -1,0 +1,438 @@
+//! The agora-v1 suite (agora-v1.md): the cases, nothing else.
+
+use crate::case::{fail, skip, Bindings, Case, Level, Suite, Untestable};
+use crate::drive::{Received, Transport};
+use crate::expect::agora_v1::*;
+use crate::script::Ctx;
+use reference_impl::agora_v1::envelope::{SigVariant, STATES};
+use reference_impl::wire::keys::{self, B64Flavor, KeyForm};
+use serde_json::json;
+use std::time::Duration;
+
+macro_rules! case {
+    ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, $bindings:expr, $slow:expr,
+     |$ctx:ident| $body:block) => {
+        Case {
+            id: concat!("agora-v1/", $id),
+            suite: "agora-v1",
+            title: $title,
+            requirements: &[$($req),*],
+            level: Level::$level,
+            bindings: $bindings,
+            slow: $slow,
+            run: {
+                fn run<'a>($ctx: &'a mut Ctx) -> crate::case::CaseFuture<'a> {
+                    Box::pin(async move $body)
+                }
+                run
+            },
+        }
+    };
+}
+
+const ANY: Bindings = Bindings::Any;
+
+pub static SUITE: Suite = Suite {
+    id: "agora-v1",
+    prefix: "AV1",
+    cases: CASES,
+    untestable: UNTESTABLE,
+    transports: &[Transport::Http, Transport::Ws],
+};
+
+pub const UNTESTABLE: &[Untestable] = &[
+    Untestable { requirement: "AV1-028", reason: "requester role: the target profile gives the harness no way to make a target send a REQUEST, so its requester states cannot be driven" },
+    Untestable { requirement: "AV1-029", reason: "requester role: the target profile gives the harness no way to make a target send a REQUEST, so its reaction to an OFFER cannot be observed" },
+    Untestable { requirement: "AV1-030", reason: "requester role: the target profile gives the harness no way to make a target send a REQUEST or ACCEPT" },
+    Untestable { requirement: "AV1-031", reason: "requester role: the target profile gives the harness no way to make a target send a REQUEST, so its FAILED state cannot be driven" },
+    Untestable { requirement: "AV1-036", reason: "needs a slow resource whose run time exceeds REQUEST.timeout; the target profile defines none" },
+    Untestable { requirement: "AV1-052", reason: "needs a fault-injection resource that makes the target fail; the target profile defines none (informational in the inventory)" },
+    Untestable { requirement: "AV1-053", reason: "needs a busy or maintenance switch on the target; the target profile defines none (informational in the inventory)" },
+];
+
+pub const CASES: &[Case] = &[
+    case!("echo-direct", "REQUEST for the direct resource completes with a well-formed, signed RESULT echoing the params",
+        ["AV1-001", "AV1-002", "AV1-003", "AV1-009", "AV1-010", "AV1-012", "AV1-014", "AV1-015", "AV1-016", "AV1-017", "AV1-019", "AV1-020", "AV1-026", "AV1-042", "AV1-043", "AV1-044", "AV1-054"],
+        Fact, ANY, false, |ctx| {
+        let params = json!({"text": "hello", "n": 3});
+        let (_, result) = complete_request(ctx, params.clone()).await?;
+        if result.payload["data"] != params {
+            return fail(format!("the echo fixture's RESULT.data is {}, not the params {params}", result.payload["data"]));
+        }
+        ctx.checked(format!("reply signed as {} with key form {}", result.sig_variant, result.key_form));
+        Ok(())
+    }),
+    case!("ids-uuid-v4", "reply ids are UUID v4", ["AV1-005"], Should, ANY, false, |ctx| {
+        let (_, result) = complete_request(ctx, json!({})).await?;
+        if !is_uuid_v4(&result.id) {
+            return fail(format!("reply id {:?} is not a UUID v4", result.id));
+        }
+        Ok(())
+    }),
+    case!("sender-did-key", "the target's sender.id is a did:key", ["AV1-013", "AV1-012"], Should, ANY, false, |ctx| {
+        let (_, result) = complete_request(ctx, json!({})).await?;
+        if result.key_form != KeyForm::DidKey {
+            return fail(format!("sender.id is a {}, not did:key:z6Mk…", result.key_form));
+        }
+        Ok(())
+    }),
+    case!("reply-signature-encoding", "reply signatures are 64 bytes in Base64Url", ["AV1-021", "AV1-019"], Fact, ANY, false, |ctx| {
+        let (_, result) = complete_request(ctx, json!({})).await?;
+        match result.sig_flavor {
+            Some(B64Flavor::Standard) => ctx.warn("the signature uses the standard base64 alphabet, not Base64Url (AV1-A1)"),
+            Some(f) => ctx.checked(format!("signature in {f}")),
+            None => return fail("no signature encoding recorded"),
+        }
+        Ok(())
+    }),
+    case!("ids-unique", "ids of 20 target messages are distinct and never reuse the harness's", ["AV1-004"], Fact, ANY, false, |ctx| {
+        // check_reply rejects any reuse within the case; 20 messages over several tasks.
+        for i in 0..10 {
+            complete_request(ctx, json!({"i": i})).await?;
+            let hello = message(ctx, "HELLO", json!({}));
+            let r = send(ctx, hello).await?;
+            expect_reply(ctx, &r)?;
+        }
+        ctx.checked(format!("{} distinct reply ids", ctx.reply_ids.len()));
+        Ok(())
+    }),
+    case!("reply-timestamp-fresh", "reply timestamps are RFC 3339 UTC within the replay window of the harness clock", ["AV1-006"], Fact, ANY, false, |ctx| {
+        let (_, result) = complete_request(ctx, json!({})).await?;
+        ctx.checked(format!("timestamp {}", result.whole["timestamp"]));
+        Ok(())
+    }),
+    case!("reject-missing-payload", "a REQUEST without payload is not processed", ["AV1-002"], Fact, ANY, false, |ctx| {
+        let mut req = request_with(ctx, |_| {});
+        if let Some(o) = req.as_object_mut() { o.remove("payload"); }
+        let r = send(ctx, req).await?;
+        expect_rejection(ctx, &r, &[400], CodeRule::Lenient, "REQUEST without payload")
+    }),
+    case!("reject-wrong-protocol", "a REQUEST with protocol agora/2.0 is not processed", ["AV1-003"], Fact, ANY, false, |ctx| {
+        let mut req = request_with(ctx, |_| {});
+        req["protocol"] = json!("agora/2.0");
+        let r = send(ctx, req).await?;
+        expect_rejection(ctx, &r, &[400], CodeRule::Lenient, "protocol \"agora/2.0\"")
+    }),
+    case!("reject-unknown-type", "types PING and request (lower case) are not processed", ["AV1-009"], Fact, ANY, false, |ctx| {
+        for ty in ["PING", "request"] {
+            let mut req = request_with(ctx, |_| {});
+            req["type"] = json!(ty);
+            let r = send(ctx, req).await?;
+            expect_rejection(ctx, &r, &[400], CodeRule::Lenient, &format!("type {ty:?}"))?;
+        }
+        Ok(())
+    }),
+    case!("hello-welcome", "HELLO is a known type and is answered with WELCOME listing the resources", ["AV1-011"], Profile, ANY, false, |ctx| {
+        let hello = message(ctx, "HELLO", json!({}));
+        let r = send(ctx, hello).await?;
+        let env = expect_type(ctx, &r, &["WELCOME"])?;
+        if let Err(e) = ctx.shared.schemas.check("agora-v1/welcome", &env.payload) {
+            return fail(format!("WELCOME payload: {e}"));
+        }
+        let resources = env.payload["resources"].as_array().cloned().unwrap_or_default();
+        let direct = ctx.profile().agora_v1.direct_resource.clone();
+        if !resources.iter().any(|r| r.as_str() == Some(direct.as_str())) {
+            return fail(format!("WELCOME.resources {resources:?} does not list the direct resource {direct:?}"));
+        }
+        Ok(())
+    }),
+    case!("status-query", "STATUS for a completed request reports a state from the spec's list", ["AV1-011"], Profile, ANY, false, |ctx| {
+        let (req_id, _) = complete_request(ctx, json!({})).await?;
+        let st = message(ctx, "STATUS", json!({"request_id": req_id}));
+        let r = send(ctx, st).await?;
+        let env = expect_type(ctx, &r, &["STATUS"])?;
+        if let Err(e) = ctx.shared.schemas.check("agora-v1/status", &env.payload) {
+            return fail(format!("STATUS payload: {e}"));
+        }
+        let state = env.str("state").unwrap_or_default().to_string();
+        if !STATES.contains(&state.as_str()) {
+            return fail(format!("STATUS.state {state:?} is not one of {STATES:?}"));
+        }
+        if env.str("request_id") != Some(req_id.as_str()) {
+            return fail("STATUS.request_id does not name the request asked about");
+        }
+        if state != "COMPLETED" {
+            ctx.warn(format!("a request answered with a RESULT is reported as {state}, not COMPLETED"));
+        }
+        Ok(())
+    }),
+    case!("reject-payload-array", "a REQUEST whose payload is an array draws ERROR 400", ["AV1-015"], Fact, ANY, false, |ctx| {
+        let mut req = request_with(ctx, |_| {});
+        req["payload"] = json!(["agora:echo:v1"]);
+        let r = send(ctx, req).await?;
+        expect_rejection(ctx, &r, &[400], CodeRule::Strict, "payload as an array")
+    }),
+    case!("reject-unsigned", "REQUESTs with an empty or missing signature are rejected with 401", ["AV1-016", "AV1-024"], Fact, ANY, false, |ctx| {
+        let req = request_with(ctx, |_| {});
+        let r = send_as_is(ctx, &req).await?; // signature ""
+        expect_rejection(ctx, &r, &[401], CodeRule::Strict, "signature \"\"")?;
+        let mut req = request_with(ctx, |_| {});
+        if let Some(s) = req["sender"].as_object_mut() { s.remove("signature"); }
+        let r = send_as_is(ctx, &req).await?;
+        expect_rejection(ctx, &r, &[401], CodeRule::Strict, "signature missing")
+    }),
+    case!("accept-noncanonical-spelling", "a REQUEST sent with another key order, white space, 1.0, 1e2 and \\u00e9 but signed over its RFC 8785 form is accepted", ["AV1-017", "AV1-018"], Must, ANY, false, |ctx| {
+        let resource = ctx.profile().agora_v1.direct_resource.clone();
+        let mut req = message(ctx, "REQUEST", json!({"resource": resource, "params": {"ratio": 1.0, "count": 100, "word": "café"}}));
+        sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Blank)?;
+        let id = req["id"].as_str().unwrap_or_default().to_string();
+        ctx.sent_ids.insert(id.clone());
+        let text = format!(
+            "{{\n  \"type\" : \"REQUEST\",\n  \"timestamp\" : {ts},\n  \"payload\" : {{\n    \"params\" : {{ \"word\" : \"caf\\u00e9\", \"ratio\" : 1.0, \"count\" : 1e2 }},\n    \"resource\" : {res}\n  }},\n  \"sender\" : {{ \"signature\" : {sig}, \"id\" : {sid} }},\n  \"id\" : {id},\n  \"protocol\" : \"agora/1.0\"\n}}\n",
+            ts = req["timestamp"], res = req["payload"]["resource"], sig = req["sender"]["signature"],
+            sid = req["sender"]["id"], id = req["id"],
+        );
+        let r = ctx.send_bytes(text.into_bytes()).await?;
+        let env = expect_type(ctx, &r, &["RESULT", "OFFER"])?;
+        if env.ty == "RESULT" {
+            check_result(ctx, &env, &id)?;
+            let data = &env.payload["data"];
+            if data["word"] != json!("café") || data["count"].as_f64() != Some(100.0) || data["ratio"].as_f64() != Some(1.0) {
+                return fail(format!("the echo of the params differs in value: {data}"));
+            }
+        }
+        Ok(())
+    }),
+    case!("reject-ecdsa-sender", "a REQUEST from a P-256 did:key draws ERROR 401", ["AV1-019", "AV1-024"], Must, ANY, false, |ctx| {
+        let mut req = request_with(ctx, |_| {});
+        req["sender"]["id"] = json!("did:key:zDnaerDaTF5BXEavCrfRZEk316dpbLsfPDZ3WJ5hRTPFU2169");
+        req["sender"]["signature"] = json!(keys::b64url(&[7u8; 64]));
+        let r = send_as_is(ctx, &req).await?;
+        expect_rejection(ctx, &r, &[401], CodeRule::Strict, "ECDSA P-256 sender")
+    }),
+    case!("accept-removed-signature-variant", "a REQUEST signed with sender.signature removed (not blanked) is accepted", ["AV1-020"], Fact, ANY, false, |ctx| {
+        let mut req = request_with(ctx, |_| {});
+        sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Removed)?;
+        let r = send_as_is(ctx, &req).await?;
+        let env = expect_reply(ctx, &r)?;
+        if env.ty == "ERROR" {
+            ctx.warn(format!("the removed-signature variant was rejected (code {}); peers that sign that way cannot interoperate (AV1-A2)", env.payload["code"]));
+        }
+        Ok(())
+    }),
+    case!("accept-padded-signature", "signatures in padded base64url and standard base64 (informational)", ["AV1-021"], Fact, ANY, false, |ctx| {
+        for (label, recode) in [("padded base64url", 0), ("standard base64", 1)] {
+            let mut req = request_with(ctx, |_| {});
+            sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Blank)?;
+            let sig = req["sender"]["signature"].as_str().unwrap_or_default().to_string();
+            let bytes = keys::b64_decode_any(&sig).map(|b| b.0).unwrap_or_default();
+            req["sender"]["signature"] = json!(if recode == 0 { format!("{sig}{}", "=".repeat((4 - sig.len() % 4) % 4)) } else { keys::b64std(&bytes) });
+            let r = send_as_is(ctx, &req).await?;
+            let env = expect_reply(ctx, &r)?;
+            ctx.note(format!("signature in {label}: answered {}", env.ty));
+        }
+        Ok(())
+    }),
+    case!("reject-tampered-payload", "a REQUEST whose payload changed after signing draws ERROR 401", ["AV1-022", "AV1-024"], Fact, ANY, false, |ctx| {
+        let mut req = request_with(ctx, |_| {});
+        sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Blank)?;
+        req["payload"]["params"]["text"] = json!("hj");
+        let r = send_as_is(ctx, &req).await?;
+        expect_rejection(ctx, &r, &[401], CodeRule::Strict, "tampered payload")
+    }),
+    case!("reject-wrong-key", "a REQUEST signed by one key but naming another in sender.id draws ERROR 401", ["AV1-023", "AV1-024"], Fact, ANY, false, |ctx| {
+        let mut req = request_with(ctx, |_| {});
+        sign_with(&mut req, &ctx.shared.other_key.clone(), SigVariant::Blank)?;
+        let r = send_as_is(ctx, &req).await?;
+        expect_rejection(ctx, &r, &[401], CodeRule::Strict, "signature by another key")
+    }),
+    case!("negotiated-flow", "REQUEST → OFFER → ACCEPT → RESULT for the negotiated resource", ["AV1-025", "AV1-037", "AV1-038", "AV1-040", "AV1-042"], Profile, ANY, false, |ctx| {
+        let (req_id, offer) = obtain_offer(ctx).await?;
+        let accept = message(ctx, "ACCEPT", json!({"offer_id": offer.id}));
+        let r = send(ctx, accept).await?;
+        let result = expect_type(ctx, &r, &["RESULT"])?;
+        check_result(ctx, &result, &req_id)
+    }),
+    case!("no-result-without-accept", "an OFFER never accepted yields no RESULT", ["AV1-027"], Fact, Bindings::Only(Transport::Ws), false, |ctx| {
+        let (_, offer) = obtain_offer(ctx).await?;
+        let ttl = offer.payload["ttl"].as_u64().unwrap_or(0);
+        let max = ctx.profile().timing.offer_wait_max_ms;
+        let wait = (ttl + 500).min(max);
+        ctx.note(format!("listening {wait} ms for an unsolicited message"));
+        if let Some(b) = ctx.listen(Duration::from_millis(wait)).await? {
+            let r = Received::Frame(b);
+            let env = expect_reply(ctx, &r)?;
+            if env.ty == "RESULT" {
+                return fail("a RESULT arrived for an offer that was never accepted");
+            }
+        }
+        Ok(())
+    }),
+    case!("offer-expiry", "an ACCEPT after the offer's ttl draws ERROR 408 and no RESULT", ["AV1-039", "AV1-050"], Fact, ANY, false, |ctx| {
+        let (_, offer) = obtain_offer(ctx).await?;
+        let ttl = offer.payload["ttl"].as_u64().unwrap_or(0);
+        let max = ctx.profile().timing.offer_wait_max_ms;
+        let margin = 300;
+        if ttl + margin > max {
+            return skip(format!("the offer ttl is {ttl} ms; waiting it out exceeds offer_wait_max_ms = {max}"));
+        }
+        ctx.note(format!("waiting {} ms for the offer to expire", ttl + margin));
+        tokio::time::sleep(Duration::from_millis(ttl + margin)).await;
+        let accept = message(ctx, "ACCEPT", json!({"offer_id": offer.id}));
+        let r = send(ctx, accept).await?;
+        expect_error(ctx, &r, 408).map(|_| ())
+    }),
+    case!("accept-unknown-offer", "an ACCEPT naming an unknown offer draws ERROR 400 or 404", ["AV1-040"], Fact, ANY, false, |ctx| {
+        let accept = message(ctx, "ACCEPT", json!({"offer_id": reference_impl::wire::new_id()}));
+        let r = send(ctx, accept).await?;
+        expect_rejection(ctx, &r, &[400, 404], CodeRule::Strict, "ACCEPT of an unknown offer")
+    }),
+    case!("accept-twice", "a second ACCEPT of the same offer is rejected", ["AV1-040"], Profile, ANY, false, |ctx| {
+        let (_, offer) = obtain_offer(ctx).await?;
+        let accept = message(ctx, "ACCEPT", json!({"offer_id": offer.id}));
+        let r = send(ctx, accept).await?;
+        expect_type(ctx, &r, &["RESULT"])?;
+        let again = message(ctx, "ACCEPT", json!({"offer_id": offer.id}));
+        let r = send(ctx, again).await?;
+        expect_rejection(ctx, &r, &[400, 404], CodeRule::Strict, "second ACCEPT of one offer")
+    }),
+    case!("reject-bad-payment-proof", "an ACCEPT with payment_proof 123 draws ERROR 400", ["AV1-041"], Fact, ANY, false, |ctx| {
+        let (_, offer) = obtain_offer(ctx).await?;
+        let accept = message(ctx, "ACCEPT", json!({"offer_id": offer.id, "payment_proof": 123}));
+        let r = send(ctx, accept).await?;
+        expect_rejection(ctx, &r, &[400], CodeRule::Strict, "payment_proof as a number")
+    }),
+    case!("reject-bad-resource", "a REQUEST without resource, or with resource 42, draws ERROR 400", ["AV1-032"], Fact, ANY, false, |ctx| {
+        let req = request_with(ctx, |p| { if let Some(o) = p.as_object_mut() { o.remove("resource"); } });
+        let r = send(ctx, req).await?;
+        expect_rejection(ctx, &r, &[400], CodeRule::Strict, "no resource")?;
+        let req = request_with(ctx, |p| p["resource"] = json!(42));
+        let r = send(ctx, req).await?;
+        expect_rejection(ctx, &r, &[400], CodeRule::Strict, "resource 42")
+    }),
+    case!("reject-params-string", "a REQUEST whose params is a string draws ERROR 400", ["AV1-033"], Fact, ANY, false, |ctx| {
+        let req = request_with(ctx, |p| p["params"] = json!("text=hi"));
+        let r = send(ctx, req).await?;
+        expect_rejection(ctx, &r, &[400], CodeRule::Strict, "params as a string")
+    }),
+    case!("reject-budget-number", "a REQUEST with budget 5 (not an object) draws ERROR 400; no budget is fine", ["AV1-034"], Fact, ANY, false, |ctx| {
+        let req = request_with(ctx, |p| p["budget"] = json!(5));
+        let r = send(ctx, req).await?;
+        expect_rejection(ctx, &r, &[400], CodeRule::Strict, "budget as a number")?;
+        complete_request(ctx, json!({})).await.map(|_| ())
+    }),
+    case!("reject-bad-timeout", "timeout \"10s\" or 1.5 draws ERROR 400; an omitted timeout is fine", ["AV1-035"], Fact, ANY, false, |ctx| {
+        for bad in [json!("10s"), json!(1.5)] {
+            let req = request_with(ctx, |p| p["timeout"] = bad.clone());
+            let r = send(ctx, req).await?;
+            expect_rejection(ctx, &r, &[400], CodeRule::Strict, &format!("timeout {bad}"))?;
+        }
+        let req = request_with(ctx, |p| p["timeout"] = json!(10000));
+        let r = send(ctx, req).await?;
+        expect_type(ctx, &r, &["RESULT", "OFFER"]).map(|_| ())
+    }),
+    case!("error-unknown-resource", "an unknown resource draws ERROR 404 with integer code, string message and the request id", ["AV1-045", "AV1-046", "AV1-049"], Fact, ANY, false, |ctx| {
+        let unknown = ctx.profile().agora_v1.unknown_resource.clone();
+        let req = request_with(ctx, |p| p["resource"] = json!(unknown));
+        let req_id = req["id"].as_str().unwrap_or_default().to_string();
+        let r = send(ctx, req).await?;
+        let env = expect_type(ctx, &r, &["ERROR"])?;
+        if let Err(e) = ctx.shared.schemas.check("agora-v1/error", &env.payload) {
+            return fail(format!("ERROR payload (AV1-045): {e}"));
+        }
+        if env.error_code() != Some(404) {
+            return fail(format!("expected code 404, got {}", env.payload["code"]));
+        }
+        match env.str("request_id") {
+            Some(id) if id == req_id => ctx.checked("ERROR.request_id names the REQUEST"),
+            Some(other) => return fail(format!("ERROR.request_id {other:?} is not the REQUEST's id")),
+            None => ctx.warn("ERROR 404 carries no request_id (AV1-049 asks for it)"),
+        }
+        Ok(())
+    }),
+    case!("reject-malformed-json", "truncated JSON and an envelope without type draw ERROR 400", ["AV1-047"], Fact, ANY, false, |ctx| {
+        let req = request_with(ctx, |_| {});
+        let mut text = wire(&req);
+        text.truncate(text.len() / 2);
+        let r = ctx.send_bytes(text).await?;
+        expect_rejection(ctx, &r, &[400], CodeRule::Strict, "truncated JSON")?;
+        let mut req = request_with(ctx, |_| {});
+        if let Some(o) = req.as_object_mut() { o.remove("type"); }
+        let r = send(ctx, req).await?;
+        expect_rejection(ctx, &r, &[400], CodeRule::Strict, "envelope without type")
+    }),
+    case!("budget-too-low", "a REQUEST whose budget.max is below the negotiated resource's cost draws ERROR 402", ["AV1-048"], Profile, ANY, false, |ctx| {
+        let resource = ctx.profile().agora_v1.negotiated_resource.clone();
+        let (_, offer) = obtain_offer(ctx).await?;
+        let cost = offer.payload["cost"].as_f64().unwrap_or(0.0);
+        if cost <= 0.0 {
+            return skip(format!("the negotiated resource costs {cost}; no budget can be below it"));
+        }
+        let req = message(ctx, "REQUEST", json!({"resource": resource, "params": {}, "budget": {"max": cost / 2.0}}));
+        let r = send(ctx, req).await?;
+        expect_error(ctx, &r, 402).map(|_| ())
+    }),
+    case!("reject-stale-timestamp", "a correctly signed REQUEST stamped 120 s ago is not processed", ["AV1-007"], Must, ANY, false, |ctx| {
+        let resource = ctx.profile().agora_v1.direct_resource.clone();
+        let req = message_at(ctx, "REQUEST", request_payload(&resource, json!({})), now() - time::Duration::seconds(120));
+        let r = send(ctx, req).await?;
+        expect_rejection(ctx, &r, &[401, 400], CodeRule::Lenient, "REQUEST stamped now−120 s")
+    }),
+    case!("accept-recent-timestamp", "a REQUEST stamped 30 s ago is processed normally", ["AV1-008"], Fact, ANY, false, |ctx| {
+        let resource = ctx.profile().agora_v1.direct_resource.clone();
+        let req = message_at(ctx, "REQUEST", request_payload(&resource, json!({})), now() - time::Duration::seconds(30));
+        let r = send(ctx, req).await?;
+        expect_type(ctx, &r, &["RESULT", "OFFER"]).map(|_| ())
+    }),
+    case!("reject-replayed-id", "the same signed REQUEST sent twice inside the window is processed once", ["AV1-007"], Profile, ANY, false, |ctx| {
+        let mut req = request_with(ctx, |_| {});
+        sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Blank)?;
+        let r = send_as_is(ctx, &req).await?;
+        expect_type(ctx, &r, &["RESULT", "OFFER"])?;
+        let r = send_as_is(ctx, &req).await?;
+        expect_rejection(ctx, &r, &[401, 400], CodeRule::Lenient, "replayed message id")
+    }),
+    case!("rate-limit-burst", "a burst of REQUESTs: throttled replies are ERROR 429 (no throttling is informational)", ["AV1-051"], Fact, Bindings::Only(Transport::Http), false, |ctx| {
+        let n = ctx.profile().agora_v1.burst_requests;
+        let mut bodies = Vec::with_capacity(n);
+        for i in 0..n {
+            let mut req = request_with(ctx, |p| p["params"] = json!({"i": i}));
+            sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Blank)?;
+            bodies.push(wire(&req));
+        }
+        let limits = ctx.limits();
+        let mut tasks = tokio::task::JoinSet::new();
+        let conns = 8usize;
+        let per = n.div_ceil(conns);
+        for chunk in bodies.chunks(per.max(1)).map(<[Vec<u8>]>::to_vec) {
+            let mut d = ctx.new_connection();
+            tasks.spawn(async move {
+                let mut out = Vec::new();
+                for b in chunk {
+                    out.push(d.exchange(b, limits).await);
+                }
+                out
+            });
+        }
+        let (mut ok, mut throttled) = (0usize, 0usize);
+        while let Some(res) = tasks.join_next().await {
+            let Ok(results) = res else { return fail("a burst task panicked") };
+            for r in results {
+                let r = match r {
+                    Ok(r) => r,
+                    Err(e) => return fail(format!("during the burst: {}", crate::script::describe_drive_error(&e))),
+                };
+                let env = expect_reply(ctx, &r)?;
+                match (env.ty.as_str(), env.error_code()) {
+                    ("RESULT" | "OFFER", _) => ok += 1,
+                    ("ERROR", Some(429)) => throttled += 1,
+                    (ty, code) => return fail(format!("a burst request drew {ty} {code:?}; throttling must use ERROR 429")),
+                }
+            }
+        }
+        ctx.note(format!("{n} requests: {ok} processed, {throttled} throttled with 429"));
+        Ok(())
+    }),
+];
+
+fn is_uuid_v4(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            14 => *c == b'4',
+            19 => matches!(c, b'8' | b'9' | b'a' | b'b' | b'A' | b'B'),
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+

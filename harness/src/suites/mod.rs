@@ -1,0 +1,20 @@
+//! Every suite the harness knows.
+
+pub mod agora_v1;
+
+use crate::case::Suite;
+
+/// All suites, in the order `--suite all` runs them.
+pub fn all() -> Vec<&'static Suite> {
+    vec![&agora_v1::SUITE]
+}
+
+/// The suite called `id`.
+pub fn by_id(id: &str) -> Option<&'static Suite> {
+    all().into_iter().find(|s| s.id == id)
+}
+
+/// Suite ids for error messages.
+pub fn ids() -> Vec<&'static str> {
+    all().iter().map(|s| s.id).collect()
+}
