@@ -292,10 +292,11 @@ def build():
         input=signed_request(n, {}, mtype="HELLO"), variant="blank", public_key=PUB_A)
 
     n = "status-query-valid"
-    add(n, "A correctly signed STATUS query carrying only request_id; the receiver "
-           "answers with a STATUS reply (the state it reports for a request it has "
-           "never seen is not fixed by the spec).",
-        ["AV1-011"], ACCEPT_OK,
+    add(n, "A correctly signed STATUS query carrying only request_id, sent to a fresh "
+           "receiver that has never seen that request: the receiver answers ERROR 404 "
+           "(the project's choice; the target profile names no other answer). A STATUS "
+           "for a known request is answered with a STATUS reply.",
+        ["AV1-011"], reject(404),
         input=signed_request(n, {"request_id": msg_id("request-quote-valid")},
                              mtype="STATUS"),
         variant="blank", public_key=PUB_A)
@@ -657,6 +658,8 @@ def model_receive(text, at):
             return "reject", 402, "valid"
     if env["type"] == "ACCEPT":
         return "reject", 404, "valid"  # a fresh receiver has made no offer
+    if env["type"] == "STATUS" and "state" not in p:
+        return "reject", 404, "valid"  # a fresh receiver knows no request
     return "accept", None, "valid"
 
 
