@@ -1,0 +1,425 @@
+//! The harness judged against the reference agents: the clean agent passes every
+//! case, every fault of the catalogue is caught by the cases that name it, every
+//! requirement is covered or recorded as untestable, hostile targets cannot hang the
+//! harness, and the command line keeps its exit codes.
+
+use agentconform::case::{CaseResult, Outcome, Suite};
+use agentconform::drive::Transport;
+use agentconform::embedded;
+use agentconform::profile::Profile;
+use agentconform::runner::{self, Endpoints, RunOutput, Selection};
+use agentconform::schemas::Schemas;
+use agentconform::script::RunShared;
+use agentconform::suites;
+use libtest_mimic::{Arguments, Failed, Trial};
+use reference_impl::agora_v1::agent::AgentConfig;
+use reference_impl::agora_v1::faults::FAULTS;
+use reference_impl::wire::keys::Keypair;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Offer ttl of the agents under test: long enough that an ACCEPT sent at once is
+/// never late on a loaded machine, short enough to keep the expiry case quick.
+const TEST_TTL_MS: u64 = 1000;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn shared(profile: Profile) -> Arc<RunShared> {
+    Arc::new(RunShared {
+        profile,
+        key: Keypair::generate(),
+        other_key: Keypair::generate(),
+        schemas: Schemas::load().expect("schemas"),
+        http: agentconform::drive::http::client().expect("client"),
+    })
+}
+
+async fn run_against(cfg: AgentConfig, selection: &Selection) -> RunOutput {
+    let server = embedded::start_agora_v1(cfg, "127.0.0.1:0").await.expect("start agent");
+    let out = runner::run(shared(Profile::default()), &[&suites::agora_v1::SUITE], &server.endpoints, selection)
+        .await
+        .expect("run");
+    server.stop().await;
+    out
+}
+
+fn test_config() -> AgentConfig {
+    AgentConfig {
+        offer_ttl_ms: TEST_TTL_MS,
+        ..AgentConfig::default()
+    }
+}
+
+fn describe(results: &[CaseResult]) -> String {
+    results
+        .iter()
+        .map(|r| format!("{} {} [{}]: {}", r.outcome, r.id, r.transport, r.message))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn clean_reference_passes() -> Result<(), Failed> {
+    let out = rt().block_on(run_against(test_config(), &Selection::default()));
+    let bad: Vec<CaseResult> = out.results.iter().filter(|r| r.outcome != Outcome::Pass).cloned().collect();
+    if !bad.is_empty() {
+        return Err(format!("the clean reference agent does not pass:\n{}", describe(&bad)).into());
+    }
+    // Every case ran over every binding it asks for.
+    let ran: BTreeSet<(&str, Transport)> = out.results.iter().map(|r| (r.id.as_str(), r.transport)).collect();
+    for c in suites::agora_v1::SUITE.cases {
+        let want: Vec<Transport> = match c.bindings {
+            agentconform::case::Bindings::Any => vec![Transport::Http, Transport::Ws],
+            agentconform::case::Bindings::Only(t) => vec![t],
+        };
+        for t in want {
+            if !ran.contains(&(c.id, t)) {
+                return Err(format!("{} did not run over {t}", c.id).into());
+            }
+        }
+    }
+    Ok(())
+}
+
+fn fault_is_caught(name: &'static str, caught_by: &'static [&'static str]) -> Result<(), Failed> {
+    let cfg = test_config().with_faults(&[name]).map_err(|e| e.to_string())?;
+    let mut selection = Selection::default();
+    if !caught_by.contains(&"agora-v1/rate-limit-burst") {
+        selection.exclude.push("agora-v1/rate-limit-burst".into());
+    }
+    let out = rt().block_on(run_against(cfg, &selection));
+    let mut missed = Vec::new();
+    for id in caught_by {
+        let runs: Vec<&CaseResult> = out.results.iter().filter(|r| r.id == *id && r.outcome != Outcome::Skip).collect();
+        if runs.is_empty() {
+            missed.push(format!("{id} did not run"));
+        }
+        for r in runs {
+            if r.outcome != Outcome::Fail {
+                missed.push(format!("{id} [{}] was {}: {}", r.transport, r.outcome, r.message));
+            }
+        }
+    }
+    if missed.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("fault {name} is not caught as its catalogue says:\n{}", missed.join("\n")).into())
+    }
+}
+
+fn requirement_ids(prefix: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("requirements/requirements.json");
+    let v: Value = serde_json::from_slice(&std::fs::read(&path).expect("requirements.json")).expect("json");
+    v.as_array()
+        .expect("array")
+        .iter()
+        .filter_map(|r| r["id"].as_str())
+        .filter(|id| id.starts_with(&format!("{prefix}-")))
+        .map(String::from)
+        .collect()
+}
+
+fn coverage(suite: &'static Suite) -> Result<(), Failed> {
+    let ids = requirement_ids(suite.prefix);
+    if ids.is_empty() {
+        return Err(format!("no {} requirements in the inventory", suite.prefix).into());
+    }
+    let mut problems = Vec::new();
+    let cited: BTreeSet<&str> = suite.cases.iter().flat_map(|c| c.requirements.iter().copied()).collect();
+    let untestable: BTreeSet<&str> = suite.untestable.iter().map(|u| u.requirement).collect();
+    for id in &ids {
+        let (c, u) = (cited.contains(id.as_str()), untestable.contains(id.as_str()));
+        if !c && !u {
+            problems.push(format!("{id}: no case and no recorded reason"));
+        }
+        if c && u {
+            problems.push(format!("{id}: both tested and recorded as untestable"));
+        }
+    }
+    for id in cited.iter().chain(untestable.iter()) {
+        if !ids.iter().any(|i| i == id) {
+            problems.push(format!("{id}: not in the inventory"));
+        }
+    }
+    for u in suite.untestable {
+        if u.reason.trim().len() < 20 {
+            problems.push(format!("{}: reason too thin", u.requirement));
+        }
+    }
+    let mut seen = BTreeSet::new();
+    for c in suite.cases {
+        if !seen.insert(c.id) {
+            problems.push(format!("duplicate case id {}", c.id));
+        }
+        if c.requirements.is_empty() {
+            problems.push(format!("{} cites no requirement", c.id));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n").into())
+    }
+}
+
+fn faults_name_real_cases() -> Result<(), Failed> {
+    let ids: BTreeSet<&str> = suites::agora_v1::SUITE.cases.iter().map(|c| c.id).collect();
+    let mut names = BTreeSet::new();
+    for f in FAULTS {
+        if !names.insert(f.name) {
+            return Err(format!("duplicate fault {}", f.name).into());
+        }
+        for c in f.caught_by {
+            if !ids.contains(c) {
+                return Err(format!("fault {} names unknown case {c}", f.name).into());
+            }
+        }
+    }
+    let families: BTreeSet<&str> = FAULTS.iter().map(|f| f.family).collect();
+    for family in [
+        "freshness", "signature checking", "reply signing", "canonical form", "replay",
+        "error code 400", "error code 401", "error code 402", "error code 404", "error code 408",
+        "offer expiry", "budget", "request linking", "protocol tag",
+    ] {
+        if !families.contains(family) {
+            return Err(format!("no fault in family {family}").into());
+        }
+    }
+    Ok(())
+}
+
+// ---------- hostile targets ----------
+
+/// A loopback server that misbehaves in one way; stops when the runtime ends.
+async fn hostile(kind: &'static str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        // Bounded: serves at most 500 connections, then stops by itself.
+        for _ in 0..500 {
+            let Ok((mut sock, _)) = listener.accept().await else { return };
+            tokio::spawn(async move {
+                let mut buf = vec![0u8; 65536];
+                let _ = sock.read(&mut buf).await;
+                match kind {
+                    "hang" => tokio::time::sleep(Duration::from_secs(30)).await,
+                    "garbage" => {
+                        let _ = sock.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nnot json!").await;
+                    }
+                    "endless" => {
+                        let _ = sock.write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n").await;
+                        let chunk = format!("{:x}\r\n{}\r\n", 4096, "x".repeat(4096));
+                        // At most 64 MiB, then the connection ends.
+                        for _ in 0..16384 {
+                            if sock.write_all(chunk.as_bytes()).await.is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            });
+        }
+    });
+    format!("http://{addr}/")
+}
+
+fn hostile_target(kind: &'static str, expect_in_message: &'static str) -> Result<(), Failed> {
+    rt().block_on(async {
+        let url = hostile(kind).await;
+        let mut profile = Profile::default();
+        profile.timing.case_timeout_ms = 300;
+        profile.timing.max_response_bytes = 64 * 1024;
+        let selection = Selection {
+            include: vec!["agora-v1/echo-direct".into(), "agora-v1/reject-unsigned".into()],
+            ..Selection::default()
+        };
+        let started = std::time::Instant::now();
+        let out = runner::run(shared(profile), &[&suites::agora_v1::SUITE], &Endpoints(vec![(Transport::Http, url)]), &selection)
+            .await
+            .map_err(|e| e.to_string())?;
+        if started.elapsed() > Duration::from_secs(10) {
+            return Err(format!("the run took {:?}", started.elapsed()).into());
+        }
+        if out.results.len() != 2 || out.results.iter().any(|r| r.outcome != Outcome::Fail || !r.message.contains(expect_in_message)) {
+            return Err(format!("expected two failures mentioning {expect_in_message:?}:\n{}", describe(&out.results)).into());
+        }
+        Ok(())
+    })
+}
+
+// ---------- the command line ----------
+
+fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_agentconform"))
+}
+
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `agentconform serve` and returns it with its first URL.
+fn serve(args: &[&str]) -> Result<(Serve, String), Failed> {
+    let mut child = Command::new(bin())
+        .args(["serve", "--suite", "agora-v1", "--listen", "127.0.0.1:0"])
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let guard = Serve(child);
+    let mut line = String::new();
+    BufReader::new(stdout).read_line(&mut line).map_err(|e| e.to_string())?;
+    let url = line.trim().to_string();
+    if !url.starts_with("http://127.0.0.1:") {
+        return Err(format!("serve printed {url:?}").into());
+    }
+    Ok((guard, url))
+}
+
+fn cli(args: &[&str]) -> Result<(i32, String, String), Failed> {
+    let out = Command::new(bin()).args(args).stdin(Stdio::null()).output().map_err(|e| e.to_string())?;
+    Ok((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+fn expect_code(args: &[&str], code: i32, needle: &str) -> Result<String, Failed> {
+    let (c, out, err) = cli(args)?;
+    if c != code || !(out.contains(needle) || err.contains(needle)) {
+        return Err(format!("agentconform {args:?}: exit {c} (want {code}), looking for {needle:?}\nstdout: {out}\nstderr: {err}").into());
+    }
+    Ok(out)
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("agentconform-test-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+fn cli_run_embedded_writes_reports() -> Result<(), Failed> {
+    let dir = tempdir("report");
+    let report = dir.to_string_lossy().into_owned();
+    expect_code(&["run", "--suite", "agora-v1", "--report", &report], 0, "0 failed")?;
+    let json: Value = serde_json::from_slice(&std::fs::read(dir.join("report.json")).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    Schemas::load()?.check("/report", &json)?;
+    let cases = json["cases"].as_array().ok_or("no cases")?;
+    if cases.is_empty() || json["summary"]["failed"] != 0 || json["summary"]["passed"].as_u64() != Some(cases.len() as u64) {
+        return Err(format!("unexpected summary {}", json["summary"]).into());
+    }
+    if cases.iter().any(|c| c["transcript"].as_array().is_none_or(|t| t.is_empty())) {
+        return Err("a case has an empty transcript".into());
+    }
+    let junit = std::fs::read_to_string(dir.join("junit.xml")).map_err(|e| e.to_string())?;
+    if !junit.contains("<testsuite") || !junit.contains("agora-v1/echo-direct") {
+        return Err("junit.xml lacks the suite or its cases".into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn cli_run_against_fault(name: &'static str) -> Result<(), Failed> {
+    let ttl = TEST_TTL_MS.to_string();
+    let (_serve, url) = serve(&["--fault", name, "--offer-ttl-ms", &ttl])?;
+    expect_code(&["run", "--suite", "agora-v1", "--target", &url, "--exclude", "agora-v1/rate-limit-burst"], 1, "FAIL")?;
+    Ok(())
+}
+
+fn cli_usage_errors() -> Result<(), Failed> {
+    expect_code(&["run", "--suite", "nope"], 2, "unknown suite \"nope\"")?;
+    expect_code(&["run", "--suite", "agora-v1", "--target", "ftp://127.0.0.1/"], 2, "expected an http://")?;
+    expect_code(&["run", "--suite", "agora-v1", "--cases", "[bad"], 2, "bad case pattern")?;
+    expect_code(&["serve", "--suite", "agora-v1", "--fault", "no-such-fault"], 2, "unknown fault")?;
+    expect_code(&["run"], 2, "--suite")?;
+    let dir = tempdir("profile");
+    let p = dir.join("p.toml");
+    std::fs::write(&p, "[timing]\ncase_timeout_ms = 100\nspeed = 3\n").map_err(|e| e.to_string())?;
+    expect_code(&["run", "--suite", "agora-v1", "--profile", &p.to_string_lossy()], 2, "line 3")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn cli_unreachable_target_fails() -> Result<(), Failed> {
+    // Port 9 (discard) on loopback has no listener here: connection refused.
+    expect_code(&["run", "--suite", "agora-v1", "--target", "http://127.0.0.1:9/", "--cases", "agora-v1/echo-*", "--timeout-ms", "500"], 1, "cannot reach the target")?;
+    Ok(())
+}
+
+fn cli_canon_sign_verify() -> Result<(), Failed> {
+    let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
+    let input = vectors.join("jcs/cyberphone/testdata/input/weird.json");
+    let want = std::fs::read_to_string(vectors.join("jcs/cyberphone/testdata/output/weird.json")).map_err(|e| e.to_string())?;
+    let out = expect_code(&["canon", &input.to_string_lossy()], 0, "")?;
+    if out.trim_end_matches('\n') != want.trim_end_matches('\n') {
+        return Err(format!("canon output differs:\n{out}").into());
+    }
+    let origin = vectors.join("agora-v1/origin/tests/vectors/request-basic/input.json");
+    expect_code(&["verify", "--suite", "agora-v1", &origin.to_string_lossy()], 0, "VALID")?;
+    let dir = tempdir("sign");
+    let keygen = expect_code(&["keygen"], 0, "did:key:z6Mk")?;
+    let key = dir.join("key");
+    std::fs::write(&key, keygen.lines().next().unwrap_or("")).map_err(|e| e.to_string())?;
+    let msg = dir.join("msg.json");
+    std::fs::write(&msg, r#"{"protocol":"agora/1.0","id":"x","timestamp":"2024-01-01T00:00:00Z","type":"HELLO","sender":{"id":"","signature":""},"payload":{}}"#).map_err(|e| e.to_string())?;
+    let signed = expect_code(&["sign", "--suite", "agora-v1", "--key", &key.to_string_lossy(), &msg.to_string_lossy()], 0, "signature")?;
+    let signed_path = dir.join("signed.json");
+    std::fs::write(&signed_path, &signed).map_err(|e| e.to_string())?;
+    expect_code(&["verify", "--suite", "agora-v1", &signed_path.to_string_lossy()], 0, "canonical bytes")?;
+    let tampered = dir.join("tampered.json");
+    std::fs::write(&tampered, signed.replace("HELLO", "STATUS")).map_err(|e| e.to_string())?;
+    expect_code(&["verify", "--suite", "agora-v1", &tampered.to_string_lossy()], 1, "INVALID")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+fn cli_list() -> Result<(), Failed> {
+    let out = expect_code(&["list", "--suite", "agora-v1"], 0, "agora-v1/echo-direct")?;
+    if !out.contains("AV1-001") || !out.contains("FACT") || !out.contains("untestable") {
+        return Err(format!("list output lacks levels, requirements or untestable rows:\n{out}").into());
+    }
+    Ok(())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials = vec![
+        Trial::test("reference::agora_v1::clean_agent_passes_every_case", clean_reference_passes),
+        Trial::test("coverage::agora_v1", || coverage(&suites::agora_v1::SUITE)),
+        Trial::test("faults::agora_v1::catalogue_names_real_cases_and_every_family", faults_name_real_cases),
+        Trial::test("hostile::hanging_target_times_out", || hostile_target("hang", "did not answer within 300 ms")),
+        Trial::test("hostile::garbage_reply_fails", || hostile_target("garbage", "not JSON")),
+        Trial::test("hostile::endless_body_is_capped", || hostile_target("endless", "exceeds the 65536-byte cap")),
+        Trial::test("cli::run_embedded_writes_reports", cli_run_embedded_writes_reports),
+        Trial::test("cli::usage_errors_exit_2", cli_usage_errors),
+        Trial::test("cli::unreachable_target_fails", cli_unreachable_target_fails),
+        Trial::test("cli::canon_sign_verify", cli_canon_sign_verify),
+        Trial::test("cli::list", cli_list),
+    ];
+    for f in FAULTS {
+        let (name, caught_by) = (f.name, f.caught_by);
+        trials.push(Trial::test(format!("faults::agora_v1::{name}"), move || fault_is_caught(name, caught_by)));
+        trials.push(Trial::test(format!("cli::run_exits_1_against_fault::{name}"), move || cli_run_against_fault(name)));
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
