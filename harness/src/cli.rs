@@ -19,7 +19,11 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 #[derive(Parser, Debug)]
-#[command(name = "agentconform", version, about = "Conformance harness for JSON agent-to-agent protocols")]
+#[command(
+    name = "agentconform",
+    version,
+    about = "Conformance harness for JSON agent-to-agent protocols"
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -102,7 +106,8 @@ fn read_input(file: &Option<PathBuf>) -> Result<Vec<u8>, Usage> {
     const MAX: u64 = 64 * 1024 * 1024;
     match file {
         Some(p) if p.as_os_str() != "-" => {
-            let meta = std::fs::metadata(p).map_err(|e| Usage(format!("cannot read {}: {e}", p.display())))?;
+            let meta = std::fs::metadata(p)
+                .map_err(|e| Usage(format!("cannot read {}: {e}", p.display())))?;
             if meta.len() > MAX {
                 return Err(Usage(format!("{} is larger than {MAX} bytes", p.display())));
             }
@@ -133,14 +138,22 @@ fn need_signing_suite(suite: &str) -> Result<(), Usage> {
     if suite == "agora-v1" {
         Ok(())
     } else {
-        Err(Usage(format!("signing and verification support --suite agora-v1 (got {suite:?})")))
+        Err(Usage(format!(
+            "signing and verification support --suite agora-v1 (got {suite:?})"
+        )))
     }
 }
 
 fn load_key(path: &PathBuf) -> Result<Keypair, Usage> {
-    let text = std::fs::read_to_string(path).map_err(|e| Usage(format!("cannot read key {}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Usage(format!("cannot read key {}: {e}", path.display())))?;
     let first = text.lines().next().unwrap_or("");
-    Keypair::from_key_file_text(first).map_err(|e| Usage(format!("key {}: {e} (expected a 32-byte seed in base64url or hex on the first line)", path.display())))
+    Keypair::from_key_file_text(first).map_err(|e| {
+        Usage(format!(
+            "key {}: {e} (expected a 32-byte seed in base64url or hex on the first line)",
+            path.display()
+        ))
+    })
 }
 
 /// Runs the command; returns the exit code.
@@ -185,7 +198,8 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
         }
         Command::Canon { file } => {
             let bytes = read_input(&file)?;
-            let c = jcs::canonicalize(&bytes).map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
+            let c = jcs::canonicalize(&bytes)
+                .map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
             out.write_all(&c).map_err(io)?;
             writeln!(out).map_err(io)?;
             Ok(0)
@@ -199,13 +213,15 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             need_signing_suite(&suite)?;
             let k = load_key(&key)?;
             let bytes = read_input(&file)?;
-            let tree = reference_impl::wire::json::parse(&bytes).map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
+            let tree = reference_impl::wire::json::parse(&bytes)
+                .map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
             let mut env = tree.to_serde();
             if !env.get("sender").is_some_and(|s| s.is_object()) {
                 env["sender"] = serde_json::json!({});
             }
             env["sender"]["id"] = serde_json::json!(k.did());
-            envelope::sign(&mut env, &k, SigVariant::Blank).map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
+            envelope::sign(&mut env, &k, SigVariant::Blank)
+                .map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
             let c = jcs::canonicalize_serde(&env).map_err(|e| Usage(e.to_string()))?;
             out.write_all(&c).map_err(io)?;
             writeln!(out).map_err(io)?;
@@ -218,7 +234,16 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             if let Some(id) = &v.sender_id {
                 writeln!(out, "sender.id: {id}").map_err(io)?;
                 let forms: Vec<String> = v.key_forms.iter().map(|f| f.to_string()).collect();
-                writeln!(out, "key read as: {}", if forms.is_empty() { "-".into() } else { forms.join(", ") }).map_err(io)?;
+                writeln!(
+                    out,
+                    "key read as: {}",
+                    if forms.is_empty() {
+                        "-".into()
+                    } else {
+                        forms.join(", ")
+                    }
+                )
+                .map_err(io)?;
             }
             if let Some(f) = v.signature_flavor {
                 writeln!(out, "signature encoding: {f}").map_err(io)?;
@@ -229,16 +254,25 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                         out,
                         "tried variant ({}): {}\n  canonical bytes: {}",
                         a.variant,
-                        if a.verified_with.is_some() { "verifies" } else { "does not verify" },
+                        if a.verified_with.is_some() {
+                            "verifies"
+                        } else {
+                            "does not verify"
+                        },
                         String::from_utf8_lossy(c)
                     ),
-                    Err(e) => writeln!(out, "tried variant ({}): cannot canonicalize: {e}", a.variant),
+                    Err(e) => writeln!(
+                        out,
+                        "tried variant ({}): cannot canonicalize: {e}",
+                        a.variant
+                    ),
                 }
                 .map_err(io)?;
             }
             match v.verified {
                 Some((variant, form)) => {
-                    writeln!(out, "VALID: signature verifies ({variant}, key as {form})").map_err(io)?;
+                    writeln!(out, "VALID: signature verifies ({variant}, key as {form})")
+                        .map_err(io)?;
                     Ok(0)
                 }
                 None => {
@@ -247,26 +281,49 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                 }
             }
         }
-        Command::Serve { suite, listen, faults, offer_ttl_ms } => {
+        Command::Serve {
+            suite,
+            listen,
+            faults,
+            offer_ttl_ms,
+        } => {
             if faults.iter().any(|f| f == "list") {
                 for f in embedded::faults(&suite).ok_or_else(|| unknown_suite(&suite))? {
-                    writeln!(out, "{:<28} {:<20} {}", f.name, f.family, f.description).map_err(io)?;
+                    writeln!(out, "{:<28} {:<20} {}", f.name, f.family, f.description)
+                        .map_err(io)?;
                 }
                 return Ok(0);
             }
             let rt = runtime()?;
             rt.block_on(async {
-                let opts = embedded::Options { faults, offer_ttl_ms };
-                let server = embedded::start(&suite, &listen, &opts).await.map_err(Usage)?;
+                let opts = embedded::Options {
+                    faults,
+                    offer_ttl_ms,
+                };
+                let server = embedded::start(&suite, &listen, &opts)
+                    .await
+                    .map_err(Usage)?;
                 for (_, url) in &server.endpoints.0 {
                     writeln!(out, "{url}").map_err(io)?;
                 }
                 out.flush().map_err(io)?;
-                tokio::signal::ctrl_c().await.map_err(|e| Usage(format!("cannot wait for Ctrl-C: {e}")))?;
+                tokio::signal::ctrl_c()
+                    .await
+                    .map_err(|e| Usage(format!("cannot wait for Ctrl-C: {e}")))?;
                 Ok(0)
             })
         }
-        Command::Run { suite, target, profile, cases, exclude, report, timeout_ms, include_slow, key } => {
+        Command::Run {
+            suite,
+            target,
+            profile,
+            cases,
+            exclude,
+            report,
+            timeout_ms,
+            include_slow,
+            key,
+        } => {
             let chosen = if suite == "all" {
                 suites::all()
             } else {
@@ -282,7 +339,11 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                 }
                 prof.timing.case_timeout_ms = t;
             }
-            let selection = Selection { include: cases, exclude, include_slow };
+            let selection = Selection {
+                include: cases,
+                exclude,
+                include_slow,
+            };
             let _ = selection.matcher().map_err(Usage)?;
             let key = match &key {
                 Some(p) => load_key(p)?,
@@ -290,24 +351,39 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             };
             let schemas = Schemas::load().map_err(Usage)?;
             let http = crate::drive::http::client().map_err(Usage)?;
-            let shared = Arc::new(RunShared { profile: prof, key, other_key: Keypair::generate(), schemas, http });
+            let shared = Arc::new(RunShared {
+                profile: prof,
+                key,
+                other_key: Keypair::generate(),
+                schemas,
+                http,
+            });
             let rt = runtime()?;
-            let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
+            let started_at =
+                reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
             let (target_label, output) = rt.block_on(async {
                 let mut servers = Vec::new();
                 let (label, endpoints) = match &target {
-                    Some(url) => (url.clone(), Endpoints(vec![(parse_target(url)?, url.clone())])),
+                    Some(url) => (
+                        url.clone(),
+                        Endpoints(vec![(parse_target(url)?, url.clone())]),
+                    ),
                     None => {
                         let mut eps = Vec::new();
                         for s in &chosen {
-                            let server = embedded::start(s.id, "127.0.0.1:0", &embedded::Options::default()).await.map_err(Usage)?;
+                            let server =
+                                embedded::start(s.id, "127.0.0.1:0", &embedded::Options::default())
+                                    .await
+                                    .map_err(Usage)?;
                             eps.extend(server.endpoints.0.iter().cloned());
                             servers.push(server);
                         }
                         ("embedded reference agent".to_string(), Endpoints(eps))
                     }
                 };
-                let output = runner::run(shared, &chosen, &endpoints, &selection).await.map_err(Usage)?;
+                let output = runner::run(shared, &chosen, &endpoints, &selection)
+                    .await
+                    .map_err(Usage)?;
                 for s in servers {
                     s.stop().await;
                 }
@@ -326,7 +402,10 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
 }
 
 fn unknown_suite(id: &str) -> Usage {
-    Usage(format!("unknown suite {id:?}; known suites: {}, all", suites::ids().join(", ")))
+    Usage(format!(
+        "unknown suite {id:?}; known suites: {}, all",
+        suites::ids().join(", ")
+    ))
 }
 
 fn runtime() -> Result<tokio::runtime::Runtime, Usage> {
@@ -344,6 +423,8 @@ pub fn parse_target(url: &str) -> Result<Transport, Usage> {
     } else if lower.starts_with("ws://") || lower.starts_with("wss://") {
         Ok(Transport::Ws)
     } else {
-        Err(Usage(format!("--target {url:?}: expected an http://, https://, ws:// or wss:// URL")))
+        Err(Usage(format!(
+            "--target {url:?}: expected an http://, https://, ws:// or wss:// URL"
+        )))
     }
 }

@@ -32,7 +32,8 @@ impl Selection {
         let inc = globset(&self.include)?;
         let exc = globset(&self.exclude)?;
         Ok(move |id: &str| {
-            inc.as_ref().is_none_or(|g| g.is_match(id)) && !exc.as_ref().is_some_and(|g| g.is_match(id))
+            inc.as_ref().is_none_or(|g| g.is_match(id))
+                && !exc.as_ref().is_some_and(|g| g.is_match(id))
         })
     }
 }
@@ -84,7 +85,12 @@ fn case_budget(shared: &RunShared) -> Duration {
     Duration::from_millis(t.case_timeout_ms * 6 + t.offer_wait_max_ms)
 }
 
-async fn run_one(shared: Arc<RunShared>, case: &'static Case, transport: Transport, url: String) -> CaseResult {
+async fn run_one(
+    shared: Arc<RunShared>,
+    case: &'static Case,
+    transport: Transport,
+    url: String,
+) -> CaseResult {
     let started = Instant::now();
     let mut ctx = Ctx::new(shared.clone(), transport, &url);
     let budget = case_budget(&shared);
@@ -93,19 +99,32 @@ async fn run_one(shared: Arc<RunShared>, case: &'static Case, transport: Transpo
     let (mut outcome, mut message) = match outcome {
         Err(_) => (
             Outcome::Fail,
-            format!("the case did not finish within its overall budget of {} ms", budget.as_millis()),
+            format!(
+                "the case did not finish within its overall budget of {} ms",
+                budget.as_millis()
+            ),
         ),
         Ok(Err(Stop::Fail(m))) => (Outcome::Fail, m),
         Ok(Err(Stop::Skip(m))) => (Outcome::Skip, m),
         Ok(Ok(())) if !ctx.warnings().is_empty() => (Outcome::Warn, ctx.warnings().join("; ")),
-        Ok(Ok(())) => (Outcome::Pass, ctx.notes().last().cloned().unwrap_or_default()),
+        Ok(Ok(())) => (
+            Outcome::Pass,
+            ctx.notes().last().cloned().unwrap_or_default(),
+        ),
     };
     if case.level == Level::Should && outcome == Outcome::Fail {
         outcome = Outcome::Warn;
         message = format!("SHOULD not met: {message}");
     }
     let transcript = ctx.take_transcript();
-    result_of(case, transport, outcome, message, started.elapsed().as_millis() as u64, transcript)
+    result_of(
+        case,
+        transport,
+        outcome,
+        message,
+        started.elapsed().as_millis() as u64,
+        transcript,
+    )
 }
 
 /// Runs the selected cases of `suites` against `endpoints`.
@@ -130,9 +149,14 @@ pub async fn run(
                 .filter(|(t, _)| suite.transports.contains(t))
                 .collect();
             if offered.is_empty() {
-                slots.push(Some(skipped(case, Transport::Http, format!(
-                    "the target offers no binding of suite {} ({:?})", suite.id, suite.transports
-                ))));
+                slots.push(Some(skipped(
+                    case,
+                    Transport::Http,
+                    format!(
+                        "the target offers no binding of suite {} ({:?})",
+                        suite.id, suite.transports
+                    ),
+                )));
                 continue;
             }
             let wanted: Vec<&(Transport, String)> = match case.bindings {
@@ -141,20 +165,30 @@ pub async fn run(
             };
             if wanted.is_empty() {
                 if let Bindings::Only(t) = case.bindings {
-                    slots.push(Some(skipped(case, offered[0].0, format!(
-                        "needs the {t} binding; the target is reached over {}", offered[0].0
-                    ))));
+                    slots.push(Some(skipped(
+                        case,
+                        offered[0].0,
+                        format!(
+                            "needs the {t} binding; the target is reached over {}",
+                            offered[0].0
+                        ),
+                    )));
                 }
                 continue;
             }
             for (transport, url) in wanted {
                 if case.slow && !selection.include_slow {
-                    slots.push(Some(skipped(case, *transport, "slow case: run with --include-slow".into())));
+                    slots.push(Some(skipped(
+                        case,
+                        *transport,
+                        "slow case: run with --include-slow".into(),
+                    )));
                     continue;
                 }
                 let slot = slots.len();
                 slots.push(None);
-                let (shared, sem, transport, url) = (shared.clone(), sem.clone(), *transport, url.clone());
+                let (shared, sem, transport, url) =
+                    (shared.clone(), sem.clone(), *transport, url.clone());
                 tasks.spawn(async move {
                     let _permit = sem.acquire_owned().await;
                     (slot, run_one(shared, case, transport, url).await)

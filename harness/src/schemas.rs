@@ -4,16 +4,56 @@ use std::collections::HashMap;
 
 /// (suite, file name, text) of every schema, built into the binary.
 pub const SCHEMA_FILES: &[(&str, &str, &str)] = &[
-    ("agora-v1", "envelope", include_str!("../../schemas/agora-v1/envelope.schema.json")),
-    ("agora-v1", "request", include_str!("../../schemas/agora-v1/request.schema.json")),
-    ("agora-v1", "offer", include_str!("../../schemas/agora-v1/offer.schema.json")),
-    ("agora-v1", "accept", include_str!("../../schemas/agora-v1/accept.schema.json")),
-    ("agora-v1", "result", include_str!("../../schemas/agora-v1/result.schema.json")),
-    ("agora-v1", "error", include_str!("../../schemas/agora-v1/error.schema.json")),
-    ("agora-v1", "hello", include_str!("../../schemas/agora-v1/hello.schema.json")),
-    ("agora-v1", "welcome", include_str!("../../schemas/agora-v1/welcome.schema.json")),
-    ("agora-v1", "status", include_str!("../../schemas/agora-v1/status.schema.json")),
-    ("", "report", include_str!("../../schemas/report.schema.json")),
+    (
+        "agora-v1",
+        "envelope",
+        include_str!("../../schemas/agora-v1/envelope.schema.json"),
+    ),
+    (
+        "agora-v1",
+        "request",
+        include_str!("../../schemas/agora-v1/request.schema.json"),
+    ),
+    (
+        "agora-v1",
+        "offer",
+        include_str!("../../schemas/agora-v1/offer.schema.json"),
+    ),
+    (
+        "agora-v1",
+        "accept",
+        include_str!("../../schemas/agora-v1/accept.schema.json"),
+    ),
+    (
+        "agora-v1",
+        "result",
+        include_str!("../../schemas/agora-v1/result.schema.json"),
+    ),
+    (
+        "agora-v1",
+        "error",
+        include_str!("../../schemas/agora-v1/error.schema.json"),
+    ),
+    (
+        "agora-v1",
+        "hello",
+        include_str!("../../schemas/agora-v1/hello.schema.json"),
+    ),
+    (
+        "agora-v1",
+        "welcome",
+        include_str!("../../schemas/agora-v1/welcome.schema.json"),
+    ),
+    (
+        "agora-v1",
+        "status",
+        include_str!("../../schemas/agora-v1/status.schema.json"),
+    ),
+    (
+        "",
+        "report",
+        include_str!("../../schemas/report.schema.json"),
+    ),
 ];
 
 pub struct Schemas {

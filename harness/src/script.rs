@@ -200,7 +200,10 @@ impl Ctx {
 
 fn new_driver(shared: &RunShared, transport: Transport, url: &str) -> Driver {
     match transport {
-        Transport::Http => Driver::Http(crate::drive::http::HttpDriver::new(shared.http.clone(), url)),
+        Transport::Http => Driver::Http(crate::drive::http::HttpDriver::new(
+            shared.http.clone(),
+            url,
+        )),
         Transport::Ws => Driver::Ws(crate::drive::ws::WsDriver::new(url)),
     }
 }

@@ -46,10 +46,17 @@ fn shared(profile: Profile) -> Arc<RunShared> {
 }
 
 async fn run_against(cfg: AgentConfig, selection: &Selection) -> RunOutput {
-    let server = embedded::start_agora_v1(cfg, "127.0.0.1:0").await.expect("start agent");
-    let out = runner::run(shared(Profile::default()), &[&suites::agora_v1::SUITE], &server.endpoints, selection)
+    let server = embedded::start_agora_v1(cfg, "127.0.0.1:0")
         .await
-        .expect("run");
+        .expect("start agent");
+    let out = runner::run(
+        shared(Profile::default()),
+        &[&suites::agora_v1::SUITE],
+        &server.endpoints,
+        selection,
+    )
+    .await
+    .expect("run");
     server.stop().await;
     out
 }
@@ -71,12 +78,25 @@ fn describe(results: &[CaseResult]) -> String {
 
 fn clean_reference_passes() -> Result<(), Failed> {
     let out = rt().block_on(run_against(test_config(), &Selection::default()));
-    let bad: Vec<CaseResult> = out.results.iter().filter(|r| r.outcome != Outcome::Pass).cloned().collect();
+    let bad: Vec<CaseResult> = out
+        .results
+        .iter()
+        .filter(|r| r.outcome != Outcome::Pass)
+        .cloned()
+        .collect();
     if !bad.is_empty() {
-        return Err(format!("the clean reference agent does not pass:\n{}", describe(&bad)).into());
+        return Err(format!(
+            "the clean reference agent does not pass:\n{}",
+            describe(&bad)
+        )
+        .into());
     }
     // Every case ran over every binding it asks for.
-    let ran: BTreeSet<(&str, Transport)> = out.results.iter().map(|r| (r.id.as_str(), r.transport)).collect();
+    let ran: BTreeSet<(&str, Transport)> = out
+        .results
+        .iter()
+        .map(|r| (r.id.as_str(), r.transport))
+        .collect();
     for c in suites::agora_v1::SUITE.cases {
         let want: Vec<Transport> = match c.bindings {
             agentconform::case::Bindings::Any => vec![Transport::Http, Transport::Ws],
@@ -92,7 +112,9 @@ fn clean_reference_passes() -> Result<(), Failed> {
 }
 
 fn fault_is_caught(name: &'static str, caught_by: &'static [&'static str]) -> Result<(), Failed> {
-    let cfg = test_config().with_faults(&[name]).map_err(|e| e.to_string())?;
+    let cfg = test_config()
+        .with_faults(&[name])
+        .map_err(|e| e.to_string())?;
     let mut selection = Selection::default();
     if !caught_by.contains(&"agora-v1/rate-limit-burst") {
         selection.exclude.push("agora-v1/rate-limit-burst".into());
@@ -100,26 +122,38 @@ fn fault_is_caught(name: &'static str, caught_by: &'static [&'static str]) -> Re
     let out = rt().block_on(run_against(cfg, &selection));
     let mut missed = Vec::new();
     for id in caught_by {
-        let runs: Vec<&CaseResult> = out.results.iter().filter(|r| r.id == *id && r.outcome != Outcome::Skip).collect();
+        let runs: Vec<&CaseResult> = out
+            .results
+            .iter()
+            .filter(|r| r.id == *id && r.outcome != Outcome::Skip)
+            .collect();
         if runs.is_empty() {
             missed.push(format!("{id} did not run"));
         }
         for r in runs {
             if r.outcome != Outcome::Fail {
-                missed.push(format!("{id} [{}] was {}: {}", r.transport, r.outcome, r.message));
+                missed.push(format!(
+                    "{id} [{}] was {}: {}",
+                    r.transport, r.outcome, r.message
+                ));
             }
         }
     }
     if missed.is_empty() {
         Ok(())
     } else {
-        Err(format!("fault {name} is not caught as its catalogue says:\n{}", missed.join("\n")).into())
+        Err(format!(
+            "fault {name} is not caught as its catalogue says:\n{}",
+            missed.join("\n")
+        )
+        .into())
     }
 }
 
 fn requirement_ids(prefix: &str) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("requirements/requirements.json");
-    let v: Value = serde_json::from_slice(&std::fs::read(&path).expect("requirements.json")).expect("json");
+    let v: Value =
+        serde_json::from_slice(&std::fs::read(&path).expect("requirements.json")).expect("json");
     v.as_array()
         .expect("array")
         .iter()
@@ -135,10 +169,17 @@ fn coverage(suite: &'static Suite) -> Result<(), Failed> {
         return Err(format!("no {} requirements in the inventory", suite.prefix).into());
     }
     let mut problems = Vec::new();
-    let cited: BTreeSet<&str> = suite.cases.iter().flat_map(|c| c.requirements.iter().copied()).collect();
+    let cited: BTreeSet<&str> = suite
+        .cases
+        .iter()
+        .flat_map(|c| c.requirements.iter().copied())
+        .collect();
     let untestable: BTreeSet<&str> = suite.untestable.iter().map(|u| u.requirement).collect();
     for id in &ids {
-        let (c, u) = (cited.contains(id.as_str()), untestable.contains(id.as_str()));
+        let (c, u) = (
+            cited.contains(id.as_str()),
+            untestable.contains(id.as_str()),
+        );
         if !c && !u {
             problems.push(format!("{id}: no case and no recorded reason"));
         }
@@ -187,9 +228,20 @@ fn faults_name_real_cases() -> Result<(), Failed> {
     }
     let families: BTreeSet<&str> = FAULTS.iter().map(|f| f.family).collect();
     for family in [
-        "freshness", "signature checking", "reply signing", "canonical form", "replay",
-        "error code 400", "error code 401", "error code 402", "error code 404", "error code 408",
-        "offer expiry", "budget", "request linking", "protocol tag",
+        "freshness",
+        "signature checking",
+        "reply signing",
+        "canonical form",
+        "replay",
+        "error code 400",
+        "error code 401",
+        "error code 402",
+        "error code 404",
+        "error code 408",
+        "offer expiry",
+        "budget",
+        "request linking",
+        "protocol tag",
     ] {
         if !families.contains(family) {
             return Err(format!("no fault in family {family}").into());
@@ -203,22 +255,30 @@ fn faults_name_real_cases() -> Result<(), Failed> {
 /// A loopback server that misbehaves in one way; stops when the runtime ends.
 async fn hostile(kind: &'static str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.expect("bind");
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
     let addr = listener.local_addr().expect("addr");
     tokio::spawn(async move {
         // Bounded: serves at most 500 connections, then stops by itself.
         for _ in 0..500 {
-            let Ok((mut sock, _)) = listener.accept().await else { return };
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
             tokio::spawn(async move {
                 let mut buf = vec![0u8; 65536];
                 let _ = sock.read(&mut buf).await;
                 match kind {
                     "hang" => tokio::time::sleep(Duration::from_secs(30)).await,
                     "garbage" => {
-                        let _ = sock.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nnot json!").await;
+                        let _ = sock
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nnot json!")
+                            .await;
                     }
                     "endless" => {
-                        let _ = sock.write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n").await;
+                        let _ = sock
+                            .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+                            .await;
                         let chunk = format!("{:x}\r\n{}\r\n", 4096, "x".repeat(4096));
                         // At most 64 MiB, then the connection ends.
                         for _ in 0..16384 {
@@ -242,18 +302,35 @@ fn hostile_target(kind: &'static str, expect_in_message: &'static str) -> Result
         profile.timing.case_timeout_ms = 300;
         profile.timing.max_response_bytes = 64 * 1024;
         let selection = Selection {
-            include: vec!["agora-v1/echo-direct".into(), "agora-v1/reject-unsigned".into()],
+            include: vec![
+                "agora-v1/echo-direct".into(),
+                "agora-v1/reject-unsigned".into(),
+            ],
             ..Selection::default()
         };
         let started = std::time::Instant::now();
-        let out = runner::run(shared(profile), &[&suites::agora_v1::SUITE], &Endpoints(vec![(Transport::Http, url)]), &selection)
-            .await
-            .map_err(|e| e.to_string())?;
+        let out = runner::run(
+            shared(profile),
+            &[&suites::agora_v1::SUITE],
+            &Endpoints(vec![(Transport::Http, url)]),
+            &selection,
+        )
+        .await
+        .map_err(|e| e.to_string())?;
         if started.elapsed() > Duration::from_secs(10) {
             return Err(format!("the run took {:?}", started.elapsed()).into());
         }
-        if out.results.len() != 2 || out.results.iter().any(|r| r.outcome != Outcome::Fail || !r.message.contains(expect_in_message)) {
-            return Err(format!("expected two failures mentioning {expect_in_message:?}:\n{}", describe(&out.results)).into());
+        if out.results.len() != 2
+            || out
+                .results
+                .iter()
+                .any(|r| r.outcome != Outcome::Fail || !r.message.contains(expect_in_message))
+        {
+            return Err(format!(
+                "expected two failures mentioning {expect_in_message:?}:\n{}",
+                describe(&out.results)
+            )
+            .into());
         }
         Ok(())
     })
@@ -286,7 +363,9 @@ fn serve(args: &[&str]) -> Result<(Serve, String), Failed> {
     let stdout = child.stdout.take().ok_or("no stdout")?;
     let guard = Serve(child);
     let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).map_err(|e| e.to_string())?;
+    BufReader::new(stdout)
+        .read_line(&mut line)
+        .map_err(|e| e.to_string())?;
     let url = line.trim().to_string();
     if !url.starts_with("http://127.0.0.1:") {
         return Err(format!("serve printed {url:?}").into());
@@ -295,7 +374,11 @@ fn serve(args: &[&str]) -> Result<(Serve, String), Failed> {
 }
 
 fn cli(args: &[&str]) -> Result<(i32, String, String), Failed> {
-    let out = Command::new(bin()).args(args).stdin(Stdio::null()).output().map_err(|e| e.to_string())?;
+    let out = Command::new(bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
     Ok((
         out.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -321,14 +404,26 @@ fn tempdir(name: &str) -> PathBuf {
 fn cli_run_embedded_writes_reports() -> Result<(), Failed> {
     let dir = tempdir("report");
     let report = dir.to_string_lossy().into_owned();
-    expect_code(&["run", "--suite", "agora-v1", "--report", &report], 0, "0 failed")?;
-    let json: Value = serde_json::from_slice(&std::fs::read(dir.join("report.json")).map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    expect_code(
+        &["run", "--suite", "agora-v1", "--report", &report],
+        0,
+        "0 failed",
+    )?;
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
     Schemas::load()?.check("/report", &json)?;
     let cases = json["cases"].as_array().ok_or("no cases")?;
-    if cases.is_empty() || json["summary"]["failed"] != 0 || json["summary"]["passed"].as_u64() != Some(cases.len() as u64) {
+    if cases.is_empty()
+        || json["summary"]["failed"] != 0
+        || json["summary"]["passed"].as_u64() != Some(cases.len() as u64)
+    {
         return Err(format!("unexpected summary {}", json["summary"]).into());
     }
-    if cases.iter().any(|c| c["transcript"].as_array().is_none_or(|t| t.is_empty())) {
+    if cases
+        .iter()
+        .any(|c| c["transcript"].as_array().is_none_or(|t| t.is_empty()))
+    {
         return Err("a case has an empty transcript".into());
     }
     let junit = std::fs::read_to_string(dir.join("junit.xml")).map_err(|e| e.to_string())?;
@@ -342,53 +437,131 @@ fn cli_run_embedded_writes_reports() -> Result<(), Failed> {
 fn cli_run_against_fault(name: &'static str) -> Result<(), Failed> {
     let ttl = TEST_TTL_MS.to_string();
     let (_serve, url) = serve(&["--fault", name, "--offer-ttl-ms", &ttl])?;
-    expect_code(&["run", "--suite", "agora-v1", "--target", &url, "--exclude", "agora-v1/rate-limit-burst"], 1, "FAIL")?;
+    expect_code(
+        &[
+            "run",
+            "--suite",
+            "agora-v1",
+            "--target",
+            &url,
+            "--exclude",
+            "agora-v1/rate-limit-burst",
+        ],
+        1,
+        "FAIL",
+    )?;
     Ok(())
 }
 
 fn cli_usage_errors() -> Result<(), Failed> {
     expect_code(&["run", "--suite", "nope"], 2, "unknown suite \"nope\"")?;
-    expect_code(&["run", "--suite", "agora-v1", "--target", "ftp://127.0.0.1/"], 2, "expected an http://")?;
-    expect_code(&["run", "--suite", "agora-v1", "--cases", "[bad"], 2, "bad case pattern")?;
-    expect_code(&["serve", "--suite", "agora-v1", "--fault", "no-such-fault"], 2, "unknown fault")?;
+    expect_code(
+        &["run", "--suite", "agora-v1", "--target", "ftp://127.0.0.1/"],
+        2,
+        "expected an http://",
+    )?;
+    expect_code(
+        &["run", "--suite", "agora-v1", "--cases", "[bad"],
+        2,
+        "bad case pattern",
+    )?;
+    expect_code(
+        &["serve", "--suite", "agora-v1", "--fault", "no-such-fault"],
+        2,
+        "unknown fault",
+    )?;
     expect_code(&["run"], 2, "--suite")?;
     let dir = tempdir("profile");
     let p = dir.join("p.toml");
-    std::fs::write(&p, "[timing]\ncase_timeout_ms = 100\nspeed = 3\n").map_err(|e| e.to_string())?;
-    expect_code(&["run", "--suite", "agora-v1", "--profile", &p.to_string_lossy()], 2, "line 3")?;
+    std::fs::write(&p, "[timing]\ncase_timeout_ms = 100\nspeed = 3\n")
+        .map_err(|e| e.to_string())?;
+    expect_code(
+        &[
+            "run",
+            "--suite",
+            "agora-v1",
+            "--profile",
+            &p.to_string_lossy(),
+        ],
+        2,
+        "line 3",
+    )?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
 fn cli_unreachable_target_fails() -> Result<(), Failed> {
     // Port 9 (discard) on loopback has no listener here: connection refused.
-    expect_code(&["run", "--suite", "agora-v1", "--target", "http://127.0.0.1:9/", "--cases", "agora-v1/echo-*", "--timeout-ms", "500"], 1, "cannot reach the target")?;
+    expect_code(
+        &[
+            "run",
+            "--suite",
+            "agora-v1",
+            "--target",
+            "http://127.0.0.1:9/",
+            "--cases",
+            "agora-v1/echo-*",
+            "--timeout-ms",
+            "500",
+        ],
+        1,
+        "cannot reach the target",
+    )?;
     Ok(())
 }
 
 fn cli_canon_sign_verify() -> Result<(), Failed> {
     let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
     let input = vectors.join("jcs/cyberphone/testdata/input/weird.json");
-    let want = std::fs::read_to_string(vectors.join("jcs/cyberphone/testdata/output/weird.json")).map_err(|e| e.to_string())?;
+    let want = std::fs::read_to_string(vectors.join("jcs/cyberphone/testdata/output/weird.json"))
+        .map_err(|e| e.to_string())?;
     let out = expect_code(&["canon", &input.to_string_lossy()], 0, "")?;
     if out.trim_end_matches('\n') != want.trim_end_matches('\n') {
         return Err(format!("canon output differs:\n{out}").into());
     }
     let origin = vectors.join("agora-v1/origin/tests/vectors/request-basic/input.json");
-    expect_code(&["verify", "--suite", "agora-v1", &origin.to_string_lossy()], 0, "VALID")?;
+    expect_code(
+        &["verify", "--suite", "agora-v1", &origin.to_string_lossy()],
+        0,
+        "VALID",
+    )?;
     let dir = tempdir("sign");
     let keygen = expect_code(&["keygen"], 0, "did:key:z6Mk")?;
     let key = dir.join("key");
     std::fs::write(&key, keygen.lines().next().unwrap_or("")).map_err(|e| e.to_string())?;
     let msg = dir.join("msg.json");
     std::fs::write(&msg, r#"{"protocol":"agora/1.0","id":"x","timestamp":"2024-01-01T00:00:00Z","type":"HELLO","sender":{"id":"","signature":""},"payload":{}}"#).map_err(|e| e.to_string())?;
-    let signed = expect_code(&["sign", "--suite", "agora-v1", "--key", &key.to_string_lossy(), &msg.to_string_lossy()], 0, "signature")?;
+    let signed = expect_code(
+        &[
+            "sign",
+            "--suite",
+            "agora-v1",
+            "--key",
+            &key.to_string_lossy(),
+            &msg.to_string_lossy(),
+        ],
+        0,
+        "signature",
+    )?;
     let signed_path = dir.join("signed.json");
     std::fs::write(&signed_path, &signed).map_err(|e| e.to_string())?;
-    expect_code(&["verify", "--suite", "agora-v1", &signed_path.to_string_lossy()], 0, "canonical bytes")?;
+    expect_code(
+        &[
+            "verify",
+            "--suite",
+            "agora-v1",
+            &signed_path.to_string_lossy(),
+        ],
+        0,
+        "canonical bytes",
+    )?;
     let tampered = dir.join("tampered.json");
     std::fs::write(&tampered, signed.replace("HELLO", "STATUS")).map_err(|e| e.to_string())?;
-    expect_code(&["verify", "--suite", "agora-v1", &tampered.to_string_lossy()], 1, "INVALID")?;
+    expect_code(
+        &["verify", "--suite", "agora-v1", &tampered.to_string_lossy()],
+        1,
+        "INVALID",
+    )?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -396,7 +569,9 @@ fn cli_canon_sign_verify() -> Result<(), Failed> {
 fn cli_list() -> Result<(), Failed> {
     let out = expect_code(&["list", "--suite", "agora-v1"], 0, "agora-v1/echo-direct")?;
     if !out.contains("AV1-001") || !out.contains("FACT") || !out.contains("untestable") {
-        return Err(format!("list output lacks levels, requirements or untestable rows:\n{out}").into());
+        return Err(
+            format!("list output lacks levels, requirements or untestable rows:\n{out}").into(),
+        );
     }
     Ok(())
 }
@@ -404,22 +579,46 @@ fn cli_list() -> Result<(), Failed> {
 fn main() {
     let args = Arguments::from_args();
     let mut trials = vec![
-        Trial::test("reference::agora_v1::clean_agent_passes_every_case", clean_reference_passes),
+        Trial::test(
+            "reference::agora_v1::clean_agent_passes_every_case",
+            clean_reference_passes,
+        ),
         Trial::test("coverage::agora_v1", || coverage(&suites::agora_v1::SUITE)),
-        Trial::test("faults::agora_v1::catalogue_names_real_cases_and_every_family", faults_name_real_cases),
-        Trial::test("hostile::hanging_target_times_out", || hostile_target("hang", "did not answer within 300 ms")),
-        Trial::test("hostile::garbage_reply_fails", || hostile_target("garbage", "not JSON")),
-        Trial::test("hostile::endless_body_is_capped", || hostile_target("endless", "exceeds the 65536-byte cap")),
-        Trial::test("cli::run_embedded_writes_reports", cli_run_embedded_writes_reports),
+        Trial::test(
+            "faults::agora_v1::catalogue_names_real_cases_and_every_family",
+            faults_name_real_cases,
+        ),
+        Trial::test("hostile::hanging_target_times_out", || {
+            hostile_target("hang", "did not answer within 300 ms")
+        }),
+        Trial::test("hostile::garbage_reply_fails", || {
+            hostile_target("garbage", "not JSON")
+        }),
+        Trial::test("hostile::endless_body_is_capped", || {
+            hostile_target("endless", "exceeds the 65536-byte cap")
+        }),
+        Trial::test(
+            "cli::run_embedded_writes_reports",
+            cli_run_embedded_writes_reports,
+        ),
         Trial::test("cli::usage_errors_exit_2", cli_usage_errors),
-        Trial::test("cli::unreachable_target_fails", cli_unreachable_target_fails),
+        Trial::test(
+            "cli::unreachable_target_fails",
+            cli_unreachable_target_fails,
+        ),
         Trial::test("cli::canon_sign_verify", cli_canon_sign_verify),
         Trial::test("cli::list", cli_list),
     ];
     for f in FAULTS {
         let (name, caught_by) = (f.name, f.caught_by);
-        trials.push(Trial::test(format!("faults::agora_v1::{name}"), move || fault_is_caught(name, caught_by)));
-        trials.push(Trial::test(format!("cli::run_exits_1_against_fault::{name}"), move || cli_run_against_fault(name)));
+        trials.push(Trial::test(
+            format!("faults::agora_v1::{name}"),
+            move || fault_is_caught(name, caught_by),
+        ));
+        trials.push(Trial::test(
+            format!("cli::run_exits_1_against_fault::{name}"),
+            move || cli_run_against_fault(name),
+        ));
     }
     libtest_mimic::run(&args, trials).exit();
 }

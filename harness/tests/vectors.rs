@@ -32,7 +32,10 @@ fn files(dir: &Path, ext: &str) -> Vec<PathBuf> {
 }
 
 fn stem(p: &Path) -> String {
-    p.file_stem().expect("file name").to_string_lossy().into_owned()
+    p.file_stem()
+        .expect("file name")
+        .to_string_lossy()
+        .into_owned()
 }
 
 fn hex(s: &str) -> Vec<u8> {
@@ -83,11 +86,15 @@ fn jcs_trials() -> Vec<Trial> {
             let mut n = 0;
             for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
                 n += 1;
-                let (h, want) = line.split_once(',').ok_or(format!("line {}: no comma", i + 1))?;
-                let bits = u64::from_str_radix(h, 16).map_err(|e| format!("line {}: {e}", i + 1))?;
+                let (h, want) = line
+                    .split_once(',')
+                    .ok_or(format!("line {}: no comma", i + 1))?;
+                let bits =
+                    u64::from_str_radix(h, 16).map_err(|e| format!("line {}: {e}", i + 1))?;
                 let f = f64::from_bits(bits);
                 let mut buf = Vec::new();
-                let got = jcs::write_f64(f, &mut buf).map(|_| String::from_utf8_lossy(&buf).into_owned());
+                let got =
+                    jcs::write_f64(f, &mut buf).map(|_| String::from_utf8_lossy(&buf).into_owned());
                 let ok = match (want, &got) {
                     ("null", Err(CanonErrorKind::NonFinite(_))) => true,
                     (w, Ok(g)) => {
@@ -120,40 +127,112 @@ fn jcs_trials() -> Vec<Trial> {
 /// The reader's recorded choice for every `i_` file: true = accepted.
 const IMPLEMENTATION_DEFINED: &[(&str, bool, &str)] = &[
     ("i_number_double_huge_neg_exp", true, "read; rounds to 0"),
-    ("i_number_huge_exp", true, "read; the canonical writer rejects it (overflows a double)"),
+    (
+        "i_number_huge_exp",
+        true,
+        "read; the canonical writer rejects it (overflows a double)",
+    ),
     ("i_number_neg_int_huge_exp", true, "read; rounds to -0"),
-    ("i_number_pos_double_huge_exp", true, "read; the canonical writer rejects it"),
-    ("i_number_real_neg_overflow", true, "read; the canonical writer rejects it"),
-    ("i_number_real_pos_overflow", true, "read; the canonical writer rejects it"),
+    (
+        "i_number_pos_double_huge_exp",
+        true,
+        "read; the canonical writer rejects it",
+    ),
+    (
+        "i_number_real_neg_overflow",
+        true,
+        "read; the canonical writer rejects it",
+    ),
+    (
+        "i_number_real_pos_overflow",
+        true,
+        "read; the canonical writer rejects it",
+    ),
     ("i_number_real_underflow", true, "read; rounds to 0"),
-    ("i_number_too_big_neg_int", true, "read; the canonical writer rejects the inexact integer"),
-    ("i_number_too_big_pos_int", true, "read; the canonical writer rejects the inexact integer"),
-    ("i_number_very_big_negative_int", true, "read; the canonical writer rejects the inexact integer"),
+    (
+        "i_number_too_big_neg_int",
+        true,
+        "read; the canonical writer rejects the inexact integer",
+    ),
+    (
+        "i_number_too_big_pos_int",
+        true,
+        "read; the canonical writer rejects the inexact integer",
+    ),
+    (
+        "i_number_very_big_negative_int",
+        true,
+        "read; the canonical writer rejects the inexact integer",
+    ),
     ("i_object_key_lone_2nd_surrogate", false, "lone surrogate"),
-    ("i_string_1st_surrogate_but_2nd_missing", false, "lone surrogate"),
-    ("i_string_1st_valid_surrogate_2nd_invalid", false, "lone surrogate"),
+    (
+        "i_string_1st_surrogate_but_2nd_missing",
+        false,
+        "lone surrogate",
+    ),
+    (
+        "i_string_1st_valid_surrogate_2nd_invalid",
+        false,
+        "lone surrogate",
+    ),
     ("i_string_UTF-16LE_with_BOM", false, "not UTF-8"),
     ("i_string_UTF-8_invalid_sequence", false, "invalid UTF-8"),
-    ("i_string_UTF8_surrogate_U+D800", false, "invalid UTF-8 (encoded surrogate)"),
-    ("i_string_incomplete_surrogate_and_escape_valid", false, "lone surrogate"),
-    ("i_string_incomplete_surrogate_pair", false, "lone surrogate"),
-    ("i_string_incomplete_surrogates_escape_valid", false, "lone surrogate"),
+    (
+        "i_string_UTF8_surrogate_U+D800",
+        false,
+        "invalid UTF-8 (encoded surrogate)",
+    ),
+    (
+        "i_string_incomplete_surrogate_and_escape_valid",
+        false,
+        "lone surrogate",
+    ),
+    (
+        "i_string_incomplete_surrogate_pair",
+        false,
+        "lone surrogate",
+    ),
+    (
+        "i_string_incomplete_surrogates_escape_valid",
+        false,
+        "lone surrogate",
+    ),
     ("i_string_invalid_lonely_surrogate", false, "lone surrogate"),
     ("i_string_invalid_surrogate", false, "lone surrogate"),
     ("i_string_invalid_utf-8", false, "invalid UTF-8"),
-    ("i_string_inverted_surrogates_U+1D11E", false, "lone surrogate"),
+    (
+        "i_string_inverted_surrogates_U+1D11E",
+        false,
+        "lone surrogate",
+    ),
     ("i_string_iso_latin_1", false, "invalid UTF-8"),
     ("i_string_lone_second_surrogate", false, "lone surrogate"),
-    ("i_string_lone_utf8_continuation_byte", false, "invalid UTF-8"),
+    (
+        "i_string_lone_utf8_continuation_byte",
+        false,
+        "invalid UTF-8",
+    ),
     ("i_string_not_in_unicode_range", false, "invalid UTF-8"),
     ("i_string_overlong_sequence_2_bytes", false, "invalid UTF-8"),
     ("i_string_overlong_sequence_6_bytes", false, "invalid UTF-8"),
-    ("i_string_overlong_sequence_6_bytes_null", false, "invalid UTF-8"),
+    (
+        "i_string_overlong_sequence_6_bytes_null",
+        false,
+        "invalid UTF-8",
+    ),
     ("i_string_truncated-utf-8", false, "invalid UTF-8"),
     ("i_string_utf16BE_no_BOM", false, "not UTF-8"),
     ("i_string_utf16LE_no_BOM", false, "not UTF-8"),
-    ("i_structure_500_nested_arrays", false, "deeper than the nesting limit of 128"),
-    ("i_structure_UTF-8_BOM_empty_object", false, "byte order mark"),
+    (
+        "i_structure_500_nested_arrays",
+        false,
+        "deeper than the nesting limit of 128",
+    ),
+    (
+        "i_structure_UTF-8_BOM_empty_object",
+        false,
+        "byte order mark",
+    ),
 ];
 
 fn jsontestsuite_trials() -> Vec<Trial> {
@@ -161,17 +240,26 @@ fn jsontestsuite_trials() -> Vec<Trial> {
     let mut out = Vec::new();
     let all = files(&dir, "json");
     let i_count = all.iter().filter(|p| stem(p).starts_with("i_")).count();
-    out.push(Trial::test("jsontestsuite::every_i_file_has_a_recorded_choice", move || {
-        check(i_count == IMPLEMENTATION_DEFINED.len(), || {
-            format!("{i_count} i_ files, {} recorded choices", IMPLEMENTATION_DEFINED.len())
-        })
-    }));
+    out.push(Trial::test(
+        "jsontestsuite::every_i_file_has_a_recorded_choice",
+        move || {
+            check(i_count == IMPLEMENTATION_DEFINED.len(), || {
+                format!(
+                    "{i_count} i_ files, {} recorded choices",
+                    IMPLEMENTATION_DEFINED.len()
+                )
+            })
+        },
+    ));
     for path in all {
         let name = stem(&path);
         let expect: Option<bool> = match &name[..2] {
             "y_" => Some(true),
             "n_" => Some(false),
-            _ => IMPLEMENTATION_DEFINED.iter().find(|(n, _, _)| *n == name).map(|(_, a, _)| *a),
+            _ => IMPLEMENTATION_DEFINED
+                .iter()
+                .find(|(n, _, _)| *n == name)
+                .map(|(_, a, _)| *a),
         };
         out.push(Trial::test(format!("jsontestsuite::{name}"), move || {
             let Some(want) = expect else {
@@ -180,7 +268,10 @@ fn jsontestsuite_trials() -> Vec<Trial> {
             let bytes = read(&path);
             let got = json::parse(&bytes);
             check(got.is_ok() == want, || {
-                format!("{name}: expected {}, got {got:?}", if want { "accept" } else { "reject" })
+                format!(
+                    "{name}: expected {}, got {got:?}",
+                    if want { "accept" } else { "reject" }
+                )
             })
         }));
     }
@@ -213,40 +304,61 @@ fn verify_hex(pk: &str, msg: &str, sig: &str) -> bool {
 
 fn ed25519_trials() -> Vec<Trial> {
     let mut out = Vec::new();
-    let wp: Value = serde_json::from_slice(&read(&root().join("ed25519/wycheproof/ed25519_test.json"))).expect("wycheproof json");
+    let wp: Value =
+        serde_json::from_slice(&read(&root().join("ed25519/wycheproof/ed25519_test.json")))
+            .expect("wycheproof json");
     for g in wp["testGroups"].as_array().expect("groups") {
         let pk = g["publicKey"]["pk"].as_str().expect("pk").to_string();
         for t in g["tests"].as_array().expect("tests") {
             let id = t["tcId"].as_u64().expect("tcId");
-            let (msg, sig) = (t["msg"].as_str().expect("msg").to_string(), t["sig"].as_str().expect("sig").to_string());
+            let (msg, sig) = (
+                t["msg"].as_str().expect("msg").to_string(),
+                t["sig"].as_str().expect("sig").to_string(),
+            );
             let file_valid = t["result"] == "valid";
             let comment = t["comment"].as_str().unwrap_or("").to_string();
             let pk = pk.clone();
-            out.push(Trial::test(format!("ed25519::wycheproof::tc{id:03}"), move || {
-                let differs = WYCHEPROOF_STRICT_DIFFERS.iter().find(|(i, _)| *i == id);
-                let want = file_valid != differs.is_some();
-                let got = verify_hex(&pk, &msg, &sig);
-                check(got == want, || format!("tc {id} ({comment}): strict policy says {got}, expected {want}"))
-            }));
+            out.push(Trial::test(
+                format!("ed25519::wycheproof::tc{id:03}"),
+                move || {
+                    let differs = WYCHEPROOF_STRICT_DIFFERS.iter().find(|(i, _)| *i == id);
+                    let want = file_valid != differs.is_some();
+                    let got = verify_hex(&pk, &msg, &sig);
+                    check(got == want, || {
+                        format!("tc {id} ({comment}): strict policy says {got}, expected {want}")
+                    })
+                },
+            ));
         }
     }
-    let rfc: Value = serde_json::from_slice(&read(&root().join("ed25519/rfc8032/rfc8032-ed25519.json"))).expect("rfc8032 json");
+    let rfc: Value =
+        serde_json::from_slice(&read(&root().join("ed25519/rfc8032/rfc8032-ed25519.json")))
+            .expect("rfc8032 json");
     for (i, v) in rfc.as_array().expect("array").iter().enumerate() {
         let v = v.clone();
-        out.push(Trial::test(format!("ed25519::rfc8032::{i}"), move || sign_and_verify(
-            v["priv"].as_str().unwrap_or(""), v["pub"].as_str().unwrap_or(""),
-            v["msg"].as_str().unwrap_or(""), v["sig"].as_str().unwrap_or(""))));
+        out.push(Trial::test(format!("ed25519::rfc8032::{i}"), move || {
+            sign_and_verify(
+                v["priv"].as_str().unwrap_or(""),
+                v["pub"].as_str().unwrap_or(""),
+                v["msg"].as_str().unwrap_or(""),
+                v["sig"].as_str().unwrap_or(""),
+            )
+        }));
     }
-    let text = String::from_utf8(read(&root().join("ed25519/rfc8032/sign.input.txt"))).expect("utf8");
+    let text =
+        String::from_utf8(read(&root().join("ed25519/rfc8032/sign.input.txt"))).expect("utf8");
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.is_empty()) {
         let line = line.to_string();
-        out.push(Trial::test(format!("ed25519::sign_input::{:04}", i + 1), move || {
-            // sk‖pk : pk : msg : sig‖msg :
-            let f: Vec<&str> = line.split(':').collect();
-            check(f.len() >= 4, || "malformed line".into())?;
-            let sig = &f[3][..128];
-            sign_and_verify(&f[0][..64], f[1], f[2], sig)
-        }));
+        out.push(Trial::test(
+            format!("ed25519::sign_input::{:04}", i + 1),
+            move || {
+                // sk‖pk : pk : msg : sig‖msg :
+                let f: Vec<&str> = line.split(':').collect();
+                check(f.len() >= 4, || "malformed line".into())?;
+                let sig = &f[3][..128];
+                sign_and_verify(&f[0][..64], f[1], f[2], sig)
+            },
+        ));
     }
     // speccheck: the strict policy's verdict on each of the 12 cases, matching the
     // "Dalek strict" row of the upstream results.md. Where it differs from a lenient
@@ -257,15 +369,27 @@ fn ed25519_trials() -> Vec<Trial> {
     //   6, 7     rejected: S out of bounds (everyone rejects);
     //   8, 9     rejected: non-canonical R;
     //   10, 11   rejected: non-canonical A (several lenient verifiers accept 11).
-    let strict_expected = [false, false, false, true, false, false, false, false, false, false, false, false];
-    let sc: Value = serde_json::from_slice(&read(&root().join("ed25519/speccheck/cases.json"))).expect("speccheck json");
+    let strict_expected = [
+        false, false, false, true, false, false, false, false, false, false, false, false,
+    ];
+    let sc: Value = serde_json::from_slice(&read(&root().join("ed25519/speccheck/cases.json")))
+        .expect("speccheck json");
     for (i, c) in sc.as_array().expect("array").iter().enumerate() {
         let c = c.clone();
         let want = strict_expected[i];
-        out.push(Trial::test(format!("ed25519::speccheck::case{i:02}"), move || {
-            let got = verify_hex(c["pub_key"].as_str().unwrap_or(""), c["message"].as_str().unwrap_or(""), c["signature"].as_str().unwrap_or(""));
-            check(got == want, || format!("speccheck case {i}: strict policy says {got}, expected {want}"))
-        }));
+        out.push(Trial::test(
+            format!("ed25519::speccheck::case{i:02}"),
+            move || {
+                let got = verify_hex(
+                    c["pub_key"].as_str().unwrap_or(""),
+                    c["message"].as_str().unwrap_or(""),
+                    c["signature"].as_str().unwrap_or(""),
+                );
+                check(got == want, || {
+                    format!("speccheck case {i}: strict policy says {got}, expected {want}")
+                })
+            },
+        ));
     }
     out
 }
@@ -273,10 +397,16 @@ fn ed25519_trials() -> Vec<Trial> {
 fn sign_and_verify(sk: &str, pk: &str, msg: &str, sig: &str) -> Result<(), Failed> {
     let seed: [u8; 32] = hex(sk).try_into().map_err(|_| "seed length")?;
     let k = Keypair::from_seed(&seed);
-    check(hex(pk) == k.public().as_bytes(), || "public key does not match the seed".into())?;
+    check(hex(pk) == k.public().as_bytes(), || {
+        "public key does not match the seed".into()
+    })?;
     let got = k.sign(&hex(msg)).to_bytes();
-    check(got.to_vec() == hex(sig), || "signature differs from the vector".into())?;
-    check(verify_hex(pk, msg, sig), || "the vector's signature does not verify".into())
+    check(got.to_vec() == hex(sig), || {
+        "signature differs from the vector".into()
+    })?;
+    check(verify_hex(pk, msg, sig), || {
+        "the vector's signature does not verify".into()
+    })
 }
 
 // ---------- agora-v1 golden vectors ----------
@@ -296,12 +426,14 @@ fn agora_trials() -> Vec<Trial> {
         let name = stem(&path);
         let schemas = schemas.clone();
         out.push(Trial::test(format!("agora_v1::{name}"), move || {
-            let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| format!("{name}: {e}"))?;
-            let bytes: Vec<u8> = match (&v.get("input"), v.get("input_text").and_then(Value::as_str)) {
-                (Some(input), None) => serde_json::to_vec(input).map_err(|e| e.to_string())?,
-                (None, Some(text)) => text.as_bytes().to_vec(),
-                _ => return Err("exactly one of input and input_text".into()),
-            };
+            let v: Value =
+                serde_json::from_slice(&read(&path)).map_err(|e| format!("{name}: {e}"))?;
+            let bytes: Vec<u8> =
+                match (&v.get("input"), v.get("input_text").and_then(Value::as_str)) {
+                    (Some(input), None) => serde_json::to_vec(input).map_err(|e| e.to_string())?,
+                    (None, Some(text)) => text.as_bytes().to_vec(),
+                    _ => return Err("exactly one of input and input_text".into()),
+                };
             let expect = &v["expect"];
             // Canonical bytes, when given, are what a signer signs.
             if let Some(canonical) = v.get("canonical").and_then(Value::as_str) {
@@ -311,12 +443,34 @@ fn agora_trials() -> Vec<Trial> {
                 };
                 let tree = json::parse(&bytes).map_err(|e| e.to_string())?;
                 let got = envelope::signing_bytes(tree, variant).map_err(|e| e.to_string())?;
-                check(got == canonical.as_bytes(), || format!("canonical bytes differ:\n got {}\nwant {canonical}", String::from_utf8_lossy(&got)))?;
+                check(got == canonical.as_bytes(), || {
+                    format!(
+                        "canonical bytes differ:\n got {}\nwant {canonical}",
+                        String::from_utf8_lossy(&got)
+                    )
+                })?;
             }
             // The signature verdict.
             let ver = envelope::verify_bytes(&bytes);
-            let sig_state = if ver.ok() { "valid" } else if ver.signature_flavor.is_none() && ver.key_forms.is_empty() && ver.problem.as_deref().is_some_and(|p| p.contains("unsigned") || p.contains("not JSON")) { "absent" } else { "invalid" };
-            check(Some(sig_state) == expect["signature"].as_str(), || format!("signature: got {sig_state} ({:?}), vector says {}", ver.problem, expect["signature"]))?;
+            let sig_state = if ver.ok() {
+                "valid"
+            } else if ver.signature_flavor.is_none()
+                && ver.key_forms.is_empty()
+                && ver
+                    .problem
+                    .as_deref()
+                    .is_some_and(|p| p.contains("unsigned") || p.contains("not JSON"))
+            {
+                "absent"
+            } else {
+                "invalid"
+            };
+            check(Some(sig_state) == expect["signature"].as_str(), || {
+                format!(
+                    "signature: got {sig_state} ({:?}), vector says {}",
+                    ver.problem, expect["signature"]
+                )
+            })?;
             let verdict = expect["verdict"].as_str().unwrap_or("");
             let code = expect["error_code"].as_i64();
             let parsed: Option<Value> = serde_json::from_slice(&bytes).ok();
@@ -325,17 +479,37 @@ fn agora_trials() -> Vec<Trial> {
                 let env = parsed.unwrap_or_default();
                 let schema_ok = schemas.check("agora-v1/envelope", &env);
                 let ok = schema_ok.is_ok() && ver.ok();
-                check(ok == (verdict == "accept"), || format!("reply verdict: schema {schema_ok:?}, signature {}; vector says {verdict}", ver.ok()))
+                check(ok == (verdict == "accept"), || {
+                    format!(
+                        "reply verdict: schema {schema_ok:?}, signature {}; vector says {verdict}",
+                        ver.ok()
+                    )
+                })
             } else {
                 // A message to a provider: the reference agent, on the vector's clock.
-                let at = parse_timestamp(v["at"].as_str().unwrap_or("")).map_err(|e| format!("at: {e}"))?;
-                let agent = Agent::new(Keypair::from_seed(&[42; 32]), ManualClock::new(at), AgentConfig::default());
+                let at = parse_timestamp(v["at"].as_str().unwrap_or(""))
+                    .map_err(|e| format!("at: {e}"))?;
+                let agent = Agent::new(
+                    Keypair::from_seed(&[42; 32]),
+                    ManualClock::new(at),
+                    AgentConfig::default(),
+                );
                 let reply = agent.handle(&bytes);
                 let r: Value = serde_json::from_slice(&reply.body).map_err(|e| e.to_string())?;
-                let (ty, got_code) = (r["type"].as_str().unwrap_or(""), r["payload"]["code"].as_i64());
+                let (ty, got_code) = (
+                    r["type"].as_str().unwrap_or(""),
+                    r["payload"]["code"].as_i64(),
+                );
                 match verdict {
-                    "accept" => check(ty != "ERROR", || format!("the reference agent rejected it: {}", r["payload"])),
-                    "reject" => check(ty == "ERROR" && got_code == code, || format!("expected ERROR {code:?}, the reference agent answered {ty} {}", r["payload"])),
+                    "accept" => check(ty != "ERROR", || {
+                        format!("the reference agent rejected it: {}", r["payload"])
+                    }),
+                    "reject" => check(ty == "ERROR" && got_code == code, || {
+                        format!(
+                            "expected ERROR {code:?}, the reference agent answered {ty} {}",
+                            r["payload"]
+                        )
+                    }),
                     other => Err(format!("unknown verdict {other:?}").into()),
                 }
             }

@@ -34,7 +34,10 @@ impl FaultSet {
                 }
                 None => {
                     let known: Vec<&str> = catalogue.iter().map(|f| f.name).collect();
-                    return Err(format!("unknown fault {n:?}; known faults: {}", known.join(", ")));
+                    return Err(format!(
+                        "unknown fault {n:?}; known faults: {}",
+                        known.join(", ")
+                    ));
                 }
             }
         }

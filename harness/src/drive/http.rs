@@ -43,7 +43,11 @@ impl HttpDriver {
                 })?;
             let status = resp.status().as_u16();
             let mut out = Vec::new();
-            while let Some(chunk) = resp.chunk().await.map_err(|e| DriveError::Io(e.to_string()))? {
+            while let Some(chunk) = resp
+                .chunk()
+                .await
+                .map_err(|e| DriveError::Io(e.to_string()))?
+            {
                 if out.len() + chunk.len() > limits.max_bytes {
                     return Err(DriveError::TooLarge(limits.max_bytes));
                 }

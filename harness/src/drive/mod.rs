@@ -71,7 +71,11 @@ impl Driver {
     }
 
     /// Sends one message and waits for the one reply.
-    pub async fn exchange(&mut self, bytes: Vec<u8>, limits: Limits) -> Result<Received, DriveError> {
+    pub async fn exchange(
+        &mut self,
+        bytes: Vec<u8>,
+        limits: Limits,
+    ) -> Result<Received, DriveError> {
         match self {
             Driver::Http(d) => d.post(bytes, limits).await,
             Driver::Ws(d) => d.exchange(bytes, limits).await,

@@ -9,7 +9,7 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 pub struct WsDriver {
     url: String,
-    socket: Option<WebSocketStream<MaybeTlsStream<TcpStream>>>,
+    socket: Option<Box<WebSocketStream<MaybeTlsStream<TcpStream>>>>,
 }
 
 fn map_err(e: WsError, limits: Limits) -> DriveError {
@@ -38,7 +38,7 @@ impl WsDriver {
         let conn = tokio_tungstenite::connect_async_with_config(&self.url, Some(config), false);
         match tokio::time::timeout(limits.timeout, conn).await {
             Ok(Ok((s, _))) => {
-                self.socket = Some(s);
+                self.socket = Some(Box::new(s));
                 Ok(())
             }
             Ok(Err(e)) => Err(DriveError::Connect(e.to_string())),
@@ -47,7 +47,11 @@ impl WsDriver {
     }
 
     /// Sends one message; waits for the next message within the deadline.
-    pub async fn exchange(&mut self, bytes: Vec<u8>, limits: Limits) -> Result<Received, DriveError> {
+    pub async fn exchange(
+        &mut self,
+        bytes: Vec<u8>,
+        limits: Limits,
+    ) -> Result<Received, DriveError> {
         self.connect(limits).await?;
         let msg = match String::from_utf8(bytes) {
             Ok(text) => Message::Text(text.into()),
@@ -90,7 +94,8 @@ impl WsDriver {
 
     pub async fn close(&mut self) {
         if let Some(mut s) = self.socket.take() {
-            let _ = tokio::time::timeout(std::time::Duration::from_millis(200), s.close(None)).await;
+            let _ =
+                tokio::time::timeout(std::time::Duration::from_millis(200), (*s).close(None)).await;
         }
     }
 }

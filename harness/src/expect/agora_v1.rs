@@ -57,9 +57,9 @@ pub fn message_at(ctx: &Ctx, ty: &str, payload: Value, at: OffsetDateTime) -> Va
 
 /// Signs `env` in place with `key` (the `sender.id` is left as it is).
 pub fn sign_with(env: &mut Value, key: &Keypair, variant: SigVariant) -> Step<()> {
-    envelope::sign(env, key, variant)
-        .map(|_| ())
-        .map_err(|e| crate::case::Stop::Skip(format!("the harness could not sign its own message: {e}")))
+    envelope::sign(env, key, variant).map(|_| ()).map_err(|e| {
+        crate::case::Stop::Skip(format!("the harness could not sign its own message: {e}"))
+    })
 }
 
 /// The bytes sent for an envelope: its canonical form (plain text when the case
@@ -117,14 +117,20 @@ pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
     // The schema pins protocol, types, member types; these are the rest.
     let protocol = whole["protocol"].as_str().unwrap_or_default();
     if protocol != PROTOCOL {
-        return fail(format!("reply protocol is {protocol:?}, not \"agora/1.0\" (AV1-003)"));
+        return fail(format!(
+            "reply protocol is {protocol:?}, not \"agora/1.0\" (AV1-003)"
+        ));
     }
     let id = whole["id"].as_str().unwrap_or_default().to_string();
     if ctx.sent_ids.contains(&id) {
-        return fail(format!("the reply reuses the id {id:?} of a message the harness sent (AV1-004)"));
+        return fail(format!(
+            "the reply reuses the id {id:?} of a message the harness sent (AV1-004)"
+        ));
     }
     if !ctx.reply_ids.insert(id.clone()) {
-        return fail(format!("the reply id {id:?} was already used by an earlier reply (AV1-004)"));
+        return fail(format!(
+            "the reply id {id:?} was already used by an earlier reply (AV1-004)"
+        ));
     }
     let ts_text = whole["timestamp"].as_str().unwrap_or_default();
     let ts = match parse_timestamp(ts_text) {
@@ -150,7 +156,9 @@ pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
     };
     ctx.checked(format!(
         "signature verifies ({sig_variant}, key {key_form}, {})",
-        v.signature_flavor.map(|f| f.to_string()).unwrap_or_default()
+        v.signature_flavor
+            .map(|f| f.to_string())
+            .unwrap_or_default()
     ));
     let ty = whole["type"].as_str().unwrap_or_default().to_string();
     let payload = whole["payload"].clone();
@@ -166,7 +174,9 @@ pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
     if ty == "ERROR" {
         if let Some(code) = payload.get("code").and_then(Value::as_i64) {
             if !ERROR_CODES.contains(&code) {
-                ctx.warn(format!("ERROR code {code} is not in the table of agora-v1.md §5 (AV1-046)"));
+                ctx.warn(format!(
+                    "ERROR code {code} is not in the table of agora-v1.md §5 (AV1-046)"
+                ));
             }
         }
     }
@@ -195,11 +205,19 @@ pub fn expect_type(ctx: &mut Ctx, r: &Received, types: &[&str]) -> Step<Env> {
     let env = expect_reply(ctx, r)?;
     if !types.contains(&env.ty.as_str()) {
         let detail = if env.ty == "ERROR" {
-            format!(" (code {}, {:?})", env.payload["code"], env.payload["message"].as_str().unwrap_or(""))
+            format!(
+                " (code {}, {:?})",
+                env.payload["code"],
+                env.payload["message"].as_str().unwrap_or("")
+            )
         } else {
             String::new()
         };
-        return fail(format!("expected {}, got {}{detail}", types.join(" or "), env.ty));
+        return fail(format!(
+            "expected {}, got {}{detail}",
+            types.join(" or "),
+            env.ty
+        ));
     }
     ctx.checked(format!("reply is {}", env.ty));
     Ok(env)
@@ -213,7 +231,10 @@ pub fn expect_error(ctx: &mut Ctx, r: &Received, code: i64) -> Step<Env> {
             ctx.checked(format!("ERROR code {code}"));
             Ok(env)
         }
-        _ => fail(format!("expected ERROR code {code}, got code {}", env.payload["code"])),
+        _ => fail(format!(
+            "expected ERROR code {code}, got code {}",
+            env.payload["code"]
+        )),
     }
 }
 
@@ -228,13 +249,24 @@ pub enum CodeRule {
 
 /// The target must not process the message: an ERROR (with one of `codes`) or
 /// silence passes; an OFFER or RESULT (or any non-ERROR reply) fails.
-pub fn expect_rejection(ctx: &mut Ctx, r: &Received, codes: &[i64], rule: CodeRule, what: &str) -> Step<()> {
+pub fn expect_rejection(
+    ctx: &mut Ctx,
+    r: &Received,
+    codes: &[i64],
+    rule: CodeRule,
+    what: &str,
+) -> Step<()> {
     let Some(env) = check_reply(ctx, r)? else {
-        ctx.note(format!("{what}: no reply (a silent drop counts as a rejection)"));
+        ctx.note(format!(
+            "{what}: no reply (a silent drop counts as a rejection)"
+        ));
         return Ok(());
     };
     if env.ty != "ERROR" {
-        return fail(format!("{what}: the target processed it and answered {}", env.ty));
+        return fail(format!(
+            "{what}: the target processed it and answered {}",
+            env.ty
+        ));
     }
     let code = env.error_code();
     match code {
@@ -246,7 +278,11 @@ pub fn expect_rejection(ctx: &mut Ctx, r: &Received, codes: &[i64], rule: CodeRu
             let msg = format!(
                 "{what}: rejected, but with code {} instead of {}",
                 env.payload["code"],
-                codes.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" or ")
+                codes
+                    .iter()
+                    .map(|c| c.to_string())
+                    .collect::<Vec<_>>()
+                    .join(" or ")
             );
             match rule {
                 CodeRule::Strict => fail(msg),
@@ -312,7 +348,11 @@ pub fn check_offer(ctx: &mut Ctx, env: &Env, req_id: &str) -> Step<()> {
 /// Obtains an OFFER for the negotiated resource. Returns (request id, OFFER).
 pub async fn obtain_offer(ctx: &mut Ctx) -> Step<(String, Env)> {
     let resource = ctx.profile().agora_v1.negotiated_resource.clone();
-    let req = message(ctx, "REQUEST", request_payload(&resource, json!({"text": "quote me"})));
+    let req = message(
+        ctx,
+        "REQUEST",
+        request_payload(&resource, json!({"text": "quote me"})),
+    );
     let req_id = req["id"].as_str().unwrap_or_default().to_string();
     let r = send(ctx, req).await?;
     let offer = expect_type(ctx, &r, &["OFFER"])?;

@@ -96,12 +96,15 @@ impl Report {
             }
             report.add_test_suite(ts);
         }
-        report.to_string().map_err(|e| format!("cannot write JUnit XML: {e}"))
+        report
+            .to_string()
+            .map_err(|e| format!("cannot write JUnit XML: {e}"))
     }
 
     /// Writes report.json and junit.xml into `dir` (created if missing).
     pub fn write(&self, dir: &Path) -> Result<(), String> {
-        std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         let write = |name: &str, text: String| {
             let p = dir.join(name);
             std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
@@ -119,7 +122,10 @@ pub fn case_line(r: &CaseResult) -> String {
         Outcome::Warn => "WARN",
         Outcome::Skip => "SKIP",
     };
-    let mut line = format!("{tag} {:<48} [{}] {:>5} ms", r.id, r.transport, r.duration_ms);
+    let mut line = format!(
+        "{tag} {:<48} [{}] {:>5} ms",
+        r.id, r.transport, r.duration_ms
+    );
     if r.outcome != Outcome::Pass && !r.message.is_empty() {
         line.push_str(" — ");
         line.push_str(&r.message);

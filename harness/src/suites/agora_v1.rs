@@ -435,4 +435,3 @@ fn is_uuid_v4(s: &str) -> bool {
             _ => c.is_ascii_hexdigit(),
         })
 }
-

@@ -252,7 +252,11 @@ impl Agent {
             return Err(reject(400, "message too large"));
         }
         let tree = json::parse(bytes).map_err(|e| {
-            let code = if self.fault("malformed-code-500") { 500 } else { 400 };
+            let code = if self.fault("malformed-code-500") {
+                500
+            } else {
+                400
+            };
             reject(code, format!("malformed JSON: {e}"))
         })?;
         let env = tree.to_serde();
@@ -310,10 +314,13 @@ impl Agent {
         let now = self.clock.now();
         if !self.fault("accept-stale") {
             if now - ts > self.cfg.replay_window {
-                return Err(reject(401, format!(
-                    "stale message: timestamp {ts_text} is more than {} s old",
-                    self.cfg.replay_window.whole_seconds()
-                )));
+                return Err(reject(
+                    401,
+                    format!(
+                        "stale message: timestamp {ts_text} is more than {} s old",
+                        self.cfg.replay_window.whole_seconds()
+                    ),
+                ));
             }
             if ts - now > self.cfg.replay_window {
                 return Err(reject(401, format!("timestamp {ts_text} is in the future")));
@@ -339,7 +346,9 @@ impl Agent {
         match ty {
             "REQUEST" => self.on_request(&id, &payload, now),
             "ACCEPT" => self.on_accept(&id, &payload, now),
-            "HELLO" if self.fault("no-welcome") => Err(reject(400, "unknown message type \"HELLO\"")),
+            "HELLO" if self.fault("no-welcome") => {
+                Err(reject(400, "unknown message type \"HELLO\""))
+            }
             "HELLO" => Ok(out(
                 "WELCOME",
                 json!({"resources": [self.cfg.direct_resource, self.cfg.negotiated_resource]}),
@@ -371,7 +380,11 @@ impl Agent {
         if self.fault("skip-signature-check") {
             return Ok(());
         }
-        let code = if self.fault("bad-signature-code-400") { 400 } else { 401 };
+        let code = if self.fault("bad-signature-code-400") {
+            400
+        } else {
+            401
+        };
         let sig_present = tree
             .get("sender")
             .and_then(|s| s.get("signature"))
@@ -470,8 +483,15 @@ impl Agent {
             let cost = self.cfg.offer_cost;
             if let Some(max) = budget_max {
                 if max < cost && !self.fault("ignore-budget") {
-                    let code = if self.fault("budget-code-400") { 400 } else { 402 };
-                    return Err(with_id(code, format!("budget {max} is below the cost {cost}")));
+                    let code = if self.fault("budget-code-400") {
+                        400
+                    } else {
+                        402
+                    };
+                    return Err(with_id(
+                        code,
+                        format!("budget {max} is below the cost {cost}"),
+                    ));
                 }
             }
             let offer_id = new_id();
@@ -506,8 +526,15 @@ impl Agent {
                 own_id: Some(offer_id),
             })
         } else {
-            let code = if self.fault("unknown-resource-code-500") { 500 } else { 404 };
-            Err(with_id(code, format!("resource {resource:?} is not supported")))
+            let code = if self.fault("unknown-resource-code-500") {
+                500
+            } else {
+                404
+            };
+            Err(with_id(
+                code,
+                format!("resource {resource:?} is not supported"),
+            ))
         }
     }
 
@@ -548,10 +575,17 @@ impl Agent {
             });
         }
         if now > offer.expires && !self.fault("accept-expired-offer") {
-            let code = if self.fault("expired-offer-code-400") { 400 } else { 408 };
+            let code = if self.fault("expired-offer-code-400") {
+                400
+            } else {
+                408
+            };
             return Err(Rejection {
                 code,
-                message: format!("offer {offer_id:?} expired (ttl {} ms)", self.cfg.offer_ttl_ms),
+                message: format!(
+                    "offer {offer_id:?} expired (ttl {} ms)",
+                    self.cfg.offer_ttl_ms
+                ),
                 request_id: Some(request_id),
             });
         }

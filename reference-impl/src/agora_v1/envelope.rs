@@ -18,7 +18,13 @@ pub const TYPES: [&str; 8] = [
     "HELLO", "WELCOME", "STATUS", "REQUEST", "OFFER", "ACCEPT", "RESULT", "ERROR",
 ];
 pub const ERROR_CODES: [i64; 8] = [400, 401, 402, 404, 408, 429, 500, 503];
-pub const STATES: [&str; 5] = ["PENDING", "NEGOTIATING", "PROCESSING", "COMPLETED", "FAILED"];
+pub const STATES: [&str; 5] = [
+    "PENDING",
+    "NEGOTIATING",
+    "PROCESSING",
+    "COMPLETED",
+    "FAILED",
+];
 
 /// How the signer took the signature out before canonicalizing.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

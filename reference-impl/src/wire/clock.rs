@@ -89,7 +89,10 @@ mod tests {
         let t = parse_timestamp("2024-01-01T00:00:00Z").unwrap();
         assert_eq!(format_timestamp(t), "2024-01-01T00:00:00Z");
         assert!(parse_timestamp("2024-01-01T00:00:00.250+00:00").is_ok());
-        assert!(matches!(parse_timestamp("2024-01-01T02:00:00+02:00"), Err(TimestampError::NotUtc(_))));
+        assert!(matches!(
+            parse_timestamp("2024-01-01T02:00:00+02:00"),
+            Err(TimestampError::NotUtc(_))
+        ));
         assert!(parse_timestamp("yesterday").is_err());
         let c = ManualClock::new(t);
         c.advance(Duration::seconds(61));

@@ -300,8 +300,20 @@ mod tests {
     #[test]
     fn utf16_order_matches_transcoding() {
         let samples = [
-            "", "a", "ab", "b", "\u{e000}", "\u{ffff}", "\u{10000}", "\u{1f600}", "é", "\u{7f}",
-            "a\u{10000}", "a\u{fffd}", "\u{20ac}", "\u{d7ff}",
+            "",
+            "a",
+            "ab",
+            "b",
+            "\u{e000}",
+            "\u{ffff}",
+            "\u{10000}",
+            "\u{1f600}",
+            "é",
+            "\u{7f}",
+            "a\u{10000}",
+            "a\u{fffd}",
+            "\u{20ac}",
+            "\u{d7ff}",
         ];
         for a in samples {
             for b in samples {

@@ -47,10 +47,7 @@ impl<'a> Value<'a> {
     /// The first member called `key`, mutable, if this is an object.
     pub fn get_mut(&mut self, key: &str) -> Option<&mut Value<'a>> {
         match self {
-            Value::Object(members) => members
-                .iter_mut()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v),
+            Value::Object(members) => members.iter_mut().find(|(k, _)| k == key).map(|(_, v)| v),
             _ => None,
         }
     }
@@ -205,7 +202,12 @@ impl Raw {
 pub fn parse(input: &[u8]) -> Result<Value<'_>, ParseError> {
     let text = match std::str::from_utf8(input) {
         Ok(t) => t,
-        Err(e) => return Err(finish(input, Raw::new(ParseErrorKind::InvalidUtf8, e.valid_up_to()))),
+        Err(e) => {
+            return Err(finish(
+                input,
+                Raw::new(ParseErrorKind::InvalidUtf8, e.valid_up_to()),
+            ))
+        }
     };
     if text.starts_with('\u{feff}') {
         return Err(finish(input, Raw::new(ParseErrorKind::ByteOrderMark, 0)));
@@ -240,15 +242,11 @@ fn finish(input: &[u8], raw: Raw) -> ParseError {
         .chars()
         .count()
         + 1;
-    let pointer = raw
-        .path
-        .iter()
-        .rev()
-        .fold(String::new(), |mut acc, t| {
-            acc.push('/');
-            acc.push_str(t);
-            acc
-        });
+    let pointer = raw.path.iter().rev().fold(String::new(), |mut acc, t| {
+        acc.push('/');
+        acc.push_str(t);
+        acc
+    });
     ParseError {
         kind: raw.kind,
         offset,
@@ -525,7 +523,10 @@ impl<'a> Parser<'a> {
                                             ));
                                         }
                                     } else {
-                                        return Err(Raw::new(ParseErrorKind::LoneSurrogate, esc_at));
+                                        return Err(Raw::new(
+                                            ParseErrorKind::LoneSurrogate,
+                                            esc_at,
+                                        ));
                                     }
                                 }
                                 0xDC00..=0xDFFF => {
@@ -580,7 +581,10 @@ mod tests {
     #[test]
     fn depth_is_bounded() {
         let deep = "[".repeat(MAX_DEPTH + 1) + &"]".repeat(MAX_DEPTH + 1);
-        assert_eq!(parse(deep.as_bytes()).unwrap_err().kind, ParseErrorKind::TooDeep);
+        assert_eq!(
+            parse(deep.as_bytes()).unwrap_err().kind,
+            ParseErrorKind::TooDeep
+        );
         let ok = "[".repeat(MAX_DEPTH) + &"]".repeat(MAX_DEPTH);
         assert!(parse(ok.as_bytes()).is_ok());
     }

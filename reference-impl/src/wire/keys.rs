@@ -224,7 +224,9 @@ impl Keypair {
         let t = text.trim();
         let bytes = if t.len() == 64 && t.bytes().all(|b| b.is_ascii_hexdigit()) {
             (0..32)
-                .map(|i| u8::from_str_radix(&t[2 * i..2 * i + 2], 16).map_err(|_| KeyError::NotBase64))
+                .map(|i| {
+                    u8::from_str_radix(&t[2 * i..2 * i + 2], 16).map_err(|_| KeyError::NotBase64)
+                })
                 .collect::<Result<Vec<u8>, _>>()?
         } else {
             b64_decode_any(t).ok_or(KeyError::NotBase64)?.0
@@ -255,8 +257,12 @@ mod tests {
         let c = candidate_keys(&did).unwrap();
         assert_eq!(c, vec![(k.public(), KeyForm::DidKey)]);
         let raw = b64url(k.public().as_bytes());
-        assert!(candidate_keys(&raw).unwrap().contains(&(k.public(), KeyForm::RawBase64(B64Flavor::UrlNoPad))));
-        assert!(candidate_keys("did:key:zDnaeUm3QkcyZWZTPttxB711jgqRDhkwvhF485SFw1bDZ9AQw").is_err());
+        assert!(candidate_keys(&raw)
+            .unwrap()
+            .contains(&(k.public(), KeyForm::RawBase64(B64Flavor::UrlNoPad))));
+        assert!(
+            candidate_keys("did:key:zDnaeUm3QkcyZWZTPttxB711jgqRDhkwvhF485SFw1bDZ9AQw").is_err()
+        );
     }
 
     #[test]
