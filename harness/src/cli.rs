@@ -78,6 +78,9 @@ pub enum Command {
         /// Offer ttl of the negotiated fixture, in ms.
         #[arg(long = "offer-ttl-ms")]
         offer_ttl_ms: Option<u64>,
+        /// Replay window: how old a message may be, in seconds.
+        #[arg(long = "replay-window-s")]
+        replay_window_s: Option<u32>,
     },
     /// Print the RFC 8785 canonical form of a JSON file (or stdin).
     Canon { file: Option<PathBuf> },
@@ -286,6 +289,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             listen,
             faults,
             offer_ttl_ms,
+            replay_window_s,
         } => {
             if faults.iter().any(|f| f == "list") {
                 for f in embedded::faults(&suite).ok_or_else(|| unknown_suite(&suite))? {
@@ -299,6 +303,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                 let opts = embedded::Options {
                     faults,
                     offer_ttl_ms,
+                    replay_window_s,
                 };
                 let server = embedded::start(&suite, &listen, &opts)
                     .await

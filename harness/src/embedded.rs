@@ -12,6 +12,7 @@ use std::sync::Arc;
 pub struct Options {
     pub faults: Vec<String>,
     pub offer_ttl_ms: Option<u64>,
+    pub replay_window_s: Option<u32>,
 }
 
 pub struct Server {
@@ -56,6 +57,9 @@ pub async fn start(suite: &str, listen: &str, opts: &Options) -> Result<Server, 
             let mut cfg = AgentConfig::default().with_faults(&opts.faults)?;
             if let Some(ttl) = opts.offer_ttl_ms {
                 cfg.offer_ttl_ms = ttl;
+            }
+            if let Some(w) = opts.replay_window_s {
+                cfg.replay_window = time::Duration::seconds(i64::from(w));
             }
             start_agora_v1(cfg, listen).await
         }

@@ -20,7 +20,8 @@ use crate::wire::clock::{parse_timestamp, SharedClock, SystemClock};
 use crate::wire::keys::{self, Keypair};
 use crate::wire::{json, new_id};
 use serde_json::{json, Map, Value};
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 use time::{Duration, OffsetDateTime};
 
@@ -80,8 +81,10 @@ struct Offer {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Message ids seen, with their timestamps, for replay detection.
-    seen: HashMap<String, OffsetDateTime>,
+    /// Message ids seen inside the replay window, for replay detection.
+    seen: HashSet<String>,
+    /// When each seen id leaves the window (its timestamp + window), oldest first.
+    seen_expiry: BinaryHeap<Reverse<(OffsetDateTime, String)>>,
     offers: HashMap<String, Offer>,
     /// Request id → state name.
     requests: HashMap<String, &'static str>,
@@ -330,16 +333,32 @@ impl Agent {
         {
             let mut st = self.lock();
             let window = self.cfg.replay_window;
-            st.seen.retain(|_, t| now - *t <= window);
-            if st.seen.contains_key(&id) && !self.fault("accept-replayed-id") {
+            // Ids whose timestamp has left the window can no longer be replayed
+            // (the freshness check rejects them), so they are forgotten.
+            while let Some(Reverse((expiry, _))) = st.seen_expiry.peek() {
+                if *expiry >= now {
+                    break;
+                }
+                if let Some(Reverse((_, old))) = st.seen_expiry.pop() {
+                    st.seen.remove(&old);
+                }
+            }
+            if st.seen.contains(&id) && !self.fault("accept-replayed-id") {
                 return Err(Rejection {
                     code: 401,
                     message: format!("replayed message id {id:?}"),
                     request_id: None,
                 });
             }
-            if st.seen.len() < self.cfg.max_remembered {
-                st.seen.insert(id.clone(), ts);
+            if st.seen.len() >= self.cfg.max_remembered {
+                // Forgetting ids would open the door to replays: refuse instead.
+                return Err(reject(
+                    503,
+                    "too many messages inside the replay window; try later",
+                ));
+            }
+            if st.seen.insert(id.clone()) {
+                st.seen_expiry.push(Reverse((ts + window, id.clone())));
             }
         }
 
@@ -599,5 +618,114 @@ impl Agent {
             request_id
         };
         Ok(out("RESULT", self.result_payload(&linked, params), id))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::wire::clock::{Clock, ManualClock};
+    use time::macros::datetime;
+
+    fn agent(clock: Arc<ManualClock>, cfg: AgentConfig) -> Agent {
+        Agent::new(Keypair::from_seed(&[1; 32]), clock, cfg)
+    }
+
+    fn signed(k: &Keypair, ty: &str, at: OffsetDateTime, payload: Value) -> Vec<u8> {
+        let mut env = envelope::build(ty, &new_id(), at, &k.did(), payload);
+        envelope::sign(&mut env, k, SigVariant::Blank).unwrap();
+        serde_json::to_vec(&env).unwrap()
+    }
+
+    fn reply(a: &Agent, bytes: &[u8]) -> Value {
+        serde_json::from_slice(&a.handle(bytes).body).unwrap()
+    }
+
+    #[test]
+    fn offer_expires_on_the_injected_clock() {
+        let t0 = datetime!(2024-01-01 0:00 UTC);
+        let clock = ManualClock::new(t0);
+        let a = agent(clock.clone(), AgentConfig::default());
+        let me = Keypair::from_seed(&[2; 32]);
+        let quote = json!({"resource": "agora:quote:v1", "params": {}});
+        let offer = reply(&a, &signed(&me, "REQUEST", t0, quote.clone()));
+        assert_eq!(offer["type"], "OFFER");
+        let accept = json!({"offer_id": offer["id"]});
+        clock.advance(Duration::milliseconds(2001));
+        let late = reply(&a, &signed(&me, "ACCEPT", clock.now(), accept));
+        assert_eq!(
+            (late["type"].as_str(), late["payload"]["code"].as_i64()),
+            (Some("ERROR"), Some(408))
+        );
+        // Within the ttl it completes, linked to the request.
+        let offer = reply(&a, &signed(&me, "REQUEST", clock.now(), quote));
+        clock.advance(Duration::milliseconds(1999));
+        let res = reply(
+            &a,
+            &signed(&me, "ACCEPT", clock.now(), json!({"offer_id": offer["id"]})),
+        );
+        assert_eq!(res["type"], "RESULT");
+        assert_eq!(res["payload"]["request_id"], offer["payload"]["request_id"]);
+    }
+
+    #[test]
+    fn replay_window_and_memory_bound() {
+        let t0 = datetime!(2024-01-01 0:00 UTC);
+        let clock = ManualClock::new(t0);
+        let cfg = AgentConfig {
+            max_remembered: 3,
+            ..AgentConfig::default()
+        };
+        let a = agent(clock.clone(), cfg);
+        let me = Keypair::from_seed(&[2; 32]);
+        let echo = json!({"resource": "agora:echo:v1", "params": {}});
+        let msg = signed(&me, "REQUEST", t0, echo.clone());
+        assert_eq!(reply(&a, &msg)["type"], "RESULT");
+        assert_eq!(reply(&a, &msg)["payload"]["code"], 401);
+        for _ in 0..2 {
+            assert_eq!(
+                reply(&a, &signed(&me, "REQUEST", t0, echo.clone()))["type"],
+                "RESULT"
+            );
+        }
+        // Full: refuses rather than forgetting ids still inside the window.
+        assert_eq!(
+            reply(&a, &signed(&me, "REQUEST", t0, echo.clone()))["payload"]["code"],
+            503
+        );
+        // Once the window has passed, old ids are forgotten and new messages flow.
+        clock.advance(Duration::seconds(61));
+        assert_eq!(
+            reply(&a, &signed(&me, "REQUEST", clock.now(), echo))["type"],
+            "RESULT"
+        );
+        assert_eq!(
+            reply(&a, &msg)["payload"]["code"],
+            401,
+            "the replayed message is stale now"
+        );
+    }
+
+    #[test]
+    fn garbage_never_panics_and_gets_error_400() {
+        let a = agent(
+            ManualClock::new(datetime!(2024-01-01 0:00 UTC)),
+            AgentConfig::default(),
+        );
+        for bytes in [
+            &b""[..],
+            b"{",
+            b"[]",
+            b"null",
+            b"\xff\xfe",
+            b"{\"protocol\":1}",
+            &[b'['; 10_000],
+        ] {
+            let r = reply(&a, bytes);
+            assert_eq!(r["type"], "ERROR", "{:?}", String::from_utf8_lossy(bytes));
+            assert_eq!(r["payload"]["code"], 400);
+        }
+        let big = vec![b' '; a.config().max_message_bytes + 1];
+        assert_eq!(reply(&a, &big)["payload"]["code"], 400);
     }
 }
