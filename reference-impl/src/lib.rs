@@ -1,6 +1,7 @@
 //! The agentconform reference implementation: the wire core and the protocols,
 //! both sides.
 
+pub mod agora_exchange;
 pub mod agora_v1;
 pub mod faults;
 pub mod serve;

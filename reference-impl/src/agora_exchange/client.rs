@@ -1,0 +1,148 @@
+//! The reference client: single-round requests and multi-round conversations
+//! against any agora-exchange server. Every request has a deadline and every reply a
+//! size cap.
+
+use serde_json::{json, Value};
+use std::time::Duration;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    #[error("HTTP: {0}")]
+    Http(String),
+    #[error("no reply within {0:?}")]
+    Timeout(Duration),
+    #[error("reply larger than {0} bytes")]
+    TooLarge(usize),
+    #[error("reply is not JSON: {0}")]
+    NotJson(String),
+    #[error("the server answered HTTP {status}: {body}")]
+    Status { status: u16, body: String },
+    #[error("the server answered failure: {0}")]
+    Failure(String),
+    #[error("the server did not open a conversation (no conversationId)")]
+    NoConversation,
+}
+
+/// One reply.
+#[derive(Debug, Clone)]
+pub struct ExchangeReply {
+    pub http_status: u16,
+    pub json: Value,
+}
+
+pub struct Client {
+    http: reqwest::Client,
+    base: String,
+    pub timeout: Duration,
+    pub max_bytes: usize,
+}
+
+/// Joins a base URL and a path with exactly one slash.
+pub fn join(base: &str, path: &str) -> String {
+    format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
+}
+
+impl Client {
+    pub fn new(base: &str) -> Result<Client, ClientError> {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .build()
+            .map_err(|e| ClientError::Http(e.to_string()))?;
+        Ok(Client {
+            http,
+            base: base.to_string(),
+            timeout: Duration::from_secs(5),
+            max_bytes: 1024 * 1024,
+        })
+    }
+
+    /// POSTs `request` to `path` below the base URL.
+    pub async fn post(&self, path: &str, request: &Value) -> Result<ExchangeReply, ClientError> {
+        let url = join(&self.base, path);
+        let body = serde_json::to_vec(request).map_err(|e| ClientError::Http(e.to_string()))?;
+        let work = async {
+            let mut resp = self
+                .http
+                .post(&url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body)
+                .send()
+                .await
+                .map_err(|e| ClientError::Http(e.to_string()))?;
+            let status = resp.status().as_u16();
+            let mut bytes = Vec::new();
+            while let Some(chunk) = resp.chunk().await.map_err(|e| ClientError::Http(e.to_string()))? {
+                if bytes.len() + chunk.len() > self.max_bytes {
+                    return Err(ClientError::TooLarge(self.max_bytes));
+                }
+                bytes.extend_from_slice(&chunk);
+            }
+            let json: Value = serde_json::from_slice(&bytes).map_err(|e| ClientError::NotJson(e.to_string()))?;
+            Ok(ExchangeReply { http_status: status, json })
+        };
+        tokio::time::timeout(self.timeout, work)
+            .await
+            .map_err(|_| ClientError::Timeout(self.timeout))?
+    }
+
+    /// A single-round request; a failure reply is an error.
+    pub async fn ask(&self, body: Value, protocol_hash: Option<&str>) -> Result<Value, ClientError> {
+        let reply = self.post("", &json!({"protocolHash": protocol_hash, "body": body})).await?;
+        success_body(reply)
+    }
+
+    /// Opens a multi-round conversation with a first message.
+    pub async fn start(&self, body: Value, protocol_hash: Option<&str>) -> Result<(Conversation<'_>, Value), ClientError> {
+        let reply = self
+            .post("", &json!({"protocolHash": protocol_hash, "body": body, "multiround": true}))
+            .await?;
+        let id = reply.json["conversationId"].as_str().map(String::from);
+        let expires = reply.json["conversationExpires"].as_i64();
+        let answer = success_body(reply)?;
+        let id = id.ok_or(ClientError::NoConversation)?;
+        Ok((Conversation { client: self, id, expires }, answer))
+    }
+}
+
+fn success_body(reply: ExchangeReply) -> Result<Value, ClientError> {
+    if reply.http_status != 200 {
+        return Err(ClientError::Status {
+            status: reply.http_status,
+            body: reply.json.to_string(),
+        });
+    }
+    match reply.json["status"].as_str() {
+        Some("success") => Ok(reply.json.get("body").cloned().unwrap_or(Value::Null)),
+        _ => Err(ClientError::Failure(
+            reply.json["error"].as_str().unwrap_or("(no error given)").to_string(),
+        )),
+    }
+}
+
+/// An open conversation. Follow-ups carry `body` only: the protocol is inherited.
+pub struct Conversation<'c> {
+    client: &'c Client,
+    pub id: String,
+    pub expires: Option<i64>,
+}
+
+impl Conversation<'_> {
+    pub async fn send(&mut self, body: Value) -> Result<Value, ClientError> {
+        let path = format!("conversations/{}", percent_encode(&self.id));
+        let reply = self.client.post(&path, &json!({"body": body})).await?;
+        if let Some(e) = reply.json["conversationExpires"].as_i64() {
+            self.expires = Some(e);
+        }
+        success_body(reply)
+    }
+}
+
+/// Percent-encodes everything but unreserved characters (RFC 3986).
+pub fn percent_encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}

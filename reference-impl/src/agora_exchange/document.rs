@@ -1,0 +1,122 @@
+//! Protocol documents (agora-exchange.txt §8): YAML metadata, a line `---`, free text;
+//! identified by the SHA1 of the whole text.
+
+use sha1::{Digest, Sha1};
+use yaml_rust2::{Yaml, YamlLoader};
+
+/// Lower-case hex SHA1 of `bytes`.
+pub fn sha1_hex(bytes: &[u8]) -> String {
+    let digest = Sha1::digest(bytes);
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Whether `s` is 40 hex digits (either case).
+pub fn is_sha1_hex(s: &str) -> bool {
+    s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// A protocol document and its identifier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProtocolDocument {
+    pub text: String,
+    pub hash: String,
+}
+
+impl ProtocolDocument {
+    pub fn new(text: impl Into<String>) -> ProtocolDocument {
+        let text = text.into();
+        let hash = sha1_hex(text.as_bytes());
+        ProtocolDocument { text, hash }
+    }
+}
+
+/// The agentconform echo protocol, the reference server's fixture document.
+pub const ECHO_DOCUMENT: &str = include_str!("../../../vectors/agora-exchange/documents/echo.txt");
+
+/// The metadata a document must carry (§8.1).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Metadata {
+    pub name: String,
+    pub description: String,
+    pub multiround: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DocumentError {
+    #[error("no line consisting of `---` separates the metadata from the specification")]
+    NoSeparator,
+    #[error("the metadata is not YAML: {0}")]
+    NotYaml(String),
+    #[error("the metadata is not a YAML mapping")]
+    NotAMapping,
+    #[error("metadata key `{0}` is missing or not a {1}")]
+    BadKey(&'static str, &'static str),
+}
+
+/// Splits a document at its first line equal to `---` (a trailing `\r` allowed).
+pub fn split(text: &str) -> Option<(&str, &str)> {
+    let mut offset = 0;
+    for line in text.split_inclusive('\n') {
+        let bare = line.trim_end_matches('\n').trim_end_matches('\r');
+        if bare == "---" {
+            return Some((&text[..offset], &text[offset + line.len()..]));
+        }
+        offset += line.len();
+    }
+    None
+}
+
+/// Reads the metadata block of a document and checks its three keys.
+pub fn metadata(text: &str) -> Result<Metadata, DocumentError> {
+    let (meta, _) = split(text).ok_or(DocumentError::NoSeparator)?;
+    let docs = YamlLoader::load_from_str(meta).map_err(|e| DocumentError::NotYaml(e.to_string()))?;
+    let Some(doc) = docs.first() else {
+        return Err(DocumentError::NotAMapping);
+    };
+    let Yaml::Hash(map) = doc else {
+        return Err(DocumentError::NotAMapping);
+    };
+    let get = |k: &str| map.get(&Yaml::String(k.to_string()));
+    let name = match get("name") {
+        Some(Yaml::String(s)) => s.clone(),
+        _ => return Err(DocumentError::BadKey("name", "string")),
+    };
+    let description = match get("description") {
+        Some(Yaml::String(s)) => s.clone(),
+        _ => return Err(DocumentError::BadKey("description", "string")),
+    };
+    let multiround = match get("multiround") {
+        Some(Yaml::Boolean(b)) => *b,
+        _ => return Err(DocumentError::BadKey("multiround", "boolean")),
+    };
+    Ok(Metadata {
+        name,
+        description,
+        multiround,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn echo_document_is_well_formed() {
+        let d = ProtocolDocument::new(ECHO_DOCUMENT);
+        assert!(is_sha1_hex(&d.hash));
+        let m = metadata(ECHO_DOCUMENT).unwrap();
+        assert!(m.multiround);
+        assert_eq!(m.name, "agentconform echo");
+    }
+
+    #[test]
+    fn separator_and_keys() {
+        assert_eq!(metadata("name: x\n"), Err(DocumentError::NoSeparator));
+        assert_eq!(
+            metadata("name: x\ndescription: y\nmultiround: maybe\n---\n"),
+            Err(DocumentError::BadKey("multiround", "boolean"))
+        );
+        assert!(metadata("name: x\r\ndescription: y\r\nmultiround: false\r\n---\r\ntext").is_ok());
+        assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+    }
+}
