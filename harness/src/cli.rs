@@ -75,12 +75,15 @@ pub enum Command {
         /// Switch on a named deviation (repeatable); `--fault list` lists them.
         #[arg(long = "fault")]
         faults: Vec<String>,
-        /// Offer ttl of the negotiated fixture, in ms.
+        /// Offer ttl of the negotiated fixture, in ms (agora-v1).
         #[arg(long = "offer-ttl-ms")]
         offer_ttl_ms: Option<u64>,
-        /// Replay window: how old a message may be, in seconds.
+        /// Replay window: how old a message may be, in seconds (agora-v1).
         #[arg(long = "replay-window-s")]
         replay_window_s: Option<u32>,
+        /// Lifetime of a conversation, in seconds (agora-exchange).
+        #[arg(long = "conversation-ttl-s")]
+        conversation_ttl_s: Option<u64>,
     },
     /// Print the RFC 8785 canonical form of a JSON file (or stdin).
     Canon { file: Option<PathBuf> },
@@ -290,6 +293,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             faults,
             offer_ttl_ms,
             replay_window_s,
+            conversation_ttl_s,
         } => {
             if faults.iter().any(|f| f == "list") {
                 for f in embedded::faults(&suite).ok_or_else(|| unknown_suite(&suite))? {
@@ -304,6 +308,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                     faults,
                     offer_ttl_ms,
                     replay_window_s,
+                    conversation_ttl_s,
                 };
                 let server = embedded::start(&suite, &listen, &opts)
                     .await

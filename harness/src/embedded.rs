@@ -3,6 +3,7 @@
 
 use crate::drive::Transport;
 use crate::runner::Endpoints;
+use reference_impl::agora_exchange::server::{Exchange, ExchangeConfig};
 use reference_impl::agora_v1::agent::{Agent, AgentConfig};
 use reference_impl::faults::Fault;
 use reference_impl::serve::{spawn, Running};
@@ -13,6 +14,7 @@ pub struct Options {
     pub faults: Vec<String>,
     pub offer_ttl_ms: Option<u64>,
     pub replay_window_s: Option<u32>,
+    pub conversation_ttl_s: Option<u64>,
 }
 
 pub struct Server {
@@ -30,6 +32,7 @@ impl Server {
 pub fn faults(suite: &str) -> Option<&'static [Fault]> {
     match suite {
         "agora-v1" => Some(reference_impl::agora_v1::faults::FAULTS),
+        "agora-exchange" => Some(reference_impl::agora_exchange::faults::FAULTS),
         _ => None,
     }
 }
@@ -50,6 +53,19 @@ pub async fn start_agora_v1(cfg: AgentConfig, listen: &str) -> Result<Server, St
     })
 }
 
+/// Starts the agora-exchange reference server with `cfg` on `listen`.
+pub async fn start_agora_exchange(cfg: ExchangeConfig, listen: &str) -> Result<Server, String> {
+    let ex = Arc::new(Exchange::with_config(cfg));
+    let running = spawn(listen, reference_impl::agora_exchange::server::router(ex))
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let a = running.addr;
+    Ok(Server {
+        endpoints: Endpoints(vec![(Transport::Http, format!("http://{a}/"))]),
+        running,
+    })
+}
+
 /// Starts the reference agent of `suite`.
 pub async fn start(suite: &str, listen: &str, opts: &Options) -> Result<Server, String> {
     match suite {
@@ -62,6 +78,13 @@ pub async fn start(suite: &str, listen: &str, opts: &Options) -> Result<Server, 
                 cfg.replay_window = time::Duration::seconds(i64::from(w));
             }
             start_agora_v1(cfg, listen).await
+        }
+        "agora-exchange" => {
+            let mut cfg = ExchangeConfig::default().with_faults(&opts.faults)?;
+            if let Some(ttl) = opts.conversation_ttl_s {
+                cfg.conversation_ttl_s = ttl;
+            }
+            start_agora_exchange(cfg, listen).await
         }
         other => Err(format!(
             "unknown suite {other:?}; known suites: {}",

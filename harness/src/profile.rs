@@ -16,7 +16,7 @@ pub struct Profile {
     pub agora_spaces: toml::Table,
     pub chorus: toml::Table,
     #[serde(rename = "agora-exchange")]
-    pub agora_exchange: toml::Table,
+    pub agora_exchange: AgoraExchange,
     pub agentprotocol: toml::Table,
 }
 
@@ -74,6 +74,21 @@ impl Default for AgoraV1 {
     }
 }
 
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgoraExchange {
+    /// A protocol the target supports (unset: taken from /wellknown).
+    pub protocol_hash: Option<String>,
+    /// That protocol's document text.
+    pub protocol_document: Option<String>,
+    /// A request body that follows the protocol (JSON text).
+    pub valid_body: Option<String>,
+    /// A request body that breaks the protocol (JSON text), for protocol-level errors.
+    pub invalid_body: Option<String>,
+    /// The deployment is production: plain http:// fails instead of informing.
+    pub production: bool,
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ProfileError {
     #[error("cannot read profile {path}: {source}")]
@@ -122,6 +137,22 @@ impl Profile {
         }
         if t.max_response_bytes < 1024 {
             return Err("[timing] max_response_bytes must be at least 1024".into());
+        }
+        for (key, v) in [
+            ("valid_body", &self.agora_exchange.valid_body),
+            ("invalid_body", &self.agora_exchange.invalid_body),
+        ] {
+            if let Some(text) = v {
+                serde_json::from_str::<serde_json::Value>(text)
+                    .map_err(|e| format!("[agora-exchange] {key} is not JSON: {e}"))?;
+            }
+        }
+        if let Some(h) = &self.agora_exchange.protocol_hash {
+            if !reference_impl::agora_exchange::document::is_sha1_hex(h) {
+                return Err(format!(
+                    "[agora-exchange] protocol_hash {h:?} is not 40 hex digits"
+                ));
+            }
         }
         if self.agora_v1.burst_requests > 10_000 {
             return Err("[agora-v1] burst_requests must be at most 10000".into());

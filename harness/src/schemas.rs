@@ -50,6 +50,21 @@ pub const SCHEMA_FILES: &[(&str, &str, &str)] = &[
         include_str!("../../schemas/agora-v1/status.schema.json"),
     ),
     (
+        "agora-exchange",
+        "request",
+        include_str!("../../schemas/agora-exchange/request.schema.json"),
+    ),
+    (
+        "agora-exchange",
+        "response",
+        include_str!("../../schemas/agora-exchange/response.schema.json"),
+    ),
+    (
+        "agora-exchange",
+        "wellknown",
+        include_str!("../../schemas/agora-exchange/wellknown.schema.json"),
+    ),
+    (
         "",
         "report",
         include_str!("../../schemas/report.schema.json"),

@@ -5,6 +5,7 @@
 //! reply lands in the transcript, with the time since the case started.
 
 use crate::case::{fail, Entry, Step};
+use crate::drive::http::HttpReply;
 use crate::drive::{DriveError, Driver, Limits, Received, Transport};
 use crate::profile::Profile;
 use crate::schemas::Schemas;
@@ -186,6 +187,42 @@ impl Ctx {
         }
     }
 
+    /// One HTTP request to `path` below the target URL (joined with exactly one
+    /// slash), recorded in the transcript with its status and content type.
+    pub async fn http(
+        &mut self,
+        method: reqwest::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+    ) -> Step<HttpReply> {
+        let url = join_url(&self.url, path);
+        let shown = match &body {
+            Some(b) => format!("{method} {url}\n{}", String::from_utf8_lossy(b)),
+            None => format!("{method} {url}"),
+        };
+        self.log("send", &shown, None);
+        let limits = self.limits();
+        match crate::drive::http::request(&self.shared.http, method, &url, headers, body, limits)
+            .await
+        {
+            Ok(r) => {
+                let text = format!(
+                    "Content-Type: {}\n{}",
+                    r.content_type.as_deref().unwrap_or("(none)"),
+                    String::from_utf8_lossy(&r.body)
+                );
+                self.log("recv", &text, Some(r.status));
+                Ok(r)
+            }
+            Err(e) => {
+                let msg = describe_drive_error(&e);
+                self.log("note", &msg, None);
+                fail(msg)
+            }
+        }
+    }
+
     /// A second, independent connection to the same target.
     pub fn new_connection(&self) -> Driver {
         new_driver(&self.shared, self.transport, &self.url)
@@ -216,4 +253,16 @@ pub fn describe_drive_error(e: &DriveError) -> String {
         DriveError::Io(m) => format!("transport failure: {m}"),
         DriveError::Closed => "the target closed the connection".into(),
     }
+}
+
+/// Joins a base URL and a path with exactly one slash (an empty path is the base).
+pub fn join_url(base: &str, path: &str) -> String {
+    if path.is_empty() {
+        return base.to_string();
+    }
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
 }

@@ -12,8 +12,6 @@ use agentconform::schemas::Schemas;
 use agentconform::script::RunShared;
 use agentconform::suites;
 use libtest_mimic::{Arguments, Failed, Trial};
-use reference_impl::agora_v1::agent::AgentConfig;
-use reference_impl::agora_v1::faults::FAULTS;
 use reference_impl::wire::keys::Keypair;
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -26,6 +24,8 @@ use std::time::Duration;
 /// Offer ttl of the agents under test: long enough that an ACCEPT sent at once is
 /// never late on a loaded machine, short enough to keep the expiry case quick.
 const TEST_TTL_MS: u64 = 1000;
+/// Conversation lifetime of the agora-exchange server under test, in seconds.
+const TEST_CONVERSATION_TTL_S: u64 = 2;
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -45,13 +45,23 @@ fn shared(profile: Profile) -> Arc<RunShared> {
     })
 }
 
-async fn run_against(cfg: AgentConfig, selection: &Selection) -> RunOutput {
-    let server = embedded::start_agora_v1(cfg, "127.0.0.1:0")
+/// Options of the reference agents under test.
+fn test_options(faults: &[&str]) -> embedded::Options {
+    embedded::Options {
+        faults: faults.iter().map(|f| f.to_string()).collect(),
+        offer_ttl_ms: Some(TEST_TTL_MS),
+        replay_window_s: None,
+        conversation_ttl_s: Some(TEST_CONVERSATION_TTL_S),
+    }
+}
+
+async fn run_against(suite: &'static Suite, faults: &[&str], selection: &Selection) -> RunOutput {
+    let server = embedded::start(suite.id, "127.0.0.1:0", &test_options(faults))
         .await
         .expect("start agent");
     let out = runner::run(
         shared(Profile::default()),
-        &[&suites::agora_v1::SUITE],
+        &[suite],
         &server.endpoints,
         selection,
     )
@@ -59,13 +69,6 @@ async fn run_against(cfg: AgentConfig, selection: &Selection) -> RunOutput {
     .expect("run");
     server.stop().await;
     out
-}
-
-fn test_config() -> AgentConfig {
-    AgentConfig {
-        offer_ttl_ms: TEST_TTL_MS,
-        ..AgentConfig::default()
-    }
 }
 
 fn describe(results: &[CaseResult]) -> String {
@@ -76,8 +79,8 @@ fn describe(results: &[CaseResult]) -> String {
         .join("\n")
 }
 
-fn clean_reference_passes() -> Result<(), Failed> {
-    let out = rt().block_on(run_against(test_config(), &Selection::default()));
+fn clean_reference_passes(suite: &'static Suite) -> Result<(), Failed> {
+    let out = rt().block_on(run_against(suite, &[], &Selection::default()));
     let bad: Vec<CaseResult> = out
         .results
         .iter()
@@ -97,9 +100,9 @@ fn clean_reference_passes() -> Result<(), Failed> {
         .iter()
         .map(|r| (r.id.as_str(), r.transport))
         .collect();
-    for c in suites::agora_v1::SUITE.cases {
+    for c in suite.cases {
         let want: Vec<Transport> = match c.bindings {
-            agentconform::case::Bindings::Any => vec![Transport::Http, Transport::Ws],
+            agentconform::case::Bindings::Any => suite.transports.to_vec(),
             agentconform::case::Bindings::Only(t) => vec![t],
         };
         for t in want {
@@ -111,15 +114,16 @@ fn clean_reference_passes() -> Result<(), Failed> {
     Ok(())
 }
 
-fn fault_is_caught(name: &'static str, caught_by: &'static [&'static str]) -> Result<(), Failed> {
-    let cfg = test_config()
-        .with_faults(&[name])
-        .map_err(|e| e.to_string())?;
+fn fault_is_caught(
+    suite: &'static Suite,
+    name: &'static str,
+    caught_by: &'static [&'static str],
+) -> Result<(), Failed> {
     let mut selection = Selection::default();
     if !caught_by.contains(&"agora-v1/rate-limit-burst") {
         selection.exclude.push("agora-v1/rate-limit-burst".into());
     }
-    let out = rt().block_on(run_against(cfg, &selection));
+    let out = rt().block_on(run_against(suite, &[name], &selection));
     let mut missed = Vec::new();
     for id in caught_by {
         let runs: Vec<&CaseResult> = out
@@ -213,10 +217,11 @@ fn coverage(suite: &'static Suite) -> Result<(), Failed> {
     }
 }
 
-fn faults_name_real_cases() -> Result<(), Failed> {
-    let ids: BTreeSet<&str> = suites::agora_v1::SUITE.cases.iter().map(|c| c.id).collect();
+fn faults_name_real_cases(suite: &'static Suite, required_families: &[&str]) -> Result<(), Failed> {
+    let catalogue = embedded::faults(suite.id).ok_or("no fault catalogue")?;
+    let ids: BTreeSet<&str> = suite.cases.iter().map(|c| c.id).collect();
     let mut names = BTreeSet::new();
-    for f in FAULTS {
+    for f in catalogue {
         if !names.insert(f.name) {
             return Err(format!("duplicate fault {}", f.name).into());
         }
@@ -226,23 +231,8 @@ fn faults_name_real_cases() -> Result<(), Failed> {
             }
         }
     }
-    let families: BTreeSet<&str> = FAULTS.iter().map(|f| f.family).collect();
-    for family in [
-        "freshness",
-        "signature checking",
-        "reply signing",
-        "canonical form",
-        "replay",
-        "error code 400",
-        "error code 401",
-        "error code 402",
-        "error code 404",
-        "error code 408",
-        "offer expiry",
-        "budget",
-        "request linking",
-        "protocol tag",
-    ] {
+    let families: BTreeSet<&str> = catalogue.iter().map(|f| f.family).collect();
+    for family in required_families {
         if !families.contains(family) {
             return Err(format!("no fault in family {family}").into());
         }
@@ -352,9 +342,9 @@ impl Drop for Serve {
 }
 
 /// Starts `agentconform serve` and returns it with its first URL.
-fn serve(args: &[&str]) -> Result<(Serve, String), Failed> {
+fn serve(suite: &str, args: &[&str]) -> Result<(Serve, String), Failed> {
     let mut child = Command::new(bin())
-        .args(["serve", "--suite", "agora-v1", "--listen", "127.0.0.1:0"])
+        .args(["serve", "--suite", suite, "--listen", "127.0.0.1:0"])
         .args(args)
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -434,22 +424,30 @@ fn cli_run_embedded_writes_reports() -> Result<(), Failed> {
     Ok(())
 }
 
-fn cli_run_against_fault(name: &'static str) -> Result<(), Failed> {
+fn cli_run_against_fault(suite: &'static str, name: &'static str) -> Result<(), Failed> {
     let ttl = TEST_TTL_MS.to_string();
-    let (_serve, url) = serve(&["--fault", name, "--offer-ttl-ms", &ttl])?;
-    expect_code(
+    let conv = TEST_CONVERSATION_TTL_S.to_string();
+    let (_serve, url) = serve(
+        suite,
         &[
-            "run",
-            "--suite",
-            "agora-v1",
-            "--target",
-            &url,
-            "--exclude",
-            "agora-v1/rate-limit-burst",
+            "--fault",
+            name,
+            "--offer-ttl-ms",
+            &ttl,
+            "--conversation-ttl-s",
+            &conv,
         ],
-        1,
-        "FAIL",
     )?;
+    let args = [
+        "run",
+        "--suite",
+        suite,
+        "--target",
+        &url,
+        "--exclude",
+        "agora-v1/rate-limit-burst",
+    ];
+    expect_code(&args, 1, "FAIL")?;
     Ok(())
 }
 
@@ -576,18 +574,39 @@ fn cli_list() -> Result<(), Failed> {
     Ok(())
 }
 
+const AGORA_V1_FAMILIES: &[&str] = &[
+    "freshness",
+    "signature checking",
+    "reply signing",
+    "canonical form",
+    "replay",
+    "error code 400",
+    "error code 401",
+    "error code 402",
+    "error code 404",
+    "error code 408",
+    "offer expiry",
+    "budget",
+    "request linking",
+    "protocol tag",
+];
+
+const AGORA_EXCHANGE_FAMILIES: &[&str] = &[
+    "failure shape",
+    "body/error exclusivity",
+    "conversation expiry",
+    "protocol change",
+    "unknown conversation",
+    "unsupported protocol",
+    "content type",
+    "wellknown hash",
+    "extra fields",
+    "malformed JSON",
+];
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = vec![
-        Trial::test(
-            "reference::agora_v1::clean_agent_passes_every_case",
-            clean_reference_passes,
-        ),
-        Trial::test("coverage::agora_v1", || coverage(&suites::agora_v1::SUITE)),
-        Trial::test(
-            "faults::agora_v1::catalogue_names_real_cases_and_every_family",
-            faults_name_real_cases,
-        ),
         Trial::test("hostile::hanging_target_times_out", || {
             hostile_target("hang", "did not answer within 300 ms")
         }),
@@ -609,16 +628,33 @@ fn main() {
         Trial::test("cli::canon_sign_verify", cli_canon_sign_verify),
         Trial::test("cli::list", cli_list),
     ];
-    for f in FAULTS {
-        let (name, caught_by) = (f.name, f.caught_by);
+    let suites: [(&'static Suite, &'static [&'static str]); 2] = [
+        (&suites::agora_v1::SUITE, AGORA_V1_FAMILIES),
+        (&suites::agora_exchange::SUITE, AGORA_EXCHANGE_FAMILIES),
+    ];
+    for (suite, families) in suites {
+        let id = suite.id.replace('-', "_");
         trials.push(Trial::test(
-            format!("faults::agora_v1::{name}"),
-            move || fault_is_caught(name, caught_by),
+            format!("reference::{id}::clean_agent_passes_every_case"),
+            move || clean_reference_passes(suite),
         ));
+        trials.push(Trial::test(format!("coverage::{id}"), move || {
+            coverage(suite)
+        }));
         trials.push(Trial::test(
-            format!("cli::run_exits_1_against_fault::{name}"),
-            move || cli_run_against_fault(name),
+            format!("faults::{id}::catalogue_names_real_cases_and_every_family"),
+            move || faults_name_real_cases(suite, families),
         ));
+        for f in embedded::faults(suite.id).unwrap_or(&[]) {
+            let (name, caught_by) = (f.name, f.caught_by);
+            trials.push(Trial::test(format!("faults::{id}::{name}"), move || {
+                fault_is_caught(suite, name, caught_by)
+            }));
+            trials.push(Trial::test(
+                format!("cli::run_exits_1_against_fault::{id}::{name}"),
+                move || cli_run_against_fault(suite.id, name),
+            ));
+        }
     }
     libtest_mimic::run(&args, trials).exit();
 }

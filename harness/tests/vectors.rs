@@ -518,6 +518,190 @@ fn agora_trials() -> Vec<Trial> {
     out
 }
 
+// ---------- agora-exchange vectors ----------
+
+fn exchange_document_trials() -> Vec<Trial> {
+    use reference_impl::agora_exchange::document;
+    let dir = root().join("agora-exchange/documents");
+    files(&dir, "json")
+        .into_iter()
+        .map(|meta_path| {
+            let name = stem(&meta_path);
+            let text_path = dir.join(format!("{name}.txt"));
+            Trial::test(format!("agora_exchange::documents::{name}"), move || {
+                let meta: Value =
+                    serde_json::from_slice(&read(&meta_path)).map_err(|e| e.to_string())?;
+                let bytes = read(&text_path);
+                let got = document::sha1_hex(&bytes);
+                check(Some(got.as_str()) == meta["sha1"].as_str(), || {
+                    format!("SHA1 {got}, vector says {}", meta["sha1"])
+                })?;
+                let text = String::from_utf8(bytes).map_err(|e| e.to_string())?;
+                let m = document::metadata(&text).map_err(|e| e.to_string())?;
+                let want = &meta["metadata"];
+                check(
+                    want["name"] == m.name.as_str()
+                        && want["description"] == m.description.as_str()
+                        && want["multiround"] == m.multiround,
+                    || format!("metadata {m:?}, vector says {want}"),
+                )
+            })
+        })
+        .collect()
+}
+
+fn exchange_request_trials() -> Vec<Trial> {
+    use reference_impl::agora_exchange::server::{router, Exchange, ExchangeConfig};
+    files(&root().join("agora-exchange/requests"), "json")
+        .into_iter()
+        .map(|path| {
+            let name = stem(&path);
+            Trial::test(format!("agora_exchange::requests::{name}"), move || {
+                let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                    .map_err(|e| e.to_string())?;
+                rt.block_on(async {
+                    let ex = std::sync::Arc::new(Exchange::with_config(ExchangeConfig::default()));
+                    let server = reference_impl::serve::spawn("127.0.0.1:0", router(ex))
+                        .await
+                        .map_err(|e| e.to_string())?;
+                    let url = format!(
+                        "http://{}{}",
+                        server.addr,
+                        v["path"].as_str().unwrap_or("/")
+                    );
+                    let method = reqwest::Method::from_bytes(
+                        v["method"].as_str().unwrap_or("POST").as_bytes(),
+                    )
+                    .map_err(|e| e.to_string())?;
+                    let client = reqwest::Client::builder()
+                        .no_proxy()
+                        .build()
+                        .map_err(|e| e.to_string())?;
+                    let mut req = client
+                        .request(method, &url)
+                        .timeout(std::time::Duration::from_secs(5));
+                    if let Some(ct) = v["content_type"].as_str() {
+                        req = req.header("content-type", ct);
+                    }
+                    if let Some(input) = v.get("input") {
+                        req = req.body(serde_json::to_vec(input).map_err(|e| e.to_string())?);
+                    } else if let Some(text) = v.get("input_text").and_then(Value::as_str) {
+                        req = req.body(text.to_string());
+                    }
+                    let resp = req.send().await.map_err(|e| e.to_string())?;
+                    let status = resp.status().as_u16();
+                    let body = resp.bytes().await.map_err(|e| e.to_string())?;
+                    server.stop().await;
+                    let reply: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    judge_request_vector(&v["expect"], status, &reply)
+                })
+            })
+        })
+        .collect()
+}
+
+fn judge_request_vector(e: &Value, status: u16, reply: &Value) -> Result<(), Failed> {
+    let statuses: Vec<u64> = e["http_status"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_u64).collect())
+        .unwrap_or_default();
+    check(statuses.contains(&u64::from(status)), || {
+        format!("HTTP {status}, expected one of {statuses:?}; reply {reply}")
+    })?;
+    if let Some(s) = e["status"].as_str() {
+        check(reply["status"] == s, || {
+            format!("status {}, expected {s}", reply["status"])
+        })?;
+    }
+    if let Some(s) = e.get("not_status").and_then(Value::as_str) {
+        check(reply["status"] != s, || {
+            format!("status must not be {s}: {reply}")
+        })?;
+    }
+    if let Some(re) = e["error_matches"].as_str() {
+        let re = regex::Regex::new(re).map_err(|x| x.to_string())?;
+        let err = reply["error"].as_str().unwrap_or("");
+        check(re.is_match(err), || {
+            format!("error {err:?} does not match {re}")
+        })?;
+    }
+    if !e["body"].is_null() {
+        // For /wellknown the whole reply is the expected value.
+        let got = if reply.get("status").is_some() {
+            &reply["body"]
+        } else {
+            reply
+        };
+        check(*got == e["body"], || {
+            format!("body {got}, expected {}", e["body"])
+        })?;
+    }
+    if e.get("body_has_error").and_then(Value::as_bool) == Some(true) {
+        check(reply["body"]["error"].is_string(), || {
+            format!("body.error missing: {reply}")
+        })?;
+    }
+    let has_conv =
+        reply.get("conversationId").is_some() && reply.get("conversationExpires").is_some();
+    let has_any =
+        reply.get("conversationId").is_some() || reply.get("conversationExpires").is_some();
+    match e["conversation"].as_bool() {
+        Some(true) => check(has_conv, || format!("expected a conversation: {reply}")),
+        Some(false) => check(!has_any, || format!("expected no conversation: {reply}")),
+        None => Ok(()),
+    }
+}
+
+fn exchange_response_trials() -> Vec<Trial> {
+    use agentconform::drive::http::HttpReply;
+    use agentconform::expect::agora_exchange::judge;
+    let schemas = Arc::new(Schemas::load().expect("schemas compile"));
+    files(&root().join("agora-exchange/responses"), "json")
+        .into_iter()
+        .map(|path| {
+            let name = stem(&path);
+            let schemas = schemas.clone();
+            Trial::test(format!("agora_exchange::responses::{name}"), move || {
+                let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
+                let body = match (v.get("input"), v.get("input_text").and_then(Value::as_str)) {
+                    (Some(i), None) => serde_json::to_vec(i).map_err(|e| e.to_string())?,
+                    (None, Some(t)) => t.as_bytes().to_vec(),
+                    _ => return Err("exactly one of input and input_text".into()),
+                };
+                let want = v["expect"]["verdict"].as_str().unwrap_or("");
+                let got = if v["context"] == "wellknown" {
+                    match serde_json::from_slice::<Value>(&body) {
+                        Ok(j) if schemas.check("agora-exchange/wellknown", &j).is_ok() => {
+                            "valid".to_string()
+                        }
+                        _ => "invalid".to_string(),
+                    }
+                } else {
+                    let reply = HttpReply {
+                        status: v["http_status"].as_u64().unwrap_or(200) as u16,
+                        content_type: v["content_type"].as_str().map(String::from),
+                        body,
+                    };
+                    match judge(&schemas, &reply) {
+                        Err(_) => "invalid".to_string(),
+                        Ok(j) if !j.warnings.is_empty() => "warning".to_string(),
+                        Ok(_) => "valid".to_string(),
+                    }
+                };
+                check(got == want, || {
+                    format!(
+                        "the harness judges it {got}; the vector says {want} ({})",
+                        v["expect"]["reason"]
+                    )
+                })
+            })
+        })
+        .collect()
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
@@ -525,5 +709,8 @@ fn main() {
     trials.extend(jsontestsuite_trials());
     trials.extend(ed25519_trials());
     trials.extend(agora_trials());
+    trials.extend(exchange_document_trials());
+    trials.extend(exchange_request_trials());
+    trials.extend(exchange_response_trials());
     libtest_mimic::run(&args, trials).exit();
 }

@@ -18,14 +18,23 @@ async fn client_drives_a_multi_round_conversation() {
     let client = Client::new(&format!("http://{}/", server.addr)).unwrap();
     let hash = ProtocolDocument::new(ECHO_DOCUMENT).hash;
 
-    let single = client.ask(json!({"text": "one"}), Some(&hash)).await.unwrap();
+    let single = client
+        .ask(json!({"text": "one"}), Some(&hash))
+        .await
+        .unwrap();
     assert_eq!(single, json!({"text": "one"}));
 
-    let (mut conv, first) = client.start(json!({"text": "round 1"}), Some(&hash)).await.unwrap();
+    let (mut conv, first) = client
+        .start(json!({"text": "round 1"}), Some(&hash))
+        .await
+        .unwrap();
     assert_eq!(first, json!({"text": "round 1"}));
     assert!(conv.expires.is_some());
     for round in 2..=4 {
-        let answer = conv.send(json!({"text": format!("round {round}")})).await.unwrap();
+        let answer = conv
+            .send(json!({"text": format!("round {round}")}))
+            .await
+            .unwrap();
         assert_eq!(answer["text"], format!("round {round}"));
     }
     // A protocol-level error is a success whose body carries the error.

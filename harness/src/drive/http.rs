@@ -1,4 +1,4 @@
-//! The HTTP driver: `POST {url}` of one message, the reply in the response body.
+//! The HTTP driver: one request, one response, under a deadline and a size cap.
 
 use super::{DriveError, Limits, Received};
 
@@ -6,6 +6,14 @@ use super::{DriveError, Limits, Received};
 pub struct HttpDriver {
     client: reqwest::Client,
     url: String,
+}
+
+/// A response as the harness sees it.
+#[derive(Debug, Clone)]
+pub struct HttpReply {
+    pub status: u16,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
 }
 
 /// One client per run (connection reuse); no proxies: targets are addressed directly.
@@ -17,6 +25,58 @@ pub fn client() -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
+/// Sends one request. `headers` come after the defaults; a `body` is sent as is.
+pub async fn request(
+    client: &reqwest::Client,
+    method: reqwest::Method,
+    url: &str,
+    headers: &[(&str, &str)],
+    body: Option<Vec<u8>>,
+    limits: Limits,
+) -> Result<HttpReply, DriveError> {
+    let work = async {
+        let mut req = client.request(method, url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        if let Some(b) = body {
+            req = req.body(b);
+        }
+        let mut resp = req.send().await.map_err(|e| {
+            if e.is_connect() {
+                DriveError::Connect(e.to_string())
+            } else {
+                DriveError::Io(e.to_string())
+            }
+        })?;
+        let status = resp.status().as_u16();
+        let content_type = resp
+            .headers()
+            .get(reqwest::header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        let mut out = Vec::new();
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| DriveError::Io(e.to_string()))?
+        {
+            if out.len() + chunk.len() > limits.max_bytes {
+                return Err(DriveError::TooLarge(limits.max_bytes));
+            }
+            out.extend_from_slice(&chunk);
+        }
+        Ok(HttpReply {
+            status,
+            content_type,
+            body: out,
+        })
+    };
+    match tokio::time::timeout(limits.timeout, work).await {
+        Ok(r) => r,
+        Err(_) => Err(DriveError::Timeout(limits.timeout.as_millis())),
+    }
+}
+
 impl HttpDriver {
     pub fn new(client: reqwest::Client, url: &str) -> HttpDriver {
         HttpDriver {
@@ -26,38 +86,18 @@ impl HttpDriver {
     }
 
     pub async fn post(&mut self, body: Vec<u8>, limits: Limits) -> Result<Received, DriveError> {
-        let work = async {
-            let mut resp = self
-                .client
-                .post(&self.url)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
-                .body(body)
-                .send()
-                .await
-                .map_err(|e| {
-                    if e.is_connect() {
-                        DriveError::Connect(e.to_string())
-                    } else {
-                        DriveError::Io(e.to_string())
-                    }
-                })?;
-            let status = resp.status().as_u16();
-            let mut out = Vec::new();
-            while let Some(chunk) = resp
-                .chunk()
-                .await
-                .map_err(|e| DriveError::Io(e.to_string()))?
-            {
-                if out.len() + chunk.len() > limits.max_bytes {
-                    return Err(DriveError::TooLarge(limits.max_bytes));
-                }
-                out.extend_from_slice(&chunk);
-            }
-            Ok(Received::Http { status, body: out })
-        };
-        match tokio::time::timeout(limits.timeout, work).await {
-            Ok(r) => r,
-            Err(_) => Err(DriveError::Timeout(limits.timeout.as_millis())),
-        }
+        let r = request(
+            &self.client,
+            reqwest::Method::POST,
+            &self.url,
+            &[("content-type", "application/json")],
+            Some(body),
+            limits,
+        )
+        .await?;
+        Ok(Received::Http {
+            status: r.status,
+            body: r.body,
+        })
     }
 }

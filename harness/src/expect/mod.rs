@@ -1,3 +1,4 @@
 //! Per-suite expectations: message builders and reply checks the cases share.
 
+pub mod agora_exchange;
 pub mod agora_v1;

@@ -1,12 +1,13 @@
 //! Every suite the harness knows.
 
+pub mod agora_exchange;
 pub mod agora_v1;
 
 use crate::case::Suite;
 
 /// All suites, in the order `--suite all` runs them.
 pub fn all() -> Vec<&'static Suite> {
-    vec![&agora_v1::SUITE]
+    vec![&agora_v1::SUITE, &agora_exchange::SUITE]
 }
 
 /// The suite called `id`.

@@ -39,7 +39,11 @@ pub struct Client {
 
 /// Joins a base URL and a path with exactly one slash.
 pub fn join(base: &str, path: &str) -> String {
-    format!("{}/{}", base.trim_end_matches('/'), path.trim_start_matches('/'))
+    format!(
+        "{}/{}",
+        base.trim_end_matches('/'),
+        path.trim_start_matches('/')
+    )
 }
 
 impl Client {
@@ -71,14 +75,22 @@ impl Client {
                 .map_err(|e| ClientError::Http(e.to_string()))?;
             let status = resp.status().as_u16();
             let mut bytes = Vec::new();
-            while let Some(chunk) = resp.chunk().await.map_err(|e| ClientError::Http(e.to_string()))? {
+            while let Some(chunk) = resp
+                .chunk()
+                .await
+                .map_err(|e| ClientError::Http(e.to_string()))?
+            {
                 if bytes.len() + chunk.len() > self.max_bytes {
                     return Err(ClientError::TooLarge(self.max_bytes));
                 }
                 bytes.extend_from_slice(&chunk);
             }
-            let json: Value = serde_json::from_slice(&bytes).map_err(|e| ClientError::NotJson(e.to_string()))?;
-            Ok(ExchangeReply { http_status: status, json })
+            let json: Value =
+                serde_json::from_slice(&bytes).map_err(|e| ClientError::NotJson(e.to_string()))?;
+            Ok(ExchangeReply {
+                http_status: status,
+                json,
+            })
         };
         tokio::time::timeout(self.timeout, work)
             .await
@@ -86,21 +98,41 @@ impl Client {
     }
 
     /// A single-round request; a failure reply is an error.
-    pub async fn ask(&self, body: Value, protocol_hash: Option<&str>) -> Result<Value, ClientError> {
-        let reply = self.post("", &json!({"protocolHash": protocol_hash, "body": body})).await?;
+    pub async fn ask(
+        &self,
+        body: Value,
+        protocol_hash: Option<&str>,
+    ) -> Result<Value, ClientError> {
+        let reply = self
+            .post("", &json!({"protocolHash": protocol_hash, "body": body}))
+            .await?;
         success_body(reply)
     }
 
     /// Opens a multi-round conversation with a first message.
-    pub async fn start(&self, body: Value, protocol_hash: Option<&str>) -> Result<(Conversation<'_>, Value), ClientError> {
+    pub async fn start(
+        &self,
+        body: Value,
+        protocol_hash: Option<&str>,
+    ) -> Result<(Conversation<'_>, Value), ClientError> {
         let reply = self
-            .post("", &json!({"protocolHash": protocol_hash, "body": body, "multiround": true}))
+            .post(
+                "",
+                &json!({"protocolHash": protocol_hash, "body": body, "multiround": true}),
+            )
             .await?;
         let id = reply.json["conversationId"].as_str().map(String::from);
         let expires = reply.json["conversationExpires"].as_i64();
         let answer = success_body(reply)?;
         let id = id.ok_or(ClientError::NoConversation)?;
-        Ok((Conversation { client: self, id, expires }, answer))
+        Ok((
+            Conversation {
+                client: self,
+                id,
+                expires,
+            },
+            answer,
+        ))
     }
 }
 
@@ -114,7 +146,10 @@ fn success_body(reply: ExchangeReply) -> Result<Value, ClientError> {
     match reply.json["status"].as_str() {
         Some("success") => Ok(reply.json.get("body").cloned().unwrap_or(Value::Null)),
         _ => Err(ClientError::Failure(
-            reply.json["error"].as_str().unwrap_or("(no error given)").to_string(),
+            reply.json["error"]
+                .as_str()
+                .unwrap_or("(no error given)")
+                .to_string(),
         )),
     }
 }
@@ -141,7 +176,9 @@ impl Conversation<'_> {
 pub fn percent_encode(s: &str) -> String {
     s.bytes()
         .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => (b as char).to_string(),
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
             _ => format!("%{b:02X}"),
         })
         .collect()

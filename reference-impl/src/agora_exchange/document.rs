@@ -69,7 +69,8 @@ pub fn split(text: &str) -> Option<(&str, &str)> {
 /// Reads the metadata block of a document and checks its three keys.
 pub fn metadata(text: &str) -> Result<Metadata, DocumentError> {
     let (meta, _) = split(text).ok_or(DocumentError::NoSeparator)?;
-    let docs = YamlLoader::load_from_str(meta).map_err(|e| DocumentError::NotYaml(e.to_string()))?;
+    let docs =
+        YamlLoader::load_from_str(meta).map_err(|e| DocumentError::NotYaml(e.to_string()))?;
     let Some(doc) = docs.first() else {
         return Err(DocumentError::NotAMapping);
     };

@@ -17,7 +17,7 @@ pub const FAULTS: &[Fault] = &[
         ["agora-exchange/multiround-start"]),
     fault!("ignore-expiry", "conversation expiry", "an expired conversation goes on answering with success",
         ["agora-exchange/conversation-expiry"]),
-    fault!("allow-protocol-change", "protocol change", "a follow-up that names another protocolHash is processed",
+    fault!("allow-protocol-change", "protocol change", "a follow-up that names another protocolHash is processed under the original protocol",
         ["agora-exchange/protocol-change-rejected"]),
     fault!("accept-unknown-conversation", "unknown conversation", "a follow-up to a never-issued conversation id is answered with success",
         ["agora-exchange/unknown-conversation"]),

@@ -175,12 +175,19 @@ impl Exchange {
 
     fn process(&self, conversation: Option<&str>, bytes: &[u8]) -> Reply {
         if bytes.len() > self.cfg.max_body_bytes {
-            return transport_error(400, format!("request larger than {} bytes", self.cfg.max_body_bytes));
+            return transport_error(
+                400,
+                format!("request larger than {} bytes", self.cfg.max_body_bytes),
+            );
         }
         let tree = match json::parse(bytes) {
             Ok(t) => t,
             Err(e) => {
-                let status = if self.fault("malformed-json-500") { 500 } else { 400 };
+                let status = if self.fault("malformed-json-500") {
+                    500
+                } else {
+                    400
+                };
                 return transport_error(status, format!("Malformed JSON: {e}"));
             }
         };
@@ -215,30 +222,48 @@ impl Exchange {
         let body = match req.get("body") {
             None => return self.agora_failure("Missing field 'body'"),
             Some(b @ (Value::String(_) | Value::Object(_))) => b.clone(),
-            Some(_) => return transport_error(400, "Invalid field 'body': expected a string or an object"),
+            Some(_) => {
+                return transport_error(400, "Invalid field 'body': expected a string or an object")
+            }
         };
         let multiround = match req.get("multiround") {
             None | Some(Value::Null) => false,
             Some(Value::Bool(b)) => *b,
-            Some(_) => return transport_error(400, "Invalid field 'multiround': expected a boolean"),
+            Some(_) => {
+                return transport_error(400, "Invalid field 'multiround': expected a boolean")
+            }
         };
         match req.get("protocolSources") {
             None | Some(Value::Null) => {}
             Some(Value::Array(items)) if items.iter().all(Value::is_string) => {}
-            Some(_) => return transport_error(400, "Invalid field 'protocolSources': expected an array of strings"),
+            Some(_) => {
+                return transport_error(
+                    400,
+                    "Invalid field 'protocolSources': expected an array of strings",
+                )
+            }
         }
         let hash = match req.get("protocolHash") {
             None | Some(Value::Null) => None,
             Some(Value::String(s)) => Some(s.clone()),
-            Some(_) => return transport_error(400, "Invalid field 'protocolHash': expected a string or null"),
+            Some(_) => {
+                return transport_error(
+                    400,
+                    "Invalid field 'protocolHash': expected a string or null",
+                )
+            }
         };
         let protocol = if conversation.is_some() {
             match (&hash, &conv_protocol) {
                 (None, _) => conv_protocol.clone(),
                 (Some(h), Some(orig)) if h.eq_ignore_ascii_case(orig) => conv_protocol.clone(),
-                (Some(h), _) if self.fault("allow-protocol-change") => Some(h.clone()),
+                // The fault: the new hash is ignored and the conversation goes on.
+                (Some(_), _) if self.fault("allow-protocol-change") => conv_protocol.clone(),
                 (Some(_), _) => {
-                    return transport_error(400, "Malformed request: the protocol cannot change within a conversation")
+                    return transport_error(
+                        400,
+                        "Malformed request: the protocol cannot change within a conversation",
+                    )
                 }
             }
         } else {
@@ -326,8 +351,14 @@ impl Exchange {
 pub fn router(exchange: Arc<Exchange>) -> Router {
     Router::new()
         .route("/", post(post_root).fallback(method_not_allowed))
-        .route("/conversations/{id}", post(post_conversation).fallback(method_not_allowed))
-        .route("/wellknown", get(get_wellknown).fallback(method_not_allowed))
+        .route(
+            "/conversations/{id}",
+            post(post_conversation).fallback(method_not_allowed),
+        )
+        .route(
+            "/wellknown",
+            get(get_wellknown).fallback(method_not_allowed),
+        )
         .fallback(not_found)
         .with_state(exchange)
 }
@@ -347,7 +378,15 @@ async fn read_body(ex: &Exchange, body: Body) -> Result<Vec<u8>, Response> {
     to_bytes(body, ex.cfg.max_body_bytes)
         .await
         .map(|b| b.to_vec())
-        .map_err(|_| respond(ex, transport_error(400, format!("request larger than {} bytes", ex.cfg.max_body_bytes))))
+        .map_err(|_| {
+            respond(
+                ex,
+                transport_error(
+                    400,
+                    format!("request larger than {} bytes", ex.cfg.max_body_bytes),
+                ),
+            )
+        })
 }
 
 async fn post_root(State(ex): State<Arc<Exchange>>, body: Body) -> Response {
@@ -360,7 +399,11 @@ async fn post_root(State(ex): State<Arc<Exchange>>, body: Body) -> Response {
     }
 }
 
-async fn post_conversation(State(ex): State<Arc<Exchange>>, Path(id): Path<String>, body: Body) -> Response {
+async fn post_conversation(
+    State(ex): State<Arc<Exchange>>,
+    Path(id): Path<String>,
+    body: Body,
+) -> Response {
     match read_body(&ex, body).await {
         Ok(bytes) => {
             let reply = ex.handle(Some(&id), &bytes);
@@ -376,7 +419,10 @@ async fn get_wellknown(State(ex): State<Arc<Exchange>>) -> Response {
 }
 
 async fn method_not_allowed(State(ex): State<Arc<Exchange>>) -> Response {
-    let reply = ex.finish(transport_error(405, "Method not allowed: Agora exchanges use POST"));
+    let reply = ex.finish(transport_error(
+        405,
+        "Method not allowed: Agora exchanges use POST",
+    ));
     respond(&ex, reply)
 }
 
@@ -396,19 +442,32 @@ mod tests {
         let clock = ManualClock::new(datetime!(2025-01-01 0:00 UTC));
         let ex = Exchange::new(ExchangeConfig::default(), clock.clone());
         let h = ProtocolDocument::new(ECHO_DOCUMENT).hash;
-        let start = ex.handle(None, format!(r#"{{"protocolHash":"{h}","body":{{"text":"a"}},"multiround":true}}"#).as_bytes());
+        let start = ex.handle(
+            None,
+            format!(r#"{{"protocolHash":"{h}","body":{{"text":"a"}},"multiround":true}}"#)
+                .as_bytes(),
+        );
         assert_eq!(start.status, 200);
         let id = start.body["conversationId"].as_str().unwrap().to_string();
         assert_eq!(id.len(), 32);
-        assert_eq!(start.body["conversationExpires"], clock.now().unix_timestamp() + 3);
+        assert_eq!(
+            start.body["conversationExpires"],
+            clock.now().unix_timestamp() + 3
+        );
         let next = ex.handle(Some(&id), br#"{"body":{"text":"b"}}"#);
         assert_eq!(next.body["body"]["text"], "b");
         assert_eq!(next.body["conversationId"], id.as_str());
-        let change = ex.handle(Some(&id), format!(r#"{{"protocolHash":"{}","body":"x"}}"#, "0".repeat(40)).as_bytes());
+        let change = ex.handle(
+            Some(&id),
+            format!(r#"{{"protocolHash":"{}","body":"x"}}"#, "0".repeat(40)).as_bytes(),
+        );
         assert_eq!(change.status, 400);
         clock.advance(time::Duration::seconds(3));
         let late = ex.handle(Some(&id), br#"{"body":{"text":"c"}}"#);
-        assert_eq!((late.status, late.body["status"].as_str()), (200, Some("failure")));
+        assert_eq!(
+            (late.status, late.body["status"].as_str()),
+            (200, Some("failure"))
+        );
         assert_eq!(ex.handle(Some("nope"), br#"{"body":"x"}"#).status, 404);
     }
 
@@ -417,10 +476,19 @@ mod tests {
         let ex = Exchange::with_config(ExchangeConfig::default());
         assert_eq!(ex.handle(None, b"{not json").status, 400);
         assert_eq!(ex.handle(None, b"[]").status, 400);
-        let unsupported = ex.handle(None, format!(r#"{{"protocolHash":"{}","body":"x"}}"#, "a".repeat(40)).as_bytes());
-        assert_eq!((unsupported.status, unsupported.body["error"].as_str()), (200, Some("Unsupported protocol")));
+        let unsupported = ex.handle(
+            None,
+            format!(r#"{{"protocolHash":"{}","body":"x"}}"#, "a".repeat(40)).as_bytes(),
+        );
+        assert_eq!(
+            (unsupported.status, unsupported.body["error"].as_str()),
+            (200, Some("Unsupported protocol"))
+        );
         let h = ProtocolDocument::new(ECHO_DOCUMENT).hash;
-        let proto = ex.handle(None, format!(r#"{{"protocolHash":"{h}","body":{{"txt":1}}}}"#).as_bytes());
+        let proto = ex.handle(
+            None,
+            format!(r#"{{"protocolHash":"{h}","body":{{"txt":1}}}}"#).as_bytes(),
+        );
         assert_eq!(proto.body["status"], "success");
         assert!(proto.body["body"]["error"].is_string());
         let extra = ex.handle(None, br#"{"body":"x","x-harness-extra":{"a":1}}"#);

@@ -1,0 +1,378 @@
+//! The agora-exchange suite (agora-exchange.txt): the cases, nothing else.
+
+use crate::case::{fail, skip, Bindings, Case, Level, Suite, Untestable};
+use crate::drive::Transport;
+use crate::expect::agora_exchange::*;
+use crate::script::Ctx;
+use reference_impl::agora_exchange::document::{self, sha1_hex};
+use serde_json::{json, Value};
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+macro_rules! case {
+    ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, $slow:expr,
+     |$ctx:ident| $body:block) => {
+        Case {
+            id: concat!("agora-exchange/", $id),
+            suite: "agora-exchange",
+            title: $title,
+            requirements: &[$($req),*],
+            level: Level::$level,
+            bindings: Bindings::Only(Transport::Http),
+            slow: $slow,
+            run: {
+                fn run<'a>($ctx: &'a mut Ctx) -> crate::case::CaseFuture<'a> {
+                    Box::pin(async move $body)
+                }
+                run
+            },
+        }
+    };
+}
+
+pub static SUITE: Suite = Suite {
+    id: "agora-exchange",
+    prefix: "AEX",
+    cases: CASES,
+    untestable: UNTESTABLE,
+    transports: &[Transport::Http],
+};
+
+pub const UNTESTABLE: &[Untestable] = &[
+    Untestable { requirement: "AEX-005", reason: "client role: the target profile gives the harness no way to make a target send requests, so its request headers cannot be observed (the harness's own requests always set the header)" },
+    Untestable { requirement: "AEX-024", reason: "client role: the target profile gives the harness no way to make a target open a conversation" },
+    Untestable { requirement: "AEX-030", reason: "client role: the target profile gives the harness no way to make a target send follow-ups" },
+    Untestable { requirement: "AEX-047", reason: "whether a listed protocol is only partly supported is not observable on the wire; AEX-046 checks that every listed hash is accepted" },
+    Untestable { requirement: "AEX-051", reason: "needs a fault-injection fixture that makes the target fail; the target profile defines none" },
+    Untestable { requirement: "AEX-056", reason: "how a target logs or stores data is not observable on the wire" },
+    Untestable { requirement: "AEX-057", reason: "authentication is outside the protocol; there is no behaviour to observe" },
+    Untestable { requirement: "AEX-059", reason: "umbrella row: the run fails whenever a MUST case on status fields, conversations or errors fails; it has no observation of its own" },
+];
+
+pub const CASES: &[Case] = &[
+    case!("single-round", "single-round requests get HTTP 200, application/json, status success, and no conversation",
+        ["AEX-004", "AEX-007", "AEX-009", "AEX-013", "AEX-015", "AEX-020", "AEX-022", "AEX-025", "AEX-058"], Must, false, |ctx| {
+        for req in [json!({"protocolHash": null, "body": "ping"}), json!({"body": {"question": "ping"}})] {
+            let r = post(ctx, "", &req).await?;
+            expect_success(&r, "single-round request")?;
+            if r.get("conversationId").is_some() || r.get("conversationExpires").is_some() {
+                return fail(format!("a single-round reply carries conversation fields (AEX-022, AEX-025): {}", r.describe()));
+            }
+        }
+        Ok(())
+    }),
+    case!("body-formats", "without a protocol, empty, Unicode and nested bodies draw no transport error", ["AEX-014"], May, false, |ctx| {
+        for body in [json!(""), json!("héllo 日本語 🙂"), json!({"a": {"b": [1, 2, {"c": null}]}})] {
+            let r = post(ctx, "", &json!({"protocolHash": null, "body": body})).await?;
+            if r.http != 200 {
+                return fail(format!("body {body} drew {}", r.describe()));
+            }
+        }
+        Ok(())
+    }),
+    case!("missing-body", "requests without body are rejected, never answered with success", ["AEX-008"], Must, false, |ctx| {
+        for req in [json!({}), json!({"protocolHash": null})] {
+            let r = post(ctx, "", &req).await?;
+            expect_rejected(ctx, &r, &format!("request {req}"))?;
+        }
+        Ok(())
+    }),
+    case!("reply-shape", "success replies carry body and no error; failure replies carry a string error and no body", ["AEX-010", "AEX-011", "AEX-012"], Fact, false, |ctx| {
+        let ok = post(ctx, "", &json!({"body": "ping"})).await?;
+        expect_success(&ok, "a plain request")?;
+        let bad = post(ctx, "", &json!({"protocolHash": random_hash(), "body": "ping"})).await?;
+        if !bad.is_agora_failure() {
+            return skip(format!("no Agora-level failure to inspect: an unsupported protocol drew {}", bad.describe()));
+        }
+        if bad.error().is_none() {
+            return fail("a failure reply without a string error (AEX-010)");
+        }
+        Ok(())
+    }),
+    case!("extra-fields-ignored", "an unknown request member leaves the reply unchanged", ["AEX-019", "AEX-023"], Must, false, |ctx| {
+        let base = post(ctx, "", &json!({"protocolHash": null, "body": "ping"})).await?;
+        let extra = post(ctx, "", &json!({"protocolHash": null, "body": "ping", "x-harness-extra": {"a": 1}})).await?;
+        if (base.http, base.status()) != (extra.http, extra.status()) {
+            return fail(format!("with an extra member the reply changed from {} to {} (AEX-019)", base.describe(), extra.describe()));
+        }
+        Ok(())
+    }),
+    case!("optional-headers", "Accept, Accept-Charset and an unknown header do not change the outcome", ["AEX-006"], May, false, |ctx| {
+        let req = serde_json::to_vec(&json!({"body": "ping"})).unwrap_or_default();
+        let base = post_bytes(ctx, "", req.clone(), &[]).await?;
+        let with = post_bytes(ctx, "", req, &[("accept", "application/json"), ("accept-charset", "utf-8"), ("x-harness", "1")]).await?;
+        if (base.http, base.status()) != (with.http, with.status()) {
+            return fail(format!("optional headers changed the reply from {} to {}", base.describe(), with.describe()));
+        }
+        Ok(())
+    }),
+    case!("post-only", "a GET to the base URL is not processed as an exchange", ["AEX-003"], Must, false, |ctx| {
+        let r = ctx.http(reqwest::Method::GET, "", &[], None).await?;
+        let parsed: Option<Value> = serde_json::from_slice(&r.body).ok();
+        if r.status == 200 && parsed.as_ref().and_then(|v| v["status"].as_str()) == Some("success") {
+            return fail("GET on the base URL was answered as a successful exchange");
+        }
+        ctx.note(format!("GET on the base URL: HTTP {}", r.status));
+        Ok(())
+    }),
+    case!("wellknown", "/wellknown maps 40-hex SHA1 keys of whole documents to their sources, with well-formed metadata",
+        ["AEX-036", "AEX-037", "AEX-038", "AEX-039", "AEX-043", "AEX-044", "AEX-045"], Must, false, |ctx| {
+        let Some(map) = wellknown(ctx).await? else {
+            ctx.warn("no /wellknown endpoint (RECOMMENDED, AEX-044)");
+            return Ok(());
+        };
+        for (key, sources) in &map {
+            let list = sources.as_array().cloned().unwrap_or_default();
+            let strings: Vec<&str> = list.iter().filter_map(Value::as_str).collect();
+            if strings.iter().all(|s| s.starts_with("http://") || s.starts_with("https://")) {
+                ctx.note(format!("{key}: sources are references; not fetched"));
+                continue;
+            }
+            let Some(text) = document_for(key, &list) else {
+                return fail(format!("no source of {key} (alone or joined) has that SHA1 (AEX-038)"));
+            };
+            if let Err(e) = document::metadata(&text) {
+                return fail(format!("document {key}: {e} (AEX-036, AEX-037)"));
+            }
+            ctx.checked(format!("{key}: SHA1 and metadata verified"));
+        }
+        if map.is_empty() {
+            ctx.note("/wellknown lists no protocol");
+        }
+        Ok(())
+    }),
+    case!("wellknown-hashes-supported", "every protocol listed in /wellknown is accepted without protocolSources", ["AEX-016", "AEX-046"], Fact, false, |ctx| {
+        let Some(map) = wellknown(ctx).await? else {
+            return skip("the target has no /wellknown");
+        };
+        let fx = fixture(ctx).await?;
+        for key in map.keys() {
+            let body = if *key == fx.hash { fx.valid_body.clone() } else { json!("hello") };
+            let r = post(ctx, "", &json!({"protocolHash": key, "body": body})).await?;
+            if r.error().is_some_and(|e| e.to_ascii_lowercase().contains("unsupported protocol")) {
+                return fail(format!("{key} is listed in /wellknown but draws \"Unsupported protocol\" (AEX-046)"));
+            }
+            if r.http != 200 {
+                return fail(format!("{key} is listed but drew {}", r.describe()));
+            }
+        }
+        Ok(())
+    }),
+    case!("protocol-sources", "a supported protocol sent with its full text in protocolSources is processed", ["AEX-017"], Fact, false, |ctx| {
+        let fx = fixture(ctx).await?;
+        let Some(text) = fx.text.clone() else {
+            return skip("the protocol's full text is not known (not in /wellknown as text, not in the profile)");
+        };
+        let r = post(ctx, "", &json!({"protocolHash": fx.hash, "protocolSources": [text], "body": fx.valid_body})).await?;
+        expect_success(&r, "request with protocolSources")
+    }),
+    case!("unsupported-protocol", "an unsupported protocolHash draws HTTP 200, status failure, error \"Unsupported protocol\"", ["AEX-040", "AEX-041", "AEX-052"], Must, false, |ctx| {
+        let r = post(ctx, "", &json!({"protocolHash": random_hash(), "body": "ping"})).await?;
+        if r.http != 200 {
+            return fail(format!("an unsupported protocol is an Agora-level error and needs HTTP 200, got {} (AEX-052)", r.describe()));
+        }
+        if r.status() != Some("failure") {
+            return fail(format!("an unsupported protocol was answered with {} (AEX-040)", r.describe()));
+        }
+        match r.error() {
+            Some(e) if e.eq_ignore_ascii_case("unsupported protocol") => Ok(()),
+            other => {
+                ctx.warn(format!("error is {other:?}, not \"Unsupported protocol\" (AEX-041, AEX-A10)"));
+                Ok(())
+            }
+        }
+    }),
+    case!("unknown-hash-with-sources", "an unknown protocol sent with its text is adopted or refused as unsupported", ["AEX-042"], May, false, |ctx| {
+        let text = format!("name: harness probe\ndescription: probe {}\nmultiround: false\n---\nAnything goes.\n", reference_impl::wire::new_id());
+        let r = post(ctx, "", &json!({"protocolHash": sha1_hex(text.as_bytes()), "protocolSources": [text], "body": "ping"})).await?;
+        if r.is_success() || r.is_agora_failure() {
+            ctx.note(format!("unknown protocol with sources: {}", r.describe()));
+            Ok(())
+        } else {
+            fail(format!("expected success or \"Unsupported protocol\", got {}", r.describe()))
+        }
+    }),
+    case!("malformed-hash", "a protocolHash that is not 40 hex digits is rejected", ["AEX-040"], Fact, false, |ctx| {
+        let r = post(ctx, "", &json!({"protocolHash": "xyz", "body": "ping"})).await?;
+        expect_rejected(ctx, &r, "protocolHash \"xyz\"")
+    }),
+    case!("protocol-level-error", "a body that breaks the protocol document draws status success with the error inside body", ["AEX-053", "AEX-054"], Must, false, |ctx| {
+        let fx = fixture(ctx).await?;
+        let Some(bad) = fx.invalid_body.clone() else {
+            return skip("no body known to break the target's protocol (set [agora-exchange] invalid_body)");
+        };
+        let r = post(ctx, "", &json!({"protocolHash": fx.hash, "body": bad})).await?;
+        expect_success(&r, "protocol-level error")?;
+        let body = r.get("body").cloned().unwrap_or(Value::Null);
+        if body.is_null() {
+            return fail("the protocol-level error is not described in body (AEX-054)");
+        }
+        if fx.hash == document::ProtocolDocument::new(document::ECHO_DOCUMENT).hash && !body["error"].is_string() {
+            return fail(format!("the echo protocol prescribes body.error; got body {body} (AEX-054)"));
+        }
+        Ok(())
+    }),
+    case!("multiround-start", "multiround true opens a conversation: a string conversationId and an integer conversationExpires in the future",
+        ["AEX-018", "AEX-021", "AEX-022", "AEX-026", "AEX-027", "AEX-028", "AEX-032"], Must, false, |ctx| {
+        let (id, expires, _) = open_conversation(ctx, json!({"protocolHash": null, "body": "start", "multiround": true})).await?;
+        let Some(expires) = expires else {
+            return fail("the reply carries conversationId but no conversationExpires (AEX-027)");
+        };
+        if expires < unix_now() - 5 {
+            return fail(format!("conversationExpires {expires} is in the past (AEX-032)"));
+        }
+        ctx.checked(format!("conversation {id} expires at {expires}"));
+        let r = post(ctx, "", &json!({"body": "start", "multiround": "yes"})).await?;
+        if r.is_success() {
+            ctx.note("multiround \"yes\" (not a boolean) was accepted (informational, AEX-018)");
+        }
+        Ok(())
+    }),
+    case!("conversation-ids-unique", "50 conversations get 50 different ids", ["AEX-026"], Must, false, |ctx| {
+        let ids = open_many(ctx, 50).await?;
+        let distinct: BTreeSet<&String> = ids.iter().collect();
+        if distinct.len() != ids.len() {
+            return fail(format!("{} conversations got only {} distinct ids", ids.len(), distinct.len()));
+        }
+        Ok(())
+    }),
+    case!("conversation-ids-random", "conversation ids look random: at least 64 bits, no shared prefix, not sequential", ["AEX-055"], Should, false, |ctx| {
+        let ids = open_many(ctx, 50).await?;
+        let min_len = ids.iter().map(|s| s.chars().count()).min().unwrap_or(0);
+        let alphabet: BTreeSet<char> = ids.iter().flat_map(|s| s.chars()).collect();
+        let bits = min_len as f64 * (alphabet.len().max(1) as f64).log2();
+        if bits < 64.0 {
+            return fail(format!("ids carry at most {bits:.0} bits ({min_len} characters over {} symbols)", alphabet.len()));
+        }
+        let prefix = common_prefix(&ids);
+        if prefix * 2 > min_len {
+            return fail(format!("all ids share a {prefix}-character prefix: predictable (timestamp or counter)"));
+        }
+        let numbers: Vec<u128> = ids.iter().filter_map(|s| s.parse().ok()).collect();
+        if numbers.len() == ids.len() && numbers.windows(2).all(|w| w[1] > w[0] && w[1] - w[0] < 1000) {
+            return fail("ids are sequential numbers");
+        }
+        Ok(())
+    }),
+    case!("follow-up", "a follow-up POSTed to /conversations/{id} succeeds and names the conversation", ["AEX-021", "AEX-029"], Must, false, |ctx| {
+        let fx = fixture(ctx).await.ok();
+        let first = match &fx {
+            Some(f) => json!({"protocolHash": f.hash, "body": f.valid_body, "multiround": true}),
+            None => json!({"protocolHash": null, "body": "start", "multiround": true}),
+        };
+        let (id, _, _) = open_conversation(ctx, first).await?;
+        let body = fx.map(|f| f.valid_body).unwrap_or(json!("next"));
+        for _ in 0..2 {
+            let r = post(ctx, &conversation_path(&id), &json!({"body": body})).await?;
+            expect_success(&r, "follow-up")?;
+            match r.get("conversationId").and_then(Value::as_str) {
+                Some(c) if c == id => {}
+                Some(other) => return fail(format!("the follow-up reply names conversation {other:?}, not {id:?}")),
+                None => ctx.warn("the follow-up reply does not repeat conversationId (AEX-021, AEX-A11)"),
+            }
+        }
+        Ok(())
+    }),
+    case!("protocol-change-rejected", "a follow-up that changes protocolHash is rejected as malformed", ["AEX-031"], Must, false, |ctx| {
+        let fx = fixture(ctx).await?;
+        let (id, _, _) = open_conversation(ctx, json!({"protocolHash": fx.hash, "body": fx.valid_body, "multiround": true})).await?;
+        let r = post(ctx, &conversation_path(&id), &json!({"protocolHash": random_hash(), "body": fx.valid_body})).await?;
+        expect_rejected(ctx, &r, "follow-up with another protocolHash")?;
+        let (plain, _, _) = open_conversation(ctx, json!({"protocolHash": null, "body": "start", "multiround": true})).await?;
+        let r = post(ctx, &conversation_path(&plain), &json!({"protocolHash": fx.hash, "body": fx.valid_body})).await?;
+        if r.is_success() {
+            ctx.warn("a follow-up that adds a protocolHash to a conversation without one was accepted (AEX-A2)");
+        }
+        Ok(())
+    }),
+    case!("conversation-expiry", "after conversationExpires a follow-up draws status failure \"Conversation expired\", never success",
+        ["AEX-033", "AEX-034", "AEX-052"], Must, false, |ctx| {
+        let (id, expires, _) = open_conversation(ctx, json!({"body": "start", "multiround": true})).await?;
+        let Some(expires) = expires else {
+            return fail("no conversationExpires to wait for (AEX-027)");
+        };
+        let max = ctx.profile().timing.conversation_wait_max_s as i64;
+        let wait = expires - unix_now();
+        if wait > max {
+            return skip(format!("the conversation expires in {wait} s, beyond conversation_wait_max_s = {max}"));
+        }
+        // Unix seconds: wait until the next second has surely begun on both clocks.
+        let wait_ms = (wait.max(0) as u64) * 1000 + 1200;
+        ctx.note(format!("waiting {wait_ms} ms for the conversation to expire"));
+        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
+        let r = post(ctx, &conversation_path(&id), &json!({"body": "late"})).await?;
+        if r.is_success() {
+            return fail("an expired conversation was used successfully (AEX-034)");
+        }
+        if r.http == 404 {
+            ctx.warn("an expired conversation drew 404; HTTP 200 with status failure is expected (AEX-033, AEX-A9)");
+        } else if !r.is_agora_failure() {
+            return fail(format!("expected HTTP 200 with status failure, got {} (AEX-052)", r.describe()));
+        } else if !r.error().is_some_and(|e| e.to_ascii_lowercase().contains("expir")) {
+            ctx.warn(format!("error {:?} does not say the conversation expired (AEX-033, AEX-A10)", r.error()));
+        }
+        Ok(())
+    }),
+    case!("unknown-conversation", "a follow-up to a never-issued conversation id draws HTTP 404", ["AEX-035"], Fact, false, |ctx| {
+        let path = conversation_path(&format!("h-never-issued-{}", reference_impl::wire::new_id()));
+        let r = post(ctx, &path, &json!({"body": "hello?"})).await?;
+        match r.http {
+            404 => Ok(()),
+            200 if r.is_agora_failure() => {
+                ctx.warn("an unknown conversation drew HTTP 200 with status failure; 404 is expected (AEX-A9)");
+                Ok(())
+            }
+            _ => fail(format!("an unknown conversation drew {}", r.describe())),
+        }
+    }),
+    case!("malformed-json", "malformed JSON draws HTTP 400", ["AEX-048", "AEX-049"], Fact, false, |ctx| {
+        for text in [&b"{not json"[..], b"[]"] {
+            let r = post_bytes(ctx, "", text.to_vec(), &[]).await?;
+            if r.http != 400 {
+                return fail(format!("{} drew {}, not HTTP 400", String::from_utf8_lossy(text), r.describe()));
+            }
+        }
+        Ok(())
+    }),
+    case!("unknown-endpoint", "a POST to an unknown endpoint draws HTTP 404", ["AEX-050"], Fact, false, |ctx| {
+        let r = post(ctx, "h-no-such-endpoint", &json!({"body": "ping"})).await?;
+        if r.http != 404 {
+            return fail(format!("an unknown endpoint drew {}", r.describe()));
+        }
+        Ok(())
+    }),
+    case!("https-transport", "exchanges run over HTTPS (plain http:// is informational outside production)", ["AEX-001", "AEX-002"], Must, false, |ctx| {
+        let r = post(ctx, "", &json!({"body": "ping"})).await?;
+        if ctx.url.to_ascii_lowercase().starts_with("https://") {
+            ctx.checked(format!("TLS handshake and certificate verified; {}", r.describe()));
+            return Ok(());
+        }
+        if ctx.profile().agora_exchange.production {
+            return fail("the target is reached over plain http:// in a production profile (AEX-002)");
+        }
+        ctx.note("informational: the target is reached over plain http://; agora-exchange.txt requires HTTPS in production (AEX-A16)");
+        Ok(())
+    }),
+];
+
+async fn open_many(ctx: &mut Ctx, n: usize) -> crate::case::Step<Vec<String>> {
+    let mut ids = Vec::with_capacity(n);
+    for _ in 0..n {
+        let (id, _, _) =
+            open_conversation(ctx, json!({"body": "count", "multiround": true})).await?;
+        ids.push(id);
+    }
+    Ok(ids)
+}
+
+fn common_prefix(ids: &[String]) -> usize {
+    let Some(first) = ids.first() else { return 0 };
+    ids.iter().skip(1).fold(first.len(), |n, s| {
+        first
+            .bytes()
+            .zip(s.bytes())
+            .take(n)
+            .take_while(|(a, b)| a == b)
+            .count()
+    })
+}
