@@ -50,8 +50,10 @@ pub struct RunOutput {
     pub duration: Duration,
 }
 
-/// At most this many cases run at once.
-pub const CONCURRENCY: usize = 16;
+/// At most this many cases run at once (they wait on I/O, not on the CPU). Large
+/// enough that a suite's cases all start together, so a run takes about as long as
+/// its slowest case.
+pub const CONCURRENCY: usize = 64;
 
 fn skipped(case: &Case, transport: Transport, reason: String) -> CaseResult {
     result_of(case, transport, Outcome::Skip, reason, 0, Vec::new())
@@ -80,9 +82,15 @@ fn result_of(
 }
 
 /// The longest a whole case may take, whatever its steps.
-fn case_budget(shared: &RunShared) -> Duration {
-    let t = &shared.profile.timing;
-    Duration::from_millis(t.case_timeout_ms * 6 + t.offer_wait_max_ms)
+/// Three exchange deadlines plus the longest wait a case may choose (an offer's ttl,
+/// a conversation's expiry). With the default timing: 15 s + 10 s = 25 s, so that a run
+/// against any target, however slow or silent, ends within 30 s.
+pub fn case_budget(profile: &crate::profile::Profile) -> Duration {
+    let t = &profile.timing;
+    let longest_wait = t
+        .offer_wait_max_ms
+        .max(t.conversation_wait_max_s * 1000 + 1500);
+    Duration::from_millis(t.case_timeout_ms * 3 + longest_wait)
 }
 
 async fn run_one(
@@ -93,7 +101,7 @@ async fn run_one(
 ) -> CaseResult {
     let started = Instant::now();
     let mut ctx = Ctx::new(shared.clone(), transport, &url);
-    let budget = case_budget(&shared);
+    let budget = case_budget(&shared.profile);
     let outcome = tokio::time::timeout(budget, (case.run)(&mut ctx)).await;
     ctx.close().await;
     let (mut outcome, mut message) = match outcome {

@@ -285,6 +285,42 @@ async fn hostile(kind: &'static str) -> String {
     format!("http://{addr}/")
 }
 
+/// A silent target: every agora-exchange case fails within its budget, and the whole
+/// run ends within one budget (cases run together).
+fn hostile_exchange_run_is_bounded() -> Result<(), Failed> {
+    rt().block_on(async {
+        let url = hostile("hang").await;
+        let mut profile = Profile::default();
+        profile.timing.case_timeout_ms = 400;
+        profile.timing.conversation_wait_max_s = 1;
+        profile.timing.offer_wait_max_ms = 500;
+        let budget = runner::case_budget(&profile);
+        let started = std::time::Instant::now();
+        let out = runner::run(
+            shared(profile),
+            &[&suites::agora_exchange::SUITE],
+            &Endpoints(vec![(Transport::Http, url)]),
+            &Selection::default(),
+        )
+        .await
+        .map_err(|e| e.to_string())?;
+        let took = started.elapsed();
+        if took > budget + Duration::from_secs(2) {
+            return Err(
+                format!("the run took {took:?}, more than one case budget ({budget:?})").into(),
+            );
+        }
+        if out.results.iter().any(|r| r.outcome == Outcome::Pass) {
+            return Err(format!(
+                "a case passed against a silent target:\n{}",
+                describe(&out.results)
+            )
+            .into());
+        }
+        Ok(())
+    })
+}
+
 fn hostile_target(kind: &'static str, expect_in_message: &'static str) -> Result<(), Failed> {
     rt().block_on(async {
         let url = hostile(kind).await;
@@ -616,6 +652,10 @@ fn main() {
         Trial::test("hostile::endless_body_is_capped", || {
             hostile_target("endless", "exceeds the 65536-byte cap")
         }),
+        Trial::test(
+            "hostile::silent_exchange_target_run_is_bounded",
+            hostile_exchange_run_is_bounded,
+        ),
         Trial::test(
             "cli::run_embedded_writes_reports",
             cli_run_embedded_writes_reports,
