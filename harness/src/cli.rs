@@ -373,25 +373,28 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                 reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
             let (target_label, output) = rt.block_on(async {
                 let mut servers = Vec::new();
-                let (label, endpoints) = match &target {
-                    Some(url) => (
-                        url.clone(),
-                        Endpoints(vec![(parse_target(url)?, url.clone())]),
-                    ),
+                let mut plan = Vec::new();
+                let label = match &target {
+                    Some(url) => {
+                        let transport = parse_target(url)?;
+                        for s in &chosen {
+                            plan.push((*s, Endpoints(vec![(transport, url.clone())])));
+                        }
+                        url.clone()
+                    }
                     None => {
-                        let mut eps = Vec::new();
                         for s in &chosen {
                             let server =
                                 embedded::start(s.id, "127.0.0.1:0", &embedded::Options::default())
                                     .await
                                     .map_err(Usage)?;
-                            eps.extend(server.endpoints.0.iter().cloned());
+                            plan.push((*s, server.endpoints.clone()));
                             servers.push(server);
                         }
-                        ("embedded reference agent".to_string(), Endpoints(eps))
+                        "embedded reference agent".to_string()
                     }
                 };
-                let output = runner::run(shared, &chosen, &endpoints, &selection)
+                let output = runner::run(shared, &plan, &selection)
                     .await
                     .map_err(Usage)?;
                 for s in servers {

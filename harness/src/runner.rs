@@ -135,11 +135,10 @@ async fn run_one(
     )
 }
 
-/// Runs the selected cases of `suites` against `endpoints`.
+/// Runs the selected cases of each suite against that suite's endpoints.
 pub async fn run(
     shared: Arc<RunShared>,
-    suites: &[&'static Suite],
-    endpoints: &Endpoints,
+    plan: &[(&'static Suite, Endpoints)],
     selection: &Selection,
 ) -> Result<RunOutput, String> {
     let selected = selection.matcher()?;
@@ -148,7 +147,7 @@ pub async fn run(
     let mut slots: Vec<Option<CaseResult>> = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();
     let mut untestable = Vec::new();
-    for suite in suites {
+    for (suite, endpoints) in plan {
         untestable.extend_from_slice(suite.untestable);
         for case in suite.cases.iter().filter(|c| selected(c.id)) {
             let offered: Vec<&(Transport, String)> = endpoints

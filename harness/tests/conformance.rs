@@ -61,8 +61,7 @@ async fn run_against(suite: &'static Suite, faults: &[&str], selection: &Selecti
         .expect("start agent");
     let out = runner::run(
         shared(Profile::default()),
-        &[suite],
-        &server.endpoints,
+        &[(suite, server.endpoints.clone())],
         selection,
     )
     .await
@@ -298,8 +297,10 @@ fn hostile_exchange_run_is_bounded() -> Result<(), Failed> {
         let started = std::time::Instant::now();
         let out = runner::run(
             shared(profile),
-            &[&suites::agora_exchange::SUITE],
-            &Endpoints(vec![(Transport::Http, url)]),
+            &[(
+                &suites::agora_exchange::SUITE,
+                Endpoints(vec![(Transport::Http, url)]),
+            )],
             &Selection::default(),
         )
         .await
@@ -337,8 +338,10 @@ fn hostile_target(kind: &'static str, expect_in_message: &'static str) -> Result
         let started = std::time::Instant::now();
         let out = runner::run(
             shared(profile),
-            &[&suites::agora_v1::SUITE],
-            &Endpoints(vec![(Transport::Http, url)]),
+            &[(
+                &suites::agora_v1::SUITE,
+                Endpoints(vec![(Transport::Http, url)]),
+            )],
             &selection,
         )
         .await
@@ -431,7 +434,7 @@ fn cli_run_embedded_writes_reports() -> Result<(), Failed> {
     let dir = tempdir("report");
     let report = dir.to_string_lossy().into_owned();
     expect_code(
-        &["run", "--suite", "agora-v1", "--report", &report],
+        &["run", "--suite", "all", "--report", &report],
         0,
         "0 failed",
     )?;
