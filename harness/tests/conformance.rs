@@ -23,7 +23,7 @@ use std::time::Duration;
 
 /// Offer ttl of the agents under test: long enough that an ACCEPT sent at once is
 /// never late on a loaded machine, short enough to keep the expiry case quick.
-const TEST_TTL_MS: u64 = 1000;
+const TEST_TTL_MS: u64 = 2000;
 /// Conversation lifetime of the agora-exchange server under test, in seconds.
 const TEST_CONVERSATION_TTL_S: u64 = 2;
 

@@ -238,8 +238,7 @@ pub const CASES: &[Case] = &[
     }),
     case!("negotiated-flow", "REQUEST → OFFER → ACCEPT → RESULT for the negotiated resource", ["AV1-025", "AV1-037", "AV1-038", "AV1-040", "AV1-042"], Profile, ANY, false, |ctx| {
         let (req_id, offer) = obtain_offer(ctx).await?;
-        let accept = message(ctx, "ACCEPT", json!({"offer_id": offer.id}));
-        let r = send(ctx, accept).await?;
+        let r = accept_offer(ctx, &offer, json!({})).await?;
         let result = expect_type(ctx, &r, &["RESULT"])?;
         check_result(ctx, &result, &req_id)
     }),
@@ -279,8 +278,7 @@ pub const CASES: &[Case] = &[
     }),
     case!("accept-twice", "a second ACCEPT of the same offer is rejected", ["AV1-040"], Profile, ANY, false, |ctx| {
         let (_, offer) = obtain_offer(ctx).await?;
-        let accept = message(ctx, "ACCEPT", json!({"offer_id": offer.id}));
-        let r = send(ctx, accept).await?;
+        let r = accept_offer(ctx, &offer, json!({})).await?;
         expect_type(ctx, &r, &["RESULT"])?;
         let again = message(ctx, "ACCEPT", json!({"offer_id": offer.id}));
         let r = send(ctx, again).await?;
@@ -288,8 +286,7 @@ pub const CASES: &[Case] = &[
     }),
     case!("reject-bad-payment-proof", "an ACCEPT with payment_proof 123 draws ERROR 400", ["AV1-041"], Fact, ANY, false, |ctx| {
         let (_, offer) = obtain_offer(ctx).await?;
-        let accept = message(ctx, "ACCEPT", json!({"offer_id": offer.id, "payment_proof": 123}));
-        let r = send(ctx, accept).await?;
+        let r = accept_offer(ctx, &offer, json!({"payment_proof": 123})).await?;
         expect_rejection(ctx, &r, &[400], CodeRule::Strict, "payment_proof as a number")
     }),
     case!("reject-bad-resource", "a REQUEST without resource, or with resource 42, draws ERROR 400", ["AV1-032"], Fact, ANY, false, |ctx| {
