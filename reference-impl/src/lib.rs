@@ -3,6 +3,7 @@
 
 pub mod agora_exchange;
 pub mod agora_v1;
+pub mod chorus;
 pub mod faults;
 pub mod serve;
 pub mod wire;

@@ -1,0 +1,637 @@
+//! The chorus reference: registry, ledger and a fixture agent in one process
+//! (chorus.md), with the target profile's extensions.
+//!
+//! - Registry: `POST /register` (201, reputation 50.0), `GET /discover` (filtered by
+//!   skill, min_reputation and max_cost, inclusive; ranked by reputation, highest first).
+//! - Outcomes (extension): `POST /results` with a Job Result plus `orchestrator_id`, or
+//!   `POST /reputation/{agent_id}/{outcome}?job_id=…` with the same body. Reputation
+//!   follows chorus.md §4: +2.0 × hirer / 100 on SUCCESS, −4.5 on FAILURE, clamped.
+//! - Ledger (extension; mountable on its own URL): `POST /transfer`,
+//!   `GET /balance/{owner}`. Every owner starts with `initial_credits`; amounts are
+//!   kept in cents; a repeated `transfer_id` is applied once.
+//! - Fixture agent: `POST /agents/echo/jobs`, skill `echo_text` (cost 0.10), results
+//!   in the response body or by POST to `callback_url`.
+//!
+//! Errors are HTTP 4xx with `{"error": CODE, "message": …}`; validation errors use
+//! the code `validation`.
+
+use super::faults::FAULTS;
+use crate::faults::FaultSet;
+use crate::wire::clock::{format_timestamp, parse_timestamp, SharedClock, SystemClock};
+use crate::wire::{json, new_id};
+use axum::body::{to_bytes, Body};
+use axum::extract::{Path, Query, State};
+use axum::http::{header, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::Router;
+use serde_json::{json, Map, Value};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+pub const FIXTURE_SKILL: &str = "echo_text";
+pub const FIXTURE_COST: f64 = 0.10;
+pub const CURRENCY: &str = "chorus_credits_v1";
+
+/// How the fixture agent delivers job results.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Delivery {
+    /// In the `/jobs` response body.
+    Sync,
+    /// `202 {status: PENDING}` at once, then a POST to `callback_url`.
+    Callback,
+}
+
+#[derive(Debug, Clone)]
+pub struct ChorusConfig {
+    pub initial_credits_cents: i64,
+    pub delivery: Delivery,
+    pub max_agents: usize,
+    pub max_records: usize,
+    pub max_body_bytes: usize,
+    pub faults: FaultSet,
+}
+
+impl Default for ChorusConfig {
+    fn default() -> Self {
+        ChorusConfig {
+            initial_credits_cents: 10_000,
+            delivery: Delivery::Sync,
+            max_agents: 10_000,
+            max_records: 100_000,
+            max_body_bytes: 64 * 1024,
+            faults: FaultSet::none(),
+        }
+    }
+}
+
+impl ChorusConfig {
+    pub fn with_faults<S: AsRef<str>>(mut self, names: &[S]) -> Result<Self, String> {
+        self.faults = FaultSet::from_names(FAULTS, names)?;
+        Ok(self)
+    }
+}
+
+#[derive(Debug, Clone)]
+struct Skill {
+    name: String,
+    cost: f64,
+}
+
+#[derive(Debug, Clone)]
+struct AgentRecord {
+    agent_id: String,
+    agent_name: String,
+    api_endpoint: String,
+    skills: Vec<Skill>,
+    reputation: f64,
+}
+
+#[derive(Debug, Default)]
+struct State_ {
+    agents: HashMap<String, AgentRecord>,
+    balances: HashMap<String, i64>,
+    /// transfer_id → the reply it got.
+    transfers: HashMap<String, Value>,
+    outcomes: HashSet<String>,
+}
+
+pub struct Chorus {
+    cfg: ChorusConfig,
+    clock: SharedClock,
+    state: Mutex<State_>,
+    fixture_id: String,
+    http: reqwest::Client,
+}
+
+/// A reply: HTTP status and JSON body.
+pub struct Reply {
+    pub status: u16,
+    pub body: Value,
+}
+
+fn err(status: u16, code: &str, message: impl Into<String>) -> Reply {
+    Reply {
+        status,
+        body: json!({"error": code, "message": message.into()}),
+    }
+}
+
+fn invalid(message: impl Into<String>) -> Reply {
+    err(400, "validation", message)
+}
+
+/// RFC 4122 syntax: 8-4-4-4-12 hex digits.
+pub fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
+/// The §4 update, as the reference applies it (faults aside).
+pub fn reputation_after(old: f64, success: bool, hirer: f64) -> f64 {
+    let new = if success {
+        old + (2.0 * hirer / 100.0)
+    } else {
+        old - (3.0 * 1.5)
+    };
+    new.clamp(0.0, 100.0)
+}
+
+fn req_str<'a>(o: &'a Map<String, Value>, k: &str) -> Result<&'a str, Reply> {
+    match o.get(k) {
+        Some(Value::String(s)) if !s.is_empty() => Ok(s),
+        _ => Err(invalid(format!("`{k}` must be a non-empty string"))),
+    }
+}
+
+fn opt_timestamp(o: &Map<String, Value>) -> Result<(), Reply> {
+    match o.get("timestamp_utc") {
+        None | Some(Value::Null) => Ok(()),
+        Some(Value::String(s)) if parse_timestamp(s).is_ok() => Ok(()),
+        Some(other) => Err(invalid(format!("`timestamp_utc` {other} is not an ISO 8601 UTC date-time"))),
+    }
+}
+
+fn credits(v: Option<&Value>, k: &str) -> Result<f64, Reply> {
+    match v.and_then(Value::as_f64) {
+        Some(x) if x.is_finite() && x >= 0.0 => Ok(x),
+        _ => Err(invalid(format!("`{k}` must be a non-negative number of credits"))),
+    }
+}
+
+fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, Reply> {
+    let tree = json::parse(bytes).map_err(|e| invalid(format!("malformed JSON: {e}")))?;
+    match tree.to_serde() {
+        Value::Object(o) => Ok(o),
+        _ => Err(invalid("the body must be a JSON object")),
+    }
+}
+
+impl Chorus {
+    pub fn new(cfg: ChorusConfig, clock: SharedClock) -> Chorus {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .unwrap_or_else(|_| reqwest::Client::new());
+        Chorus {
+            cfg,
+            clock,
+            state: Mutex::new(State_::default()),
+            fixture_id: new_id(),
+            http,
+        }
+    }
+
+    pub fn with_config(cfg: ChorusConfig) -> Chorus {
+        Chorus::new(cfg, Arc::new(SystemClock))
+    }
+
+    fn fault(&self, name: &str) -> bool {
+        self.cfg.faults.has(name)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State_> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn initial_reputation(&self) -> f64 {
+        if self.fault("initial-reputation-40") {
+            40.0
+        } else {
+            50.0
+        }
+    }
+
+    /// Registers the fixture agent, served by this process at `base_url`.
+    pub fn register_fixture(&self, base_url: &str) {
+        let rec = AgentRecord {
+            agent_id: self.fixture_id.clone(),
+            agent_name: "agentconform echo fixture".into(),
+            api_endpoint: format!("{}/agents/echo", base_url.trim_end_matches('/')),
+            skills: vec![Skill {
+                name: FIXTURE_SKILL.into(),
+                cost: FIXTURE_COST,
+            }],
+            reputation: self.initial_reputation(),
+        };
+        self.lock().agents.insert(rec.agent_id.clone(), rec);
+    }
+
+    /// `POST /register`.
+    pub fn register(&self, bytes: &[u8]) -> Reply {
+        let o = match parse_object(bytes) {
+            Ok(o) => o,
+            Err(r) => return r,
+        };
+        let run = || -> Result<Reply, Reply> {
+            let agent_id = req_str(&o, "agent_id")?;
+            if !is_uuid(agent_id) {
+                return Err(invalid(format!("`agent_id` {agent_id:?} is not a UUID")));
+            }
+            let api_endpoint = req_str(&o, "api_endpoint")?;
+            opt_timestamp(&o)?;
+            let Some(Value::Array(raw)) = o.get("skills") else {
+                return Err(invalid("`skills` must be an array"));
+            };
+            let mut skills = Vec::new();
+            for (i, s) in raw.iter().enumerate() {
+                let Value::Object(s) = s else {
+                    return Err(invalid(format!("skills[{i}] must be an object")));
+                };
+                let name = req_str(s, "skill_name").map_err(|_| invalid(format!("skills[{i}].skill_name must be a non-empty string")))?;
+                let cost = credits(s.get("cost_per_call"), &format!("skills[{i}].cost_per_call"))?;
+                skills.push(Skill { name: name.to_string(), cost });
+            }
+            let name = o.get("agent_name").and_then(Value::as_str).unwrap_or("").to_string();
+            let mut st = self.lock();
+            let reputation = match st.agents.get(agent_id) {
+                Some(existing) => existing.reputation,
+                None if st.agents.len() >= self.cfg.max_agents => {
+                    return Err(err(503, "validation", "the registry is full"))
+                }
+                None => self.initial_reputation(),
+            };
+            st.agents.insert(
+                agent_id.to_string(),
+                AgentRecord {
+                    agent_id: agent_id.to_string(),
+                    agent_name: name,
+                    api_endpoint: api_endpoint.to_string(),
+                    skills,
+                    reputation,
+                },
+            );
+            let status = if self.fault("register-200") { 200 } else { 201 };
+            Ok(Reply {
+                status,
+                body: json!({"status": "registered", "agent_id": agent_id, "reputation_score": reputation}),
+            })
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    /// `GET /discover`.
+    pub fn discover(&self, q: &HashMap<String, String>) -> Reply {
+        let num = |k: &str| -> Result<Option<f64>, Reply> {
+            match q.get(k) {
+                None => Ok(None),
+                Some(v) => v
+                    .parse::<f64>()
+                    .ok()
+                    .filter(|x| x.is_finite())
+                    .map(Some)
+                    .ok_or_else(|| invalid(format!("`{k}` must be a number, got {v:?}"))),
+            }
+        };
+        let (min_rep, max_cost) = match (num("min_reputation"), num("max_cost")) {
+            (Ok(a), Ok(b)) => (a, b),
+            (Err(e), _) | (_, Err(e)) => return e,
+        };
+        let skill = q.get("skill");
+        let st = self.lock();
+        let mut hits: Vec<(&AgentRecord, &Skill)> = Vec::new();
+        for a in st.agents.values() {
+            for s in &a.skills {
+                if skill.is_some_and(|k| *k != s.name) {
+                    continue;
+                }
+                if !self.fault("ignore-min-reputation") && min_rep.is_some_and(|m| a.reputation < m) {
+                    continue;
+                }
+                if !self.fault("ignore-max-cost") && max_cost.is_some_and(|m| s.cost > m) {
+                    continue;
+                }
+                hits.push((a, s));
+            }
+        }
+        hits.sort_by(|x, y| {
+            y.0.reputation
+                .total_cmp(&x.0.reputation)
+                .then_with(|| x.0.agent_id.cmp(&y.0.agent_id))
+        });
+        if self.fault("ranking-ascending") {
+            hits.reverse();
+        }
+        let agents: Vec<Value> = hits
+            .iter()
+            .map(|(a, s)| {
+                json!({
+                    "agent_id": a.agent_id, "agent_name": a.agent_name, "api_endpoint": a.api_endpoint,
+                    "skill": {"skill_name": s.name, "cost_per_call": s.cost},
+                    "reputation_score": a.reputation, "status": "online",
+                })
+            })
+            .collect();
+        Reply {
+            status: 200,
+            body: json!({"agents": agents}),
+        }
+    }
+
+    /// An outcome report: `POST /results`, or the templated route with the agent and
+    /// outcome in the path.
+    pub fn outcome(&self, path_agent: Option<&str>, path_outcome: Option<&str>, bytes: &[u8]) -> Reply {
+        let o = match parse_object(bytes) {
+            Ok(o) => o,
+            Err(r) => return r,
+        };
+        let run = || -> Result<Reply, Reply> {
+            let agent_id = match path_agent {
+                Some(a) => a,
+                None => req_str(&o, "agent_id")?,
+            };
+            let outcome = match path_outcome {
+                Some(p) => p.to_ascii_uppercase(),
+                None => req_str(&o, "status")?.to_string(),
+            };
+            let success = match outcome.as_str() {
+                "SUCCESS" => true,
+                "FAILURE" => false,
+                other => return Err(invalid(format!("outcome {other:?} is neither SUCCESS nor FAILURE"))),
+            };
+            let job_id = req_str(&o, "job_id")?.to_string();
+            let orchestrator = req_str(&o, "orchestrator_id")?;
+            let mut st = self.lock();
+            let hirer = match st.agents.get(orchestrator) {
+                Some(h) => h.reputation,
+                None => return Err(invalid(format!("orchestrator {orchestrator:?} is not registered; its reputation is unknown"))),
+            };
+            if !st.agents.contains_key(agent_id) {
+                return Err(err(404, "validation", format!("agent {agent_id:?} is not registered")));
+            }
+            if st.outcomes.contains(&job_id) {
+                let score = st.agents.get(agent_id).map(|a| a.reputation);
+                return Ok(Reply { status: 200, body: json!({"agent_id": agent_id, "reputation_score": score, "duplicate": true}) });
+            }
+            if st.outcomes.len() >= self.cfg.max_records {
+                st.outcomes.clear();
+            }
+            st.outcomes.insert(job_id);
+            let (flat, pen3, no_clamp) = (self.fault("success-reward-flat"), self.fault("failure-penalty-3"), self.fault("no-clamp"));
+            let Some(agent) = st.agents.get_mut(agent_id) else {
+                return Err(err(404, "validation", "agent vanished"));
+            };
+            let old = agent.reputation;
+            let mut new = if success {
+                old + if flat { 2.0 } else { 2.0 * hirer / 100.0 }
+            } else {
+                old - if pen3 { 3.0 } else { 3.0 * 1.5 }
+            };
+            if !no_clamp {
+                new = new.clamp(0.0, 100.0);
+            }
+            agent.reputation = new;
+            Ok(Reply { status: 200, body: json!({"agent_id": agent_id, "reputation_score": new}) })
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    fn balance(&self, st: &State_, owner: &str) -> i64 {
+        st.balances.get(owner).copied().unwrap_or(self.cfg.initial_credits_cents)
+    }
+
+    /// `GET /balance/{owner}` (extension).
+    pub fn balance_of(&self, owner: &str) -> Reply {
+        let st = self.lock();
+        let cents = self.balance(&st, owner);
+        Reply { status: 200, body: json!({"owner": owner, "balance": cents as f64 / 100.0}) }
+    }
+
+    /// `POST /transfer`.
+    pub fn transfer(&self, bytes: &[u8]) -> Reply {
+        let o = match parse_object(bytes) {
+            Ok(o) => o,
+            Err(r) => return r,
+        };
+        let run = || -> Result<Reply, Reply> {
+            let id = req_str(&o, "transfer_id")?;
+            if !is_uuid(id) {
+                return Err(invalid(format!("`transfer_id` {id:?} is not a UUID")));
+            }
+            let from = req_str(&o, "from_owner")?.to_string();
+            let to = req_str(&o, "to_owner")?.to_string();
+            opt_timestamp(&o)?;
+            let amount = credits(o.get("amount"), "amount")?;
+            let cents = (amount * 100.0).round();
+            if amount <= 0.0 || (cents - amount * 100.0).abs() > 1e-6 {
+                return Err(invalid("`amount` must be positive with at most two decimals"));
+            }
+            let cents = cents as i64;
+            let mut st = self.lock();
+            if let Some(previous) = st.transfers.get(id) {
+                if !self.fault("duplicate-transfer-applied-twice") {
+                    let mut body = previous.clone();
+                    body["duplicate"] = json!(true);
+                    return Ok(Reply { status: 200, body });
+                }
+            }
+            let from_balance = self.balance(&st, &from);
+            if from_balance < cents && !self.fault("allow-overdraft") {
+                return Err(err(409, "TRANSFER_FAILED", format!("{from} has {:.2} credits, needs {amount:.2}", from_balance as f64 / 100.0)));
+            }
+            let to_balance = self.balance(&st, &to);
+            st.balances.insert(from.clone(), from_balance - cents);
+            let to_new = if from == to { from_balance } else { to_balance + cents };
+            st.balances.insert(to.clone(), to_new);
+            let body = json!({"status": "completed", "transfer_id": id, "from_owner": from, "to_owner": to, "amount": cents as f64 / 100.0});
+            if st.transfers.len() >= self.cfg.max_records {
+                st.transfers.clear();
+            }
+            st.transfers.insert(id.to_string(), body.clone());
+            Ok(Reply { status: 200, body })
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
+    /// `POST /agents/echo/jobs`: the reply and, for callback delivery, where to POST
+    /// the result.
+    pub fn job(&self, bytes: &[u8]) -> (Reply, Option<(String, Value)>) {
+        let started = Instant::now();
+        let o = match parse_object(bytes) {
+            Ok(o) => o,
+            Err(r) => return (r, None),
+        };
+        let run = || -> Result<(Reply, Option<(String, Value)>), Reply> {
+            let job_id = req_str(&o, "job_id")?.to_string();
+            if !is_uuid(&job_id) {
+                return Err(invalid(format!("`job_id` {job_id:?} is not a UUID")));
+            }
+            let skill = req_str(&o, "skill_name")?;
+            let Some(input) = o.get("input_data").and_then(Value::as_object) else {
+                return Err(invalid("`input_data` must be an object"));
+            };
+            opt_timestamp(&o)?;
+            if let Some(c) = o.get("currency") {
+                if c != CURRENCY {
+                    return Err(invalid(format!("currency {c} is not {CURRENCY:?}")));
+                }
+            }
+            if skill != FIXTURE_SKILL && !self.fault("ignore-skill") {
+                return Err(err(400, "SKILL_MISMATCH", format!("this agent has no skill {skill:?}")));
+            }
+            let budget = credits(o.get("budget"), "budget")?;
+            if budget < FIXTURE_COST && !self.fault("ignore-budget") {
+                return Err(err(402, "BUDGET_INSUFFICIENT", format!("budget {budget:.2} is below the cost {FIXTURE_COST:.2}")));
+            }
+            let (status, output, error) = match input.get("text").and_then(Value::as_str) {
+                Some(t) => ("SUCCESS", json!({"text": t}), Value::Null),
+                None => ("FAILURE", Value::Null, json!("input_data.text must be a string")),
+            };
+            let result = json!({
+                "job_id": job_id, "agent_id": self.fixture_id, "status": status,
+                "output_data": output, "execution_cost": if status == "SUCCESS" { FIXTURE_COST } else { 0.0 },
+                "execution_time_ms": started.elapsed().as_millis() as u64, "error_message": error,
+                "timestamp_utc": format_timestamp(self.clock.now()),
+            });
+            let callback = o.get("callback_url").and_then(Value::as_str).map(String::from);
+            let by_callback = self.cfg.delivery == Delivery::Callback || self.fault("callback-never-sent");
+            match callback {
+                Some(url) if by_callback => {
+                    let pending = json!({"job_id": job_id, "agent_id": self.fixture_id, "status": "PENDING"});
+                    let send = (!self.fault("callback-never-sent")).then_some((url, result));
+                    Ok((Reply { status: 202, body: pending }, send))
+                }
+                _ => Ok((Reply { status: 200, body: result }, None)),
+            }
+        };
+        run().unwrap_or_else(|e| (e, None))
+    }
+}
+
+fn respond(reply: Reply) -> Response {
+    let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    let body = serde_json::to_vec(&reply.body).unwrap_or_default();
+    (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+}
+
+async fn read(c: &Chorus, body: Body) -> Result<Vec<u8>, Response> {
+    to_bytes(body, c.cfg.max_body_bytes)
+        .await
+        .map(|b| b.to_vec())
+        .map_err(|_| respond(invalid(format!("body larger than {} bytes", c.cfg.max_body_bytes))))
+}
+
+async fn post_register(State(c): State<Arc<Chorus>>, body: Body) -> Response {
+    match read(&c, body).await {
+        Ok(b) => respond(c.register(&b)),
+        Err(r) => r,
+    }
+}
+
+async fn get_discover(State(c): State<Arc<Chorus>>, Query(q): Query<HashMap<String, String>>) -> Response {
+    respond(c.discover(&q))
+}
+
+async fn post_results(State(c): State<Arc<Chorus>>, body: Body) -> Response {
+    match read(&c, body).await {
+        Ok(b) => respond(c.outcome(None, None, &b)),
+        Err(r) => r,
+    }
+}
+
+async fn post_reputation(State(c): State<Arc<Chorus>>, Path((agent, outcome)): Path<(String, String)>, body: Body) -> Response {
+    match read(&c, body).await {
+        Ok(b) => respond(c.outcome(Some(&agent), Some(&outcome), &b)),
+        Err(r) => r,
+    }
+}
+
+async fn post_transfer(State(c): State<Arc<Chorus>>, body: Body) -> Response {
+    match read(&c, body).await {
+        Ok(b) => respond(c.transfer(&b)),
+        Err(r) => r,
+    }
+}
+
+async fn get_balance(State(c): State<Arc<Chorus>>, Path(owner): Path<String>) -> Response {
+    respond(c.balance_of(&owner))
+}
+
+async fn post_job(State(c): State<Arc<Chorus>>, body: Body) -> Response {
+    let bytes = match read(&c, body).await {
+        Ok(b) => b,
+        Err(r) => return r,
+    };
+    let (reply, callback) = c.job(&bytes);
+    if let Some((url, result)) = callback {
+        let http = c.http.clone();
+        tokio::spawn(async move {
+            // Delivered once, with the client's own deadline; a refused callback is dropped.
+            let body = serde_json::to_vec(&result).unwrap_or_default();
+            let _ = http
+                .post(url)
+                .header(reqwest::header::CONTENT_TYPE, "application/json")
+                .body(body)
+                .send()
+                .await;
+        });
+    }
+    respond(reply)
+}
+
+async fn not_found() -> Response {
+    respond(err(404, "validation", "unknown endpoint"))
+}
+
+/// The ledger alone: `POST /transfer`, `GET /balance/{owner}`.
+pub fn ledger_router(c: Arc<Chorus>) -> Router {
+    Router::new()
+        .route("/transfer", post(post_transfer))
+        .route("/balance/{owner}", get(get_balance))
+        .fallback(not_found)
+        .with_state(c)
+}
+
+/// Registry, outcome routes and fixture agent; with `with_ledger` the ledger too.
+pub fn router(c: Arc<Chorus>, with_ledger: bool) -> Router {
+    let r = Router::new()
+        .route("/register", post(post_register))
+        .route("/discover", get(get_discover))
+        .route("/results", post(post_results))
+        .route("/reputation/{agent_id}/{outcome}", post(post_reputation))
+        .route("/agents/echo/jobs", post(post_job))
+        .fallback(not_found)
+        .with_state(c.clone());
+    if with_ledger {
+        r.merge(ledger_router(c))
+    } else {
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reputation_formula_and_clamp() {
+        assert_eq!(reputation_after(50.0, true, 50.0), 51.0);
+        assert_eq!(reputation_after(50.0, true, 100.0), 52.0);
+        assert_eq!(reputation_after(50.0, false, 100.0), 45.5);
+        assert_eq!(reputation_after(99.5, true, 100.0), 100.0);
+        assert_eq!(reputation_after(2.0, false, 0.0), 0.0);
+    }
+
+    #[test]
+    fn ledger_in_cents_and_idempotent() {
+        let c = Chorus::with_config(ChorusConfig::default());
+        let t = |id: &str, amount: f64| {
+            let body = json!({"transfer_id": id, "from_owner": "a", "to_owner": "b", "amount": amount});
+            c.transfer(body.to_string().as_bytes())
+        };
+        let id = new_id();
+        assert_eq!(t(&id, 30.0).status, 200);
+        assert_eq!(t(&id, 30.0).body["duplicate"], true);
+        assert_eq!(t(&new_id(), 70.01).status, 409);
+        assert_eq!(t(&new_id(), 70.0).status, 200);
+        assert_eq!(c.balance_of("a").body["balance"], 0.0);
+        assert_eq!(c.balance_of("b").body["balance"], 200.0);
+        assert_eq!(t(&new_id(), 0.155).status, 400);
+    }
+}
