@@ -84,6 +84,12 @@ pub enum Command {
         /// Lifetime of a conversation, in seconds (agora-exchange).
         #[arg(long = "conversation-ttl-s")]
         conversation_ttl_s: Option<u64>,
+        /// How the fixture agent delivers job results: sync or callback (chorus).
+        #[arg(long = "result-delivery", value_parser = ["sync", "callback"])]
+        result_delivery: Option<String>,
+        /// Serve the ledger on a URL of its own, printed on the second line (chorus).
+        #[arg(long = "separate-ledger")]
+        separate_ledger: bool,
     },
     /// Print the RFC 8785 canonical form of a JSON file (or stdin).
     Canon { file: Option<PathBuf> },
@@ -294,6 +300,8 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             offer_ttl_ms,
             replay_window_s,
             conversation_ttl_s,
+            result_delivery,
+            separate_ledger,
         } => {
             if faults.iter().any(|f| f == "list") {
                 for f in embedded::faults(&suite).ok_or_else(|| unknown_suite(&suite))? {
@@ -309,12 +317,23 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                     offer_ttl_ms,
                     replay_window_s,
                     conversation_ttl_s,
+                    chorus_delivery: result_delivery.as_deref().map(|d| {
+                        if d == "callback" {
+                            reference_impl::chorus::server::Delivery::Callback
+                        } else {
+                            reference_impl::chorus::server::Delivery::Sync
+                        }
+                    }),
+                    separate_ledger,
                 };
                 let server = embedded::start(&suite, &listen, &opts)
                     .await
                     .map_err(Usage)?;
                 for (_, url) in &server.endpoints.0 {
                     writeln!(out, "{url}").map_err(io)?;
+                }
+                if let Some(l) = &server.ledger_url {
+                    writeln!(out, "{l}").map_err(io)?;
                 }
                 out.flush().map_err(io)?;
                 tokio::signal::ctrl_c()

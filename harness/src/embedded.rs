@@ -5,6 +5,7 @@ use crate::drive::Transport;
 use crate::runner::Endpoints;
 use reference_impl::agora_exchange::server::{Exchange, ExchangeConfig};
 use reference_impl::agora_v1::agent::{Agent, AgentConfig};
+use reference_impl::chorus::server::{self as chorus_server, Chorus, ChorusConfig, Delivery};
 use reference_impl::faults::Fault;
 use reference_impl::serve::{spawn, Running};
 use std::sync::Arc;
@@ -15,16 +16,26 @@ pub struct Options {
     pub offer_ttl_ms: Option<u64>,
     pub replay_window_s: Option<u32>,
     pub conversation_ttl_s: Option<u64>,
+    /// chorus: how the fixture agent delivers results.
+    pub chorus_delivery: Option<Delivery>,
+    /// chorus: serve the ledger on a listener of its own.
+    pub separate_ledger: bool,
 }
 
 pub struct Server {
     pub endpoints: Endpoints,
+    /// A separate ledger's URL (chorus with `separate_ledger`).
+    pub ledger_url: Option<String>,
     running: Running,
+    extra: Option<Running>,
 }
 
 impl Server {
     pub async fn stop(self) {
         self.running.stop().await;
+        if let Some(e) = self.extra {
+            e.stop().await;
+        }
     }
 }
 
@@ -33,6 +44,7 @@ pub fn faults(suite: &str) -> Option<&'static [Fault]> {
     match suite {
         "agora-v1" => Some(reference_impl::agora_v1::faults::FAULTS),
         "agora-exchange" => Some(reference_impl::agora_exchange::faults::FAULTS),
+        "chorus" => Some(reference_impl::chorus::faults::FAULTS),
         _ => None,
     }
 }
@@ -49,7 +61,9 @@ pub async fn start_agora_v1(cfg: AgentConfig, listen: &str) -> Result<Server, St
             (Transport::Http, format!("http://{a}/")),
             (Transport::Ws, format!("ws://{a}/")),
         ]),
+        ledger_url: None,
         running,
+        extra: None,
     })
 }
 
@@ -62,7 +76,40 @@ pub async fn start_agora_exchange(cfg: ExchangeConfig, listen: &str) -> Result<S
     let a = running.addr;
     Ok(Server {
         endpoints: Endpoints(vec![(Transport::Http, format!("http://{a}/"))]),
+        ledger_url: None,
         running,
+        extra: None,
+    })
+}
+
+/// Starts the chorus reference (registry, fixture agent and, unless separate, the
+/// ledger) with `cfg` on `listen`.
+pub async fn start_chorus(
+    cfg: ChorusConfig,
+    listen: &str,
+    separate_ledger: bool,
+) -> Result<Server, String> {
+    let c = Arc::new(Chorus::with_config(cfg));
+    let running = spawn(listen, chorus_server::router(c.clone(), !separate_ledger))
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let a = running.addr;
+    c.register_fixture(&format!("http://{a}"));
+    let (extra, ledger_url) = if separate_ledger {
+        let host = listen.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
+        let l = spawn(&format!("{host}:0"), chorus_server::ledger_router(c))
+            .await
+            .map_err(|e| format!("cannot listen for the ledger: {e}"))?;
+        let url = format!("http://{}/", l.addr);
+        (Some(l), Some(url))
+    } else {
+        (None, None)
+    };
+    Ok(Server {
+        endpoints: Endpoints(vec![(Transport::Http, format!("http://{a}/"))]),
+        ledger_url,
+        running,
+        extra,
     })
 }
 
@@ -85,6 +132,13 @@ pub async fn start(suite: &str, listen: &str, opts: &Options) -> Result<Server, 
                 cfg.conversation_ttl_s = ttl;
             }
             start_agora_exchange(cfg, listen).await
+        }
+        "chorus" => {
+            let mut cfg = ChorusConfig::default().with_faults(&opts.faults)?;
+            if let Some(d) = opts.chorus_delivery {
+                cfg.delivery = d;
+            }
+            start_chorus(cfg, listen, opts.separate_ledger).await
         }
         other => Err(format!(
             "unknown suite {other:?}; known suites: {}",

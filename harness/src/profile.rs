@@ -14,7 +14,7 @@ pub struct Profile {
     pub agora_v1: AgoraV1,
     #[serde(rename = "agora-spaces")]
     pub agora_spaces: toml::Table,
-    pub chorus: toml::Table,
+    pub chorus: ChorusSection,
     #[serde(rename = "agora-exchange")]
     pub agora_exchange: AgoraExchange,
     pub agentprotocol: toml::Table,
@@ -72,6 +72,40 @@ impl Default for AgoraV1 {
             burst_requests: 200,
         }
     }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ChorusSection {
+    /// The skill of the fixture agent the target registers at start-up.
+    pub fixture_skill: String,
+    /// How job results come back: sync, callback or either.
+    pub result_delivery: ResultDelivery,
+    /// How outcomes reach the registry: `METHOD /path`, with `{agent_id}`,
+    /// `{outcome}` (success|failure), `{OUTCOME}` and `{job_id}` filled in. The body is
+    /// the Job Result plus `orchestrator_id`.
+    pub outcome_request: String,
+    /// Credits every owner starts with in the ledger.
+    pub initial_credits: f64,
+}
+
+impl Default for ChorusSection {
+    fn default() -> Self {
+        ChorusSection {
+            fixture_skill: "echo_text".into(),
+            result_delivery: ResultDelivery::Either,
+            outcome_request: "POST /results".into(),
+            initial_credits: 100.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ResultDelivery {
+    Sync,
+    Callback,
+    Either,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -153,6 +187,19 @@ impl Profile {
                     "[agora-exchange] protocol_hash {h:?} is not 40 hex digits"
                 ));
             }
+        }
+        let o = &self.chorus.outcome_request;
+        match o.split_once(' ') {
+            Some((m, path))
+                if reqwest::Method::from_bytes(m.as_bytes()).is_ok() && path.starts_with('/') => {}
+            _ => {
+                return Err(format!(
+                    "[chorus] outcome_request {o:?} must read \"METHOD /path\""
+                ))
+            }
+        }
+        if !(self.chorus.initial_credits.is_finite() && self.chorus.initial_credits >= 0.0) {
+            return Err("[chorus] initial_credits must be a non-negative number".into());
         }
         if self.agora_v1.burst_requests > 10_000 {
             return Err("[agora-v1] burst_requests must be at most 10000".into());

@@ -65,6 +65,41 @@ pub const SCHEMA_FILES: &[(&str, &str, &str)] = &[
         include_str!("../../schemas/agora-exchange/wellknown.schema.json"),
     ),
     (
+        "chorus",
+        "register-request",
+        include_str!("../../schemas/chorus/register-request.schema.json"),
+    ),
+    (
+        "chorus",
+        "register-response",
+        include_str!("../../schemas/chorus/register-response.schema.json"),
+    ),
+    (
+        "chorus",
+        "discover-response",
+        include_str!("../../schemas/chorus/discover-response.schema.json"),
+    ),
+    (
+        "chorus",
+        "job-request",
+        include_str!("../../schemas/chorus/job-request.schema.json"),
+    ),
+    (
+        "chorus",
+        "job-result",
+        include_str!("../../schemas/chorus/job-result.schema.json"),
+    ),
+    (
+        "chorus",
+        "transfer-request",
+        include_str!("../../schemas/chorus/transfer-request.schema.json"),
+    ),
+    (
+        "chorus",
+        "error",
+        include_str!("../../schemas/chorus/error.schema.json"),
+    ),
+    (
         "",
         "report",
         include_str!("../../schemas/report.schema.json"),

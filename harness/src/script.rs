@@ -196,7 +196,20 @@ impl Ctx {
         headers: &[(&str, &str)],
         body: Option<Vec<u8>>,
     ) -> Step<HttpReply> {
-        let url = join_url(&self.url, path);
+        let base = self.url.clone();
+        self.http_at(&base, method, path, headers, body).await
+    }
+
+    /// [`Ctx::http`] against another base URL (a separate ledger, an agent's endpoint).
+    pub async fn http_at(
+        &mut self,
+        base: &str,
+        method: reqwest::Method,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<Vec<u8>>,
+    ) -> Step<HttpReply> {
+        let url = join_url(base, path);
         let shown = match &body {
             Some(b) => format!("{method} {url}\n{}", String::from_utf8_lossy(b)),
             None => format!("{method} {url}"),

@@ -52,6 +52,7 @@ fn test_options(faults: &[&str]) -> embedded::Options {
         offer_ttl_ms: Some(TEST_TTL_MS),
         replay_window_s: None,
         conversation_ttl_s: Some(TEST_CONVERSATION_TTL_S),
+        ..embedded::Options::default()
     }
 }
 
@@ -643,6 +644,136 @@ const AGORA_EXCHANGE_FAMILIES: &[&str] = &[
     "malformed JSON",
 ];
 
+const CHORUS_FAMILIES: &[&str] = &[
+    "initial reputation",
+    "ranking",
+    "filters",
+    "clamping",
+    "success reward",
+    "failure penalty",
+    "budget check",
+    "skill check",
+    "overdraft",
+    "register status",
+    "duplicate transfer",
+    "callback",
+];
+
+/// The chorus reference with callback delivery passes every case too.
+fn chorus_callback_delivery_passes() -> Result<(), Failed> {
+    let out = rt().block_on(async {
+        let opts = embedded::Options {
+            chorus_delivery: Some(reference_impl::chorus::server::Delivery::Callback),
+            ..embedded::Options::default()
+        };
+        let server = embedded::start("chorus", "127.0.0.1:0", &opts)
+            .await
+            .expect("start");
+        let out = runner::run(
+            shared(Profile::default()),
+            &[(&suites::chorus::SUITE, server.endpoints.clone())],
+            &Selection::default(),
+        )
+        .await
+        .expect("run");
+        server.stop().await;
+        out
+    });
+    let bad: Vec<CaseResult> = out
+        .results
+        .into_iter()
+        .filter(|r| r.outcome != Outcome::Pass)
+        .collect();
+    if bad.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("with callback delivery:\n{}", describe(&bad)).into())
+    }
+}
+
+/// A profile's ledger_url and outcome_request are honoured: against a registry
+/// without a ledger, the run passes only through the profile's ledger URL, and an
+/// outcome request the target does not serve makes the reputation cases fail.
+fn cli_profile_ledger_and_outcome_request() -> Result<(), Failed> {
+    let mut child = Command::new(bin())
+        .args([
+            "serve",
+            "--suite",
+            "chorus",
+            "--listen",
+            "127.0.0.1:0",
+            "--separate-ledger",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let _guard = Serve(child);
+    let mut lines = BufReader::new(stdout).lines();
+    let registry = lines
+        .next()
+        .ok_or("no registry URL")?
+        .map_err(|e| e.to_string())?;
+    let ledger = lines
+        .next()
+        .ok_or("no ledger URL")?
+        .map_err(|e| e.to_string())?;
+    let dir = tempdir("chorus-profile");
+    let good = dir.join("good.toml");
+    std::fs::write(&good, format!(
+        "[target]\nledger_url = \"{ledger}\"\n[chorus]\noutcome_request = \"POST /reputation/{{agent_id}}/{{outcome}}?job_id={{job_id}}\"\n"
+    )).map_err(|e| e.to_string())?;
+    expect_code(
+        &[
+            "run",
+            "--suite",
+            "chorus",
+            "--target",
+            &registry,
+            "--profile",
+            &good.to_string_lossy(),
+        ],
+        0,
+        "0 failed",
+    )?;
+    // Without the profile the transfers go to the registry, which has no ledger.
+    expect_code(
+        &[
+            "run",
+            "--suite",
+            "chorus",
+            "--target",
+            &registry,
+            "--cases",
+            "chorus/transfer*",
+        ],
+        1,
+        "FAIL chorus/transfer",
+    )?;
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, format!(
+        "[target]\nledger_url = \"{ledger}\"\n[chorus]\noutcome_request = \"POST /nowhere/{{agent_id}}\"\n"
+    )).map_err(|e| e.to_string())?;
+    expect_code(
+        &[
+            "run",
+            "--suite",
+            "chorus",
+            "--target",
+            &registry,
+            "--profile",
+            &bad.to_string_lossy(),
+            "--cases",
+            "chorus/reputation-*",
+        ],
+        1,
+        "/nowhere/",
+    )?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = vec![
@@ -671,8 +802,17 @@ fn main() {
         Trial::test("cli::canon_sign_verify", cli_canon_sign_verify),
         Trial::test("cli::list", cli_list),
     ];
-    let suites: [(&'static Suite, &'static [&'static str]); 2] = [
+    trials.push(Trial::test(
+        "reference::chorus::callback_delivery_passes_every_case",
+        chorus_callback_delivery_passes,
+    ));
+    trials.push(Trial::test(
+        "cli::chorus_profile_ledger_and_outcome_request",
+        cli_profile_ledger_and_outcome_request,
+    ));
+    let suites: [(&'static Suite, &'static [&'static str]); 3] = [
         (&suites::agora_v1::SUITE, AGORA_V1_FAMILIES),
+        (&suites::chorus::SUITE, CHORUS_FAMILIES),
         (&suites::agora_exchange::SUITE, AGORA_EXCHANGE_FAMILIES),
     ];
     for (suite, families) in suites {

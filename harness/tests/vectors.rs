@@ -702,6 +702,59 @@ fn exchange_response_trials() -> Vec<Trial> {
         .collect()
 }
 
+// ---------- chorus vectors ----------
+
+fn chorus_trials() -> Vec<Trial> {
+    let schemas = Arc::new(Schemas::load().expect("schemas compile"));
+    let mut out = Vec::new();
+    for path in files(&root().join("chorus/messages"), "json") {
+        let name = stem(&path);
+        let schemas = schemas.clone();
+        out.push(Trial::test(
+            format!("chorus::messages::{name}"),
+            move || {
+                let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
+                let kind = v["kind"].as_str().unwrap_or("");
+                let got = schemas.check(&format!("chorus/{kind}"), &v["input"]);
+                let want = v["expect"]["verdict"].as_str().unwrap_or("");
+                check((want == "valid") == got.is_ok(), || {
+                    format!(
+                        "schema says {got:?}; the vector says {want} ({})",
+                        v["expect"]["reason"]
+                    )
+                })
+            },
+        ));
+    }
+    for path in files(&root().join("chorus/reputation"), "json") {
+        let name = stem(&path);
+        out.push(Trial::test(
+            format!("chorus::reputation::{name}"),
+            move || {
+                let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
+                let mut harness = v["initial"].as_f64().ok_or("no initial")?;
+                let mut reference = harness;
+                for (i, step) in v["steps"].as_array().ok_or("no steps")?.iter().enumerate() {
+                    let success = step["outcome"] == "SUCCESS";
+                    let hirer = step["hirer_reputation"].as_f64().unwrap_or(0.0);
+                    harness = agentconform::expect::chorus::expected_after(harness, success, hirer);
+                    reference =
+                        reference_impl::chorus::server::reputation_after(reference, success, hirer);
+                    let want = step["expected"].as_f64().ok_or("no expected")?;
+                    check(harness == want && reference == want, || {
+                        format!(
+                            "step {}: harness {harness}, reference {reference}, vector {want}",
+                            i + 1
+                        )
+                    })?;
+                }
+                Ok(())
+            },
+        ));
+    }
+    out
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
@@ -712,5 +765,6 @@ fn main() {
     trials.extend(exchange_document_trials());
     trials.extend(exchange_request_trials());
     trials.extend(exchange_response_trials());
+    trials.extend(chorus_trials());
     libtest_mimic::run(&args, trials).exit();
 }

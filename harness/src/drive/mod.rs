@@ -1,6 +1,7 @@
 //! Drivers: how the harness sends bytes to a target and reads what comes back.
 //! Every wait has a deadline and every read a size cap.
 
+pub mod callback;
 pub mod http;
 pub mod ws;
 

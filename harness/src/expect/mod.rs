@@ -2,3 +2,4 @@
 
 pub mod agora_exchange;
 pub mod agora_v1;
+pub mod chorus;

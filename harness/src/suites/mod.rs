@@ -2,12 +2,13 @@
 
 pub mod agora_exchange;
 pub mod agora_v1;
+pub mod chorus;
 
 use crate::case::Suite;
 
 /// All suites, in the order `--suite all` runs them.
 pub fn all() -> Vec<&'static Suite> {
-    vec![&agora_v1::SUITE, &agora_exchange::SUITE]
+    vec![&agora_v1::SUITE, &chorus::SUITE, &agora_exchange::SUITE]
 }
 
 /// The suite called `id`.

@@ -153,14 +153,18 @@ fn opt_timestamp(o: &Map<String, Value>) -> Result<(), Reply> {
     match o.get("timestamp_utc") {
         None | Some(Value::Null) => Ok(()),
         Some(Value::String(s)) if parse_timestamp(s).is_ok() => Ok(()),
-        Some(other) => Err(invalid(format!("`timestamp_utc` {other} is not an ISO 8601 UTC date-time"))),
+        Some(other) => Err(invalid(format!(
+            "`timestamp_utc` {other} is not an ISO 8601 UTC date-time"
+        ))),
     }
 }
 
 fn credits(v: Option<&Value>, k: &str) -> Result<f64, Reply> {
     match v.and_then(Value::as_f64) {
         Some(x) if x.is_finite() && x >= 0.0 => Ok(x),
-        _ => Err(invalid(format!("`{k}` must be a non-negative number of credits"))),
+        _ => Err(invalid(format!(
+            "`{k}` must be a non-negative number of credits"
+        ))),
     }
 }
 
@@ -244,11 +248,23 @@ impl Chorus {
                 let Value::Object(s) = s else {
                     return Err(invalid(format!("skills[{i}] must be an object")));
                 };
-                let name = req_str(s, "skill_name").map_err(|_| invalid(format!("skills[{i}].skill_name must be a non-empty string")))?;
-                let cost = credits(s.get("cost_per_call"), &format!("skills[{i}].cost_per_call"))?;
-                skills.push(Skill { name: name.to_string(), cost });
+                let name = req_str(s, "skill_name").map_err(|_| {
+                    invalid(format!("skills[{i}].skill_name must be a non-empty string"))
+                })?;
+                let cost = credits(
+                    s.get("cost_per_call"),
+                    &format!("skills[{i}].cost_per_call"),
+                )?;
+                skills.push(Skill {
+                    name: name.to_string(),
+                    cost,
+                });
             }
-            let name = o.get("agent_name").and_then(Value::as_str).unwrap_or("").to_string();
+            let name = o
+                .get("agent_name")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string();
             let mut st = self.lock();
             let reputation = match st.agents.get(agent_id) {
                 Some(existing) => existing.reputation,
@@ -301,7 +317,8 @@ impl Chorus {
                 if skill.is_some_and(|k| *k != s.name) {
                     continue;
                 }
-                if !self.fault("ignore-min-reputation") && min_rep.is_some_and(|m| a.reputation < m) {
+                if !self.fault("ignore-min-reputation") && min_rep.is_some_and(|m| a.reputation < m)
+                {
                     continue;
                 }
                 if !self.fault("ignore-max-cost") && max_cost.is_some_and(|m| s.cost > m) {
@@ -336,7 +353,12 @@ impl Chorus {
 
     /// An outcome report: `POST /results`, or the templated route with the agent and
     /// outcome in the path.
-    pub fn outcome(&self, path_agent: Option<&str>, path_outcome: Option<&str>, bytes: &[u8]) -> Reply {
+    pub fn outcome(
+        &self,
+        path_agent: Option<&str>,
+        path_outcome: Option<&str>,
+        bytes: &[u8],
+    ) -> Reply {
         let o = match parse_object(bytes) {
             Ok(o) => o,
             Err(r) => return r,
@@ -353,27 +375,46 @@ impl Chorus {
             let success = match outcome.as_str() {
                 "SUCCESS" => true,
                 "FAILURE" => false,
-                other => return Err(invalid(format!("outcome {other:?} is neither SUCCESS nor FAILURE"))),
+                other => {
+                    return Err(invalid(format!(
+                        "outcome {other:?} is neither SUCCESS nor FAILURE"
+                    )))
+                }
             };
             let job_id = req_str(&o, "job_id")?.to_string();
             let orchestrator = req_str(&o, "orchestrator_id")?;
             let mut st = self.lock();
             let hirer = match st.agents.get(orchestrator) {
                 Some(h) => h.reputation,
-                None => return Err(invalid(format!("orchestrator {orchestrator:?} is not registered; its reputation is unknown"))),
+                None => {
+                    return Err(invalid(format!(
+                    "orchestrator {orchestrator:?} is not registered; its reputation is unknown"
+                )))
+                }
             };
             if !st.agents.contains_key(agent_id) {
-                return Err(err(404, "validation", format!("agent {agent_id:?} is not registered")));
+                return Err(err(
+                    404,
+                    "validation",
+                    format!("agent {agent_id:?} is not registered"),
+                ));
             }
             if st.outcomes.contains(&job_id) {
                 let score = st.agents.get(agent_id).map(|a| a.reputation);
-                return Ok(Reply { status: 200, body: json!({"agent_id": agent_id, "reputation_score": score, "duplicate": true}) });
+                return Ok(Reply {
+                    status: 200,
+                    body: json!({"agent_id": agent_id, "reputation_score": score, "duplicate": true}),
+                });
             }
             if st.outcomes.len() >= self.cfg.max_records {
                 st.outcomes.clear();
             }
             st.outcomes.insert(job_id);
-            let (flat, pen3, no_clamp) = (self.fault("success-reward-flat"), self.fault("failure-penalty-3"), self.fault("no-clamp"));
+            let (flat, pen3, no_clamp) = (
+                self.fault("success-reward-flat"),
+                self.fault("failure-penalty-3"),
+                self.fault("no-clamp"),
+            );
             let Some(agent) = st.agents.get_mut(agent_id) else {
                 return Err(err(404, "validation", "agent vanished"));
             };
@@ -387,20 +428,29 @@ impl Chorus {
                 new = new.clamp(0.0, 100.0);
             }
             agent.reputation = new;
-            Ok(Reply { status: 200, body: json!({"agent_id": agent_id, "reputation_score": new}) })
+            Ok(Reply {
+                status: 200,
+                body: json!({"agent_id": agent_id, "reputation_score": new}),
+            })
         };
         run().unwrap_or_else(|e| e)
     }
 
     fn balance(&self, st: &State_, owner: &str) -> i64 {
-        st.balances.get(owner).copied().unwrap_or(self.cfg.initial_credits_cents)
+        st.balances
+            .get(owner)
+            .copied()
+            .unwrap_or(self.cfg.initial_credits_cents)
     }
 
     /// `GET /balance/{owner}` (extension).
     pub fn balance_of(&self, owner: &str) -> Reply {
         let st = self.lock();
         let cents = self.balance(&st, owner);
-        Reply { status: 200, body: json!({"owner": owner, "balance": cents as f64 / 100.0}) }
+        Reply {
+            status: 200,
+            body: json!({"owner": owner, "balance": cents as f64 / 100.0}),
+        }
     }
 
     /// `POST /transfer`.
@@ -420,7 +470,9 @@ impl Chorus {
             let amount = credits(o.get("amount"), "amount")?;
             let cents = (amount * 100.0).round();
             if amount <= 0.0 || (cents - amount * 100.0).abs() > 1e-6 {
-                return Err(invalid("`amount` must be positive with at most two decimals"));
+                return Err(invalid(
+                    "`amount` must be positive with at most two decimals",
+                ));
             }
             let cents = cents as i64;
             let mut st = self.lock();
@@ -433,11 +485,22 @@ impl Chorus {
             }
             let from_balance = self.balance(&st, &from);
             if from_balance < cents && !self.fault("allow-overdraft") {
-                return Err(err(409, "TRANSFER_FAILED", format!("{from} has {:.2} credits, needs {amount:.2}", from_balance as f64 / 100.0)));
+                return Err(err(
+                    409,
+                    "TRANSFER_FAILED",
+                    format!(
+                        "{from} has {:.2} credits, needs {amount:.2}",
+                        from_balance as f64 / 100.0
+                    ),
+                ));
             }
             let to_balance = self.balance(&st, &to);
             st.balances.insert(from.clone(), from_balance - cents);
-            let to_new = if from == to { from_balance } else { to_balance + cents };
+            let to_new = if from == to {
+                from_balance
+            } else {
+                to_balance + cents
+            };
             st.balances.insert(to.clone(), to_new);
             let body = json!({"status": "completed", "transfer_id": id, "from_owner": from, "to_owner": to, "amount": cents as f64 / 100.0});
             if st.transfers.len() >= self.cfg.max_records {
@@ -473,15 +536,27 @@ impl Chorus {
                 }
             }
             if skill != FIXTURE_SKILL && !self.fault("ignore-skill") {
-                return Err(err(400, "SKILL_MISMATCH", format!("this agent has no skill {skill:?}")));
+                return Err(err(
+                    400,
+                    "SKILL_MISMATCH",
+                    format!("this agent has no skill {skill:?}"),
+                ));
             }
             let budget = credits(o.get("budget"), "budget")?;
             if budget < FIXTURE_COST && !self.fault("ignore-budget") {
-                return Err(err(402, "BUDGET_INSUFFICIENT", format!("budget {budget:.2} is below the cost {FIXTURE_COST:.2}")));
+                return Err(err(
+                    402,
+                    "BUDGET_INSUFFICIENT",
+                    format!("budget {budget:.2} is below the cost {FIXTURE_COST:.2}"),
+                ));
             }
             let (status, output, error) = match input.get("text").and_then(Value::as_str) {
                 Some(t) => ("SUCCESS", json!({"text": t}), Value::Null),
-                None => ("FAILURE", Value::Null, json!("input_data.text must be a string")),
+                None => (
+                    "FAILURE",
+                    Value::Null,
+                    json!("input_data.text must be a string"),
+                ),
             };
             let result = json!({
                 "job_id": job_id, "agent_id": self.fixture_id, "status": status,
@@ -489,15 +564,32 @@ impl Chorus {
                 "execution_time_ms": started.elapsed().as_millis() as u64, "error_message": error,
                 "timestamp_utc": format_timestamp(self.clock.now()),
             });
-            let callback = o.get("callback_url").and_then(Value::as_str).map(String::from);
-            let by_callback = self.cfg.delivery == Delivery::Callback || self.fault("callback-never-sent");
+            let callback = o
+                .get("callback_url")
+                .and_then(Value::as_str)
+                .map(String::from);
+            let by_callback =
+                self.cfg.delivery == Delivery::Callback || self.fault("callback-never-sent");
             match callback {
                 Some(url) if by_callback => {
-                    let pending = json!({"job_id": job_id, "agent_id": self.fixture_id, "status": "PENDING"});
+                    let pending =
+                        json!({"job_id": job_id, "agent_id": self.fixture_id, "status": "PENDING"});
                     let send = (!self.fault("callback-never-sent")).then_some((url, result));
-                    Ok((Reply { status: 202, body: pending }, send))
+                    Ok((
+                        Reply {
+                            status: 202,
+                            body: pending,
+                        },
+                        send,
+                    ))
                 }
-                _ => Ok((Reply { status: 200, body: result }, None)),
+                _ => Ok((
+                    Reply {
+                        status: 200,
+                        body: result,
+                    },
+                    None,
+                )),
             }
         };
         run().unwrap_or_else(|e| (e, None))
@@ -514,7 +606,12 @@ async fn read(c: &Chorus, body: Body) -> Result<Vec<u8>, Response> {
     to_bytes(body, c.cfg.max_body_bytes)
         .await
         .map(|b| b.to_vec())
-        .map_err(|_| respond(invalid(format!("body larger than {} bytes", c.cfg.max_body_bytes))))
+        .map_err(|_| {
+            respond(invalid(format!(
+                "body larger than {} bytes",
+                c.cfg.max_body_bytes
+            )))
+        })
 }
 
 async fn post_register(State(c): State<Arc<Chorus>>, body: Body) -> Response {
@@ -524,7 +621,10 @@ async fn post_register(State(c): State<Arc<Chorus>>, body: Body) -> Response {
     }
 }
 
-async fn get_discover(State(c): State<Arc<Chorus>>, Query(q): Query<HashMap<String, String>>) -> Response {
+async fn get_discover(
+    State(c): State<Arc<Chorus>>,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
     respond(c.discover(&q))
 }
 
@@ -535,7 +635,11 @@ async fn post_results(State(c): State<Arc<Chorus>>, body: Body) -> Response {
     }
 }
 
-async fn post_reputation(State(c): State<Arc<Chorus>>, Path((agent, outcome)): Path<(String, String)>, body: Body) -> Response {
+async fn post_reputation(
+    State(c): State<Arc<Chorus>>,
+    Path((agent, outcome)): Path<(String, String)>,
+    body: Body,
+) -> Response {
     match read(&c, body).await {
         Ok(b) => respond(c.outcome(Some(&agent), Some(&outcome), &b)),
         Err(r) => r,
@@ -579,30 +683,29 @@ async fn not_found() -> Response {
     respond(err(404, "validation", "unknown endpoint"))
 }
 
-/// The ledger alone: `POST /transfer`, `GET /balance/{owner}`.
-pub fn ledger_router(c: Arc<Chorus>) -> Router {
+fn ledger_routes() -> Router<Arc<Chorus>> {
     Router::new()
         .route("/transfer", post(post_transfer))
         .route("/balance/{owner}", get(get_balance))
-        .fallback(not_found)
-        .with_state(c)
+}
+
+/// The ledger alone: `POST /transfer`, `GET /balance/{owner}`.
+pub fn ledger_router(c: Arc<Chorus>) -> Router {
+    ledger_routes().fallback(not_found).with_state(c)
 }
 
 /// Registry, outcome routes and fixture agent; with `with_ledger` the ledger too.
 pub fn router(c: Arc<Chorus>, with_ledger: bool) -> Router {
-    let r = Router::new()
+    let mut r = Router::new()
         .route("/register", post(post_register))
         .route("/discover", get(get_discover))
         .route("/results", post(post_results))
         .route("/reputation/{agent_id}/{outcome}", post(post_reputation))
-        .route("/agents/echo/jobs", post(post_job))
-        .fallback(not_found)
-        .with_state(c.clone());
+        .route("/agents/echo/jobs", post(post_job));
     if with_ledger {
-        r.merge(ledger_router(c))
-    } else {
-        r
+        r = r.merge(ledger_routes());
     }
+    r.fallback(not_found).with_state(c)
 }
 
 #[cfg(test)]
@@ -622,7 +725,8 @@ mod tests {
     fn ledger_in_cents_and_idempotent() {
         let c = Chorus::with_config(ChorusConfig::default());
         let t = |id: &str, amount: f64| {
-            let body = json!({"transfer_id": id, "from_owner": "a", "to_owner": "b", "amount": amount});
+            let body =
+                json!({"transfer_id": id, "from_owner": "a", "to_owner": "b", "amount": amount});
             c.transfer(body.to_string().as_bytes())
         };
         let id = new_id();
