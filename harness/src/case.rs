@@ -62,8 +62,10 @@ pub struct Case {
     pub requirements: &'static [&'static str],
     pub level: Level,
     pub bindings: Bindings,
-    /// Slow cases run only with `--include-slow`.
+    /// Slow cases run only with `--include-slow`, or when `fast_when` says the
+    /// profile makes them quick.
     pub slow: bool,
+    pub fast_when: Option<fn(&crate::profile::Profile) -> bool>,
     pub run: CaseFn,
 }
 

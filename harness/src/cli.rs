@@ -90,6 +90,12 @@ pub enum Command {
         /// Serve the ledger on a URL of its own, printed on the second line (chorus).
         #[arg(long = "separate-ledger")]
         separate_ledger: bool,
+        /// Require this connection token (agora-spaces).
+        #[arg(long)]
+        token: Option<String>,
+        /// Seconds of silence before a client is disconnected (agora-spaces).
+        #[arg(long = "heartbeat-timeout-s")]
+        heartbeat_timeout_s: Option<u64>,
     },
     /// Print the RFC 8785 canonical form of a JSON file (or stdin).
     Canon { file: Option<PathBuf> },
@@ -302,6 +308,8 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             conversation_ttl_s,
             result_delivery,
             separate_ledger,
+            token,
+            heartbeat_timeout_s,
         } => {
             if faults.iter().any(|f| f == "list") {
                 for f in embedded::faults(&suite).ok_or_else(|| unknown_suite(&suite))? {
@@ -325,6 +333,8 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                         }
                     }),
                     separate_ledger,
+                    token,
+                    heartbeat_timeout_s,
                 };
                 let server = embedded::start(&suite, &listen, &opts)
                     .await
@@ -368,6 +378,13 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                 }
                 prof.timing.case_timeout_ms = t;
             }
+            if target.is_none() {
+                // The embedded agents' fixtures: the agora-spaces reference has a space
+                // "full" of capacity 1, and takes the profile's token and heartbeat timeout.
+                if prof.agora_spaces.full_space.is_none() {
+                    prof.agora_spaces.full_space = Some("full".into());
+                }
+            }
             let selection = Selection {
                 include: cases,
                 exclude,
@@ -403,10 +420,16 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                     }
                     None => {
                         for s in &chosen {
-                            let server =
-                                embedded::start(s.id, "127.0.0.1:0", &embedded::Options::default())
-                                    .await
-                                    .map_err(Usage)?;
+                            let opts = embedded::Options {
+                                token: shared.profile.target.token.clone(),
+                                heartbeat_timeout_s: Some(
+                                    shared.profile.timing.heartbeat_timeout_s,
+                                ),
+                                ..embedded::Options::default()
+                            };
+                            let server = embedded::start(s.id, "127.0.0.1:0", &opts)
+                                .await
+                                .map_err(Usage)?;
                             plan.push((*s, server.endpoints.clone()));
                             servers.push(server);
                         }

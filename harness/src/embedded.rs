@@ -4,6 +4,7 @@
 use crate::drive::Transport;
 use crate::runner::Endpoints;
 use reference_impl::agora_exchange::server::{Exchange, ExchangeConfig};
+use reference_impl::agora_spaces::server::{Spaces, SpacesConfig};
 use reference_impl::agora_v1::agent::{Agent, AgentConfig};
 use reference_impl::chorus::server::{self as chorus_server, Chorus, ChorusConfig, Delivery};
 use reference_impl::faults::Fault;
@@ -20,6 +21,10 @@ pub struct Options {
     pub chorus_delivery: Option<Delivery>,
     /// chorus: serve the ledger on a listener of its own.
     pub separate_ledger: bool,
+    /// agora-spaces: the token connections must carry.
+    pub token: Option<String>,
+    /// agora-spaces: seconds of silence before a client is disconnected.
+    pub heartbeat_timeout_s: Option<u64>,
 }
 
 pub struct Server {
@@ -45,6 +50,7 @@ pub fn faults(suite: &str) -> Option<&'static [Fault]> {
         "agora-v1" => Some(reference_impl::agora_v1::faults::FAULTS),
         "agora-exchange" => Some(reference_impl::agora_exchange::faults::FAULTS),
         "chorus" => Some(reference_impl::chorus::faults::FAULTS),
+        "agora-spaces" => Some(reference_impl::agora_spaces::faults::FAULTS),
         _ => None,
     }
 }
@@ -113,6 +119,21 @@ pub async fn start_chorus(
     })
 }
 
+/// Starts the agora-spaces reference server with `cfg` on `listen`.
+pub async fn start_agora_spaces(cfg: SpacesConfig, listen: &str) -> Result<Server, String> {
+    let spaces = Spaces::new(cfg);
+    let running = spawn(listen, reference_impl::agora_spaces::server::router(spaces))
+        .await
+        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let a = running.addr;
+    Ok(Server {
+        endpoints: Endpoints(vec![(Transport::Ws, format!("ws://{a}/ws"))]),
+        ledger_url: None,
+        running,
+        extra: None,
+    })
+}
+
 /// Starts the reference agent of `suite`.
 pub async fn start(suite: &str, listen: &str, opts: &Options) -> Result<Server, String> {
     match suite {
@@ -139,6 +160,14 @@ pub async fn start(suite: &str, listen: &str, opts: &Options) -> Result<Server, 
                 cfg.delivery = d;
             }
             start_chorus(cfg, listen, opts.separate_ledger).await
+        }
+        "agora-spaces" => {
+            let mut cfg = SpacesConfig::default().with_faults(&opts.faults)?;
+            cfg.token = opts.token.clone();
+            if let Some(t) = opts.heartbeat_timeout_s {
+                cfg.heartbeat_timeout = std::time::Duration::from_secs(t);
+            }
+            start_agora_spaces(cfg, listen).await
         }
         other => Err(format!(
             "unknown suite {other:?}; known suites: {}",

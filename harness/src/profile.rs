@@ -13,7 +13,7 @@ pub struct Profile {
     #[serde(rename = "agora-v1")]
     pub agora_v1: AgoraV1,
     #[serde(rename = "agora-spaces")]
-    pub agora_spaces: toml::Table,
+    pub agora_spaces: AgoraSpaces,
     pub chorus: ChorusSection,
     #[serde(rename = "agora-exchange")]
     pub agora_exchange: AgoraExchange,
@@ -70,6 +70,30 @@ impl Default for AgoraV1 {
             negotiated_resource: "agora:quote:v1".into(),
             unknown_resource: "agora:harness-nonexistent:v1".into(),
             burst_requests: 200,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgoraSpaces {
+    /// A joinable public space.
+    pub public_space: String,
+    /// A space name that does not exist.
+    pub missing_space: String,
+    /// A space with capacity 1; unset: the SPACE_FULL case is skipped.
+    pub full_space: Option<String>,
+    /// Texts above this size arrive as deltas.
+    pub delta_threshold_bytes: usize,
+}
+
+impl Default for AgoraSpaces {
+    fn default() -> Self {
+        AgoraSpaces {
+            public_space: "general".into(),
+            missing_space: "agent.no-such-space".into(),
+            full_space: None,
+            delta_threshold_bytes: 4096,
         }
     }
 }

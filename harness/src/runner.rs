@@ -184,7 +184,8 @@ pub async fn run(
                 continue;
             }
             for (transport, url) in wanted {
-                if case.slow && !selection.include_slow {
+                let quick = case.fast_when.is_some_and(|f| f(&shared.profile));
+                if case.slow && !selection.include_slow && !quick {
                     slots.push(Some(skipped(
                         case,
                         *transport,

@@ -110,6 +110,11 @@ impl Ctx {
         self.notes.push(t);
     }
 
+    /// Records a frame sent or received on a side connection (`who` names it).
+    pub fn log_frame(&mut self, kind: &'static str, who: &str, text: &str) {
+        self.log(kind, &format!("[{who}] {text}"), None);
+    }
+
     /// Records a check that passed.
     pub fn checked(&mut self, text: impl AsRef<str>) {
         self.log("check", text.as_ref(), None);

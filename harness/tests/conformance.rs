@@ -26,6 +26,9 @@ use std::time::Duration;
 const TEST_TTL_MS: u64 = 2000;
 /// Conversation lifetime of the agora-exchange server under test, in seconds.
 const TEST_CONVERSATION_TTL_S: u64 = 2;
+/// agora-spaces: the token and heartbeat timeout of the server under test.
+const TEST_TOKEN: &str = "s3cret";
+const TEST_HEARTBEAT_S: u64 = 2;
 
 fn rt() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -52,16 +55,29 @@ fn test_options(faults: &[&str]) -> embedded::Options {
         offer_ttl_ms: Some(TEST_TTL_MS),
         replay_window_s: None,
         conversation_ttl_s: Some(TEST_CONVERSATION_TTL_S),
+        token: Some(TEST_TOKEN.into()),
+        heartbeat_timeout_s: Some(TEST_HEARTBEAT_S),
         ..embedded::Options::default()
     }
 }
+
+/// The profile that matches the agents under test.
+fn test_profile() -> Profile {
+    let mut p = Profile::default();
+    p.target.token = Some(TEST_TOKEN.into());
+    p.timing.heartbeat_timeout_s = TEST_HEARTBEAT_S;
+    p.agora_spaces.full_space = Some("full".into());
+    p
+}
+
+const TEST_PROFILE_TOML: &str = "[target]\ntoken = \"s3cret\"\n[timing]\nheartbeat_timeout_s = 2\n[agora-spaces]\nfull_space = \"full\"\n";
 
 async fn run_against(suite: &'static Suite, faults: &[&str], selection: &Selection) -> RunOutput {
     let server = embedded::start(suite.id, "127.0.0.1:0", &test_options(faults))
         .await
         .expect("start agent");
     let out = runner::run(
-        shared(Profile::default()),
+        shared(test_profile()),
         &[(suite, server.endpoints.clone())],
         selection,
     )
@@ -397,7 +413,7 @@ fn serve(suite: &str, args: &[&str]) -> Result<(Serve, String), Failed> {
         .read_line(&mut line)
         .map_err(|e| e.to_string())?;
     let url = line.trim().to_string();
-    if !url.starts_with("http://127.0.0.1:") {
+    if !(url.starts_with("http://127.0.0.1:") || url.starts_with("ws://127.0.0.1:")) {
         return Err(format!("serve printed {url:?}").into());
     }
     Ok((guard, url))
@@ -432,13 +448,32 @@ fn tempdir(name: &str) -> PathBuf {
 }
 
 fn cli_run_embedded_writes_reports() -> Result<(), Failed> {
-    let dir = tempdir("report");
-    let report = dir.to_string_lossy().into_owned();
+    // The README's main command: exit 0; whatever is skipped says why.
+    let plain = expect_code(&["run", "--suite", "all"], 0, "0 failed")?;
+    for line in plain.lines().filter(|l| l.starts_with("SKIP")) {
+        if !line.contains(" — ") {
+            return Err(format!("a skip without a reason: {line}").into());
+        }
+    }
+    // With a profile that matches the embedded agents, every case runs and passes.
+    let root = tempdir("report");
+    let report = root.join("out").to_string_lossy().into_owned();
+    let profile = root.join("profile.toml");
+    std::fs::write(&profile, TEST_PROFILE_TOML).map_err(|e| e.to_string())?;
     expect_code(
-        &["run", "--suite", "all", "--report", &report],
+        &[
+            "run",
+            "--suite",
+            "all",
+            "--profile",
+            &profile.to_string_lossy(),
+            "--report",
+            &report,
+        ],
         0,
         "0 failed",
     )?;
+    let dir = root.join("out");
     let json: Value =
         serde_json::from_slice(&std::fs::read(dir.join("report.json")).map_err(|e| e.to_string())?)
             .map_err(|e| e.to_string())?;
@@ -460,13 +495,14 @@ fn cli_run_embedded_writes_reports() -> Result<(), Failed> {
     if !junit.contains("<testsuite") || !junit.contains("agora-v1/echo-direct") {
         return Err("junit.xml lacks the suite or its cases".into());
     }
-    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&root);
     Ok(())
 }
 
 fn cli_run_against_fault(suite: &'static str, name: &'static str) -> Result<(), Failed> {
     let ttl = TEST_TTL_MS.to_string();
     let conv = TEST_CONVERSATION_TTL_S.to_string();
+    let hb = TEST_HEARTBEAT_S.to_string();
     let (_serve, url) = serve(
         suite,
         &[
@@ -476,19 +512,30 @@ fn cli_run_against_fault(suite: &'static str, name: &'static str) -> Result<(), 
             &ttl,
             "--conversation-ttl-s",
             &conv,
+            "--token",
+            TEST_TOKEN,
+            "--heartbeat-timeout-s",
+            &hb,
         ],
     )?;
+    let dir = tempdir(&format!("fault-{suite}-{name}"));
+    let profile = dir.join("profile.toml");
+    std::fs::write(&profile, TEST_PROFILE_TOML).map_err(|e| e.to_string())?;
+    let profile = profile.to_string_lossy().into_owned();
     let args = [
         "run",
         "--suite",
         suite,
         "--target",
         &url,
+        "--profile",
+        &profile,
         "--exclude",
         "agora-v1/rate-limit-burst",
     ];
-    expect_code(&args, 1, "FAIL")?;
-    Ok(())
+    let result = expect_code(&args, 1, "FAIL");
+    let _ = std::fs::remove_dir_all(&dir);
+    result.map(|_| ())
 }
 
 fn cli_usage_errors() -> Result<(), Failed> {
@@ -642,6 +689,19 @@ const AGORA_EXCHANGE_FAMILIES: &[&str] = &[
     "wellknown hash",
     "extra fields",
     "malformed JSON",
+];
+
+const AGORA_SPACES_FAMILIES: &[&str] = &[
+    "handshake",
+    "member updates",
+    "delta use",
+    "delta integrity",
+    "unknown space",
+    "duplicate agent",
+    "error request_id",
+    "heartbeat timeout",
+    "cancel",
+    "capacity",
 ];
 
 const CHORUS_FAMILIES: &[&str] = &[
@@ -810,8 +870,9 @@ fn main() {
         "cli::chorus_profile_ledger_and_outcome_request",
         cli_profile_ledger_and_outcome_request,
     ));
-    let suites: [(&'static Suite, &'static [&'static str]); 3] = [
+    let suites: [(&'static Suite, &'static [&'static str]); 4] = [
         (&suites::agora_v1::SUITE, AGORA_V1_FAMILIES),
+        (&suites::agora_spaces::SUITE, AGORA_SPACES_FAMILIES),
         (&suites::chorus::SUITE, CHORUS_FAMILIES),
         (&suites::agora_exchange::SUITE, AGORA_EXCHANGE_FAMILIES),
     ];

@@ -755,6 +755,62 @@ fn chorus_trials() -> Vec<Trial> {
     out
 }
 
+// ---------- agora-spaces vectors ----------
+
+fn spaces_trials() -> Vec<Trial> {
+    let schemas = Arc::new(Schemas::load().expect("schemas compile"));
+    let mut out = Vec::new();
+    for path in files(&root().join("agora-spaces/events"), "json") {
+        let name = stem(&path);
+        let schemas = schemas.clone();
+        out.push(Trial::test(
+            format!("agora_spaces::events::{name}"),
+            move || {
+                let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
+                let got = schemas.check(
+                    &format!("agora-spaces/{}", v["schema"].as_str().unwrap_or("")),
+                    &v["input"],
+                );
+                let want = v["expect"]["verdict"].as_str().unwrap_or("");
+                check((want == "valid") == got.is_ok(), || {
+                    format!(
+                        "schema says {got:?}; the vector says {want} ({})",
+                        v["expect"]["reason"]
+                    )
+                })
+            },
+        ));
+    }
+    for path in files(&root().join("agora-spaces/streams"), "json") {
+        let name = stem(&path);
+        out.push(Trial::test(
+            format!("agora_spaces::streams::{name}"),
+            move || {
+                let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
+                let frames = v["frames"].as_array().cloned().unwrap_or_default();
+                let got = agentconform::expect::agora_spaces::judge_stream(
+                    &frames,
+                    v["published_text"].as_str().unwrap_or(""),
+                );
+                match v["expect"]["verdict"].as_str() {
+                    Some("valid") => check(
+                        got.as_deref().ok() == v["expect"]["reassembled"].as_str(),
+                        || format!("judge: {got:?}"),
+                    ),
+                    Some("invalid") => check(got.is_err(), || {
+                        format!(
+                            "the judge accepts it; the vector says invalid ({})",
+                            v["expect"]["reason"]
+                        )
+                    }),
+                    other => Err(format!("unknown verdict {other:?}").into()),
+                }
+            },
+        ));
+    }
+    out
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
@@ -766,5 +822,6 @@ fn main() {
     trials.extend(exchange_request_trials());
     trials.extend(exchange_response_trials());
     trials.extend(chorus_trials());
+    trials.extend(spaces_trials());
     libtest_mimic::run(&args, trials).exit();
 }

@@ -2,6 +2,7 @@
 //! both sides.
 
 pub mod agora_exchange;
+pub mod agora_spaces;
 pub mod agora_v1;
 pub mod chorus;
 pub mod faults;

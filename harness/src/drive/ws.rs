@@ -41,6 +41,10 @@ impl WsDriver {
                 self.socket = Some(Box::new(s));
                 Ok(())
             }
+            Ok(Err(WsError::Http(resp))) => Err(DriveError::Connect(format!(
+                "the upgrade was refused with HTTP {}",
+                resp.status().as_u16()
+            ))),
             Ok(Err(e)) => Err(DriveError::Connect(e.to_string())),
             Err(_) => Err(DriveError::Timeout(limits.timeout.as_millis())),
         }
@@ -69,6 +73,24 @@ impl WsDriver {
             Some(b) => Received::Frame(b),
             None => Received::Silence,
         })
+    }
+
+    /// Sends one text message (connecting first if needed).
+    pub async fn send_text(&mut self, text: String, limits: Limits) -> Result<(), DriveError> {
+        self.connect(limits).await?;
+        let Some(sock) = self.socket.as_mut() else {
+            return Err(DriveError::Closed);
+        };
+        match tokio::time::timeout(limits.timeout, sock.send(Message::Text(text.into()))).await {
+            Ok(Ok(())) => Ok(()),
+            Ok(Err(e)) => Err(map_err(e, limits)),
+            Err(_) => Err(DriveError::Timeout(limits.timeout.as_millis())),
+        }
+    }
+
+    /// Opens the connection now; an HTTP refusal of the upgrade names its status.
+    pub async fn open(&mut self, limits: Limits) -> Result<(), DriveError> {
+        self.connect(limits).await
     }
 
     /// The next data message within the deadline, `None` on silence.

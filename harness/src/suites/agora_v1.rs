@@ -20,6 +20,7 @@ macro_rules! case {
             level: Level::$level,
             bindings: $bindings,
             slow: $slow,
+            fast_when: None,
             run: {
                 fn run<'a>($ctx: &'a mut Ctx) -> crate::case::CaseFuture<'a> {
                     Box::pin(async move $body)

@@ -17,6 +17,7 @@ macro_rules! case {
             level: Level::$level,
             bindings: Bindings::Only(Transport::Http),
             slow: false,
+            fast_when: None,
             run: {
                 fn run<'a>($ctx: &'a mut Ctx) -> crate::case::CaseFuture<'a> {
                     Box::pin(async move $body)

@@ -1,6 +1,7 @@
 //! Every suite the harness knows.
 
 pub mod agora_exchange;
+pub mod agora_spaces;
 pub mod agora_v1;
 pub mod chorus;
 
@@ -8,7 +9,12 @@ use crate::case::Suite;
 
 /// All suites, in the order `--suite all` runs them.
 pub fn all() -> Vec<&'static Suite> {
-    vec![&agora_v1::SUITE, &chorus::SUITE, &agora_exchange::SUITE]
+    vec![
+        &agora_v1::SUITE,
+        &agora_spaces::SUITE,
+        &chorus::SUITE,
+        &agora_exchange::SUITE,
+    ]
 }
 
 /// The suite called `id`.

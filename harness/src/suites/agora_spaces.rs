@@ -1,0 +1,466 @@
+//! The agora-spaces suite (agora-spaces.zh.md): the cases, nothing else.
+
+use crate::case::{fail, skip, Bindings, Case, Level, Suite, Untestable};
+use crate::drive::Transport;
+use crate::expect::agora_spaces::*;
+use crate::profile::Profile;
+use crate::script::Ctx;
+use serde_json::{json, Value};
+use std::time::Duration;
+
+macro_rules! case {
+    ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, $slow:expr, $fast_when:expr,
+     |$ctx:ident| $body:block) => {
+        Case {
+            id: concat!("agora-spaces/", $id),
+            suite: "agora-spaces",
+            title: $title,
+            requirements: &[$($req),*],
+            level: Level::$level,
+            bindings: Bindings::Only(Transport::Ws),
+            slow: $slow,
+            fast_when: $fast_when,
+            run: {
+                fn run<'a>($ctx: &'a mut Ctx) -> crate::case::CaseFuture<'a> {
+                    Box::pin(async move $body)
+                }
+                run
+            },
+        }
+    };
+}
+
+pub static SUITE: Suite = Suite {
+    id: "agora-spaces",
+    prefix: "ASP",
+    cases: CASES,
+    untestable: UNTESTABLE,
+    transports: &[Transport::Ws],
+};
+
+pub const UNTESTABLE: &[Untestable] = &[Untestable {
+    requirement: "ASP-037",
+    reason: "client role: the target profile gives the harness no way to make a target act as a client receiving a server's cancel",
+}];
+
+/// The heartbeat timeout is short enough to test without --include-slow.
+fn short_heartbeat(p: &Profile) -> bool {
+    p.timing.heartbeat_timeout_s <= 10
+}
+
+const SHORT: Duration = Duration::from_millis(700);
+
+fn text_of(len: usize) -> String {
+    // Multi-byte characters, so that chunk boundaries are tested too.
+    let unit = "chorus of agents · 日本語 · 🙂 · ";
+    unit.repeat(len / unit.len() + 1)
+        .chars()
+        .take(len)
+        .collect()
+}
+
+pub const CASES: &[Case] = &[
+    case!("handshake", "after connecting, agent.registered names the agent and a connection id",
+        ["ASP-001", "ASP-002", "ASP-003", "ASP-005", "ASP-007", "ASP-008", "ASP-020"], Fact, false, None, |ctx| {
+        let me = agent_id("hs");
+        let (mut p, reg, unsolicited) = Peer::join_as(ctx, &me).await?;
+        if !unsolicited {
+            ctx.warn("agent.registered did not arrive within 5 s of connecting; it came only in answer to agent.register (ASP-007)");
+        }
+        if reg["agent"]["id"] != me.as_str() {
+            return fail(format!("agent.registered names {}, not {me} (ASP-008)", reg["agent"]["id"]));
+        }
+        if reg.get("jsonrpc").is_some() {
+            ctx.note("events carry a jsonrpc member (informational, ASP-002)");
+        }
+        p.close().await;
+        Ok(())
+    }),
+    case!("register-explicit", "agent.register is answered by agent.registered with the same id", ["ASP-010", "ASP-011", "ASP-021"], Fact, false, None, |ctx| {
+        let me = agent_id("reg");
+        let (mut p, _, _) = Peer::join_as(ctx, &me).await?;
+        let reg = json!({"type": "agent.register", "id": "h-1", "timestamp": now_s(),
+                         "agent": {"id": me, "type": "process", "capabilities": ["text", "code_execution"], "metadata": {"version": "1.0.0"}}});
+        p.send(ctx, &reg).await?;
+        let v = p.expect(ctx, "an answer to agent.register", |v| v["id"] == "h-1" || v["request_id"] == "h-1").await?;
+        if v["type"] == "error" && v["code"] == "AGENT_EXISTS" {
+            ctx.note("an already registered connection answered AGENT_EXISTS (allowed, ASP-010)");
+            return Ok(());
+        }
+        if v["type"] != "agent.registered" {
+            return fail(format!("agent.register drew {v}"));
+        }
+        Ok(())
+    }),
+    case!("connection-ids-distinct", "two connections get different connection ids", ["ASP-009"], Fact, false, None, |ctx| {
+        let (mut a, ra, _) = Peer::join_as(ctx, &agent_id("c1")).await?;
+        let (mut b, rb, _) = Peer::join_as(ctx, &agent_id("c2")).await?;
+        if ra["agent"]["connection_id"] == rb["agent"]["connection_id"] {
+            return fail(format!("both connections got connection_id {}", ra["agent"]["connection_id"]));
+        }
+        a.close().await;
+        b.close().await;
+        Ok(())
+    }),
+    case!("register-invalid", "agent.register with capabilities \"text\" draws INVALID_REQUEST with its id", ["ASP-012", "ASP-041"], Fact, false, None, |ctx| {
+        let me = agent_id("inv");
+        let (mut p, _, _) = Peer::join_as(ctx, &me).await?;
+        let reg = json!({"type": "agent.register", "id": "h-bad-reg", "agent": {"id": me, "capabilities": "text"}});
+        p.send(ctx, &reg).await?;
+        let v = p.expect(ctx, "error INVALID_REQUEST", |v| v["type"] == "error").await?;
+        if !is_error(&v, "INVALID_REQUEST") {
+            return fail(format!("expected INVALID_REQUEST, got {v}"));
+        }
+        check_request_id(&v, "h-bad-reg")
+    }),
+    case!("missing-agent-id", "a connection without agent_id is refused and never registered", ["ASP-004"], Must, false, None, |ctx| {
+        let token = ctx.profile().target.token.clone();
+        match Peer::connect_raw(ctx, None, token.as_deref()).await? {
+            Err(e) => {
+                ctx.checked(format!("refused: {}", crate::script::describe_drive_error(&e)));
+                Ok(())
+            }
+            Ok(mut p) => {
+                let frames = p.drain(ctx, Duration::from_secs(2)).await?;
+                if frames.iter().any(|f| f["type"] == "agent.registered") {
+                    return fail("a connection without agent_id was registered (ASP-004)");
+                }
+                if !frames.iter().any(|f| is_error(f, "INVALID_REQUEST") || is_error(f, "UNAUTHORIZED")) && !p.closed {
+                    return fail("a connection without agent_id got neither an error nor a close");
+                }
+                Ok(())
+            }
+        }
+    }),
+    case!("unauthorized", "a wrong token draws UNAUTHORIZED and no registration", ["ASP-006"], Profile, false, None, |ctx| {
+        if ctx.profile().target.token.is_none() {
+            return skip("the profile sets no token, so the target is taken not to require one ([target] token)");
+        }
+        let me = agent_id("auth");
+        match Peer::connect_raw(ctx, Some(&me), Some("h-wrong-token")).await? {
+            Err(e) => {
+                ctx.checked(format!("refused: {}", crate::script::describe_drive_error(&e)));
+                Ok(())
+            }
+            Ok(mut p) => {
+                let frames = p.drain(ctx, Duration::from_secs(2)).await?;
+                if frames.iter().any(|f| f["type"] == "agent.registered") {
+                    return fail("a wrong token was registered");
+                }
+                if !frames.iter().any(|f| is_error(f, "UNAUTHORIZED")) {
+                    return fail(format!("a wrong token drew no UNAUTHORIZED error: {frames:?}"));
+                }
+                Ok(())
+            }
+        }
+    }),
+    case!("duplicate-agent", "a second connection with a live agent_id draws AGENT_EXISTS", ["ASP-013"], Fact, false, None, |ctx| {
+        let me = agent_id("dup");
+        let (mut a, _, _) = Peer::join_as(ctx, &me).await?;
+        let token = ctx.profile().target.token.clone();
+        match Peer::connect_raw(ctx, Some(&me), token.as_deref()).await? {
+            Err(e) => fail(format!("the second connection was refused without AGENT_EXISTS: {}", crate::script::describe_drive_error(&e))),
+            Ok(mut b) => {
+                let frames = b.drain(ctx, Duration::from_secs(2)).await?;
+                if frames.iter().any(|f| is_error(f, "AGENT_EXISTS")) {
+                    a.close().await;
+                    return Ok(());
+                }
+                fail(format!("a second connection as {me} drew no AGENT_EXISTS: {frames:?}"))
+            }
+        }
+    }),
+    case!("join-general", "joining the public space echoes the id and lists the joiner", ["ASP-022", "ASP-023"], Fact, false, None, |ctx| {
+        let me = agent_id("join");
+        let (mut p, _, _) = Peer::join_as(ctx, &me).await?;
+        let space = ctx.profile().agora_spaces.public_space.clone();
+        let joined = p.join(ctx, &space).await?;
+        if joined["space"] != space.as_str() {
+            return fail(format!("space.joined names {}, not {space}", joined["space"]));
+        }
+        if !joined["members"].as_array().is_some_and(|m| m.iter().any(|x| x == me.as_str())) {
+            return fail(format!("space.joined members {} do not include the joiner (ASP-023)", joined["members"]));
+        }
+        p.close().await;
+        Ok(())
+    }),
+    case!("join-missing", "joining a space that does not exist draws SPACE_NOT_FOUND with the join id", ["ASP-024", "ASP-041"], Fact, false, None, |ctx| {
+        let (mut p, _, _) = Peer::join_as(ctx, &agent_id("miss")).await?;
+        let missing = ctx.profile().agora_spaces.missing_space.clone();
+        p.send(ctx, &json!({"type": "space.join", "id": "h-join-missing", "space": missing})).await?;
+        let v = p.expect(ctx, "an answer to the join", |v| v["type"] == "error" || v["type"] == "space.joined").await?;
+        if !is_error(&v, "SPACE_NOT_FOUND") {
+            return fail(format!("joining {missing} drew {v}, not SPACE_NOT_FOUND"));
+        }
+        check_request_id(&v, "h-join-missing")
+    }),
+    case!("member-updates", "join and leave reach the other members as space.members; a leaver gets no more events",
+        ["ASP-025", "ASP-026", "ASP-027"], Fact, false, None, |ctx| {
+        let space = user_space();
+        let (ida, idb) = (agent_id("ma"), agent_id("mb"));
+        let (mut a, _, _) = Peer::join_as(ctx, &ida).await?;
+        let (mut b, _, _) = Peer::join_as(ctx, &idb).await?;
+        a.join(ctx, &space).await?;
+        b.join(ctx, &space).await?;
+        let j = a.expect(ctx, "space.members announcing B", |v| v["type"] == "space.members" && v["joined"] == idb.as_str()).await?;
+        let members = j["members"].as_array().cloned().unwrap_or_default();
+        if !j["left"].is_null() || !members.iter().any(|m| *m == ida.as_str()) || !members.iter().any(|m| *m == idb.as_str()) {
+            return fail(format!("the join update should list A and B with left null (ASP-026): {j}"));
+        }
+        b.send(ctx, &json!({"type": "space.leave", "id": "h-leave", "space": space})).await?;
+        let l = a.expect(ctx, "space.members announcing that B left", |v| v["type"] == "space.members" && v["left"] == idb.as_str()).await?;
+        if !l["joined"].is_null() || l["members"].as_array().is_some_and(|m| m.iter().any(|x| *x == idb.as_str())) {
+            return fail(format!("the leave update should have joined null and no B in members (ASP-027): {l}"));
+        }
+        a.publish(ctx, &space, "after B left").await?;
+        b.expect_none(ctx, SHORT, "an event of a space it left (ASP-025)", |v| v["type"] == "space.event").await?;
+        a.close().await;
+        b.close().await;
+        Ok(())
+    }),
+    case!("publish-fanout", "a publish reaches every other member once, and nobody outside", ["ASP-028", "ASP-029", "ASP-030", "ASP-031", "ASP-035"], Fact, false, None, |ctx| {
+        let space = user_space();
+        let ids: Vec<String> = ["fa", "fb", "fc", "fd"].iter().map(|t| agent_id(t)).collect();
+        let mut peers = Vec::new();
+        for id in &ids {
+            peers.push(Peer::join_as(ctx, id).await?.0);
+        }
+        for p in peers.iter_mut().take(3) {
+            p.join(ctx, &space).await?;
+        }
+        let text = format!("t1 {}", &ids[0]);
+        peers[0].publish(ctx, &space, &text).await?;
+        for p in peers.iter_mut().skip(1).take(2) {
+            let want = text.clone();
+            let ev = p.expect(ctx, "the published event", move |v| v["type"] == "space.event" && v["data"]["text"] == want.as_str()).await?;
+            if ev["space"] != space.as_str() || ev["data"]["from"] != ids[0].as_str() {
+                return fail(format!("space.event should name the space and data.from {} (ASP-029): {ev}", ids[0]));
+            }
+            if !ev["data"]["timestamp"].is_number() {
+                ctx.warn("space.event carries no numeric data.timestamp (ASP-029)");
+            }
+            let again = text.clone();
+            p.expect_none(ctx, SHORT, "the same event twice (ASP-030)", move |v| v["type"] == "space.event" && v["data"]["text"] == again.as_str()).await?;
+        }
+        peers[3].expect_none(ctx, Duration::from_millis(300), "an event of a space it never joined (ASP-031)", |v| {
+            v["type"] == "space.event" || v["type"] == "space.event.delta"
+        }).await?;
+        let own = text.clone();
+        if peers[0].wait_for(ctx, Duration::from_millis(200), move |v| v["type"] == "space.event" && v["data"]["text"] == own.as_str()).await?.is_some() {
+            ctx.note("the publisher receives its own event (informational, ASP-035)");
+        }
+        for p in &mut peers {
+            p.close().await;
+        }
+        Ok(())
+    }),
+    case!("order-per-publisher", "20 publishes from one agent arrive complete and in order", ["ASP-030"], Fact, false, None, |ctx| {
+        let space = user_space();
+        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("oa")).await?;
+        let (mut b, _, _) = Peer::join_as(ctx, &agent_id("ob")).await?;
+        a.join(ctx, &space).await?;
+        b.join(ctx, &space).await?;
+        for i in 0..20 {
+            a.publish(ctx, &space, &format!("m{i:02}")).await?;
+        }
+        let mut got = Vec::new();
+        while got.len() < 20 {
+            match b.wait_for(ctx, Duration::from_millis(ctx.profile().timing.case_timeout_ms), |v| v["type"] == "space.event").await? {
+                Some(v) => got.push(v["data"]["text"].as_str().unwrap_or_default().to_string()),
+                None => return fail(format!("only {} of 20 events arrived: {got:?}", got.len())),
+            }
+        }
+        let want: Vec<String> = (0..20).map(|i| format!("m{i:02}")).collect();
+        if got != want {
+            return fail(format!("events arrived out of order: {got:?}"));
+        }
+        Ok(())
+    }),
+    case!("delta-stream", "a text above the delta threshold arrives as deltas with one event_id and a done, reassembling exactly",
+        ["ASP-032", "ASP-033", "ASP-034"], Profile, false, None, |ctx| {
+        let space = user_space();
+        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("da")).await?;
+        let (mut b, _, _) = Peer::join_as(ctx, &agent_id("db")).await?;
+        a.join(ctx, &space).await?;
+        b.join(ctx, &space).await?;
+        let threshold = ctx.profile().agora_spaces.delta_threshold_bytes;
+        let text = text_of(threshold * 8 + 123);
+        a.publish(ctx, &space, &text).await?;
+        let first = b.expect(ctx, "the large event", |v| v["type"] == "space.event.delta" || v["type"] == "space.event").await?;
+        if first["type"] == "space.event" {
+            return fail(format!("a {}-byte text above the {threshold}-byte threshold arrived as one space.event, not as deltas", text.len()));
+        }
+        let ev = first["event_id"].clone();
+        let mut frames = vec![first];
+        loop {
+            let want = ev.clone();
+            let next = b.expect(ctx, "the rest of the stream", move |v| v["event_id"] == want).await?;
+            let done = next["type"] == "space.event.done";
+            frames.push(next);
+            if done {
+                break;
+            }
+        }
+        let want = ev.clone();
+        b.expect_none(ctx, Duration::from_millis(300), "a frame of the stream after done (ASP-034)", move |v| v["event_id"] == want).await?;
+        frames.extend(b.drain(ctx, Duration::ZERO).await?.into_iter().filter(|v| v["event_id"] == ev));
+        judge_stream(&frames, &text).or_else(fail)?;
+        ctx.checked(format!("{} deltas reassemble the {}-byte text", frames.len() - 1, text.len()));
+        Ok(())
+    }),
+    case!("delta-cancel", "after space.event.cancel no further deltas of that event arrive", ["ASP-036"], Fact, false, None, |ctx| {
+        let space = user_space();
+        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("xa")).await?;
+        let (mut b, _, _) = Peer::join_as(ctx, &agent_id("xb")).await?;
+        a.join(ctx, &space).await?;
+        b.join(ctx, &space).await?;
+        let text = text_of(1024 * 1024);
+        a.publish(ctx, &space, &text).await?;
+        let first = b.expect(ctx, "the large event", |v| v["type"] == "space.event.delta" || v["type"] == "space.event").await?;
+        if first["type"] == "space.event" {
+            return skip("the target delivered 1 MiB as one space.event; there is no stream to cancel");
+        }
+        let ev = first["event_id"].clone();
+        b.send(ctx, &json!({"type": "space.event.cancel", "space": space, "event_id": ev})).await?;
+        // Frames already under way may still arrive: a grace, then silence.
+        let grace = b.drain(ctx, Duration::from_millis(300)).await?;
+        if grace.iter().any(|v| v["type"] == "space.event.done" && v["event_id"] == ev) {
+            return skip("the stream ended before the cancel arrived; nothing left to cancel");
+        }
+        let want = ev.clone();
+        b.expect_none(ctx, Duration::from_secs(1), "a delta after cancelling its event (ASP-036)", move |v| {
+            v["type"] == "space.event.delta" && v["event_id"] == want
+        }).await?;
+        b.expect_none(ctx, Duration::ZERO, "an error for the cancel", |v| v["type"] == "error").await?;
+        Ok(())
+    }),
+    case!("space-list", "space.list answers with the id, typed entries and member counts that match", ["ASP-019", "ASP-038", "ASP-039", "ASP-040", "ASP-047", "ASP-049", "ASP-050"], Fact, false, None, |ctx| {
+        let space = user_space();
+        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("la")).await?;
+        let (mut b, _, _) = Peer::join_as(ctx, &agent_id("lb")).await?;
+        a.join(ctx, &space).await?;
+        let joined = b.join(ctx, &space).await?;
+        a.send(ctx, &json!({"type": "space.list", "id": "h-5"})).await?;
+        let list = a.expect(ctx, "space.list with id h-5", |v| v["type"] == "space.list" && v["id"] == "h-5").await?;
+        let spaces = list["spaces"].as_array().cloned().unwrap_or_default();
+        let Some(mine) = spaces.iter().find(|s| s["id"] == space.as_str()) else {
+            return fail(format!("the joined space {space} is not listed (ASP-A8)"));
+        };
+        let count = joined["members"].as_array().map_or(0, Vec::len);
+        if mine["member_count"].as_u64() != Some(count as u64) {
+            return fail(format!("member_count {} for {space}, but space.joined listed {count} members (ASP-040)", mine["member_count"]));
+        }
+        for s in &spaces {
+            let id = s["id"].as_str().unwrap_or_default();
+            if ["agent.", "file.", "mcp."].iter().any(|p| id.starts_with(p)) && !s["type"].as_str().is_some_and(|t| t.eq_ignore_ascii_case("system")) {
+                return fail(format!("{id} is a system space but is listed as {} (ASP-047/049/050)", s["type"]));
+            }
+        }
+        a.send(ctx, &json!({"type": "space.list"})).await?;
+        a.expect(ctx, "space.list without an id (ASP-019)", |v| v["type"] == "space.list" && v.get("spaces").is_some()).await?;
+        Ok(())
+    }),
+    case!("invalid-requests", "non-JSON, unknown types, a join without space and a frame without type draw INVALID_REQUEST",
+        ["ASP-018", "ASP-041", "ASP-042", "ASP-043"], Fact, false, None, |ctx| {
+        let (mut p, _, _) = Peer::join_as(ctx, &agent_id("bad")).await?;
+        p.send_text(ctx, "{not json".into()).await?;
+        let v = p.expect(ctx, "INVALID_REQUEST for non-JSON", |v| v["type"] == "error").await?;
+        if !is_error(&v, "INVALID_REQUEST") {
+            return fail(format!("non-JSON drew {v}"));
+        }
+        for (id, msg) in [
+            ("h-unknown", json!({"type": "foo.bar", "id": "h-unknown"})),
+            ("h-nospace", json!({"type": "space.join", "id": "h-nospace"})),
+            ("h-notype", json!({"id": "h-notype", "space": "general"})),
+        ] {
+            p.send(ctx, &msg).await?;
+            let v = p.expect(ctx, &format!("INVALID_REQUEST for {id}"), |v| v["type"] == "error").await?;
+            if !is_error(&v, "INVALID_REQUEST") {
+                return fail(format!("{msg} drew {v}, not INVALID_REQUEST"));
+            }
+            check_request_id(&v, id)?;
+        }
+        Ok(())
+    }),
+    case!("space-names", "user names work; upper case and spaces never join; task.* is a user space", ["ASP-046", "ASP-048", "ASP-051"], Fact, false, None, |ctx| {
+        let (mut p, _, _) = Peer::join_as(ctx, &agent_id("names")).await?;
+        p.join(ctx, &format!("{}_test-1", user_space())).await?;
+        p.join(ctx, &format!("task.{}", user_space())).await?;
+        for bad in ["Bad Name!", "General"] {
+            p.send(ctx, &json!({"type": "space.join", "id": "h-badname", "space": bad})).await?;
+            let v = p.expect(ctx, &format!("an answer to joining {bad:?}"), |v| v["type"] == "error" || v["type"] == "space.joined").await?;
+            if v["type"] == "space.joined" {
+                return fail(format!("the space name {bad:?} was joined (ASP-046)"));
+            }
+        }
+        p.send(ctx, &json!({"type": "space.join", "id": "h-mcp", "space": "mcp.harness"})).await?;
+        if let Some(v) = p.wait_for(ctx, Duration::from_secs(2), |v| v["id"] == "h-mcp" || v["request_id"] == "h-mcp").await? {
+            ctx.note(format!("joining the unlisted system space mcp.harness: {} (informational, ASP-051)", v["type"]));
+        }
+        Ok(())
+    }),
+    case!("space-full", "joining a space at capacity draws SPACE_FULL", ["ASP-044"], Profile, false, None, |ctx| {
+        let Some(full) = ctx.profile().agora_spaces.full_space.clone() else {
+            return skip("the profile names no full_space (a space of capacity 1)");
+        };
+        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("fa")).await?;
+        let (mut b, _, _) = Peer::join_as(ctx, &agent_id("fb")).await?;
+        a.join(ctx, &full).await?;
+        b.send(ctx, &json!({"type": "space.join", "id": "h-full", "space": full})).await?;
+        let v = b.expect(ctx, "an answer to the second join", |v| v["id"] == "h-full" || v["request_id"] == "h-full").await?;
+        if !is_error(&v, "SPACE_FULL") {
+            return fail(format!("a second join of {full} (capacity 1) drew {v}, not SPACE_FULL"));
+        }
+        check_request_id(&v, "h-full")
+    }),
+    case!("heartbeat-keepalive", "client heartbeats draw no error, and server heartbeats are well formed", ["ASP-016", "ASP-017"], Fact, false, None, |ctx| {
+        let (mut p, _, _) = Peer::join_as(ctx, &agent_id("hb")).await?;
+        let t = ctx.profile().timing.heartbeat_timeout_s;
+        // With a short timeout, stay connected for two timeouts by heartbeating.
+        let rounds = if t <= 10 { (2 * t * 1000 / (t * 1000 / 3).max(1)).min(12) } else { 3 };
+        let pause = if t <= 10 { Duration::from_millis(t * 1000 / 3) } else { Duration::from_millis(300) };
+        for _ in 0..rounds {
+            p.send(ctx, &json!({"type": "agent.heartbeat", "timestamp": now_s()})).await?;
+            if let Some(e) = p.wait_for(ctx, pause, |v| v["type"] == "error").await? {
+                return fail(format!("a heartbeat drew an error: {e}"));
+            }
+            if p.closed {
+                return fail("the server closed a connection that heartbeats (ASP-016)");
+            }
+        }
+        Ok(())
+    }),
+    case!("heartbeat-timeout", "a silent client is disconnected after the heartbeat timeout", ["ASP-014", "ASP-015"], Fact, true, Some(short_heartbeat), |ctx| {
+        let (mut p, _, _) = Peer::join_as(ctx, &agent_id("silent")).await?;
+        let t = ctx.profile().timing.heartbeat_timeout_s;
+        let started = std::time::Instant::now();
+        let limit = Duration::from_secs(t + t / 2 + 2);
+        if !p.closed_within(ctx, limit).await? {
+            return fail(format!("a client silent for {} s is still connected (timeout {t} s, ASP-015)", limit.as_secs()));
+        }
+        let after = started.elapsed();
+        if after + Duration::from_millis(500) < Duration::from_secs(t) {
+            return fail(format!("the server closed the connection after {} ms, before the {t} s timeout", after.as_millis()));
+        }
+        ctx.checked(format!("closed after {} ms of silence", after.as_millis()));
+        Ok(())
+    }),
+    case!("rate-limit", "a burst of publishes: throttling, if any, uses RATE_LIMITED", ["ASP-045"], Fact, false, None, |ctx| {
+        let space = user_space();
+        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("rl")).await?;
+        a.join(ctx, &space).await?;
+        for i in 0..500 {
+            a.publish(ctx, &space, &format!("burst {i}")).await?;
+        }
+        let frames = a.drain(ctx, Duration::from_millis(500)).await?;
+        let errors: Vec<&Value> = frames.iter().filter(|v| v["type"] == "error").collect();
+        if errors.iter().any(|e| e["code"] != "RATE_LIMITED") {
+            return fail(format!("the burst drew errors other than RATE_LIMITED: {:?}", errors.first()));
+        }
+        ctx.note(format!("500 publishes: {} RATE_LIMITED errors", errors.len()));
+        if a.closed {
+            ctx.warn("the server closed the connection during the burst without RATE_LIMITED (ASP-045)");
+        }
+        Ok(())
+    }),
+];

@@ -1,0 +1,72 @@
+//! The agora-spaces fault catalogue.
+
+use crate::faults::Fault;
+
+macro_rules! fault {
+    ($name:literal, $family:literal, $desc:literal, [$($case:literal),+ $(,)?]) => {
+        Fault { name: $name, family: $family, description: $desc, caught_by: &[$($case),+] }
+    };
+}
+
+pub const FAULTS: &[Fault] = &[
+    fault!(
+        "no-registered",
+        "handshake",
+        "never sends agent.registered, neither after connect nor in answer to agent.register",
+        ["agora-spaces/handshake"]
+    ),
+    fault!(
+        "no-member-updates",
+        "member updates",
+        "sends no space.members when agents join or leave",
+        ["agora-spaces/member-updates"]
+    ),
+    fault!(
+        "no-delta",
+        "delta use",
+        "delivers texts above the delta threshold as one space.event",
+        ["agora-spaces/delta-stream"]
+    ),
+    fault!(
+        "delta-drops-chunk",
+        "delta integrity",
+        "leaves out the second chunk of every delta stream",
+        ["agora-spaces/delta-stream"]
+    ),
+    fault!(
+        "autocreate-system-space",
+        "unknown space",
+        "creates a missing system space on join instead of SPACE_NOT_FOUND",
+        ["agora-spaces/join-missing"]
+    ),
+    fault!(
+        "allow-duplicate-agent",
+        "duplicate agent",
+        "accepts a second connection for a live agent_id",
+        ["agora-spaces/duplicate-agent"]
+    ),
+    fault!(
+        "error-without-request-id",
+        "error request_id",
+        "error events carry no request_id",
+        ["agora-spaces/join-missing"]
+    ),
+    fault!(
+        "no-heartbeat-timeout",
+        "heartbeat timeout",
+        "never disconnects a silent client",
+        ["agora-spaces/heartbeat-timeout"]
+    ),
+    fault!(
+        "ignore-cancel",
+        "cancel",
+        "keeps streaming deltas after space.event.cancel",
+        ["agora-spaces/delta-cancel"]
+    ),
+    fault!(
+        "ignore-capacity",
+        "capacity",
+        "lets agents join a space beyond its capacity",
+        ["agora-spaces/space-full"]
+    ),
+];

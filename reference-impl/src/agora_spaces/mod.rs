@@ -1,0 +1,4 @@
+//! agora-spaces (agora-spaces.zh.md): WebSocket events, spaces, streamed deltas.
+
+pub mod faults;
+pub mod server;
