@@ -11,6 +11,7 @@ use crate::schemas::Schemas;
 use crate::script::RunShared;
 use crate::suites;
 use clap::{Parser, Subcommand};
+use reference_impl::agentprotocol::message as ap_message;
 use reference_impl::agora_v1::envelope::{self, SigVariant};
 use reference_impl::wire::jcs;
 use reference_impl::wire::keys::{self, Keypair};
@@ -153,11 +154,11 @@ fn input_name(file: &Option<PathBuf>) -> String {
 }
 
 fn need_signing_suite(suite: &str) -> Result<(), Usage> {
-    if suite == "agora-v1" {
+    if suite == "agora-v1" || suite == "agentprotocol" {
         Ok(())
     } else {
         Err(Usage(format!(
-            "signing and verification support --suite agora-v1 (got {suite:?})"
+            "signing and verification support --suite agora-v1 and agentprotocol (got {suite:?})"
         )))
     }
 }
@@ -234,6 +235,18 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             let tree = reference_impl::wire::json::parse(&bytes)
                 .map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
             let mut env = tree.to_serde();
+            if suite == "agentprotocol" {
+                if !env.get("from").is_some_and(|s| s.is_object()) {
+                    env["from"] = serde_json::json!({});
+                }
+                env["from"]["agentId"] = serde_json::json!(ap_message::agent_id(&k));
+                ap_message::sign(&mut env, &k)
+                    .map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
+                let c = jcs::canonicalize_serde(&env).map_err(|e| Usage(e.to_string()))?;
+                out.write_all(&c).map_err(io)?;
+                writeln!(out).map_err(io)?;
+                return Ok(0);
+            }
             if !env.get("sender").is_some_and(|s| s.is_object()) {
                 env["sender"] = serde_json::json!({});
             }
@@ -248,6 +261,9 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
         Command::Verify { suite, file } => {
             need_signing_suite(&suite)?;
             let bytes = read_input(&file)?;
+            if suite == "agentprotocol" {
+                return verify_agentprotocol(&bytes, out);
+            }
             let v = envelope::verify_bytes(&bytes);
             if let Some(id) = &v.sender_id {
                 writeln!(out, "sender.id: {id}").map_err(io)?;
@@ -456,6 +472,48 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
     }
 }
 
+/// `verify --suite agentprotocol`: the key, the canonical bytes, the verdict.
+fn verify_agentprotocol(bytes: &[u8], out: &mut impl Write) -> Result<i32, Usage> {
+    let io = |e: std::io::Error| Usage(format!("cannot write output: {e}"));
+    let tree = match reference_impl::wire::json::parse(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            writeln!(out, "INVALID: not JSON: {e}").map_err(io)?;
+            return Ok(1);
+        }
+    };
+    let id = tree
+        .get("from")
+        .and_then(|f| f.get("agentId"))
+        .and_then(|a| a.as_str())
+        .unwrap_or("")
+        .to_string();
+    writeln!(out, "from.agentId: {id}").map_err(io)?;
+    match ap_message::signing_bytes(tree.clone()) {
+        Ok(c) => writeln!(
+            out,
+            "canonical bytes (RFC 8785, signature removed): {}",
+            String::from_utf8_lossy(&c)
+        )
+        .map_err(io)?,
+        Err(e) => writeln!(out, "cannot canonicalize: {e}").map_err(io)?,
+    }
+    match ap_message::verify_tree(tree) {
+        Ok(()) => {
+            writeln!(
+                out,
+                "VALID: signature verifies with the key of from.agentId"
+            )
+            .map_err(io)?;
+            Ok(0)
+        }
+        Err(e) => {
+            writeln!(out, "INVALID: {e}").map_err(io)?;
+            Ok(1)
+        }
+    }
+}
+
 fn unknown_suite(id: &str) -> Usage {
     Usage(format!(
         "unknown suite {id:?}; known suites: {}, all",
@@ -477,9 +535,18 @@ pub fn parse_target(url: &str) -> Result<Transport, Usage> {
         Ok(Transport::Http)
     } else if lower.starts_with("ws://") || lower.starts_with("wss://") {
         Ok(Transport::Ws)
+    } else if let Some(dir) = crate::drive::file::dir_of(url) {
+        if dir.is_dir() {
+            Ok(Transport::File)
+        } else {
+            Err(Usage(format!(
+                "--target {url:?}: {} is not a folder",
+                dir.display()
+            )))
+        }
     } else {
         Err(Usage(format!(
-            "--target {url:?}: expected an http://, https://, ws:// or wss:// URL"
+            "--target {url:?}: expected an http://, https://, ws://, wss:// or file:///folder URL"
         )))
     }
 }

@@ -3,6 +3,7 @@
 
 use crate::drive::Transport;
 use crate::runner::Endpoints;
+use reference_impl::agentprotocol::agent::{ApAgent, ApConfig};
 use reference_impl::agora_exchange::server::{Exchange, ExchangeConfig};
 use reference_impl::agora_spaces::server::{Spaces, SpacesConfig};
 use reference_impl::agora_v1::agent::{Agent, AgentConfig};
@@ -29,6 +30,9 @@ pub struct Options {
 
 pub struct Server {
     pub endpoints: Endpoints,
+    /// A folder the server made for itself and removes when it stops.
+    temp_dir: Option<std::path::PathBuf>,
+    file_stop: Option<tokio::sync::watch::Sender<bool>>,
     /// A separate ledger's URL (chorus with `separate_ledger`).
     pub ledger_url: Option<String>,
     running: Running,
@@ -37,6 +41,12 @@ pub struct Server {
 
 impl Server {
     pub async fn stop(self) {
+        if let Some(tx) = &self.file_stop {
+            let _ = tx.send(true);
+        }
+        if let Some(d) = &self.temp_dir {
+            let _ = std::fs::remove_dir_all(d);
+        }
         self.running.stop().await;
         if let Some(e) = self.extra {
             e.stop().await;
@@ -51,6 +61,7 @@ pub fn faults(suite: &str) -> Option<&'static [Fault]> {
         "agora-exchange" => Some(reference_impl::agora_exchange::faults::FAULTS),
         "chorus" => Some(reference_impl::chorus::faults::FAULTS),
         "agora-spaces" => Some(reference_impl::agora_spaces::faults::FAULTS),
+        "agentprotocol" => Some(reference_impl::agentprotocol::faults::FAULTS),
         _ => None,
     }
 }
@@ -70,6 +81,8 @@ pub async fn start_agora_v1(cfg: AgentConfig, listen: &str) -> Result<Server, St
         ledger_url: None,
         running,
         extra: None,
+        temp_dir: None,
+        file_stop: None,
     })
 }
 
@@ -85,6 +98,8 @@ pub async fn start_agora_exchange(cfg: ExchangeConfig, listen: &str) -> Result<S
         ledger_url: None,
         running,
         extra: None,
+        temp_dir: None,
+        file_stop: None,
     })
 }
 
@@ -116,6 +131,8 @@ pub async fn start_chorus(
         ledger_url,
         running,
         extra,
+        temp_dir: None,
+        file_stop: None,
     })
 }
 
@@ -131,6 +148,71 @@ pub async fn start_agora_spaces(cfg: SpacesConfig, listen: &str) -> Result<Serve
         ledger_url: None,
         running,
         extra: None,
+        temp_dir: None,
+        file_stop: None,
+    })
+}
+
+/// Starts the agentprotocol reference agent. With `listen` = `file:///dir` it serves
+/// that folder only; otherwise HTTP and WebSocket on `listen` plus the file binding in
+/// a fresh temporary folder.
+pub async fn start_agentprotocol(cfg: ApConfig, listen: &str) -> Result<Server, String> {
+    let agent = Arc::new(ApAgent::new(
+        reference_impl::wire::keys::Keypair::generate(),
+        cfg,
+    ));
+    let (tx, rx) = tokio::sync::watch::channel(false);
+    let poll = std::time::Duration::from_millis(10);
+    if let Some(dir) = crate::drive::file::dir_of(listen) {
+        if !dir.is_dir() {
+            return Err(format!("{} is not a folder", dir.display()));
+        }
+        tokio::spawn(reference_impl::agentprotocol::file::serve_folder(
+            agent, dir, poll, rx,
+        ));
+        // A listener nobody uses keeps the Server shape; it is closed on stop.
+        let running = spawn("127.0.0.1:0", axum::Router::new())
+            .await
+            .map_err(|e| format!("cannot start: {e}"))?;
+        return Ok(Server {
+            endpoints: Endpoints(vec![(Transport::File, listen.to_string())]),
+            ledger_url: None,
+            running,
+            extra: None,
+            temp_dir: None,
+            file_stop: Some(tx),
+        });
+    }
+    let running = spawn(
+        listen,
+        reference_impl::agentprotocol::server::router(agent.clone()),
+    )
+    .await
+    .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let dir = std::env::temp_dir().join(format!(
+        "agentconform-files-{}-{}",
+        std::process::id(),
+        reference_impl::wire::new_id()
+    ));
+    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    tokio::spawn(reference_impl::agentprotocol::file::serve_folder(
+        agent,
+        dir.clone(),
+        poll,
+        rx,
+    ));
+    let a = running.addr;
+    Ok(Server {
+        endpoints: Endpoints(vec![
+            (Transport::Http, format!("http://{a}/")),
+            (Transport::Ws, format!("ws://{a}/")),
+            (Transport::File, format!("file://{}", dir.display())),
+        ]),
+        ledger_url: None,
+        running,
+        extra: None,
+        temp_dir: Some(dir),
+        file_stop: Some(tx),
     })
 }
 
@@ -168,6 +250,10 @@ pub async fn start(suite: &str, listen: &str, opts: &Options) -> Result<Server, 
                 cfg.heartbeat_timeout = std::time::Duration::from_secs(t);
             }
             start_agora_spaces(cfg, listen).await
+        }
+        "agentprotocol" => {
+            let cfg = ApConfig::default().with_faults(&opts.faults)?;
+            start_agentprotocol(cfg, listen).await
         }
         other => Err(format!(
             "unknown suite {other:?}; known suites: {}",

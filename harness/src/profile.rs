@@ -17,7 +17,7 @@ pub struct Profile {
     pub chorus: ChorusSection,
     #[serde(rename = "agora-exchange")]
     pub agora_exchange: AgoraExchange,
-    pub agentprotocol: toml::Table,
+    pub agentprotocol: AgentProtocol,
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -70,6 +70,24 @@ impl Default for AgoraV1 {
             negotiated_resource: "agora:quote:v1".into(),
             unknown_resource: "agora:harness-nonexistent:v1".into(),
             burst_requests: 200,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AgentProtocol {
+    /// The action that answers with its params.
+    pub echo_action: String,
+    /// The action `{ms}` that takes that long.
+    pub delay_action: String,
+}
+
+impl Default for AgentProtocol {
+    fn default() -> Self {
+        AgentProtocol {
+            echo_action: "echo".into(),
+            delay_action: "delay".into(),
         }
     }
 }

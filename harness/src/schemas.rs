@@ -175,6 +175,31 @@ pub const SCHEMA_FILES: &[(&str, &str, &str)] = &[
         include_str!("../../schemas/agora-spaces/error.schema.json"),
     ),
     (
+        "agentprotocol",
+        "message",
+        include_str!("../../schemas/agentprotocol/message.schema.json"),
+    ),
+    (
+        "agentprotocol",
+        "hello-payload",
+        include_str!("../../schemas/agentprotocol/hello-payload.schema.json"),
+    ),
+    (
+        "agentprotocol",
+        "request-payload",
+        include_str!("../../schemas/agentprotocol/request-payload.schema.json"),
+    ),
+    (
+        "agentprotocol",
+        "response-payload",
+        include_str!("../../schemas/agentprotocol/response-payload.schema.json"),
+    ),
+    (
+        "agentprotocol",
+        "error-payload",
+        include_str!("../../schemas/agentprotocol/error-payload.schema.json"),
+    ),
+    (
         "",
         "report",
         include_str!("../../schemas/report.schema.json"),

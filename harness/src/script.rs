@@ -260,6 +260,7 @@ fn new_driver(shared: &RunShared, transport: Transport, url: &str) -> Driver {
             url,
         )),
         Transport::Ws => Driver::Ws(crate::drive::ws::WsDriver::new(url)),
+        Transport::File => Driver::File(crate::drive::file::FileDriver::new(url)),
     }
 }
 

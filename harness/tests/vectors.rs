@@ -811,6 +811,74 @@ fn spaces_trials() -> Vec<Trial> {
     out
 }
 
+// ---------- agentprotocol vectors ----------
+
+fn agentprotocol_trials() -> Vec<Trial> {
+    use reference_impl::agentprotocol::message;
+    let schemas = Arc::new(Schemas::load().expect("schemas compile"));
+    let mut out = Vec::new();
+    for path in files(&root().join("agentprotocol/messages"), "json") {
+        let name = stem(&path);
+        let schemas = schemas.clone();
+        out.push(Trial::test(
+            format!("agentprotocol::messages::{name}"),
+            move || {
+                let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
+                let got = schemas.check(
+                    &format!("agentprotocol/{}", v["schema"].as_str().unwrap_or("")),
+                    &v["input"],
+                );
+                let want = v["expect"]["verdict"].as_str().unwrap_or("");
+                check((want == "valid") == got.is_ok(), || {
+                    format!(
+                        "schema says {got:?}; the vector says {want} ({})",
+                        v["expect"]["reason"]
+                    )
+                })
+            },
+        ));
+    }
+    for path in files(&root().join("agentprotocol/signed"), "json") {
+        let name = stem(&path);
+        out.push(Trial::test(
+            format!("agentprotocol::signed::{name}"),
+            move || {
+                let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
+                let bytes = serde_json::to_vec(&v["message"]).map_err(|e| e.to_string())?;
+                let tree = json::parse(&bytes).map_err(|e| e.to_string())?;
+                let canonical = message::signing_bytes(tree).map_err(|e| e.to_string())?;
+                check(
+                    Some(String::from_utf8_lossy(&canonical).as_ref()) == v["canonical"].as_str(),
+                    || {
+                        format!(
+                            "canonical bytes differ:\n got {}\nwant {}",
+                            String::from_utf8_lossy(&canonical),
+                            v["canonical"]
+                        )
+                    },
+                )?;
+                let got = if message::verify_bytes(&bytes).is_ok() {
+                    "valid"
+                } else {
+                    "invalid"
+                };
+                let want = v["expect"]["signature"].as_str().unwrap_or("");
+                check(got == want, || {
+                    format!(
+                        "signature {got}; the vector says {want} ({})",
+                        v["expect"]["reason"]
+                    )
+                })?;
+                let naive_differs = v["naive_sorted"].as_str() != v["canonical"].as_str();
+                check(v["naive_differs"].as_bool() == Some(naive_differs), || {
+                    "naive_differs disagrees with the two strings".into()
+                })
+            },
+        ));
+    }
+    out
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
@@ -823,5 +891,6 @@ fn main() {
     trials.extend(exchange_response_trials());
     trials.extend(chorus_trials());
     trials.extend(spaces_trials());
+    trials.extend(agentprotocol_trials());
     libtest_mimic::run(&args, trials).exit();
 }

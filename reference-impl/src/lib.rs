@@ -1,6 +1,7 @@
 //! The agentconform reference implementation: the wire core and the protocols,
 //! both sides.
 
+pub mod agentprotocol;
 pub mod agora_exchange;
 pub mod agora_spaces;
 pub mod agora_v1;

@@ -2,6 +2,7 @@
 //! Every wait has a deadline and every read a size cap.
 
 pub mod callback;
+pub mod file;
 pub mod http;
 pub mod ws;
 
@@ -14,6 +15,7 @@ use std::time::Duration;
 pub enum Transport {
     Http,
     Ws,
+    File,
 }
 
 impl fmt::Display for Transport {
@@ -21,6 +23,7 @@ impl fmt::Display for Transport {
         f.write_str(match self {
             Transport::Http => "http",
             Transport::Ws => "ws",
+            Transport::File => "file",
         })
     }
 }
@@ -61,6 +64,7 @@ pub enum DriveError {
 pub enum Driver {
     Http(http::HttpDriver),
     Ws(ws::WsDriver),
+    File(file::FileDriver),
 }
 
 impl Driver {
@@ -68,6 +72,7 @@ impl Driver {
         match self {
             Driver::Http(_) => Transport::Http,
             Driver::Ws(_) => Transport::Ws,
+            Driver::File(_) => Transport::File,
         }
     }
 
@@ -80,6 +85,7 @@ impl Driver {
         match self {
             Driver::Http(d) => d.post(bytes, limits).await,
             Driver::Ws(d) => d.exchange(bytes, limits).await,
+            Driver::File(d) => d.exchange(bytes, limits).await,
         }
     }
 
@@ -87,7 +93,7 @@ impl Driver {
     /// carry one and returns `None` at once.
     pub async fn listen(&mut self, limits: Limits) -> Result<Option<Vec<u8>>, DriveError> {
         match self {
-            Driver::Http(_) => Ok(None),
+            Driver::Http(_) | Driver::File(_) => Ok(None),
             Driver::Ws(d) => d.recv(limits).await,
         }
     }

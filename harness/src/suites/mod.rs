@@ -1,5 +1,6 @@
 //! Every suite the harness knows.
 
+pub mod agentprotocol;
 pub mod agora_exchange;
 pub mod agora_spaces;
 pub mod agora_v1;
@@ -14,6 +15,7 @@ pub fn all() -> Vec<&'static Suite> {
         &agora_spaces::SUITE,
         &chorus::SUITE,
         &agora_exchange::SUITE,
+        &agentprotocol::SUITE,
     ]
 }
 
