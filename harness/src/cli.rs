@@ -98,6 +98,35 @@ pub enum Command {
         #[arg(long = "heartbeat-timeout-s")]
         heartbeat_timeout_s: Option<u64>,
     },
+    /// Fuzz a live target (without --target: the embedded reference agent).
+    Fuzz {
+        #[arg(long)]
+        suite: String,
+        #[arg(long)]
+        target: Option<String>,
+        /// How long to run, e.g. 60s or 2m (default 60s unless --cases is given).
+        #[arg(long)]
+        duration: Option<String>,
+        /// How many cases to run.
+        #[arg(long)]
+        cases: Option<u64>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        /// Where crash files go (DIR/crashes/).
+        #[arg(long, default_value = "fuzz-out")]
+        out: PathBuf,
+        /// Switch on a fault of the embedded agent (no --target only).
+        #[arg(long = "fault")]
+        faults: Vec<String>,
+        #[arg(long = "timeout-ms", default_value_t = 5000)]
+        timeout_ms: u64,
+    },
+    /// Replay a crash file written by `fuzz`; exit 1 when the finding reproduces.
+    Replay {
+        file: PathBuf,
+        #[arg(long)]
+        target: Option<String>,
+    },
     /// Print the RFC 8785 canonical form of a JSON file (or stdin).
     Canon { file: Option<PathBuf> },
     /// Print a new Ed25519 key: the seed (base64url) on the first line, then its did:key.
@@ -215,6 +244,19 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             }
             Ok(0)
         }
+        Command::Fuzz {
+            suite,
+            target,
+            duration,
+            cases,
+            seed,
+            out: dir,
+            faults,
+            timeout_ms,
+        } => fuzz_command(
+            &suite, target, duration, cases, seed, &dir, faults, timeout_ms, out,
+        ),
+        Command::Replay { file, target } => replay_command(&file, target, out),
         Command::Canon { file } => {
             let bytes = read_input(&file)?;
             let c = jcs::canonicalize(&bytes)
@@ -510,6 +552,189 @@ fn verify_agentprotocol(bytes: &[u8], out: &mut impl Write) -> Result<i32, Usage
         Err(e) => {
             writeln!(out, "INVALID: {e}").map_err(io)?;
             Ok(1)
+        }
+    }
+}
+
+fn parse_duration(s: &str) -> Result<std::time::Duration, Usage> {
+    let bad = || {
+        Usage(format!(
+            "--duration {s:?}: expected a number with s, m or h, e.g. 60s"
+        ))
+    };
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "" | "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(bad()),
+    };
+    if secs == 0 || secs > 7 * 24 * 3600 {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_secs(secs))
+}
+
+fn fuzz_driver(transport: Transport, url: &str, http: &reqwest::Client) -> crate::drive::Driver {
+    match transport {
+        Transport::Ws => crate::drive::Driver::Ws(crate::drive::ws::WsDriver::new(url)),
+        _ => crate::drive::Driver::Http(crate::drive::http::HttpDriver::new(http.clone(), url)),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn fuzz_command(
+    suite: &str,
+    target: Option<String>,
+    duration: Option<String>,
+    cases: Option<u64>,
+    seed: u64,
+    dir: &std::path::Path,
+    faults: Vec<String>,
+    timeout_ms: u64,
+    out: &mut impl Write,
+) -> Result<i32, Usage> {
+    use crate::fuzzing::live;
+    let io = |e: std::io::Error| Usage(format!("cannot write output: {e}"));
+    if suite != "agora-v1" {
+        return Err(Usage(format!(
+            "live fuzzing supports --suite agora-v1 so far (got {suite:?})"
+        )));
+    }
+    if target.is_some() && !faults.is_empty() {
+        return Err(Usage(
+            "--fault applies to the embedded agent; it cannot be combined with --target".into(),
+        ));
+    }
+    let duration = match (&duration, cases) {
+        (Some(d), _) => Some(parse_duration(d)?),
+        (None, Some(_)) => None,
+        (None, None) => Some(std::time::Duration::from_secs(60)),
+    };
+    if timeout_ms == 0 || timeout_ms > 600_000 {
+        return Err(Usage("--timeout-ms must be between 1 and 600000".into()));
+    }
+    let schemas = Arc::new(Schemas::load().map_err(Usage)?);
+    let http = crate::drive::http::client().map_err(Usage)?;
+    let rt = runtime()?;
+    let limits = crate::drive::Limits {
+        timeout: std::time::Duration::from_millis(timeout_ms),
+        max_bytes: 1024 * 1024,
+    };
+    let (label, summary) = rt.block_on(async {
+        let (url, transport, server) = match &target {
+            Some(u) => (u.clone(), parse_target(u)?, None),
+            None => {
+                let opts = embedded::Options {
+                    faults,
+                    ..embedded::Options::default()
+                };
+                let s = embedded::start(suite, "127.0.0.1:0", &opts)
+                    .await
+                    .map_err(Usage)?;
+                let url = s
+                    .endpoints
+                    .0
+                    .first()
+                    .map(|(_, u)| u.clone())
+                    .unwrap_or_default();
+                (url, Transport::Http, Some(s))
+            }
+        };
+        let bounds = live::Bounds { cases, duration };
+        let summary = live::fuzz(
+            || fuzz_driver(transport, &url, &http),
+            &url,
+            seed,
+            bounds,
+            dir,
+            schemas.clone(),
+            limits,
+            8,
+        )
+        .await;
+        if let Some(s) = server {
+            s.stop().await;
+        }
+        Ok::<_, Usage>((url, summary))
+    })?;
+    let rate = summary.cases as f64 / summary.elapsed.as_secs_f64().max(1e-9);
+    writeln!(
+        out,
+        "fuzzed {label}: {} cases in {:.1} s ({rate:.0} cases/s), seed {seed}, {} findings",
+        summary.cases,
+        summary.elapsed.as_secs_f64(),
+        summary.findings
+    )
+    .map_err(io)?;
+    if summary.findings > 0 {
+        writeln!(out, "crash files in {}", dir.join("crashes").display()).map_err(io)?;
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+fn replay_command(
+    file: &std::path::Path,
+    target: Option<String>,
+    out: &mut impl Write,
+) -> Result<i32, Usage> {
+    use crate::fuzzing::live;
+    let io = |e: std::io::Error| Usage(format!("cannot write output: {e}"));
+    let text =
+        std::fs::read(file).map_err(|e| Usage(format!("cannot read {}: {e}", file.display())))?;
+    let rec: serde_json::Value = serde_json::from_slice(&text)
+        .map_err(|e| Usage(format!("{}: not a crash file: {e}", file.display())))?;
+    let (Some(seed), Some(index)) = (rec["seed"].as_u64(), rec["index"].as_u64()) else {
+        return Err(Usage(format!("{}: no seed or index", file.display())));
+    };
+    if rec["suite"] != "agora-v1" {
+        return Err(Usage(format!(
+            "{}: replay supports agora-v1 crash files",
+            file.display()
+        )));
+    }
+    let url = target
+        .or_else(|| rec["target"].as_str().map(String::from))
+        .ok_or_else(|| Usage("no target: pass --target".into()))?;
+    let transport = parse_target(&url)?;
+    let schemas = Schemas::load().map_err(Usage)?;
+    let http = crate::drive::http::client().map_err(Usage)?;
+    let limits = crate::drive::Limits {
+        timeout: std::time::Duration::from_secs(5),
+        max_bytes: 1024 * 1024,
+    };
+    let rt = runtime()?;
+    let finding = rt.block_on(async {
+        let mut drv = fuzz_driver(transport, &url, &http);
+        // The same case, with a fresh id and timestamp so the replay window admits it.
+        let input = live::generate(
+            seed,
+            index,
+            &live::Stamp::now(index),
+            &live::key_for(seed),
+            &schemas,
+        );
+        writeln!(
+            out,
+            "replaying case {index} of seed {seed} ({}) against {url}",
+            input.label
+        )
+        .map_err(io)?;
+        Ok::<_, Usage>(live::run_case(&mut drv, &input, limits, &schemas).await)
+    })?;
+    match finding {
+        Some(f) => {
+            writeln!(out, "REPRODUCED: oracle {} fired: {}", f.oracle, f.detail).map_err(io)?;
+            if rec["oracle"].as_str() != Some(f.oracle) {
+                writeln!(out, "(the crash file recorded oracle {})", rec["oracle"]).map_err(io)?;
+            }
+            Ok(1)
+        }
+        None => {
+            writeln!(out, "not reproduced: no oracle fired").map_err(io)?;
+            Ok(0)
         }
     }
 }

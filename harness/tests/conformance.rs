@@ -787,6 +787,62 @@ fn cli_agentprotocol_file_binding() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The live fuzzer: no finding against the clean agent, with its throughput; the
+/// signature fault is found, and its crash file replays against `serve --fault`.
+fn cli_fuzz_and_replay() -> Result<(), Failed> {
+    let dir = tempdir("fuzz");
+    let d = dir.to_string_lossy().into_owned();
+    let out = expect_code(
+        &[
+            "fuzz", "--suite", "agora-v1", "--cases", "2000", "--seed", "7", "--out", &d,
+        ],
+        0,
+        "0 findings",
+    )?;
+    if !out.contains("cases/s") {
+        return Err(format!("no throughput in {out}").into());
+    }
+    expect_code(
+        &[
+            "fuzz",
+            "--suite",
+            "agora-v1",
+            "--cases",
+            "3000",
+            "--seed",
+            "7",
+            "--fault",
+            "skip-signature-check",
+            "--out",
+            &d,
+        ],
+        1,
+        "crash files",
+    )?;
+    let crashes: Vec<PathBuf> = std::fs::read_dir(dir.join("crashes"))
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.to_string_lossy().ends_with("-signature.json"))
+        .collect();
+    let Some(crash) = crashes.first() else {
+        return Err("no crash file of the signature oracle".into());
+    };
+    let (_serve, url) = serve("agora-v1", &["--fault", "skip-signature-check"])?;
+    expect_code(
+        &["replay", &crash.to_string_lossy(), "--target", &url],
+        1,
+        "REPRODUCED",
+    )?;
+    let (_clean, clean_url) = serve("agora-v1", &[])?;
+    expect_code(
+        &["replay", &crash.to_string_lossy(), "--target", &clean_url],
+        0,
+        "not reproduced",
+    )?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 const CHORUS_FAMILIES: &[&str] = &[
     "initial reputation",
     "ranking",
@@ -957,6 +1013,7 @@ fn main() {
         "cli::agentprotocol_file_binding",
         cli_agentprotocol_file_binding,
     ));
+    trials.push(Trial::test("cli::fuzz_and_replay", cli_fuzz_and_replay));
     let suites: [(&'static Suite, &'static [&'static str]); 5] = [
         (&suites::agentprotocol::SUITE, AGENTPROTOCOL_FAMILIES),
         (&suites::agora_v1::SUITE, AGORA_V1_FAMILIES),

@@ -50,8 +50,21 @@ impl WsDriver {
         }
     }
 
-    /// Sends one message; waits for the next message within the deadline.
+    /// Sends one message; waits for the next message within the deadline. After a
+    /// failure the connection is dropped, so the next use reconnects.
     pub async fn exchange(
+        &mut self,
+        bytes: Vec<u8>,
+        limits: Limits,
+    ) -> Result<Received, DriveError> {
+        let r = self.exchange_once(bytes, limits).await;
+        if r.is_err() {
+            self.socket = None;
+        }
+        r
+    }
+
+    async fn exchange_once(
         &mut self,
         bytes: Vec<u8>,
         limits: Limits,
