@@ -257,9 +257,16 @@ fn integer_literal_is_exact(lit: &str, f: f64) -> bool {
     if digits.len() <= 15 {
         return true;
     }
-    // `f` is integral here (it rounds a long integer); print it exactly and compare.
+    // `f` is integral here (it rounds a long integer). The literal is fine when the
+    // double holds its value exactly, or when the canonical form of the double spells
+    // the literal again (23123121212312310: the shortest form of its double, so the
+    // signed text is what the sender wrote, and canonical output reads back stable).
     let exact = format!("{:.0}", f.abs());
-    exact == digits
+    if exact == digits {
+        return true;
+    }
+    let mut buf = ryu_js::Buffer::new();
+    buf.format_finite(f.abs()) == digits
 }
 
 #[cfg(test)]
@@ -295,6 +302,9 @@ mod tests {
         assert_eq!(canon("1.0").unwrap(), "1");
         assert_eq!(canon("1e2").unwrap(), "100");
         assert!(canon("12345678901234567890").is_err());
+        // The shortest form of its double: the canonical form spells it again.
+        assert_eq!(canon("23123121212312310").unwrap(), "23123121212312310");
+        assert!(canon("23123121212312311").is_err());
     }
 
     #[test]
