@@ -157,3 +157,28 @@ pub struct Suite {
     /// Bindings the suite speaks.
     pub transports: &'static [Transport],
 }
+
+/// Defines one [`Case`]: the suite files wrap it in a `case!` of their own that fills
+/// in the suite id, bindings and slowness they share.
+#[macro_export]
+macro_rules! define_case {
+    ($suite:literal, $id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident,
+     $bindings:expr, $slow:expr, $fast_when:expr, |$ctx:ident| $body:block) => {
+        $crate::case::Case {
+            id: concat!($suite, "/", $id),
+            suite: $suite,
+            title: $title,
+            requirements: &[$($req),*],
+            level: $crate::case::Level::$level,
+            bindings: $bindings,
+            slow: $slow,
+            fast_when: $fast_when,
+            run: {
+                fn run<'a>($ctx: &'a mut $crate::script::Ctx) -> $crate::case::CaseFuture<'a> {
+                    Box::pin(async move $body)
+                }
+                run
+            },
+        }
+    };
+}

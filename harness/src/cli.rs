@@ -398,12 +398,13 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                     .await
                     .map_err(Usage)?;
                 for (_, url) in &server.endpoints.0 {
-                    writeln!(out, "{url}").map_err(io)?;
+                    let _ = writeln!(out, "{url}");
                 }
                 if let Some(l) = &server.ledger_url {
-                    writeln!(out, "{l}").map_err(io)?;
+                    let _ = writeln!(out, "{l}");
                 }
-                out.flush().map_err(io)?;
+                // A reader that has gone away must not stop the server.
+                let _ = out.flush();
                 tokio::signal::ctrl_c()
                     .await
                     .map_err(|e| Usage(format!("cannot wait for Ctrl-C: {e}")))?;

@@ -401,12 +401,16 @@ fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_agentconform"))
 }
 
-struct Serve(Child);
+/// A `serve` process, killed when dropped; its stdout stays open while it lives.
+struct Serve {
+    child: Child,
+    _stdout: Option<std::process::ChildStdout>,
+}
 
 impl Drop for Serve {
     fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -420,11 +424,14 @@ fn serve(suite: &str, args: &[&str]) -> Result<(Serve, String), Failed> {
         .spawn()
         .map_err(|e| e.to_string())?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
-    let guard = Serve(child);
+    let mut reader = BufReader::new(stdout);
     let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
+    let read = reader.read_line(&mut line).map_err(|e| e.to_string());
+    let guard = Serve {
+        child,
+        _stdout: Some(reader.into_inner()),
+    };
+    read?;
     let url = line.trim().to_string();
     if !(url.starts_with("http://127.0.0.1:") || url.starts_with("ws://127.0.0.1:")) {
         return Err(format!("serve printed {url:?}").into());
@@ -767,7 +774,10 @@ fn cli_agentprotocol_file_binding() -> Result<(), Failed> {
         .spawn()
         .map_err(|e| e.to_string())?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
-    let _guard = Serve(child);
+    let _guard = Serve {
+        child,
+        _stdout: None,
+    };
     let mut line = String::new();
     BufReader::new(stdout)
         .read_line(&mut line)
@@ -908,7 +918,10 @@ fn cli_profile_ledger_and_outcome_request() -> Result<(), Failed> {
         .spawn()
         .map_err(|e| e.to_string())?;
     let stdout = child.stdout.take().ok_or("no stdout")?;
-    let _guard = Serve(child);
+    let _guard = Serve {
+        child,
+        _stdout: None,
+    };
     let mut lines = BufReader::new(stdout).lines();
     let registry = lines
         .next()

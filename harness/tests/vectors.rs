@@ -702,20 +702,26 @@ fn exchange_response_trials() -> Vec<Trial> {
         .collect()
 }
 
-// ---------- chorus vectors ----------
-
-fn chorus_trials() -> Vec<Trial> {
-    let schemas = Arc::new(Schemas::load().expect("schemas compile"));
-    let mut out = Vec::new();
-    for path in files(&root().join("chorus/messages"), "json") {
-        let name = stem(&path);
-        let schemas = schemas.clone();
-        out.push(Trial::test(
-            format!("chorus::messages::{name}"),
-            move || {
+/// One trial per schema vector in `dir`: the schema `<suite>/<input[key]>` must
+/// accept exactly the vectors whose verdict is "valid".
+fn schema_verdict_trials(
+    schemas: &Arc<Schemas>,
+    dir: &str,
+    label: &str,
+    suite: &'static str,
+    key: &'static str,
+) -> Vec<Trial> {
+    files(&root().join(dir), "json")
+        .into_iter()
+        .map(|path| {
+            let name = stem(&path);
+            let schemas = schemas.clone();
+            Trial::test(format!("{label}::{name}"), move || {
                 let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
-                let kind = v["kind"].as_str().unwrap_or("");
-                let got = schemas.check(&format!("chorus/{kind}"), &v["input"]);
+                let got = schemas.check(
+                    &format!("{suite}/{}", v[key].as_str().unwrap_or("")),
+                    &v["input"],
+                );
                 let want = v["expect"]["verdict"].as_str().unwrap_or("");
                 check((want == "valid") == got.is_ok(), || {
                     format!(
@@ -723,9 +729,23 @@ fn chorus_trials() -> Vec<Trial> {
                         v["expect"]["reason"]
                     )
                 })
-            },
-        ));
-    }
+            })
+        })
+        .collect()
+}
+
+// ---------- chorus vectors ----------
+
+fn chorus_trials() -> Vec<Trial> {
+    let schemas = Arc::new(Schemas::load().expect("schemas compile"));
+    let mut out = Vec::new();
+    out.extend(schema_verdict_trials(
+        &schemas,
+        "chorus/messages",
+        "chorus::messages",
+        "chorus",
+        "kind",
+    ));
     for path in files(&root().join("chorus/reputation"), "json") {
         let name = stem(&path);
         out.push(Trial::test(
@@ -760,27 +780,13 @@ fn chorus_trials() -> Vec<Trial> {
 fn spaces_trials() -> Vec<Trial> {
     let schemas = Arc::new(Schemas::load().expect("schemas compile"));
     let mut out = Vec::new();
-    for path in files(&root().join("agora-spaces/events"), "json") {
-        let name = stem(&path);
-        let schemas = schemas.clone();
-        out.push(Trial::test(
-            format!("agora_spaces::events::{name}"),
-            move || {
-                let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
-                let got = schemas.check(
-                    &format!("agora-spaces/{}", v["schema"].as_str().unwrap_or("")),
-                    &v["input"],
-                );
-                let want = v["expect"]["verdict"].as_str().unwrap_or("");
-                check((want == "valid") == got.is_ok(), || {
-                    format!(
-                        "schema says {got:?}; the vector says {want} ({})",
-                        v["expect"]["reason"]
-                    )
-                })
-            },
-        ));
-    }
+    out.extend(schema_verdict_trials(
+        &schemas,
+        "agora-spaces/events",
+        "agora_spaces::events",
+        "agora-spaces",
+        "schema",
+    ));
     for path in files(&root().join("agora-spaces/streams"), "json") {
         let name = stem(&path);
         out.push(Trial::test(
@@ -817,27 +823,13 @@ fn agentprotocol_trials() -> Vec<Trial> {
     use reference_impl::agentprotocol::message;
     let schemas = Arc::new(Schemas::load().expect("schemas compile"));
     let mut out = Vec::new();
-    for path in files(&root().join("agentprotocol/messages"), "json") {
-        let name = stem(&path);
-        let schemas = schemas.clone();
-        out.push(Trial::test(
-            format!("agentprotocol::messages::{name}"),
-            move || {
-                let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
-                let got = schemas.check(
-                    &format!("agentprotocol/{}", v["schema"].as_str().unwrap_or("")),
-                    &v["input"],
-                );
-                let want = v["expect"]["verdict"].as_str().unwrap_or("");
-                check((want == "valid") == got.is_ok(), || {
-                    format!(
-                        "schema says {got:?}; the vector says {want} ({})",
-                        v["expect"]["reason"]
-                    )
-                })
-            },
-        ));
-    }
+    out.extend(schema_verdict_trials(
+        &schemas,
+        "agentprotocol/messages",
+        "agentprotocol::messages",
+        "agentprotocol",
+        "schema",
+    ));
     for path in files(&root().join("agentprotocol/signed"), "json") {
         let name = stem(&path);
         out.push(Trial::test(

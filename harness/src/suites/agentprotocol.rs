@@ -1,7 +1,7 @@
 //! The agentprotocol suite (agentprotocol.md): the cases, nothing else. Every case
 //! runs over each binding the target offers (HTTP, WebSocket, files).
 
-use crate::case::{fail, Bindings, Case, Level, Suite, Untestable};
+use crate::case::{fail, Bindings, Case, Suite, Untestable};
 use crate::drive::Transport;
 use crate::expect::agentprotocol::*;
 use crate::script::Ctx;
@@ -12,22 +12,7 @@ use std::time::Duration;
 macro_rules! case {
     ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident,
      |$ctx:ident| $body:block) => {
-        Case {
-            id: concat!("agentprotocol/", $id),
-            suite: "agentprotocol",
-            title: $title,
-            requirements: &[$($req),*],
-            level: Level::$level,
-            bindings: Bindings::Any,
-            slow: false,
-            fast_when: None,
-            run: {
-                fn run<'a>($ctx: &'a mut Ctx) -> crate::case::CaseFuture<'a> {
-                    Box::pin(async move $body)
-                }
-                run
-            },
-        }
+        crate::define_case!("agentprotocol", $id, $title, [$($req),*], $level, Bindings::Any, false, None, |$ctx| $body)
     };
 }
 

@@ -1,6 +1,6 @@
 //! The agora-exchange suite (agora-exchange.txt): the cases, nothing else.
 
-use crate::case::{fail, skip, Bindings, Case, Level, Suite, Untestable};
+use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
 use crate::drive::Transport;
 use crate::expect::agora_exchange::*;
 use crate::script::Ctx;
@@ -12,22 +12,7 @@ use std::time::Duration;
 macro_rules! case {
     ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, $slow:expr,
      |$ctx:ident| $body:block) => {
-        Case {
-            id: concat!("agora-exchange/", $id),
-            suite: "agora-exchange",
-            title: $title,
-            requirements: &[$($req),*],
-            level: Level::$level,
-            bindings: Bindings::Only(Transport::Http),
-            slow: $slow,
-            fast_when: None,
-            run: {
-                fn run<'a>($ctx: &'a mut Ctx) -> crate::case::CaseFuture<'a> {
-                    Box::pin(async move $body)
-                }
-                run
-            },
-        }
+        crate::define_case!("agora-exchange", $id, $title, [$($req),*], $level, Bindings::Only(Transport::Http), $slow, None, |$ctx| $body)
     };
 }
 

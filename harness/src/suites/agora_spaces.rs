@@ -1,32 +1,16 @@
 //! The agora-spaces suite (agora-spaces.zh.md): the cases, nothing else.
 
-use crate::case::{fail, skip, Bindings, Case, Level, Suite, Untestable};
+use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
 use crate::drive::Transport;
 use crate::expect::agora_spaces::*;
 use crate::profile::Profile;
-use crate::script::Ctx;
 use serde_json::{json, Value};
 use std::time::Duration;
 
 macro_rules! case {
     ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, $slow:expr, $fast_when:expr,
      |$ctx:ident| $body:block) => {
-        Case {
-            id: concat!("agora-spaces/", $id),
-            suite: "agora-spaces",
-            title: $title,
-            requirements: &[$($req),*],
-            level: Level::$level,
-            bindings: Bindings::Only(Transport::Ws),
-            slow: $slow,
-            fast_when: $fast_when,
-            run: {
-                fn run<'a>($ctx: &'a mut Ctx) -> crate::case::CaseFuture<'a> {
-                    Box::pin(async move $body)
-                }
-                run
-            },
-        }
+        crate::define_case!("agora-spaces", $id, $title, [$($req),*], $level, Bindings::Only(Transport::Ws), $slow, $fast_when, |$ctx| $body)
     };
 }
 

@@ -1,9 +1,8 @@
 //! The agora-v1 suite (agora-v1.md): the cases, nothing else.
 
-use crate::case::{fail, skip, Bindings, Case, Level, Suite, Untestable};
+use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
 use crate::drive::{Received, Transport};
 use crate::expect::agora_v1::*;
-use crate::script::Ctx;
 use reference_impl::agora_v1::envelope::{SigVariant, STATES};
 use reference_impl::wire::keys::{self, B64Flavor, KeyForm};
 use serde_json::json;
@@ -12,22 +11,7 @@ use std::time::Duration;
 macro_rules! case {
     ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, $bindings:expr, $slow:expr,
      |$ctx:ident| $body:block) => {
-        Case {
-            id: concat!("agora-v1/", $id),
-            suite: "agora-v1",
-            title: $title,
-            requirements: &[$($req),*],
-            level: Level::$level,
-            bindings: $bindings,
-            slow: $slow,
-            fast_when: None,
-            run: {
-                fn run<'a>($ctx: &'a mut Ctx) -> crate::case::CaseFuture<'a> {
-                    Box::pin(async move $body)
-                }
-                run
-            },
-        }
+        crate::define_case!("agora-v1", $id, $title, [$($req),*], $level, $bindings, $slow, None, |$ctx| $body)
     };
 }
 

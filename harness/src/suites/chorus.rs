@@ -1,30 +1,14 @@
 //! The chorus suite (chorus.md): the cases, nothing else.
 
-use crate::case::{fail, Bindings, Case, Level, Suite, Untestable};
+use crate::case::{fail, Bindings, Case, Suite, Untestable};
 use crate::drive::Transport;
 use crate::expect::chorus::*;
-use crate::script::Ctx;
 use serde_json::{json, Value};
 
 macro_rules! case {
     ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident,
      |$ctx:ident| $body:block) => {
-        Case {
-            id: concat!("chorus/", $id),
-            suite: "chorus",
-            title: $title,
-            requirements: &[$($req),*],
-            level: Level::$level,
-            bindings: Bindings::Only(Transport::Http),
-            slow: false,
-            fast_when: None,
-            run: {
-                fn run<'a>($ctx: &'a mut Ctx) -> crate::case::CaseFuture<'a> {
-                    Box::pin(async move $body)
-                }
-                run
-            },
-        }
+        crate::define_case!("chorus", $id, $title, [$($req),*], $level, Bindings::Only(Transport::Http), false, None, |$ctx| $body)
     };
 }
 
