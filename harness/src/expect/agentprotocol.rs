@@ -28,18 +28,6 @@ pub struct Me {
     seen_ids: HashSet<String>,
 }
 
-fn uuid_ok(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| {
-            if [8, 13, 18, 23].contains(&i) {
-                *c == b'-'
-            } else {
-                c.is_ascii_hexdigit()
-            }
-        })
-}
-
 impl Me {
     pub fn new(ctx: &Ctx) -> Me {
         let key = Keypair::generate();
@@ -176,7 +164,7 @@ impl Me {
             ));
         }
         let id = v["id"].as_str().unwrap_or_default().to_string();
-        if !uuid_ok(&id) {
+        if !reference_impl::wire::is_uuid(&id) {
             return fail(format!("reply id {id:?} is not a UUID (AGP-003)"));
         }
         if !self.seen_ids.insert(id.clone()) {

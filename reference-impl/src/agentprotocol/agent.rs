@@ -13,7 +13,7 @@ use super::message::{self, agent_id, PROTOCOL, TYPES};
 use crate::faults::FaultSet;
 use crate::wire::clock::format_timestamp;
 use crate::wire::keys::Keypair;
-use crate::wire::{json, new_id};
+use crate::wire::{is_uuid, json, new_id};
 use serde_json::{json, Map, Value};
 use std::collections::HashMap;
 use std::sync::Mutex;
@@ -73,18 +73,6 @@ fn refuse(code: &'static str, message: impl Into<String>) -> Refusal {
         message: message.into(),
         details: None,
     }
-}
-
-fn is_uuid(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| {
-            if [8, 13, 18, 23].contains(&i) {
-                *c == b'-'
-            } else {
-                c.is_ascii_hexdigit()
-            }
-        })
 }
 
 impl ApAgent {

@@ -18,7 +18,7 @@
 use super::faults::FAULTS;
 use crate::faults::FaultSet;
 use crate::wire::clock::{format_timestamp, parse_timestamp, SharedClock, SystemClock};
-use crate::wire::{json, new_id};
+use crate::wire::{is_uuid, json, new_id};
 use axum::body::{to_bytes, Body};
 use axum::extract::{Path, Query, State};
 use axum::http::{header, StatusCode};
@@ -120,16 +120,6 @@ fn err(status: u16, code: &str, message: impl Into<String>) -> Reply {
 
 fn invalid(message: impl Into<String>) -> Reply {
     err(400, "validation", message)
-}
-
-/// RFC 4122 syntax: 8-4-4-4-12 hex digits.
-pub fn is_uuid(s: &str) -> bool {
-    let b = s.as_bytes();
-    b.len() == 36
-        && b.iter().enumerate().all(|(i, c)| match i {
-            8 | 13 | 18 | 23 => *c == b'-',
-            _ => c.is_ascii_hexdigit(),
-        })
 }
 
 /// The §4 update, as the reference applies it (faults aside).

@@ -71,11 +71,7 @@ struct Raw {
 
 impl Raw {
     fn into_error(self) -> CanonError {
-        let pointer = self.path.iter().rev().fold(String::new(), |mut acc, t| {
-            acc.push('/');
-            acc.push_str(t);
-            acc
-        });
+        let pointer = json::pointer_from_innermost(&self.path);
         CanonError {
             kind: self.kind,
             pointer,

@@ -181,6 +181,16 @@ pub fn pointer_token(token: &str) -> String {
     token.replace('~', "~0").replace('/', "~1")
 }
 
+/// A JSON Pointer from escaped reference tokens collected innermost first, as an
+/// error gathers them on its way up.
+pub fn pointer_from_innermost(tokens: &[String]) -> String {
+    tokens.iter().rev().fold(String::new(), |mut acc, t| {
+        acc.push('/');
+        acc.push_str(t);
+        acc
+    })
+}
+
 /// An error on its way up: the pointer tokens are collected innermost first.
 struct Raw {
     kind: ParseErrorKind,
@@ -242,11 +252,7 @@ fn finish(input: &[u8], raw: Raw) -> ParseError {
         .chars()
         .count()
         + 1;
-    let pointer = raw.path.iter().rev().fold(String::new(), |mut acc, t| {
-        acc.push('/');
-        acc.push_str(t);
-        acc
-    });
+    let pointer = pointer_from_innermost(&raw.path);
     ParseError {
         kind: raw.kind,
         offset,

@@ -6,6 +6,16 @@ pub mod jcs;
 pub mod json;
 pub mod keys;
 
+/// Whether `s` has the RFC 4122 syntax: 8-4-4-4-12 hex digits (any version).
+pub fn is_uuid(s: &str) -> bool {
+    let b = s.as_bytes();
+    b.len() == 36
+        && b.iter().enumerate().all(|(i, c)| match i {
+            8 | 13 | 18 | 23 => *c == b'-',
+            _ => c.is_ascii_hexdigit(),
+        })
+}
+
 /// A fresh UUID v4, lower case.
 pub fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
