@@ -30,6 +30,36 @@ pub struct Cli {
     pub command: Command,
 }
 
+#[derive(clap::Args, Debug)]
+pub struct FuzzArgs {
+    #[arg(long)]
+    suite: String,
+    #[arg(long)]
+    target: Option<String>,
+    /// How long to run, e.g. 60s or 2m (default 60s unless --cases is given).
+    #[arg(long)]
+    duration: Option<String>,
+    /// How many cases to run.
+    #[arg(long)]
+    cases: Option<u64>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where crash files go (DIR/crashes/).
+    #[arg(long, default_value = "fuzz-out")]
+    out: PathBuf,
+    /// Switch on a fault of the embedded agent (no --target only).
+    #[arg(long = "fault")]
+    faults: Vec<String>,
+    #[arg(long = "timeout-ms", default_value_t = 5000)]
+    timeout_ms: u64,
+    /// Target profile (TOML): fixtures and the token, as for `run`.
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Stop after this many findings.
+    #[arg(long = "max-findings", default_value_t = 100)]
+    max_findings: u64,
+}
+
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// List the cases with their id, level and requirement ids.
@@ -99,33 +129,15 @@ pub enum Command {
         heartbeat_timeout_s: Option<u64>,
     },
     /// Fuzz a live target (without --target: the embedded reference agent).
-    Fuzz {
-        #[arg(long)]
-        suite: String,
-        #[arg(long)]
-        target: Option<String>,
-        /// How long to run, e.g. 60s or 2m (default 60s unless --cases is given).
-        #[arg(long)]
-        duration: Option<String>,
-        /// How many cases to run.
-        #[arg(long)]
-        cases: Option<u64>,
-        #[arg(long, default_value_t = 1)]
-        seed: u64,
-        /// Where crash files go (DIR/crashes/).
-        #[arg(long, default_value = "fuzz-out")]
-        out: PathBuf,
-        /// Switch on a fault of the embedded agent (no --target only).
-        #[arg(long = "fault")]
-        faults: Vec<String>,
-        #[arg(long = "timeout-ms", default_value_t = 5000)]
-        timeout_ms: u64,
-    },
+    Fuzz(FuzzArgs),
     /// Replay a crash file written by `fuzz`; exit 1 when the finding reproduces.
     Replay {
         file: PathBuf,
         #[arg(long)]
         target: Option<String>,
+        /// Target profile (TOML), as for `run`.
+        #[arg(long)]
+        profile: Option<PathBuf>,
     },
     /// Print the RFC 8785 canonical form of a JSON file (or stdin).
     Canon { file: Option<PathBuf> },
@@ -244,19 +256,12 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             }
             Ok(0)
         }
-        Command::Fuzz {
-            suite,
+        Command::Fuzz(args) => fuzz_command(args, out),
+        Command::Replay {
+            file,
             target,
-            duration,
-            cases,
-            seed,
-            out: dir,
-            faults,
-            timeout_ms,
-        } => fuzz_command(
-            &suite, target, duration, cases, seed, &dir, faults, timeout_ms, out,
-        ),
-        Command::Replay { file, target } => replay_command(&file, target, out),
+            profile,
+        } => replay_command(&file, target, profile, out),
         Command::Canon { file } => {
             let bytes = read_input(&file)?;
             let c = jcs::canonicalize(&bytes)
@@ -584,77 +589,148 @@ fn fuzz_driver(transport: Transport, url: &str, http: &reqwest::Client) -> crate
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn fuzz_command(
-    suite: &str,
-    target: Option<String>,
-    duration: Option<String>,
-    cases: Option<u64>,
-    seed: u64,
-    dir: &std::path::Path,
-    faults: Vec<String>,
-    timeout_ms: u64,
-    out: &mut impl Write,
-) -> Result<i32, Usage> {
-    use crate::fuzzing::live;
-    let io = |e: std::io::Error| Usage(format!("cannot write output: {e}"));
-    if suite != "agora-v1" {
-        return Err(Usage(format!(
-            "live fuzzing supports --suite agora-v1 so far (got {suite:?})"
-        )));
+fn fuzz_limits(timeout_ms: u64) -> Result<crate::drive::Limits, Usage> {
+    if timeout_ms == 0 || timeout_ms > 600_000 {
+        return Err(Usage("--timeout-ms must be between 1 and 600000".into()));
     }
-    if target.is_some() && !faults.is_empty() {
+    Ok(crate::drive::Limits {
+        timeout: std::time::Duration::from_millis(timeout_ms),
+        max_bytes: 1024 * 1024,
+    })
+}
+
+/// The profile of a fuzz or replay run: the file's, else the defaults; against the
+/// embedded agents, their fixtures.
+fn fuzz_profile(
+    path: Option<&PathBuf>,
+    embedded: bool,
+    timeout_ms: u64,
+) -> Result<Profile, Usage> {
+    let mut prof = match path {
+        Some(p) => Profile::load(p).map_err(|e| Usage(e.to_string()))?,
+        None => Profile::default(),
+    };
+    prof.timing.case_timeout_ms = timeout_ms;
+    if embedded && prof.agora_spaces.full_space.is_none() {
+        prof.agora_spaces.full_space = Some("full".into());
+    }
+    Ok(prof)
+}
+
+fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, Usage> {
+    let io = |e: std::io::Error| Usage(format!("cannot write output: {e}"));
+    let spec = crate::fuzzing::scripted::spec(&a.suite);
+    if a.suite != "agora-v1" && spec.is_none() {
+        return Err(unknown_suite(&a.suite));
+    }
+    if a.target.is_some() && !a.faults.is_empty() {
         return Err(Usage(
             "--fault applies to the embedded agent; it cannot be combined with --target".into(),
         ));
     }
-    let duration = match (&duration, cases) {
+    if a.max_findings == 0 {
+        return Err(Usage("--max-findings must be at least 1".into()));
+    }
+    let duration = match (&a.duration, a.cases) {
         (Some(d), _) => Some(parse_duration(d)?),
         (None, Some(_)) => None,
         (None, None) => Some(std::time::Duration::from_secs(60)),
     };
-    if timeout_ms == 0 || timeout_ms > 600_000 {
-        return Err(Usage("--timeout-ms must be between 1 and 600000".into()));
+    let limits = fuzz_limits(a.timeout_ms)?;
+    let prof = fuzz_profile(a.profile.as_ref(), a.target.is_none(), a.timeout_ms)?;
+    let transport = match &a.target {
+        Some(u) => Some(parse_target(u)?),
+        None => None,
+    };
+    if let (Some(spec), Some(t)) = (spec, transport) {
+        if !spec.transports.contains(&t) {
+            return Err(Usage(format!(
+                "--target {:?}: {} fuzzing speaks {}",
+                a.target.as_deref().unwrap_or_default(),
+                a.suite,
+                spec.transports
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
     }
     let schemas = Arc::new(Schemas::load().map_err(Usage)?);
     let http = crate::drive::http::client().map_err(Usage)?;
     let rt = runtime()?;
-    let limits = crate::drive::Limits {
-        timeout: std::time::Duration::from_millis(timeout_ms),
-        max_bytes: 1024 * 1024,
-    };
     let (label, summary) = rt.block_on(async {
-        let (url, transport, server) = match &target {
-            Some(u) => (u.clone(), parse_target(u)?, None),
-            None => {
+        let (url, transport, server) = match (&a.target, transport) {
+            (Some(u), Some(t)) => (u.clone(), t, None),
+            _ => {
                 let opts = embedded::Options {
-                    faults,
+                    faults: a.faults.clone(),
+                    token: prof.target.token.clone(),
+                    heartbeat_timeout_s: Some(prof.timing.heartbeat_timeout_s),
                     ..embedded::Options::default()
                 };
-                let s = embedded::start(suite, "127.0.0.1:0", &opts)
+                let s = embedded::start(&a.suite, "127.0.0.1:0", &opts)
                     .await
                     .map_err(Usage)?;
+                let want = spec.map_or(Transport::Http, |sp| sp.transports[0]);
                 let url = s
                     .endpoints
                     .0
-                    .first()
+                    .iter()
+                    .find(|(t, _)| *t == want)
                     .map(|(_, u)| u.clone())
                     .unwrap_or_default();
-                (url, Transport::Http, Some(s))
+                (url, want, Some(s))
             }
         };
-        let bounds = live::Bounds { cases, duration };
-        let summary = live::fuzz(
-            || fuzz_driver(transport, &url, &http),
-            &url,
-            seed,
-            bounds,
-            dir,
-            schemas.clone(),
-            limits,
-            8,
-        )
-        .await;
+        let summary = match spec {
+            None => {
+                let bounds = crate::fuzzing::live::Bounds {
+                    cases: a.cases,
+                    duration,
+                };
+                let s = crate::fuzzing::live::fuzz(
+                    || fuzz_driver(transport, &url, &http),
+                    &url,
+                    a.seed,
+                    bounds,
+                    &a.out,
+                    schemas.clone(),
+                    limits,
+                    8,
+                )
+                .await;
+                crate::fuzzing::scripted::Summary {
+                    cases: s.cases,
+                    findings: s.findings,
+                    elapsed: s.elapsed,
+                    ..Default::default()
+                }
+            }
+            Some(spec) => {
+                let shared = Arc::new(RunShared {
+                    profile: prof.clone(),
+                    key: Keypair::generate(),
+                    other_key: Keypair::generate(),
+                    schemas: Schemas::load().map_err(Usage)?,
+                    http: http.clone(),
+                });
+                let target = crate::fuzzing::scripted::Target::new(shared, transport, &url);
+                crate::fuzzing::scripted::fuzz(crate::fuzzing::scripted::Run {
+                    spec,
+                    target,
+                    seed: a.seed,
+                    bounds: crate::fuzzing::scripted::Bounds {
+                        cases: a.cases,
+                        duration,
+                        max_findings: a.max_findings,
+                    },
+                    out: &a.out,
+                    workers: 8,
+                })
+                .await
+            }
+        };
         if let Some(s) = server {
             s.stop().await;
         }
@@ -663,15 +739,30 @@ fn fuzz_command(
     let rate = summary.cases as f64 / summary.elapsed.as_secs_f64().max(1e-9);
     writeln!(
         out,
-        "fuzzed {label}: {} cases in {:.1} s ({rate:.0} cases/s), seed {seed}, {} findings",
+        "fuzzed {} at {label}: {} cases in {:.1} s ({rate:.0} cases/s), seed {}, {} findings, {} skipped",
+        a.suite,
         summary.cases,
         summary.elapsed.as_secs_f64(),
-        summary.findings
+        a.seed,
+        summary.findings,
+        summary.skipped,
     )
     .map_err(io)?;
+    if let Some(why) = &summary.skip_reason {
+        writeln!(out, "first skip: {why}").map_err(io)?;
+    }
+    if let Some((oracle, detail)) = &summary.first_finding {
+        writeln!(out, "first finding: [{oracle}] {detail}").map_err(io)?;
+    }
     if summary.findings > 0 {
-        writeln!(out, "crash files in {}", dir.join("crashes").display()).map_err(io)?;
+        writeln!(out, "crash files in {}", a.out.join("crashes").display()).map_err(io)?;
         return Ok(1);
+    }
+    if summary.cases > 0 && summary.skipped == summary.cases {
+        return Err(Usage(format!(
+            "every case was skipped, so nothing was fuzzed: {}",
+            summary.skip_reason.unwrap_or_default()
+        )));
     }
     Ok(0)
 }
@@ -679,6 +770,7 @@ fn fuzz_command(
 fn replay_command(
     file: &std::path::Path,
     target: Option<String>,
+    profile: Option<PathBuf>,
     out: &mut impl Write,
 ) -> Result<i32, Usage> {
     use crate::fuzzing::live;
@@ -690,9 +782,11 @@ fn replay_command(
     let (Some(seed), Some(index)) = (rec["seed"].as_u64(), rec["index"].as_u64()) else {
         return Err(Usage(format!("{}: no seed or index", file.display())));
     };
-    if rec["suite"] != "agora-v1" {
+    let suite = rec["suite"].as_str().unwrap_or_default().to_string();
+    let spec = crate::fuzzing::scripted::spec(&suite);
+    if suite != "agora-v1" && spec.is_none() {
         return Err(Usage(format!(
-            "{}: replay supports agora-v1 crash files",
+            "{}: suite {suite:?} is not one the fuzzer writes",
             file.display()
         )));
     }
@@ -702,33 +796,64 @@ fn replay_command(
     let transport = parse_target(&url)?;
     let schemas = Schemas::load().map_err(Usage)?;
     let http = crate::drive::http::client().map_err(Usage)?;
-    let limits = crate::drive::Limits {
-        timeout: std::time::Duration::from_secs(5),
-        max_bytes: 1024 * 1024,
-    };
+    let limits = fuzz_limits(5000)?;
     let rt = runtime()?;
-    let finding = rt.block_on(async {
-        let mut drv = fuzz_driver(transport, &url, &http);
-        // The same case, with a fresh id and timestamp so the replay window admits it.
-        let input = live::generate(
-            seed,
-            index,
-            &live::Stamp::now(index),
-            &live::key_for(seed),
-            &schemas,
-        );
-        writeln!(
-            out,
-            "replaying case {index} of seed {seed} ({}) against {url}",
-            input.label
-        )
-        .map_err(io)?;
-        Ok::<_, Usage>(live::run_case(&mut drv, &input, limits, &schemas).await)
+    let finding: Option<(String, String)> = rt.block_on(async {
+        match spec {
+            None => {
+                let mut drv = fuzz_driver(transport, &url, &http);
+                // The same case, with a fresh id and timestamp so the replay window
+                // admits it.
+                let input = live::generate(
+                    seed,
+                    index,
+                    &live::Stamp::now(index),
+                    &live::key_for(seed),
+                    &schemas,
+                );
+                writeln!(
+                    out,
+                    "replaying case {index} of seed {seed} ({}) against {url}",
+                    input.label
+                )
+                .map_err(io)?;
+                let f = live::run_case(&mut drv, &input, limits, &schemas).await;
+                Ok::<_, Usage>(f.map(|f| (f.oracle.to_string(), f.detail)))
+            }
+            Some(spec) => {
+                let prof = fuzz_profile(profile.as_ref(), false, 5000)?;
+                let shared = Arc::new(RunShared {
+                    profile: prof,
+                    key: Keypair::generate(),
+                    other_key: Keypair::generate(),
+                    schemas,
+                    http,
+                });
+                let t = crate::fuzzing::scripted::Target::new(shared, transport, &url);
+                let run = crate::fuzzing::scripted::run_case(spec, &t, seed, index).await;
+                writeln!(
+                    out,
+                    "replaying {suite} case {index} of seed {seed} ({}) against {url}",
+                    run.label
+                )
+                .map_err(io)?;
+                Ok(match run.result {
+                    Err(crate::case::Stop::Fail(m)) => {
+                        Some(crate::fuzzing::scripted::oracle_of(&m))
+                    }
+                    Err(crate::case::Stop::Skip(why)) => {
+                        writeln!(out, "the case was skipped: {why}").map_err(io)?;
+                        None
+                    }
+                    Ok(()) => None,
+                })
+            }
+        }
     })?;
     match finding {
-        Some(f) => {
-            writeln!(out, "REPRODUCED: oracle {} fired: {}", f.oracle, f.detail).map_err(io)?;
-            if rec["oracle"].as_str() != Some(f.oracle) {
+        Some((oracle, detail)) => {
+            writeln!(out, "REPRODUCED: oracle {oracle} fired: {detail}").map_err(io)?;
+            if rec["oracle"].as_str() != Some(oracle.as_str()) {
                 writeln!(out, "(the crash file recorded oracle {})", rec["oracle"]).map_err(io)?;
             }
             Ok(1)

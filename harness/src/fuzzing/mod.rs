@@ -1,5 +1,8 @@
 //! Fuzzing: the properties of the in-process targets (`checks`, run by cargo-fuzz
-//! under fuzz/ and replayed by `cargo test`), and the live-target fuzzer (`live`).
+//! under fuzz/ and replayed by `cargo test`), and the live-target fuzzers: `live` for
+//! agora-v1, `scripted` with one module per other suite.
 
+pub mod agora_exchange;
 pub mod checks;
 pub mod live;
+pub mod scripted;

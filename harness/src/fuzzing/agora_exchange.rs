@@ -1,0 +1,499 @@
+//! Live fuzzing of agora-exchange (agora-exchange.txt): requests built from the
+//! target's own protocol fixture, mutated field by field, respelled, or edited byte
+//! by byte; follow-ups in live conversations; `/wellknown` read back.
+//!
+//! Oracles, beyond the reply checks every case makes (`expect::agora_exchange::judge`:
+//! JSON object, status, Content-Type, schema):
+//! - never a 5xx;
+//! - a failure reply carries a string `error` (AEX-010);
+//! - the verdict the spec fixes for the request as sent: success for a well-formed
+//!   request (extra members are ignored, AEX-019), HTTP 200 with status failure for
+//!   an unsupported protocol (AEX-040, AEX-052), a rejection for a missing body or a
+//!   malformed hash (AEX-008, AEX-040), and for the echo protocol the protocol-level
+//!   error inside `body` (AEX-053, AEX-054); where the spec leaves the choice open
+//!   the verdict is not judged;
+//! - conversation fields only on multi-round replies, and `conversationExpires`
+//!   beside every `conversationId` (AEX-022, AEX-025, AEX-027);
+//! - follow-ups: an unknown conversation is never a success (AEX-035), another
+//!   `protocolHash` is rejected (AEX-031);
+//! - a respelled request gets the verdict of its canonical twin;
+//! - every `/wellknown` key is the SHA1 of its document (AEX-038).
+
+use super::scripted::{
+    edit_bytes, finding, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm,
+};
+use crate::case::{CaseFuture, Step};
+use crate::drive::Transport;
+use crate::expect::agora_exchange::{
+    conversation_path, document_for, fixture, post_bytes, random_hash, wellknown, Reply,
+};
+use arbitrary::Arbitrary;
+use reference_impl::agora_exchange::document::{is_sha1_hex, ECHO_DOCUMENT};
+use serde_json::{json, Value};
+
+pub static SPEC: Spec = Spec {
+    suite: "agora-exchange",
+    transports: &[Transport::Http],
+    case: case_fn,
+    probe: probe_fn,
+    unreachable: &[(
+        "ignore-expiry",
+        "needs a wait past conversationExpires; the conversation-expiry case waits, the fuzzer does not",
+    )],
+};
+
+fn case_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+    Box::pin(one_case(f))
+}
+
+fn probe_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+    Box::pin(async move {
+        let r = send(f, "", json!({"body": "ping"})).await?;
+        if r.is_success() {
+            Ok(())
+        } else {
+            finding("liveness", format!("a plain request drew {}", r.describe()))
+        }
+    })
+}
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum Template {
+    #[default]
+    Plain,
+    PlainMulti,
+    Echo,
+    EchoMulti,
+    EchoInvalid,
+    EchoWithSources,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum HashVal {
+    #[default]
+    Unknown,
+    Uppercase,
+    Short,
+    NonHex,
+    Null,
+    Other(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum Mutation {
+    #[default]
+    Keep,
+    Hash(HashVal),
+    RemoveHash,
+    RemoveBody,
+    Body(Val),
+    Text(Val),
+    Multiround(Val),
+    Extra(u8, Val),
+    Sources(Val),
+    NotAnObject(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum FollowUp {
+    #[default]
+    Valid,
+    UnknownId,
+    OtherHash,
+    SameHashUppercase,
+    Extra(Val),
+    Body(Val),
+    Raw(Vec<ByteEdit>),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum Kind {
+    #[default]
+    Wellknown,
+    Request(Template, Vec<Mutation>),
+    Raw(Template, Vec<ByteEdit>),
+    Spelling(Template, WireForm),
+    FollowUp(bool, FollowUp),
+}
+
+/// The protocol fixture, learnt once per run.
+struct Fx {
+    hash: String,
+    /// Every hash /wellknown lists (lowercase).
+    known: Vec<String>,
+    text: Option<String>,
+    /// Whether the fixture is the agentconform echo protocol, whose rules are known.
+    echo: bool,
+    valid_body: Value,
+}
+
+async fn fx(f: &mut FuzzCtx) -> Step<Fx> {
+    let memo = match f.recall() {
+        Some(m) => m,
+        None => {
+            let fixture = fixture(&mut f.ctx).await?;
+            let known: Vec<String> = match wellknown(&mut f.ctx).await? {
+                Some(m) => m.keys().map(|k| k.to_ascii_lowercase()).collect(),
+                None => vec![fixture.hash.to_ascii_lowercase()],
+            };
+            let m = json!({"hash": fixture.hash, "known": known, "text": fixture.text,
+                           "valid_body": fixture.valid_body});
+            f.remember(m.clone());
+            m
+        }
+    };
+    let echo = reference_impl::agora_exchange::document::ProtocolDocument::new(ECHO_DOCUMENT);
+    let hash = memo["hash"].as_str().unwrap_or_default().to_string();
+    Ok(Fx {
+        echo: hash.eq_ignore_ascii_case(&echo.hash),
+        known: memo["known"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+            .unwrap_or_default(),
+        text: memo["text"].as_str().map(String::from),
+        valid_body: memo["valid_body"].clone(),
+        hash,
+    })
+}
+
+fn template(t: Template, fx: &Fx) -> Value {
+    let valid = fx.valid_body.clone();
+    match t {
+        Template::Plain => json!({"protocolHash": null, "body": "ping"}),
+        Template::PlainMulti => json!({"body": {"q": "start"}, "multiround": true}),
+        Template::Echo => json!({"protocolHash": fx.hash, "body": valid}),
+        Template::EchoMulti => json!({"protocolHash": fx.hash, "body": valid, "multiround": true}),
+        Template::EchoInvalid if fx.echo => json!({"protocolHash": fx.hash, "body": {"txt": 1}}),
+        Template::EchoInvalid => json!({"protocolHash": fx.hash, "body": valid}),
+        Template::EchoWithSources => match &fx.text {
+            Some(text) => json!({"protocolHash": fx.hash, "protocolSources": [text], "body": valid}),
+            None => json!({"protocolHash": fx.hash, "body": valid}),
+        },
+    }
+}
+
+fn mutate(req: &mut Value, m: &Mutation, fx: &Fx) {
+    let set = |req: &mut Value, k: &str, v: Value| {
+        if let Some(o) = req.as_object_mut() {
+            o.insert(k.to_string(), v);
+        }
+    };
+    let remove = |req: &mut Value, k: &str| {
+        if let Some(o) = req.as_object_mut() {
+            o.remove(k);
+        }
+    };
+    match m {
+        Mutation::Keep => {}
+        Mutation::Hash(h) => {
+            let v = match h {
+                HashVal::Unknown => json!(random_hash()),
+                HashVal::Uppercase => json!(fx.hash.to_ascii_uppercase()),
+                HashVal::Short => json!(fx.hash.chars().take(39).collect::<String>()),
+                HashVal::NonHex => json!(format!("{}g", fx.hash.chars().take(39).collect::<String>())),
+                HashVal::Null => Value::Null,
+                HashVal::Other(v) => v.json(),
+            };
+            set(req, "protocolHash", v);
+        }
+        Mutation::RemoveHash => remove(req, "protocolHash"),
+        Mutation::RemoveBody => remove(req, "body"),
+        Mutation::Body(v) => set(req, "body", v.json()),
+        Mutation::Text(v) => set(req, "body", json!({"text": v.json()})),
+        Mutation::Multiround(v) => set(req, "multiround", v.json()),
+        Mutation::Extra(i, v) => set(req, &format!("x-fuzz-{}", i % 4), v.json()),
+        Mutation::Sources(v) => set(req, "protocolSources", v.json()),
+        Mutation::NotAnObject(v) => *req = v.json(),
+    }
+}
+
+/// What the spec fixes for a request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Expect {
+    /// HTTP 200, status success; `protocol_error`: the echo protocol's error inside
+    /// body; `multiround`: a conversation was asked for.
+    Success {
+        protocol_error: bool,
+        multiround: bool,
+    },
+    /// HTTP 400, or HTTP 200 with status failure.
+    Rejected,
+    /// HTTP 200 with status failure (an Agora-level error).
+    AgoraFailure,
+    /// The spec leaves it open.
+    Open,
+}
+
+fn expect_for(req: &Value, fx: &Fx, conversation_hash: Option<Option<&str>>) -> Expect {
+    let Some(o) = req.as_object() else {
+        return Expect::Rejected;
+    };
+    let Some(body) = o.get("body") else {
+        return Expect::Rejected;
+    };
+    if !(body.is_string() || body.is_object()) {
+        return Expect::Open;
+    }
+    let multiround = match o.get("multiround") {
+        None | Some(Value::Null) => false,
+        Some(Value::Bool(b)) => *b,
+        Some(_) => return Expect::Open,
+    };
+    match o.get("protocolSources") {
+        None | Some(Value::Null) => {}
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
+        Some(_) => return Expect::Open,
+    }
+    let hash = match o.get("protocolHash") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(s)) => Some(s.as_str()),
+        Some(_) => return Expect::Rejected,
+    };
+    let protocol = match conversation_hash {
+        // A follow-up: naming another protocol is malformed (AEX-031).
+        Some(orig) => match (hash, orig) {
+            (None, o) => o,
+            (Some(h), Some(o)) if h.eq_ignore_ascii_case(o) => Some(o),
+            (Some(_), _) => return Expect::Rejected,
+        },
+        None => hash,
+    };
+    // A follow-up's reply names its conversation.
+    let multiround = multiround || conversation_hash.is_some();
+    let Some(h) = protocol else {
+        return Expect::Success {
+            protocol_error: false,
+            multiround,
+        };
+    };
+    if !is_sha1_hex(h) {
+        return Expect::Rejected;
+    }
+    if !fx.known.contains(&h.to_ascii_lowercase()) {
+        // Sent with sources, an unknown protocol may be adopted (AEX-042).
+        return if o.get("protocolSources").is_some_and(Value::is_array) {
+            Expect::Open
+        } else {
+            Expect::AgoraFailure
+        };
+    }
+    if !h.eq_ignore_ascii_case(&fx.hash) || !fx.echo {
+        return Expect::Open;
+    }
+    Expect::Success {
+        protocol_error: !body.get("text").is_some_and(Value::is_string),
+        multiround,
+    }
+}
+
+/// POSTs `bytes` and applies the oracles every reply gets.
+async fn post(f: &mut FuzzCtx, path: &str, bytes: Vec<u8>) -> Step<Reply> {
+    let r = post_bytes(&mut f.ctx, path, bytes, &[]).await?;
+    if r.http >= 500 {
+        return finding("server-error", format!("the target answered {}", r.describe()));
+    }
+    if r.http == 200 && r.status() == Some("failure") && r.error().is_none() {
+        return finding(
+            "reply-shape",
+            format!("a failure reply without a string error (AEX-010): {}", r.describe()),
+        );
+    }
+    Ok(r)
+}
+
+async fn send(f: &mut FuzzCtx, path: &str, req: Value) -> Step<Reply> {
+    let bytes = serde_json::to_vec(&req).unwrap_or_default();
+    f.fuzzed(&bytes);
+    post(f, path, bytes).await
+}
+
+fn judge(r: &Reply, want: Expect, what: &str) -> Step<()> {
+    let verdict = || format!("{what}: {}", r.describe());
+    match want {
+        Expect::Open => Ok(()),
+        Expect::Rejected if r.http == 400 || r.is_agora_failure() => Ok(()),
+        Expect::Rejected => finding("verdict", format!("expected a rejection; {}", verdict())),
+        Expect::AgoraFailure if r.is_agora_failure() => Ok(()),
+        Expect::AgoraFailure => finding(
+            "verdict",
+            format!("expected HTTP 200 with status failure (AEX-040, AEX-052); {}", verdict()),
+        ),
+        Expect::Success {
+            protocol_error,
+            multiround,
+        } => {
+            if !r.is_success() {
+                return finding("verdict", format!("expected a success; {}", verdict()));
+            }
+            let body = r.get("body").cloned().unwrap_or(Value::Null);
+            if protocol_error && !body["error"].is_string() {
+                return finding(
+                    "verdict",
+                    format!("the echo protocol puts a protocol-level error in body.error (AEX-053, AEX-054); {}", verdict()),
+                );
+            }
+            let conv = r.get("conversationId").is_some();
+            if !multiround && (conv || r.get("conversationExpires").is_some()) {
+                return finding(
+                    "verdict",
+                    format!("a single-round reply carries conversation fields (AEX-022, AEX-025); {}", verdict()),
+                );
+            }
+            if conv && !r.get("conversationExpires").is_some_and(Value::is_i64) {
+                return finding(
+                    "verdict",
+                    format!("conversationId without an integer conversationExpires (AEX-027); {}", verdict()),
+                );
+            }
+            Ok(())
+        }
+    }
+}
+
+async fn one_case(f: &mut FuzzCtx) -> Step<()> {
+    let kind: Kind = f.draw();
+    if let Kind::Wellknown = kind {
+        return check_wellknown(f).await;
+    }
+    let fx = fx(f).await?;
+    match kind {
+        Kind::Wellknown => Ok(()),
+        Kind::Request(t, muts) => {
+            let mut req = template(t, &fx);
+            for m in muts.iter().take(3) {
+                mutate(&mut req, m, &fx);
+            }
+            let want = expect_for(&req, &fx, None);
+            let r = send(f, "", req).await?;
+            judge(&r, want, "the mutated request")
+        }
+        Kind::Raw(t, edits) => {
+            let bytes = serde_json::to_vec(&template(t, &fx)).unwrap_or_default();
+            let bytes = edit_bytes(bytes, &edits);
+            f.fuzzed(&bytes);
+            let r = post(f, "", bytes.clone()).await?;
+            match serde_json::from_slice::<Value>(&bytes) {
+                // Still JSON: the verdict of what it now says.
+                Ok(v) => judge(&r, expect_for(&v, &fx, None), "the edited request"),
+                Err(_) if r.is_success() => finding(
+                    "verdict",
+                    format!("malformed JSON was answered with success (AEX-048): {}", r.describe()),
+                ),
+                Err(_) => Ok(()),
+            }
+        }
+        Kind::Spelling(t, w) => {
+            let req = template(t, &fx);
+            let first = send(f, "", req.clone()).await?;
+            let bytes = respell(&req, w);
+            f.fuzzed(&bytes);
+            let second = post(f, "", bytes).await?;
+            if (first.http, first.status()) != (second.http, second.status()) {
+                return finding(
+                    "wire-form",
+                    format!("the canonical spelling drew {}, {w:?} drew {}", first.describe(), second.describe()),
+                );
+            }
+            judge(&second, expect_for(&req, &fx, None), "the respelled request")
+        }
+        Kind::FollowUp(echo, m) => follow_up(f, &fx, echo, m).await,
+    }
+}
+
+async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> Step<()> {
+    let t = if echo {
+        Template::EchoMulti
+    } else {
+        Template::PlainMulti
+    };
+    let start = template(t, fx);
+    let conv_hash = start["protocolHash"].as_str().map(String::from);
+    let r = send(f, "", start.clone()).await?;
+    judge(&r, expect_for(&start, fx, None), "the opening request")?;
+    let Some(id) = r.get("conversationId").and_then(Value::as_str).map(String::from) else {
+        return crate::case::skip(
+            "the target declined multi-round mode (no conversationId; allowed, AEX-028)",
+        );
+    };
+    let valid = if echo {
+        fx.valid_body.clone()
+    } else {
+        json!("next")
+    };
+    let path = conversation_path(&id);
+    let mut req = json!({"body": valid});
+    match m {
+        FollowUp::UnknownId => {
+            let path = conversation_path(&format!("fz-never-issued-{}", random_hash()));
+            let r = send(f, &path, req).await?;
+            return if r.http == 404 || r.is_agora_failure() {
+                Ok(())
+            } else {
+                finding(
+                    "verdict",
+                    format!("a follow-up to a never-issued conversation drew {} (AEX-035)", r.describe()),
+                )
+            };
+        }
+        FollowUp::Raw(edits) => {
+            let bytes = edit_bytes(serde_json::to_vec(&req).unwrap_or_default(), &edits);
+            f.fuzzed(&bytes);
+            let r = post(f, &path, bytes.clone()).await?;
+            return match serde_json::from_slice::<Value>(&bytes) {
+                Ok(v) => judge(&r, expect_for(&v, fx, Some(conv_hash.as_deref())), "the edited follow-up"),
+                Err(_) if r.is_success() => finding(
+                    "verdict",
+                    format!("a malformed follow-up was answered with success (AEX-048): {}", r.describe()),
+                ),
+                Err(_) => Ok(()),
+            };
+        }
+        FollowUp::Valid => {}
+        FollowUp::OtherHash => req["protocolHash"] = json!(random_hash()),
+        FollowUp::SameHashUppercase => {
+            if let Some(h) = &conv_hash {
+                req["protocolHash"] = json!(h.to_ascii_uppercase());
+            }
+        }
+        FollowUp::Extra(v) => req["x-fuzz-extra"] = v.json(),
+        FollowUp::Body(v) => req["body"] = v.json(),
+    }
+    let want = expect_for(&req, fx, Some(conv_hash.as_deref()));
+    let r = send(f, &path, req).await?;
+    judge(&r, want, "the follow-up")?;
+    if r.is_success() {
+        match r.get("conversationId").and_then(Value::as_str) {
+            Some(c) if c != id => finding(
+                "verdict",
+                format!("the follow-up reply names conversation {c:?}, not {id:?} (AEX-021)"),
+            ),
+            _ => Ok(()),
+        }
+    } else {
+        Ok(())
+    }
+}
+
+async fn check_wellknown(f: &mut FuzzCtx) -> Step<()> {
+    f.fuzzed(b"GET /wellknown");
+    let Some(map) = wellknown(&mut f.ctx).await? else {
+        return Ok(());
+    };
+    for (key, sources) in &map {
+        let list = sources.as_array().cloned().unwrap_or_default();
+        let strings: Vec<&str> = list.iter().filter_map(Value::as_str).collect();
+        if strings
+            .iter()
+            .all(|s| s.starts_with("http://") || s.starts_with("https://"))
+        {
+            continue;
+        }
+        if document_for(key, &list).is_none() {
+            return finding(
+                "wellknown",
+                format!("no source of {key} (alone or joined) has that SHA1 (AEX-038)"),
+            );
+        }
+    }
+    Ok(())
+}
