@@ -601,11 +601,7 @@ fn fuzz_limits(timeout_ms: u64) -> Result<crate::drive::Limits, Usage> {
 
 /// The profile of a fuzz or replay run: the file's, else the defaults; against the
 /// embedded agents, their fixtures.
-fn fuzz_profile(
-    path: Option<&PathBuf>,
-    embedded: bool,
-    timeout_ms: u64,
-) -> Result<Profile, Usage> {
+fn fuzz_profile(path: Option<&PathBuf>, embedded: bool, timeout_ms: u64) -> Result<Profile, Usage> {
     let mut prof = match path {
         Some(p) => Profile::load(p).map_err(|e| Usage(e.to_string()))?,
         None => Profile::default(),
@@ -688,8 +684,10 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, Usage> {
                 let bounds = crate::fuzzing::live::Bounds {
                     cases: a.cases,
                     duration,
+                    max_findings: a.max_findings,
+                    window_s: prof.timing.replay_window_s,
                 };
-                let s = crate::fuzzing::live::fuzz(
+                crate::fuzzing::live::fuzz(
                     || fuzz_driver(transport, &url, &http),
                     &url,
                     a.seed,
@@ -699,13 +697,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, Usage> {
                     limits,
                     8,
                 )
-                .await;
-                crate::fuzzing::scripted::Summary {
-                    cases: s.cases,
-                    findings: s.findings,
-                    elapsed: s.elapsed,
-                    ..Default::default()
-                }
+                .await
             }
             Some(spec) => {
                 let shared = Arc::new(RunShared {
@@ -804,12 +796,16 @@ fn replay_command(
                 let mut drv = fuzz_driver(transport, &url, &http);
                 // The same case, with a fresh id and timestamp so the replay window
                 // admits it.
+                let prof = fuzz_profile(profile.as_ref(), false, 5000)?;
+                let window_s = prof.timing.replay_window_s;
+                let key = live::key_for(seed);
                 let input = live::generate(
                     seed,
                     index,
                     &live::Stamp::now(index),
-                    &live::key_for(seed),
+                    &key,
                     &schemas,
+                    window_s,
                 );
                 writeln!(
                     out,
@@ -817,7 +813,13 @@ fn replay_command(
                     input.label
                 )
                 .map_err(io)?;
-                let f = live::run_case(&mut drv, &input, limits, &schemas).await;
+                let j = live::Judge {
+                    limits,
+                    schemas: &schemas,
+                    window_s,
+                    key: &key,
+                };
+                let f = live::run_case(&mut drv, &input, j).await;
                 Ok::<_, Usage>(f.map(|f| (f.oracle.to_string(), f.detail)))
             }
             Some(spec) => {

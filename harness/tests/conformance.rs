@@ -853,6 +853,56 @@ fn cli_fuzz_and_replay() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The scripted fuzzers write crash files that replay the same way: a finding of
+/// the agora-exchange fuzzer reproduces against `serve --fault` and not against a
+/// clean server.
+fn cli_scripted_fuzz_and_replay() -> Result<(), Failed> {
+    let dir = tempdir("fuzz-exchange");
+    let d = dir.to_string_lossy().into_owned();
+    let fault = "accept-unknown-conversation";
+    expect_code(
+        &[
+            "fuzz",
+            "--suite",
+            "agora-exchange",
+            "--cases",
+            "3000",
+            "--fault",
+            fault,
+            "--max-findings",
+            "1",
+            "--out",
+            &d,
+        ],
+        1,
+        "crash files",
+    )?;
+    let crash = std::fs::read_dir(dir.join("crashes"))
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .ok_or("no crash file")?;
+    let rec: Value = serde_json::from_slice(&std::fs::read(&crash).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    if rec["transcript"].as_array().is_none_or(|t| t.is_empty()) || !rec["replay"].is_string() {
+        return Err(format!("the crash file lacks a transcript or a replay line: {rec}").into());
+    }
+    let (_serve, url) = serve("agora-exchange", &["--fault", fault])?;
+    expect_code(
+        &["replay", &crash.to_string_lossy(), "--target", &url],
+        1,
+        "REPRODUCED",
+    )?;
+    let (_clean, clean_url) = serve("agora-exchange", &[])?;
+    expect_code(
+        &["replay", &crash.to_string_lossy(), "--target", &clean_url],
+        0,
+        "not reproduced",
+    )?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 const CHORUS_FAMILIES: &[&str] = &[
     "initial reputation",
     "ranking",
@@ -1027,6 +1077,10 @@ fn main() {
         cli_agentprotocol_file_binding,
     ));
     trials.push(Trial::test("cli::fuzz_and_replay", cli_fuzz_and_replay));
+    trials.push(Trial::test(
+        "cli::scripted_fuzz_and_replay",
+        cli_scripted_fuzz_and_replay,
+    ));
     let suites: [(&'static Suite, &'static [&'static str]); 5] = [
         (&suites::agentprotocol::SUITE, AGENTPROTOCOL_FAMILIES),
         (&suites::agora_v1::SUITE, AGORA_V1_FAMILIES),

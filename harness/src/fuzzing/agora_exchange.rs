@@ -19,9 +19,7 @@
 //! - a respelled request gets the verdict of its canonical twin;
 //! - every `/wellknown` key is the SHA1 of its document (AEX-038).
 
-use super::scripted::{
-    edit_bytes, finding, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm,
-};
+use super::scripted::{edit_bytes, finding, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
 use crate::case::{CaseFuture, Step};
 use crate::drive::Transport;
 use crate::expect::agora_exchange::{
@@ -148,7 +146,11 @@ async fn fx(f: &mut FuzzCtx) -> Step<Fx> {
         echo: hash.eq_ignore_ascii_case(&echo.hash),
         known: memo["known"]
             .as_array()
-            .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+            .map(|a| {
+                a.iter()
+                    .filter_map(|s| s.as_str().map(String::from))
+                    .collect()
+            })
             .unwrap_or_default(),
         text: memo["text"].as_str().map(String::from),
         valid_body: memo["valid_body"].clone(),
@@ -166,7 +168,9 @@ fn template(t: Template, fx: &Fx) -> Value {
         Template::EchoInvalid if fx.echo => json!({"protocolHash": fx.hash, "body": {"txt": 1}}),
         Template::EchoInvalid => json!({"protocolHash": fx.hash, "body": valid}),
         Template::EchoWithSources => match &fx.text {
-            Some(text) => json!({"protocolHash": fx.hash, "protocolSources": [text], "body": valid}),
+            Some(text) => {
+                json!({"protocolHash": fx.hash, "protocolSources": [text], "body": valid})
+            }
             None => json!({"protocolHash": fx.hash, "body": valid}),
         },
     }
@@ -190,7 +194,9 @@ fn mutate(req: &mut Value, m: &Mutation, fx: &Fx) {
                 HashVal::Unknown => json!(random_hash()),
                 HashVal::Uppercase => json!(fx.hash.to_ascii_uppercase()),
                 HashVal::Short => json!(fx.hash.chars().take(39).collect::<String>()),
-                HashVal::NonHex => json!(format!("{}g", fx.hash.chars().take(39).collect::<String>())),
+                HashVal::NonHex => {
+                    json!(format!("{}g", fx.hash.chars().take(39).collect::<String>()))
+                }
                 HashVal::Null => Value::Null,
                 HashVal::Other(v) => v.json(),
             };
@@ -290,12 +296,18 @@ fn expect_for(req: &Value, fx: &Fx, conversation_hash: Option<Option<&str>>) -> 
 async fn post(f: &mut FuzzCtx, path: &str, bytes: Vec<u8>) -> Step<Reply> {
     let r = post_bytes(&mut f.ctx, path, bytes, &[]).await?;
     if r.http >= 500 {
-        return finding("server-error", format!("the target answered {}", r.describe()));
+        return finding(
+            "server-error",
+            format!("the target answered {}", r.describe()),
+        );
     }
     if r.http == 200 && r.status() == Some("failure") && r.error().is_none() {
         return finding(
             "reply-shape",
-            format!("a failure reply without a string error (AEX-010): {}", r.describe()),
+            format!(
+                "a failure reply without a string error (AEX-010): {}",
+                r.describe()
+            ),
         );
     }
     Ok(r)
@@ -316,7 +328,10 @@ fn judge(r: &Reply, want: Expect, what: &str) -> Step<()> {
         Expect::AgoraFailure if r.is_agora_failure() => Ok(()),
         Expect::AgoraFailure => finding(
             "verdict",
-            format!("expected HTTP 200 with status failure (AEX-040, AEX-052); {}", verdict()),
+            format!(
+                "expected HTTP 200 with status failure (AEX-040, AEX-052); {}",
+                verdict()
+            ),
         ),
         Expect::Success {
             protocol_error,
@@ -336,13 +351,19 @@ fn judge(r: &Reply, want: Expect, what: &str) -> Step<()> {
             if !multiround && (conv || r.get("conversationExpires").is_some()) {
                 return finding(
                     "verdict",
-                    format!("a single-round reply carries conversation fields (AEX-022, AEX-025); {}", verdict()),
+                    format!(
+                        "a single-round reply carries conversation fields (AEX-022, AEX-025); {}",
+                        verdict()
+                    ),
                 );
             }
             if conv && !r.get("conversationExpires").is_some_and(Value::is_i64) {
                 return finding(
                     "verdict",
-                    format!("conversationId without an integer conversationExpires (AEX-027); {}", verdict()),
+                    format!(
+                        "conversationId without an integer conversationExpires (AEX-027); {}",
+                        verdict()
+                    ),
                 );
             }
             Ok(())
@@ -377,7 +398,10 @@ async fn one_case(f: &mut FuzzCtx) -> Step<()> {
                 Ok(v) => judge(&r, expect_for(&v, &fx, None), "the edited request"),
                 Err(_) if r.is_success() => finding(
                     "verdict",
-                    format!("malformed JSON was answered with success (AEX-048): {}", r.describe()),
+                    format!(
+                        "malformed JSON was answered with success (AEX-048): {}",
+                        r.describe()
+                    ),
                 ),
                 Err(_) => Ok(()),
             }
@@ -391,10 +415,18 @@ async fn one_case(f: &mut FuzzCtx) -> Step<()> {
             if (first.http, first.status()) != (second.http, second.status()) {
                 return finding(
                     "wire-form",
-                    format!("the canonical spelling drew {}, {w:?} drew {}", first.describe(), second.describe()),
+                    format!(
+                        "the canonical spelling drew {}, {w:?} drew {}",
+                        first.describe(),
+                        second.describe()
+                    ),
                 );
             }
-            judge(&second, expect_for(&req, &fx, None), "the respelled request")
+            judge(
+                &second,
+                expect_for(&req, &fx, None),
+                "the respelled request",
+            )
         }
         Kind::FollowUp(echo, m) => follow_up(f, &fx, echo, m).await,
     }
@@ -410,7 +442,11 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> Step<()
     let conv_hash = start["protocolHash"].as_str().map(String::from);
     let r = send(f, "", start.clone()).await?;
     judge(&r, expect_for(&start, fx, None), "the opening request")?;
-    let Some(id) = r.get("conversationId").and_then(Value::as_str).map(String::from) else {
+    let Some(id) = r
+        .get("conversationId")
+        .and_then(Value::as_str)
+        .map(String::from)
+    else {
         return crate::case::skip(
             "the target declined multi-round mode (no conversationId; allowed, AEX-028)",
         );
@@ -431,7 +467,10 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> Step<()
             } else {
                 finding(
                     "verdict",
-                    format!("a follow-up to a never-issued conversation drew {} (AEX-035)", r.describe()),
+                    format!(
+                        "a follow-up to a never-issued conversation drew {} (AEX-035)",
+                        r.describe()
+                    ),
                 )
             };
         }
@@ -440,10 +479,17 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> Step<()
             f.fuzzed(&bytes);
             let r = post(f, &path, bytes.clone()).await?;
             return match serde_json::from_slice::<Value>(&bytes) {
-                Ok(v) => judge(&r, expect_for(&v, fx, Some(conv_hash.as_deref())), "the edited follow-up"),
+                Ok(v) => judge(
+                    &r,
+                    expect_for(&v, fx, Some(conv_hash.as_deref())),
+                    "the edited follow-up",
+                ),
                 Err(_) if r.is_success() => finding(
                     "verdict",
-                    format!("a malformed follow-up was answered with success (AEX-048): {}", r.describe()),
+                    format!(
+                        "a malformed follow-up was answered with success (AEX-048): {}",
+                        r.describe()
+                    ),
                 ),
                 Err(_) => Ok(()),
             };

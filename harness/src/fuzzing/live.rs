@@ -16,6 +16,7 @@
 //!   `\u` escapes) gets the same verdict as its canonical form;
 //! - **liveness**: a HELLO after every finding and every 1,000 cases is answered.
 
+use super::scripted::{edit_bytes, respell, ByteEdit, Val, WireForm};
 use crate::drive::{DriveError, Driver, Limits, Received};
 use crate::schemas::Schemas;
 use arbitrary::{Arbitrary, Unstructured};
@@ -35,37 +36,27 @@ enum Template {
     Hello,
     Status,
     AcceptUnknown,
+    UnknownResource,
 }
 
-#[derive(Debug, Clone, Arbitrary)]
-enum Val {
-    Null,
-    Bool(bool),
-    Int(i32),
-    Float(i16, u8),
-    Str(String),
-    Array(Vec<u8>),
-    Object,
-}
-
-impl Val {
-    fn json(&self) -> Value {
-        match self {
-            Val::Null => Value::Null,
-            Val::Bool(b) => json!(b),
-            Val::Int(i) => json!(i),
-            Val::Float(m, e) => json!(f64::from(*m) / f64::from(u32::from(*e) + 1)),
-            Val::Str(s) => json!(s.chars().take(64).collect::<String>()),
-            Val::Array(v) => json!(v.iter().take(8).collect::<Vec<_>>()),
-            Val::Object => json!({"k": 1}),
-        }
-    }
-}
+/// Reference faults no agora-v1 fuzz case can reach, and why.
+pub const UNREACHABLE: &[(&str, &str)] = &[
+    (
+        "expired-offer-code-400",
+        "needs a wait past an offer's ttl; the offer-expiry cases wait, the fuzzer does not",
+    ),
+    (
+        "accept-expired-offer",
+        "needs a wait past an offer's ttl; the offer-expiry cases wait, the fuzzer does not",
+    ),
+];
 
 #[derive(Debug, Clone, Arbitrary)]
 enum FieldMut {
     Protocol(u8),
     Type(u8),
+    /// The template's own type in lower case.
+    LowercaseType,
     RemoveTop(u8),
     SetPayload(u8, Val),
     RemovePayload(u8),
@@ -74,18 +65,17 @@ enum FieldMut {
     ShiftTimestamp(i16),
 }
 
+/// What a negotiated-flow case does after its REQUEST drew an OFFER.
 #[derive(Debug, Clone, Copy, Arbitrary)]
-enum WireMut {
-    ReverseKeys,
-    Spaces,
-    Escapes,
-}
-
-#[derive(Debug, Clone, Arbitrary)]
-struct ByteMut {
-    at: u16,
-    op: u8,
-    val: u8,
+pub enum Negotiation {
+    /// ACCEPT: a RESULT that names the REQUEST (AV1-036).
+    Accept,
+    /// ACCEPT twice: the second is rejected.
+    AcceptTwice,
+    /// The same signed REQUEST again: rejected as a replay (AV1-012).
+    ReplayRequest,
+    /// A new REQUEST whose budget is below the offered cost: ERROR 402.
+    BudgetBelowCost,
 }
 
 #[derive(Debug, Clone, Arbitrary)]
@@ -93,8 +83,15 @@ enum Kind {
     Valid(Template),
     Resigned(Template, FieldMut),
     Unsigned(Template, FieldMut),
-    WireForm(Template, WireMut),
-    Raw(Template, Vec<ByteMut>),
+    WireForm(Template, WireForm),
+    /// A valid message with its timestamp moved by this many seconds beyond the
+    /// replay window, re-signed.
+    Stale(Template, u16, bool),
+    /// A valid message whose signature is removed (`true`) or emptied.
+    Strip(Template, bool),
+    /// The negotiated flow, then one step of it bent.
+    Negotiate(Negotiation),
+    Raw(Template, Vec<ByteEdit>),
 }
 
 /// The parts of a message taken from the clock.
@@ -116,6 +113,8 @@ impl Stamp {
 
 /// One generated case.
 pub struct Input {
+    /// The id and time the case's messages are built from.
+    stamp: Stamp,
     pub label: String,
     kind: Kind,
     /// The bytes sent (for wire-form cases, the reformatted message).
@@ -154,6 +153,10 @@ fn template(t: Template, key: &Keypair, stamp: &Stamp, n: u64) -> Value {
         Template::Hello => ("HELLO", json!({})),
         Template::Status => ("STATUS", json!({"request_id": "fz-unknown"})),
         Template::AcceptUnknown => ("ACCEPT", json!({"offer_id": "fz-unknown"})),
+        Template::UnknownResource => (
+            "REQUEST",
+            json!({"resource": "agora:fuzz-nonexistent:v1", "params": {}}),
+        ),
     };
     envelope::build(ty, &stamp.id, stamp.at, &key.did(), payload)
 }
@@ -164,6 +167,12 @@ fn apply(m: &mut Value, f: &FieldMut) {
             m["protocol"] = json!(["agora/1.1", "agora/2.0", "", "AGORA/1.0"][usize::from(*i) % 4])
         }
         FieldMut::Type(i) => m["type"] = json!(TYPES[usize::from(*i) % TYPES.len()]),
+        FieldMut::LowercaseType => {
+            let lower = m["type"].as_str().map(str::to_ascii_lowercase);
+            if let Some(t) = lower {
+                m["type"] = json!(t);
+            }
+        }
         FieldMut::RemoveTop(i) => {
             let k = ["protocol", "id", "timestamp", "type", "payload"][usize::from(*i) % 5];
             if let Some(o) = m.as_object_mut() {
@@ -202,71 +211,20 @@ fn apply(m: &mut Value, f: &FieldMut) {
     }
 }
 
-fn reformat(v: &Value, w: WireMut) -> Vec<u8> {
-    fn write(v: &Value, w: WireMut, out: &mut String) {
-        match v {
-            Value::Object(o) => {
-                out.push('{');
-                let mut entries: Vec<(&String, &Value)> = o.iter().collect();
-                if matches!(w, WireMut::ReverseKeys) {
-                    entries.reverse();
-                }
-                for (i, (k, val)) in entries.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(if matches!(w, WireMut::Spaces) {
-                            " ,\n "
-                        } else {
-                            ","
-                        });
-                    }
-                    write(&Value::String((*k).clone()), w, out);
-                    out.push_str(if matches!(w, WireMut::Spaces) {
-                        " : "
-                    } else {
-                        ":"
-                    });
-                    write(val, w, out);
-                }
-                out.push('}');
-            }
-            Value::Array(a) => {
-                out.push('[');
-                for (i, x) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    write(x, w, out);
-                }
-                out.push(']');
-            }
-            Value::String(s) if matches!(w, WireMut::Escapes) => {
-                out.push('"');
-                for c in s.chars() {
-                    match c {
-                        'a'..='z' | 'A'..='Z' => out.push_str(&format!("\\u{:04x}", c as u32)),
-                        '"' => out.push_str("\\\""),
-                        '\\' => out.push_str("\\\\"),
-                        c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-                        c => out.push(c),
-                    }
-                }
-                out.push('"');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    let mut s = String::new();
-    write(v, w, &mut s);
-    s.into_bytes()
-}
-
 fn canonical_without_signature(v: &Value) -> Option<Vec<u8>> {
     let tree = reference_impl::wire::json::Value::from_serde(v);
     envelope::signing_bytes(tree, SigVariant::Blank).ok()
 }
 
 /// The case `index` of the run with `seed`.
-pub fn generate(seed: u64, index: u64, stamp: &Stamp, key: &Keypair, schemas: &Schemas) -> Input {
+pub fn generate(
+    seed: u64,
+    index: u64,
+    stamp: &Stamp,
+    key: &Keypair,
+    schemas: &Schemas,
+    window_s: u64,
+) -> Input {
     let mut rng =
         rand::rngs::StdRng::seed_from_u64(seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut raw = vec![0u8; 256];
@@ -282,6 +240,7 @@ pub fn generate(seed: u64, index: u64, stamp: &Stamp, key: &Keypair, schemas: &S
             .unwrap_or_default()
     };
     let mut input = Input {
+        stamp: stamp.clone(),
         label: String::new(),
         kind: kind.clone(),
         bytes: Vec::new(),
@@ -310,6 +269,7 @@ pub fn generate(seed: u64, index: u64, stamp: &Stamp, key: &Keypair, schemas: &S
             let before = canonical_without_signature(&m);
             apply(&mut m, f);
             input.signed_form_changed = canonical_without_signature(&m) != before;
+            input.schema_valid = schemas.check("agora-v1/envelope", &m).is_ok();
             input.label = format!("unsigned {t:?} {f:?}");
             input.bytes = wire(&m);
         }
@@ -324,25 +284,49 @@ pub fn generate(seed: u64, index: u64, stamp: &Stamp, key: &Keypair, schemas: &S
             sign(&mut m);
             input.twin = Some(wire(&twin));
             input.label = format!("wire form {t:?} {w:?}");
-            input.bytes = reformat(&m, *w);
+            input.bytes = respell(&m, *w);
+        }
+        Kind::Stale(t, extra, future) => {
+            let secs = i64::try_from(window_s).unwrap_or(60) + 5 + i64::from(*extra % 3600);
+            let shift = time::Duration::seconds(if *future { secs } else { -secs });
+            let moved = Stamp {
+                id: stamp.id.clone(),
+                at: stamp.at + shift,
+            };
+            let mut m = template(*t, key, &moved, index);
+            sign(&mut m);
+            input.label = format!("stale {t:?} ({:+} s)", shift.whole_seconds());
+            input.bytes = wire(&m);
+        }
+        Kind::Strip(t, remove) => {
+            let mut m = template(*t, key, stamp, index);
+            sign(&mut m);
+            if let Some(o) = m["sender"].as_object_mut() {
+                if *remove {
+                    o.remove("signature");
+                } else {
+                    o.insert("signature".into(), json!(""));
+                }
+            }
+            input.label = format!(
+                "signature {} {t:?}",
+                if *remove { "removed" } else { "emptied" }
+            );
+            input.bytes = wire(&m);
+        }
+        Kind::Negotiate(n) => {
+            let mut m = template(Template::Quote, key, stamp, index);
+            if let Some(p) = m["payload"].as_object_mut() {
+                p.remove("budget");
+            }
+            sign(&mut m);
+            input.label = format!("negotiated flow {n:?}");
+            input.bytes = wire(&m);
         }
         Kind::Raw(t, muts) => {
             let mut m = template(*t, key, stamp, index);
             sign(&mut m);
-            let mut b = wire(&m);
-            for bm in muts.iter().take(8) {
-                if b.is_empty() {
-                    break;
-                }
-                let at = usize::from(bm.at) % b.len();
-                match bm.op % 3 {
-                    0 => b[at] ^= bm.val | 1,
-                    1 => b.insert(at, bm.val),
-                    _ => {
-                        b.remove(at);
-                    }
-                }
-            }
+            let b = edit_bytes(wire(&m), muts);
             input.label = format!("raw {t:?} ({} byte edits)", muts.len().min(8));
             input.bytes = b;
         }
@@ -369,14 +353,38 @@ pub struct Finding {
     pub reply: String,
 }
 
-/// Sends one message and checks the reply's own validity.
+/// What the oracles need besides the bytes.
+#[derive(Clone, Copy)]
+pub struct Judge<'a> {
+    pub limits: Limits,
+    pub schemas: &'a Schemas,
+    /// The target's replay window in seconds: reply timestamps must fall within it.
+    pub window_s: u64,
+    /// The key the case signs with.
+    pub key: &'a Keypair,
+}
+
+fn found(oracle: &'static str, detail: impl Into<String>, reply: &str) -> Finding {
+    Finding {
+        oracle,
+        detail: detail.into(),
+        reply: reply.to_string(),
+    }
+}
+
+/// Sends one message and checks the reply's own validity: JSON, the envelope schema,
+/// a signature that verifies, no 5xx, a fresh id of its own (AV1-004), a timestamp
+/// within the window (AV1-006), HTTP status 200 or the ERROR's code. Returns the
+/// verdict, the reply text and the reply (`Null` on silence).
 async fn exchange(
     drv: &mut Driver,
     bytes: Vec<u8>,
-    limits: Limits,
-    schemas: &Schemas,
-) -> Result<(Verdict, String), Finding> {
-    let r = match drv.exchange(bytes, limits).await {
+    j: Judge<'_>,
+) -> Result<(Verdict, String, Value), Finding> {
+    let sent_id = serde_json::from_slice::<Value>(&bytes)
+        .ok()
+        .and_then(|v| v["id"].as_str().map(String::from));
+    let r = match drv.exchange(bytes, j.limits).await {
         Ok(r) => r,
         Err(e) => {
             let oracle = if matches!(e, DriveError::Timeout(_)) {
@@ -384,61 +392,75 @@ async fn exchange(
             } else {
                 "transport"
             };
-            return Err(Finding {
-                oracle,
-                detail: crate::script::describe_drive_error(&e),
-                reply: String::new(),
-            });
+            return Err(found(oracle, crate::script::describe_drive_error(&e), ""));
         }
     };
     let (status, body) = match r {
         Received::Http { status, body } => (Some(status), body),
         Received::Frame(b) => (None, b),
-        Received::Silence => return Ok((Verdict::Silence, String::new())),
+        Received::Silence => return Ok((Verdict::Silence, String::new(), Value::Null)),
     };
     let text = String::from_utf8_lossy(&body).into_owned();
-    if status.is_some_and(|s| s >= 500) {
-        return Err(Finding {
-            oracle: "server-error",
-            detail: format!("HTTP {}", status.unwrap_or(0)),
-            reply: text,
-        });
+    if let Some(s) = status.filter(|s| *s >= 500) {
+        return Err(found("server-error", format!("HTTP {s}"), &text));
     }
     let v: Value = match reference_impl::wire::json::parse(&body) {
         Ok(t) => t.to_serde(),
-        Err(e) => {
-            return Err(Finding {
-                oracle: "reply-not-json",
-                detail: e.to_string(),
-                reply: text,
-            })
-        }
+        Err(e) => return Err(found("reply-not-json", e.to_string(), &text)),
     };
-    if let Err(e) = schemas.check("agora-v1/envelope", &v) {
-        return Err(Finding {
-            oracle: "reply-schema",
-            detail: e,
-            reply: text,
-        });
+    if let Err(e) = j.schemas.check("agora-v1/envelope", &v) {
+        return Err(found("reply-schema", e, &text));
     }
     let ver = envelope::verify_bytes(&body);
     if !ver.ok() {
-        return Err(Finding {
-            oracle: "reply-signature",
-            detail: ver.problem.unwrap_or_default(),
-            reply: text,
-        });
+        return Err(found(
+            "reply-signature",
+            ver.problem.unwrap_or_default(),
+            &text,
+        ));
     }
     let ty = v["type"].as_str().unwrap_or_default().to_string();
     let code = v["payload"]["code"].as_i64();
-    if ty == "ERROR" && code.is_some_and(|c| c >= 500) {
-        return Err(Finding {
-            oracle: "server-error",
-            detail: format!("ERROR {}", code.unwrap_or(0)),
-            reply: text,
-        });
+    if let Some(c) = code.filter(|c| ty == "ERROR" && *c >= 500) {
+        return Err(found("server-error", format!("ERROR {c}"), &text));
     }
-    Ok((Verdict::Reply { ty, code }, text))
+    if v["protocol"] != envelope::PROTOCOL {
+        return Err(found(
+            "reply-shape",
+            format!(
+                "reply protocol {} is not \"agora/1.0\" (AV1-003)",
+                v["protocol"]
+            ),
+            &text,
+        ));
+    }
+    if sent_id.is_some() && v["id"].as_str() == sent_id.as_deref() {
+        return Err(found(
+            "reply-shape",
+            "the reply reuses the id of the message it answers (AV1-004)",
+            &text,
+        ));
+    }
+    let stamp = v["timestamp"].as_str().unwrap_or_default();
+    if let Ok(t) = reference_impl::wire::clock::parse_timestamp(stamp) {
+        let skew = (time::OffsetDateTime::now_utc() - t).whole_seconds().abs();
+        if skew > i64::try_from(j.window_s).unwrap_or(i64::MAX) {
+            return Err(found(
+                "reply-shape",
+                format!("the reply is stamped {stamp}, {skew} s from now, outside the {} s window (AV1-006)", j.window_s),
+                &text,
+            ));
+        }
+    }
+    if let Some(s) = status.filter(|s| *s != 200 && !(ty == "ERROR" && code == Some(i64::from(*s))))
+    {
+        return Err(found(
+            "reply-shape",
+            format!("HTTP status {s} for a {ty} reply: the profile requires 200 or the ERROR code"),
+            &text,
+        ));
+    }
+    Ok((Verdict::Reply { ty, code }, text, v))
 }
 
 fn processed(v: &Verdict) -> bool {
@@ -446,68 +468,199 @@ fn processed(v: &Verdict) -> bool {
 }
 
 /// Runs one case against the driver; `Some` when an oracle fired.
-pub async fn run_case(
+pub async fn run_case(drv: &mut Driver, input: &Input, j: Judge<'_>) -> Option<Finding> {
+    case(drv, input, j).await.err()
+}
+
+async fn case(drv: &mut Driver, input: &Input, j: Judge<'_>) -> Result<(), Finding> {
+    if let Some(twin) = &input.twin {
+        let (first, _, _) = exchange(drv, twin.clone(), j).await?;
+        let (v, text, _) = exchange(drv, input.bytes.clone(), j).await?;
+        if v != first {
+            return Err(found(
+                "wire-form",
+                format!("the canonical form drew {first:?}, this spelling {v:?}"),
+                &text,
+            ));
+        }
+        return Ok(());
+    }
+    let (verdict, text, reply) = exchange(drv, input.bytes.clone(), j).await?;
+    let is = |ty: &str| matches!(&verdict, Verdict::Reply { ty: t, .. } if t == ty);
+    match &input.kind {
+        Kind::Unsigned(..) if input.signed_form_changed && processed(&verdict) => Err(found(
+            "signature",
+            format!("a message changed after signing was processed: {verdict:?}"),
+            &text,
+        )),
+        Kind::Unsigned(_, FieldMut::ShiftTimestamp(_) | FieldMut::SenderId(0))
+            if input.signed_form_changed
+                && input.schema_valid
+                && matches!(verdict, Verdict::Reply { code: Some(c), .. } if c != 401) =>
+        {
+            Err(found(
+                "error-code",
+                format!("a signature that does not verify drew {verdict:?}, not ERROR 401 (AV1-046)"),
+                &text,
+            ))
+        }
+        Kind::Resigned(..) if !input.schema_valid && processed(&verdict) => Err(found(
+            "invalid-accepted",
+            format!("a message that breaks the schemas was processed: {verdict:?}"),
+            &text,
+        )),
+        Kind::Stale(..) if processed(&verdict) => Err(found(
+            "freshness",
+            format!("a message stamped outside the replay window was processed: {verdict:?} (AV1-006)"),
+            &text,
+        )),
+        Kind::Strip(..) if processed(&verdict) => Err(found(
+            "signature",
+            format!("a message without a signature was processed: {verdict:?} (AV1-016)"),
+            &text,
+        )),
+        Kind::Valid(Template::Echo) if !is("RESULT") && !is("OFFER") => Err(found(
+            "valid-rejected",
+            format!("a valid echo REQUEST drew {verdict:?}"),
+            &text,
+        )),
+        Kind::Valid(Template::UnknownResource)
+            if !matches!(verdict, Verdict::Reply { code: Some(404), .. }) =>
+        {
+            Err(found(
+                "verdict",
+                format!("a REQUEST for a resource the target lacks drew {verdict:?}, not ERROR 404 (AV1-046)"),
+                &text,
+            ))
+        }
+        Kind::Valid(Template::Hello) if !is("WELCOME") => Err(found(
+            "valid-rejected",
+            format!("a valid HELLO drew {verdict:?}, not WELCOME"),
+            &text,
+        )),
+        Kind::Negotiate(n) => negotiate(drv, input, j, *n, &reply).await,
+        _ => Ok(()),
+    }
+}
+
+/// The negotiated flow after the REQUEST: `offer` is the reply to it.
+async fn negotiate(
     drv: &mut Driver,
     input: &Input,
-    limits: Limits,
-    schemas: &Schemas,
-) -> Option<Finding> {
-    if let Some(twin) = &input.twin {
-        let first = match exchange(drv, twin.clone(), limits, schemas).await {
-            Ok((v, _)) => v,
-            Err(f) => return Some(f),
-        };
-        let second = exchange(drv, input.bytes.clone(), limits, schemas).await;
-        return match second {
-            Err(f) => Some(f),
-            Ok((v, text)) if v != first => Some(Finding {
-                oracle: "wire-form",
-                detail: format!("the canonical form drew {first:?}, this spelling {v:?}"),
-                reply: text,
-            }),
-            Ok(_) => None,
-        };
+    j: Judge<'_>,
+    n: Negotiation,
+    offer: &Value,
+) -> Result<(), Finding> {
+    let req_id = input.stamp.id.as_str();
+    let text = offer.to_string();
+    if offer["type"] != "OFFER" {
+        return Err(found(
+            "verdict",
+            "a valid REQUEST for agora:quote:v1 drew no OFFER",
+            &text,
+        ));
     }
-    let (verdict, text) = match exchange(drv, input.bytes.clone(), limits, schemas).await {
-        Ok(x) => x,
-        Err(f) => return Some(f),
+    if offer["payload"]["request_id"] != req_id {
+        return Err(found(
+            "verdict",
+            format!("OFFER.request_id is not the REQUEST's id {req_id:?} (AV1-037)"),
+            &text,
+        ));
+    }
+    let signed = |ty: &str, suffix: &str, payload: Value| {
+        let id = format!("{req_id}-{suffix}");
+        let mut m = envelope::build(
+            ty,
+            &id,
+            time::OffsetDateTime::now_utc(),
+            &j.key.did(),
+            payload,
+        );
+        let _ = envelope::sign(&mut m, j.key, SigVariant::Blank);
+        jcs::canonicalize_serde(&m).unwrap_or_default()
     };
-    match &input.kind {
-        Kind::Unsigned(..) if input.signed_form_changed && processed(&verdict) => Some(Finding {
-            oracle: "signature",
-            detail: format!("a message changed after signing was processed: {verdict:?}"),
-            reply: text,
-        }),
-        Kind::Resigned(..) if !input.schema_valid && processed(&verdict) => Some(Finding {
-            oracle: "invalid-accepted",
-            detail: format!("a message that breaks the schemas was processed: {verdict:?}"),
-            reply: text,
-        }),
-        Kind::Valid(Template::Echo) if !matches!(verdict, Verdict::Reply { ref ty, .. } if ty == "RESULT" || ty == "OFFER") => {
-            Some(Finding {
-                oracle: "valid-rejected",
-                detail: format!("a valid echo REQUEST drew {verdict:?}"),
-                reply: text,
-            })
+    let accept = |suffix: &str| {
+        signed(
+            "ACCEPT",
+            suffix,
+            json!({"offer_id": offer["id"].as_str().unwrap_or_default()}),
+        )
+    };
+    match n {
+        Negotiation::Accept | Negotiation::AcceptTwice => {
+            let (v, text, result) = exchange(drv, accept("a1"), j).await?;
+            if !matches!(&v, Verdict::Reply { ty, .. } if ty == "RESULT") {
+                // The offer may have expired while the harness was busy: only a RESULT
+                // is judged further.
+                return Ok(());
+            }
+            if result["payload"]["request_id"] != req_id {
+                return Err(found(
+                    "verdict",
+                    format!("RESULT.request_id is not the REQUEST's id {req_id:?} (AV1-042)"),
+                    &text,
+                ));
+            }
+            if matches!(n, Negotiation::AcceptTwice) {
+                let (v, text, _) = exchange(drv, accept("a2"), j).await?;
+                if processed(&v) {
+                    return Err(found(
+                        "verdict",
+                        format!("a second ACCEPT of one offer drew {v:?}"),
+                        &text,
+                    ));
+                }
+            }
+            Ok(())
         }
-        _ => None,
+        Negotiation::ReplayRequest => {
+            let (v, text, _) = exchange(drv, input.bytes.clone(), j).await?;
+            if processed(&v) {
+                return Err(found(
+                    "replay",
+                    format!("the same signed REQUEST sent again drew {v:?} (AV1-012)"),
+                    &text,
+                ));
+            }
+            Ok(())
+        }
+        Negotiation::BudgetBelowCost => {
+            let Some(cost) = offer["payload"]["cost"].as_f64().filter(|c| *c > 0.0) else {
+                return Ok(());
+            };
+            let req = signed(
+                "REQUEST",
+                "b",
+                json!({"resource": "agora:quote:v1", "params": {}, "budget": {"max": cost / 2.0}}),
+            );
+            let (v, text, _) = exchange(drv, req, j).await?;
+            if !matches!(
+                v,
+                Verdict::Reply {
+                    code: Some(402),
+                    ..
+                }
+            ) {
+                return Err(found(
+                    "verdict",
+                    format!("a budget of half the offered cost {cost} drew {v:?}, not ERROR 402"),
+                    &text,
+                ));
+            }
+            Ok(())
+        }
     }
 }
 
 /// A HELLO must be answered.
-pub async fn alive(
-    drv: &mut Driver,
-    key: &Keypair,
-    limits: Limits,
-    schemas: &Schemas,
-) -> Result<(), Finding> {
+pub async fn alive(drv: &mut Driver, j: Judge<'_>) -> Result<(), Finding> {
     let stamp = Stamp::now(u64::MAX);
-    let mut hello = template(Template::Hello, key, &stamp, 0);
-    let _ = envelope::sign(&mut hello, key, SigVariant::Blank);
+    let mut hello = template(Template::Hello, j.key, &stamp, 0);
+    let _ = envelope::sign(&mut hello, j.key, SigVariant::Blank);
     let bytes = jcs::canonicalize_serde(&hello).unwrap_or_default();
-    match exchange(drv, bytes, limits, schemas).await {
-        Ok((Verdict::Reply { .. }, _)) => Ok(()),
-        Ok((Verdict::Silence, _)) => Err(Finding {
+    match exchange(drv, bytes, j).await {
+        Ok((Verdict::Reply { .. }, _, _)) => Ok(()),
+        Ok((Verdict::Silence, _, _)) => Err(Finding {
             oracle: "liveness",
             detail: "no answer to a HELLO".into(),
             reply: String::new(),
@@ -555,18 +708,14 @@ pub fn write_finding(
     Ok(meta)
 }
 
-/// Progress of a run.
-#[derive(Debug, Default, Clone)]
-pub struct Summary {
-    pub cases: u64,
-    pub findings: u64,
-    pub elapsed: Duration,
-}
-
 /// Bounds of a run.
 pub struct Bounds {
     pub cases: Option<u64>,
     pub duration: Option<Duration>,
+    /// Stop after this many findings.
+    pub max_findings: u64,
+    /// The target's replay window in seconds.
+    pub window_s: u64,
 }
 
 /// Fuzzes with `workers` connections at once; findings are written under `out`.
@@ -580,16 +729,19 @@ pub async fn fuzz(
     schemas: std::sync::Arc<Schemas>,
     limits: Limits,
     workers: u64,
-) -> Summary {
+) -> super::scripted::Summary {
     let started = Instant::now();
+    let first: std::sync::Arc<std::sync::Mutex<Option<(String, String)>>> = Default::default();
     let next = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let findings = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let max_cases = bounds.cases.unwrap_or(u64::MAX);
     let deadline = bounds.duration.map(|d| started + d);
+    let (max_findings, window_s) = (bounds.max_findings, bounds.window_s);
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..workers.max(1) {
         let mut drv = make_driver();
+        let first = first.clone();
         let (next, findings, stop, schemas) = (
             next.clone(),
             findings.clone(),
@@ -609,18 +761,28 @@ pub async fn fuzz(
                 if index >= max_cases {
                     return;
                 }
-                let input = generate(seed, index, &Stamp::now(index), &key, &schemas);
-                let mut finding = run_case(&mut drv, &input, limits, &schemas).await;
+                let input = generate(seed, index, &Stamp::now(index), &key, &schemas, window_s);
+                let j = Judge {
+                    limits,
+                    schemas: &schemas,
+                    window_s,
+                    key: &key,
+                };
+                let mut finding = run_case(&mut drv, &input, j).await;
                 if finding.is_some() || index % 1000 == 999 {
-                    if let Err(f) = alive(&mut drv, &key, limits, &schemas).await {
+                    if let Err(f) = alive(&mut drv, j).await {
                         stop.store(true, std::sync::atomic::Ordering::Relaxed);
                         finding = finding.or(Some(f));
                     }
                 }
                 if let Some(f) = finding {
                     findings.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    first
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .get_or_insert_with(|| (f.oracle.to_string(), f.detail.clone()));
                     let _ = write_finding(&out, "agora-v1", &target, seed, index, &input, &f);
-                    if findings.load(std::sync::atomic::Ordering::Relaxed) >= 100 {
+                    if findings.load(std::sync::atomic::Ordering::Relaxed) >= max_findings {
                         stop.store(true, std::sync::atomic::Ordering::Relaxed);
                     }
                     // A dropped connection is reopened by the driver on its next use.
@@ -629,11 +791,14 @@ pub async fn fuzz(
         });
     }
     while tasks.join_next().await.is_some() {}
-    Summary {
+    let first_finding = first.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    super::scripted::Summary {
         cases: next
             .load(std::sync::atomic::Ordering::Relaxed)
             .min(max_cases),
         findings: findings.load(std::sync::atomic::Ordering::Relaxed),
         elapsed: started.elapsed(),
+        first_finding,
+        ..Default::default()
     }
 }

@@ -307,7 +307,14 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
                     }
                     drop(s);
                     let _ = write_finding(
-                        &out, spec.suite, &target.url, seed, index, &r, &oracle, &detail,
+                        &out,
+                        spec.suite,
+                        &target.url,
+                        seed,
+                        index,
+                        &r,
+                        &oracle,
+                        &detail,
                     );
                 }
             }
@@ -341,10 +348,18 @@ pub fn respell(v: &serde_json::Value, w: WireForm) -> Vec<u8> {
                 }
                 for (i, (k, val)) in entries.iter().enumerate() {
                     if i > 0 {
-                        out.push_str(if matches!(w, WireForm::Spaces) { " ,\n " } else { "," });
+                        out.push_str(if matches!(w, WireForm::Spaces) {
+                            " ,\n "
+                        } else {
+                            ","
+                        });
                     }
                     write(&Value::String((*k).clone()), w, out);
-                    out.push_str(if matches!(w, WireForm::Spaces) { " : " } else { ":" });
+                    out.push_str(if matches!(w, WireForm::Spaces) {
+                        " : "
+                    } else {
+                        ":"
+                    });
                     write(val, w, out);
                 }
                 out.push('}');
@@ -353,7 +368,11 @@ pub fn respell(v: &serde_json::Value, w: WireForm) -> Vec<u8> {
                 out.push('[');
                 for (i, x) in a.iter().enumerate() {
                     if i > 0 {
-                        out.push_str(if matches!(w, WireForm::Spaces) { " , " } else { "," });
+                        out.push_str(if matches!(w, WireForm::Spaces) {
+                            " , "
+                        } else {
+                            ","
+                        });
                     }
                     write(x, w, out);
                 }

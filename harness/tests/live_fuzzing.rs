@@ -1,0 +1,219 @@
+//! The live fuzzers judged against the reference agents: every suite has one; the
+//! clean reference survives it without a finding; every fault of the catalogue is
+//! either found within a bounded number of cases (seed 1) or listed as unreachable
+//! with its reason, and the list names real faults only.
+//!
+//! Runs are bounded by case counts, not by time, so they do not depend on the speed
+//! of the machine; at the throughput the fuzzers report (thousands of cases per
+//! second), `FAULT_CASES` is a fraction of the default 60 s duration.
+
+use agentconform::drive::Transport;
+use agentconform::embedded;
+use agentconform::fuzzing::{live, scripted};
+use agentconform::profile::Profile;
+use agentconform::schemas::Schemas;
+use agentconform::script::RunShared;
+use agentconform::suites;
+use libtest_mimic::{Arguments, Failed, Trial};
+use reference_impl::wire::keys::Keypair;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Cases a clean run must survive.
+const CLEAN_CASES: u64 = 3000;
+/// Cases within which a reachable fault must be found.
+const FAULT_CASES: u64 = 3000;
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn out_dir(tag: &str) -> PathBuf {
+    std::env::temp_dir().join(format!(
+        "agentconform-live-fuzz-{}-{tag}-{}",
+        std::process::id(),
+        reference_impl::wire::new_id()
+    ))
+}
+
+/// The profile `agentconform fuzz` uses against the embedded agents.
+fn profile() -> Profile {
+    let mut p = Profile::default();
+    p.agora_spaces.full_space = Some("full".into());
+    p
+}
+
+/// Fuzzes the embedded reference of `suite` with `faults`; returns the summary.
+fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> scripted::Summary {
+    let out = out_dir(&suite.replace('-', "_"));
+    let summary = rt().block_on(async {
+        let opts = embedded::Options {
+            faults: faults.iter().map(|f| f.to_string()).collect(),
+            ..embedded::Options::default()
+        };
+        let server = embedded::start(suite, "127.0.0.1:0", &opts)
+            .await
+            .expect("start the reference");
+        let want = scripted::spec(suite).map_or(Transport::Http, |s| s.transports[0]);
+        let url = server
+            .endpoints
+            .0
+            .iter()
+            .find(|(t, _)| *t == want)
+            .map(|(_, u)| u.clone())
+            .expect("an endpoint of the fuzzer's binding");
+        let limits = agentconform::drive::Limits {
+            timeout: std::time::Duration::from_secs(5),
+            max_bytes: 1024 * 1024,
+        };
+        let http = agentconform::drive::http::client().expect("client");
+        let summary = match scripted::spec(suite) {
+            None => {
+                let schemas = Arc::new(Schemas::load().expect("schemas"));
+                live::fuzz(
+                    || {
+                        agentconform::drive::Driver::Http(
+                            agentconform::drive::http::HttpDriver::new(http.clone(), &url),
+                        )
+                    },
+                    &url,
+                    1,
+                    live::Bounds {
+                        cases: Some(cases),
+                        duration: None,
+                        max_findings,
+                        window_s: 60,
+                    },
+                    &out,
+                    schemas,
+                    limits,
+                    4,
+                )
+                .await
+            }
+            Some(spec) => {
+                let shared = Arc::new(RunShared {
+                    profile: profile(),
+                    key: Keypair::generate(),
+                    other_key: Keypair::generate(),
+                    schemas: Schemas::load().expect("schemas"),
+                    http,
+                });
+                scripted::fuzz(scripted::Run {
+                    spec,
+                    target: scripted::Target::new(shared, want, &url),
+                    seed: 1,
+                    bounds: scripted::Bounds {
+                        cases: Some(cases),
+                        duration: None,
+                        max_findings,
+                    },
+                    out: &out,
+                    workers: 4,
+                })
+                .await
+            }
+        };
+        server.stop().await;
+        summary
+    });
+    let _ = std::fs::remove_dir_all(&out);
+    summary
+}
+
+fn unreachable(suite: &str) -> &'static [(&'static str, &'static str)] {
+    match scripted::spec(suite) {
+        Some(s) => s.unreachable,
+        None => live::UNREACHABLE,
+    }
+}
+
+fn has_fuzzer(suite: &str) -> Result<(), Failed> {
+    if suite == "agora-v1" || scripted::spec(suite).is_some() {
+        Ok(())
+    } else {
+        Err(format!("suite {suite} has no live fuzzer").into())
+    }
+}
+
+fn clean_reference(suite: &'static str) -> Result<(), Failed> {
+    has_fuzzer(suite)?;
+    let s = fuzz(suite, &[], CLEAN_CASES, 5);
+    if s.findings > 0 {
+        return Err(format!(
+            "{} findings against the clean reference; first: {:?}",
+            s.findings, s.first_finding
+        )
+        .into());
+    }
+    if s.cases != CLEAN_CASES {
+        return Err(format!("{} of {CLEAN_CASES} cases ran", s.cases).into());
+    }
+    if s.skipped * 10 > s.cases {
+        return Err(format!(
+            "{} of {} cases were skipped against the reference: {:?}",
+            s.skipped, s.cases, s.skip_reason
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn fault_found(suite: &'static str, fault: &'static str) -> Result<(), Failed> {
+    has_fuzzer(suite)?;
+    let s = fuzz(suite, &[fault], FAULT_CASES, 1);
+    if s.findings == 0 {
+        return Err(format!(
+            "fault {fault} not found in {} cases (list it as unreachable with a reason, or reach it)",
+            s.cases
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn unreachable_names_real_faults(suite: &'static str) -> Result<(), Failed> {
+    has_fuzzer(suite)?;
+    let catalogue = embedded::faults(suite).unwrap_or(&[]);
+    for (name, reason) in unreachable(suite) {
+        if !catalogue.iter().any(|f| f.name == *name) {
+            return Err(format!("unreachable fault {name:?} is not in the catalogue").into());
+        }
+        if reason.trim().len() < 10 {
+            return Err(format!("unreachable fault {name:?} has no real reason").into());
+        }
+    }
+    Ok(())
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let mut trials = Vec::new();
+    for suite in suites::all() {
+        let id = suite.id;
+        let tag = id.replace('-', "_");
+        trials.push(Trial::test(
+            format!("live_fuzz::{tag}::clean_reference_has_no_finding"),
+            move || clean_reference(id),
+        ));
+        trials.push(Trial::test(
+            format!("live_fuzz::{tag}::unreachable_list_names_real_faults"),
+            move || unreachable_names_real_faults(id),
+        ));
+        for f in embedded::faults(id).unwrap_or(&[]) {
+            let name = f.name;
+            if unreachable(id).iter().any(|(n, _)| *n == name) {
+                continue;
+            }
+            trials.push(Trial::test(
+                format!("live_fuzz::{tag}::finds::{name}"),
+                move || fault_found(id, name),
+            ));
+        }
+    }
+    libtest_mimic::run(&args, trials).exit();
+}
