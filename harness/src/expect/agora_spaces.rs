@@ -20,7 +20,8 @@ pub const CODES: [&str; 6] = [
 ];
 
 /// The schema of a server event, by its type.
-fn schema_for(v: &Value) -> Option<&'static str> {
+/// The schema of a server frame, by its type.
+pub fn schema_for(v: &Value) -> Option<&'static str> {
     Some(match v["type"].as_str()? {
         "agent.registered" => "agent-registered",
         "agent.heartbeat" => "agent-heartbeat",

@@ -315,6 +315,32 @@ impl Spaces {
         }
     }
 
+    /// Handles the text frames of one connection of its own, outside any socket, and
+    /// returns what the server sent on it (for in-process fuzzing and tests). The
+    /// connection is closed afterwards, leaving its spaces. Refused connections
+    /// return the refusal frame.
+    pub fn handle_detached(self: &Arc<Self>, agent_id: &str, frames: &[&str]) -> Vec<String> {
+        let (tx, mut rx) = mpsc::channel::<String>(self.cfg.outbox);
+        let (conn, _cancels, connection_id) =
+            match self.open(agent_id, self.cfg.token.as_deref(), tx) {
+                Ok(c) => c,
+                Err(frame) => return vec![frame],
+            };
+        let mut publishes = (0, 0);
+        let mut out = Vec::new();
+        for f in frames {
+            self.handle(conn, &connection_id, f, &mut publishes);
+            while let Ok(frame) = rx.try_recv() {
+                out.push(frame);
+            }
+        }
+        self.close(conn);
+        while let Ok(frame) = rx.try_recv() {
+            out.push(frame);
+        }
+        out
+    }
+
     /// Handles one text frame from `conn`.
     fn handle(
         self: &Arc<Self>,
