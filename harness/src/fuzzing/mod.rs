@@ -4,5 +4,6 @@
 
 pub mod agora_exchange;
 pub mod checks;
+pub mod chorus;
 pub mod live;
 pub mod scripted;

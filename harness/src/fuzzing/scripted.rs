@@ -331,6 +331,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
 pub fn spec(suite: &str) -> Option<&'static Spec> {
     match suite {
         "agora-exchange" => Some(&super::agora_exchange::SPEC),
+        "chorus" => Some(&super::chorus::SPEC),
         _ => None,
     }
 }

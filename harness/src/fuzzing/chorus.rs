@@ -1,0 +1,2215 @@
+//! Live fuzzing of chorus (chorus.md): registrations, discovery queries, jobs for the
+//! fixture agent, credit transfers and outcome reports drawn from the seed (valid
+//! messages, field mutations, raw byte edits, respellings, short stateful sequences),
+//! each judged against a model of what the spec fixes for the message as sent.
+//!
+//! Discovery, reputation and ranking cases share a pool of agents the run registers
+//! once and sets to known scores (50.0, 45.5, 53.0, 100.0, 0.0) through the profile's
+//! outcome channel (CHO-A1); the set-up itself is checked against the model.
+//!
+//! Oracles, beyond the reply checks of the shared helpers:
+//! - server-error: never a 5xx for a client's message (a 503 to a valid registration
+//!   is read as a full registry: the case is skipped);
+//! - reply-shape: a 2xx reply is JSON (CHO-001);
+//! - schema: registration replies, discovery replies and job results match
+//!   chorus/register-response, chorus/discover-response and chorus/job-result
+//!   (CHO-007, CHO-013, CHO-017, CHO-029);
+//! - verdict: a valid registration, job or transfer is accepted; an invalid one is
+//!   rejected with a 4xx or a FAILURE result: a body that is no JSON (CHO-001), an
+//!   agent_id, job_id or transfer_id that is no UUID (CHO-002, CHO-003, CHO-039), a
+//!   missing or mistyped essential member (CHO-009, CHO-010, CHO-024, CHO-039), a
+//!   timestamp_utc that is no date (CHO-004), an amount that is not a positive number
+//!   of credits (CHO-005, CHO-039); where the spec leaves the choice open (CHO-A7,
+//!   CHO-A10, CHO-A11, CHO-A18, CHO-A21; members beyond the spec's, other currencies,
+//!   dates in other spellings) the verdict is not judged;
+//! - error-code: a rejection the spec names carries its code (SKILL_MISMATCH CHO-027,
+//!   BUDGET_INSUFFICIENT CHO-028, TRANSFER_FAILED CHO-040), and no code of chorus.md
+//!   §5 appears where its meaning cannot apply (CHO-046);
+//! - registration: an accepted registration is answered 201 Created (CHO-012) with
+//!   status "registered", the agent_id echoed and reputation_score 50.0 (CHO-013,
+//!   CHO-014), schema register-response; the agent is then found under its skill at
+//!   50.0 with its cost (CHO-015, CHO-018);
+//! - discovery: for drawn min_reputation / max_cost filters (inclusive bounds, CHO-019,
+//!   CHO-020, CHO-A12) over agents whose scores and costs the run knows, exactly those
+//!   that pass are listed, once each, each showing the queried skill and its cost
+//!   (CHO-017, CHO-018), at the score the model gives, highest first (CHO-021); a
+//!   percent-encoded skill or a number spelt with trailing zeros is the same query;
+//! - reputation: a drawn sequence of SUCCESS and FAILURE outcomes from hirers at known
+//!   scores moves a fresh agent from 50.0 as chorus.md §4 says (CHO-014, CHO-042 to
+//!   CHO-044); more outcomes for agents at 0.0 and 100.0 leave them there (CHO-045);
+//!   outcome: the profile's outcome channel takes every report (CHO-A1);
+//! - delivery: a job's result comes in the response or is posted to callback_url
+//!   within the case timeout, as the profile's result_delivery allows (CHO-026,
+//!   CHO-A4);
+//! - job: a valid job for the fixture agent ends in a SUCCESS result that echoes the
+//!   input (the echo fixture, CHO-023), names the
+//!   request's job_id and the fixture's agent_id (CHO-030, CHO-031), has a two-decimal
+//!   execution_cost (CHO-005, CHO-033) and matches schema job-result (CHO-029); a job
+//!   the spec rejects never ends in SUCCESS;
+//! - ledger: over a drawn sequence of transfers between two fresh owners, a transfer
+//!   within the balance is accepted (CHO-038), one above it fails with
+//!   TRANSFER_FAILED and moves nothing (CHO-040), a repeated transfer_id is applied
+//!   once (CHO-039, as the transfer-idempotent case reads it), and the balance ends
+//!   where the model says: draining it exactly works, one cent more fails;
+//! - wire-form: a respelled message (key order, whitespace, escapes) gets the verdict
+//!   of its value.
+
+use super::scripted::{
+    edit_bytes, finding, oracle_of, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm,
+};
+use crate::case::{skip, CaseFuture, Step, Stop};
+use crate::drive::Transport;
+use crate::expect::chorus::{
+    call, check_score, discover, expected_after, fixture_agent, fresh_owner, job, now_utc, post,
+    registration, report_outcome, run_job, score, transfer, two_decimals, unique_skill, Base,
+    JobOutcome, Resp, CODES,
+};
+use arbitrary::Arbitrary;
+use reference_impl::wire::clock::parse_timestamp;
+use reference_impl::wire::{is_uuid, json as wire_json, new_id};
+use serde_json::{json, Value};
+use std::collections::HashMap;
+
+pub static SPEC: Spec = Spec {
+    suite: "chorus",
+    transports: &[Transport::Http],
+    case: case_fn,
+    probe: probe_fn,
+    unreachable: &[],
+};
+
+fn case_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+    Box::pin(one_case(f))
+}
+
+fn probe_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+    Box::pin(async move {
+        f.fuzzed(b"GET /discover?skill=<unknown>");
+        let skill = unique_skill();
+        let found = discover(&mut f.ctx, &format!("skill={skill}")).await?;
+        if found.is_empty() {
+            Ok(())
+        } else {
+            finding(
+                "liveness",
+                format!("a skill nobody has lists {} agents", found.len()),
+            )
+        }
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Draws
+
+/// How the message goes on the wire.
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum Wire {
+    #[default]
+    Canonical,
+    Respelled(WireForm),
+    Edited(Vec<ByteEdit>),
+}
+
+/// An id member's value.
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum IdForm {
+    #[default]
+    Fresh,
+    Upper,
+    Version1,
+    NotUuid,
+    NoDashes,
+    Braced,
+    Short,
+    Empty,
+    Numeric,
+}
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum TsForm {
+    #[default]
+    Now,
+    Fraction,
+    Offset,
+    NoZone,
+    Lowercase,
+    DateOnly,
+    Yesterday,
+    Epoch,
+    Empty,
+}
+
+/// A credits value, in cents where it has a number.
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum Credits {
+    Cents(u16),
+    #[default]
+    Zero,
+    ThreeDecimals(u16),
+    Negative(u16),
+    NumericString(u16),
+    Junk,
+    Huge,
+    Null,
+}
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum RegField {
+    #[default]
+    AgentId,
+    AgentName,
+    OwnerId,
+    ApiEndpoint,
+    Skills,
+    Version,
+    Timestamp,
+    SkillName,
+    SkillDescription,
+    SkillCost,
+    SkillInput,
+    SkillOutput,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum RegMut {
+    #[default]
+    Keep,
+    AgentId(IdForm),
+    Remove(RegField),
+    Set(RegField, Val),
+    EmptyEndpoint,
+    Timestamp(TsForm),
+    Cost(Credits),
+    EmptySkillName,
+    NoSkills,
+    SkillNotObject(Val),
+    SecondSkill(u16),
+    Extra(u8, Val),
+    NotAnObject(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct RegisterCase {
+    cost: u16,
+    muts: Vec<RegMut>,
+    wire: Wire,
+    follow_up: bool,
+}
+
+/// A discovery filter value, relative to the known agents' scores or costs.
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum Filter {
+    #[default]
+    Absent,
+    At(u8),
+    Above(u8),
+    Below(u8),
+    Cents(u16),
+    Negative(u16),
+    Huge,
+    Junk,
+    Empty,
+}
+
+/// The spelling of a discovery query.
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+struct QueryForm {
+    /// Numbers with two decimals always (`50.00`), else as short as possible (`50`).
+    padded: bool,
+    /// Filters before the skill.
+    skill_last: bool,
+    /// Which characters of the skill are percent-encoded.
+    encode: u32,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct PoolQuery {
+    min: Filter,
+    max: Filter,
+    form: QueryForm,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct FreshQuery {
+    /// Per agent: its cost for the queried skill, and the cost of a second skill.
+    agents: Vec<(u16, Option<u16>)>,
+    min: Filter,
+    max: Filter,
+    form: QueryForm,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct Reputation {
+    /// (SUCCESS?, hirer) per outcome.
+    steps: Vec<(bool, u8)>,
+    check_each: bool,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct Clamp {
+    top: bool,
+    hirers: Vec<u8>,
+}
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum SkillForm {
+    #[default]
+    Fixture,
+    Other,
+    Upper,
+    Empty,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum InputForm {
+    #[default]
+    Text,
+    TextNot(Val),
+    NoText,
+    NotObject(Val),
+    Extra(Val),
+}
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum JobField {
+    #[default]
+    JobId,
+    Orchestrator,
+    Skill,
+    Input,
+    Budget,
+    Currency,
+    Timestamp,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum JobMut {
+    #[default]
+    Keep,
+    Skill(SkillForm),
+    Budget(Credits),
+    BudgetAtCost(i8),
+    JobId(IdForm),
+    Orchestrator(IdForm),
+    Input(InputForm),
+    Currency(Val),
+    Timestamp(TsForm),
+    Remove(JobField),
+    Set(JobField, Val),
+    Extra(u8, Val),
+    NotAnObject(Val),
+}
+
+/// The change a job case starts from (before its mutations).
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum JobTweak {
+    #[default]
+    None,
+    Valid,
+    OtherSkill,
+    BudgetBelowCost(u8),
+    BudgetAroundCost(i8),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct JobCase {
+    text: String,
+    tweak: JobTweak,
+    muts: Vec<JobMut>,
+    wire: Wire,
+}
+
+/// A transfer amount, relative to the sender's balance where it says so.
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum Amount {
+    Part(u8),
+    #[default]
+    Exact,
+    Over(u8),
+    Credits(Credits),
+}
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum TransferField {
+    #[default]
+    TransferId,
+    From,
+    To,
+    Amount,
+    JobId,
+    Timestamp,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum TransferMut {
+    #[default]
+    Keep,
+    TransferId(IdForm),
+    JobId(IdForm),
+    Timestamp(TsForm),
+    Remove(TransferField),
+    Set(TransferField, Val),
+    Extra(u8, Val),
+    NotAnObject(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum TransferStep {
+    #[default]
+    Plain,
+    Send {
+        amount: Amount,
+        /// From the second owner to the first.
+        reverse: bool,
+        muts: Vec<TransferMut>,
+        wire: Wire,
+    },
+    Repeat(Option<WireForm>),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct Ledger {
+    steps: Vec<TransferStep>,
+    /// Whose balance the closing check drains: the second owner's, else the first's.
+    check_second: bool,
+}
+
+// ---------------------------------------------------------------------------
+// The verdict model
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Class {
+    Ok,
+    Open,
+    Reject,
+}
+
+/// What the spec fixes for one message.
+#[derive(Debug, Default, Clone)]
+struct Model {
+    /// A reason to reject that carries no code.
+    reject: bool,
+    /// The spec leaves part of the message open.
+    open: bool,
+    /// Reasons to reject that carry a code.
+    coded: Vec<&'static str>,
+    /// Codes of chorus.md §5 whose meaning may apply.
+    allowed: Vec<&'static str>,
+    why: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Verdict {
+    Accept,
+    /// Rejected; when the list is not empty, with one of these codes.
+    Reject(Vec<&'static str>),
+    Open,
+}
+
+impl Model {
+    fn rejecting() -> Model {
+        let mut m = Model::default();
+        m.note(Class::Reject, "the body is no JSON object");
+        m
+    }
+
+    fn unsure() -> Model {
+        let mut m = Model::default();
+        m.note(Class::Open, "JSON readers disagree on the body");
+        m
+    }
+
+    fn note(&mut self, c: Class, why: impl Into<String>) {
+        match c {
+            Class::Ok => return,
+            Class::Open => self.open = true,
+            Class::Reject => self.reject = true,
+        }
+        self.why.push(format!("{c:?}: {}", why.into()));
+    }
+
+    fn code(&mut self, code: &'static str, why: impl Into<String>) {
+        self.coded.push(code);
+        self.allow(code);
+        self.why.push(format!("{code}: {}", why.into()));
+    }
+
+    fn allow(&mut self, code: &'static str) {
+        if !self.allowed.contains(&code) {
+            self.allowed.push(code);
+        }
+    }
+
+    fn verdict(&self) -> Verdict {
+        if self.reject || (self.open && !self.coded.is_empty()) {
+            Verdict::Reject(Vec::new())
+        } else if !self.coded.is_empty() {
+            Verdict::Reject(self.coded.clone())
+        } else if self.open {
+            Verdict::Open
+        } else {
+            Verdict::Accept
+        }
+    }
+
+    fn explain(&self) -> String {
+        if self.why.is_empty() {
+            "a valid message".into()
+        } else {
+            self.why.join("; ")
+        }
+    }
+}
+
+/// Members beyond the spec's: chorus.md does not say whether they are ignored.
+fn extras(m: &mut Model, o: &serde_json::Map<String, Value>, known: &[&str]) {
+    if let Some(k) = o.keys().find(|k| !known.contains(&k.as_str())) {
+        m.note(
+            Class::Open,
+            format!("a member {k:?} beyond the spec's (CHO-A11)"),
+        );
+    }
+}
+
+fn id_class(v: Option<&Value>) -> Class {
+    match v {
+        Some(Value::String(s)) if is_uuid(s) => Class::Ok,
+        Some(Value::String(s)) if loose_uuid(s) => Class::Open,
+        _ => Class::Reject,
+    }
+}
+
+/// A UUID in a spelling other than 8-4-4-4-12 (braces, urn:, no dashes, padding).
+fn loose_uuid(s: &str) -> bool {
+    let t = s.trim();
+    let t = t.strip_prefix("urn:uuid:").unwrap_or(t);
+    let t = t.trim_start_matches('{').trim_end_matches('}');
+    let hex: Vec<char> = t.chars().filter(|c| *c != '-').collect();
+    hex.len() == 32 && hex.iter().all(char::is_ascii_hexdigit)
+}
+
+/// `YYYY-MM-DDThh:mm:ss(.f+)?Z` that reads as a date-time.
+fn strict_timestamp(s: &str) -> bool {
+    let b = s.as_bytes();
+    let digits =
+        |r: std::ops::Range<usize>| b.get(r).is_some_and(|x| x.iter().all(u8::is_ascii_digit));
+    let shape = b.len() >= 20
+        && digits(0..4)
+        && b[4] == b'-'
+        && digits(5..7)
+        && b[7] == b'-'
+        && digits(8..10)
+        && b[10] == b'T'
+        && digits(11..13)
+        && b[13] == b':'
+        && digits(14..16)
+        && b[16] == b':'
+        && digits(17..19)
+        && b[b.len() - 1] == b'Z'
+        && (b.len() == 20 || (b[19] == b'.' && b.len() > 21 && digits(20..b.len() - 1)));
+    shape && parse_timestamp(s).is_ok()
+}
+
+fn timestamp_class(v: Option<&Value>) -> Class {
+    match v {
+        None | Some(Value::Null) => Class::Open,
+        Some(Value::String(s)) if strict_timestamp(s) => Class::Ok,
+        // Some other date spelling, or nothing: the spec does not say (CHO-A11, CHO-A16).
+        Some(Value::String(s)) if s.is_empty() || s.bytes().any(|c| c.is_ascii_digit()) => {
+            Class::Open
+        }
+        Some(_) => Class::Reject,
+    }
+}
+
+fn numeric_string(v: &Value) -> Option<f64> {
+    v.as_str().and_then(|s| s.trim().parse::<f64>().ok())
+}
+
+/// A registration's cost_per_call.
+fn cost_class(v: Option<&Value>) -> Class {
+    match v {
+        None | Some(Value::Null) => Class::Reject,
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(x) if (0.0..=1e9).contains(&x) && two_decimals(x) => Class::Ok,
+            _ => Class::Open,
+        },
+        Some(s @ Value::String(_)) if numeric_string(s).is_some() => Class::Open,
+        Some(_) => Class::Reject,
+    }
+}
+
+fn register_model(v: &Value) -> Model {
+    let Some(o) = v.as_object() else {
+        return Model::rejecting();
+    };
+    let mut m = Model::default();
+    extras(
+        &mut m,
+        o,
+        &[
+            "agent_id",
+            "agent_name",
+            "owner_id",
+            "api_endpoint",
+            "skills",
+            "version",
+            "timestamp_utc",
+        ],
+    );
+    m.note(id_class(o.get("agent_id")), "agent_id (CHO-002, CHO-A7)");
+    match o.get("api_endpoint") {
+        Some(Value::String(s)) if s.starts_with("http://") || s.starts_with("https://") => {}
+        Some(Value::String(_)) => m.note(Class::Open, "api_endpoint is no http(s) URL"),
+        _ => m.note(
+            Class::Reject,
+            "api_endpoint missing or not a string (CHO-009)",
+        ),
+    }
+    m.note(
+        timestamp_class(o.get("timestamp_utc")),
+        "timestamp_utc (CHO-004)",
+    );
+    match o.get("skills") {
+        Some(Value::Array(skills)) => {
+            if skills.is_empty() {
+                m.note(Class::Open, "no skills");
+            }
+            for s in skills {
+                let Some(s) = s.as_object() else {
+                    m.note(Class::Reject, "a skill is not an object (CHO-010)");
+                    continue;
+                };
+                match s.get("skill_name") {
+                    Some(Value::String(n)) if !n.is_empty() => {}
+                    Some(Value::String(_)) => m.note(Class::Open, "an empty skill_name"),
+                    _ => m.note(
+                        Class::Reject,
+                        "skill_name missing or not a string (CHO-010)",
+                    ),
+                }
+                m.note(
+                    cost_class(s.get("cost_per_call")),
+                    "cost_per_call (CHO-005, CHO-010)",
+                );
+                for k in ["description", "input_schema", "output_schema"] {
+                    let fine = match (k, s.get(k)) {
+                        ("description", Some(Value::String(_))) => true,
+                        (_, Some(Value::Object(_))) => k != "description",
+                        _ => false,
+                    };
+                    if !fine {
+                        m.note(
+                            Class::Open,
+                            format!("skill {k} missing or retyped (CHO-A11, CHO-A18)"),
+                        );
+                    }
+                }
+            }
+        }
+        _ => m.note(Class::Reject, "skills missing or not an array (CHO-009)"),
+    }
+    for k in ["agent_name", "owner_id"] {
+        if !o.get(k).is_some_and(Value::is_string) {
+            m.note(Class::Open, format!("{k} missing or retyped (CHO-A11)"));
+        }
+    }
+    if o.get("version") != Some(&json!("0.1")) {
+        m.note(Class::Open, "version is not \"0.1\" (CHO-A21)");
+    }
+    m
+}
+
+/// How a transfer's amount reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum AmountRead {
+    Cents(i64),
+    /// A number the spec does not settle (more decimals, a numeric string).
+    Ambiguous,
+    /// Far above any balance.
+    Huge,
+    Invalid,
+}
+
+fn amount_read(v: Option<&Value>) -> AmountRead {
+    match v {
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(x) if x <= 0.0 => AmountRead::Invalid,
+            Some(x) if x > 1e9 => AmountRead::Huge,
+            Some(x) if two_decimals(x) => AmountRead::Cents((x * 100.0).round() as i64),
+            Some(_) => AmountRead::Ambiguous,
+            None => AmountRead::Invalid,
+        },
+        Some(s @ Value::String(_)) if numeric_string(s).is_some() => AmountRead::Ambiguous,
+        _ => AmountRead::Invalid,
+    }
+}
+
+/// What an accepted transfer does to the model.
+#[derive(Debug, Clone)]
+enum Effect {
+    Move {
+        from: String,
+        to: String,
+        cents: i64,
+    },
+    /// These owners' balances are no longer known.
+    Unknown(Vec<String>),
+}
+
+/// Balances of the case's owners, in cents; `None`: no longer known.
+struct Books {
+    balance: HashMap<String, Option<i64>>,
+}
+
+impl Books {
+    /// Only the case's own fresh owners have a known balance; any other owner (a
+    /// mutated name) may be shared with other cases.
+    fn get(&self, owner: &str) -> Option<i64> {
+        self.balance.get(owner).copied().flatten()
+    }
+
+    fn apply(&mut self, e: &Effect) {
+        match e {
+            Effect::Move { from, to, cents } => {
+                let (a, b) = (self.get(from), self.get(to));
+                self.balance.insert(from.clone(), a.map(|x| x - cents));
+                self.balance.insert(to.clone(), b.map(|x| x + cents));
+            }
+            Effect::Unknown(owners) => {
+                for o in owners {
+                    self.balance.insert(o.clone(), None);
+                }
+            }
+        }
+    }
+}
+
+fn transfer_model(v: &Value, books: &Books) -> (Model, Effect) {
+    let Some(o) = v.as_object() else {
+        return (Model::rejecting(), Effect::Unknown(Vec::new()));
+    };
+    let mut m = Model::default();
+    extras(
+        &mut m,
+        o,
+        &[
+            "transfer_id",
+            "from_owner",
+            "to_owner",
+            "amount",
+            "job_id",
+            "timestamp_utc",
+        ],
+    );
+    m.note(id_class(o.get("transfer_id")), "transfer_id (CHO-039)");
+    let mut owners = Vec::new();
+    for k in ["from_owner", "to_owner"] {
+        match o.get(k) {
+            Some(Value::String(s)) if !s.is_empty() => owners.push(s.clone()),
+            Some(Value::String(_)) => m.note(Class::Open, format!("an empty {k}")),
+            _ => m.note(
+                Class::Reject,
+                format!("{k} missing or not a string (CHO-039)"),
+            ),
+        }
+    }
+    m.note(
+        timestamp_class(o.get("timestamp_utc")),
+        "timestamp_utc (CHO-004)",
+    );
+    match o.get("job_id") {
+        Some(Value::String(s)) if is_uuid(s) => {}
+        _ => m.note(Class::Open, "job_id missing or no UUID (CHO-A11, CHO-041)"),
+    }
+    let from = o
+        .get("from_owner")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let to = o
+        .get("to_owner")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !from.is_empty() && from == to {
+        m.note(Class::Open, "a transfer to oneself");
+    }
+    let balance = books.get(from);
+    let read = amount_read(o.get("amount"));
+    match read {
+        AmountRead::Invalid => m.note(
+            Class::Reject,
+            "amount missing or not a positive number (CHO-005, CHO-039)",
+        ),
+        AmountRead::Ambiguous => {
+            m.note(
+                Class::Open,
+                "amount with more than two decimals or as a string (CHO-A10)",
+            );
+            m.allow("TRANSFER_FAILED");
+        }
+        AmountRead::Huge => {
+            m.note(Class::Reject, "an amount above any balance");
+            m.allow("TRANSFER_FAILED");
+        }
+        AmountRead::Cents(c) => match balance {
+            Some(b) if c > b => m.code(
+                "TRANSFER_FAILED",
+                format!("{c} cents above the balance of {b} (CHO-040)"),
+            ),
+            Some(_) => {}
+            None => {
+                m.note(Class::Open, "the sender's balance is unknown");
+                m.allow("TRANSFER_FAILED");
+            }
+        },
+    }
+    let effect = match read {
+        AmountRead::Cents(cents) if owners.len() == 2 && from != to => Effect::Move {
+            from: from.to_string(),
+            to: to.to_string(),
+            cents,
+        },
+        _ => Effect::Unknown(owners),
+    };
+    (m, effect)
+}
+
+/// The fixture agent, learnt once per run.
+struct Fixture {
+    agent_id: String,
+    url: String,
+    skill: String,
+    cost: f64,
+}
+
+fn job_model(v: &Value, fx: &Fixture) -> Model {
+    let Some(o) = v.as_object() else {
+        let mut m = Model::rejecting();
+        m.allow("SKILL_MISMATCH");
+        m.allow("BUDGET_INSUFFICIENT");
+        m.allow("EXECUTION_ERROR");
+        return m;
+    };
+    let mut m = Model::default();
+    // An internal error may befall any job (a valid one still fails the verdict).
+    m.allow("EXECUTION_ERROR");
+    extras(
+        &mut m,
+        o,
+        &[
+            "job_id",
+            "orchestrator_id",
+            "skill_name",
+            "input_data",
+            "budget",
+            "currency",
+            "callback_url",
+            "timestamp_utc",
+        ],
+    );
+    m.note(id_class(o.get("job_id")), "job_id (CHO-003)");
+    match o.get("skill_name") {
+        Some(Value::String(s)) if *s == fx.skill => {}
+        Some(Value::String(s)) if s.eq_ignore_ascii_case(&fx.skill) => {
+            m.note(Class::Open, "the fixture's skill in other letter case");
+            m.allow("SKILL_MISMATCH");
+        }
+        Some(Value::String(s)) if !s.is_empty() => m.code(
+            "SKILL_MISMATCH",
+            format!("the fixture has no skill {s:?} (CHO-027)"),
+        ),
+        _ => {
+            m.note(
+                Class::Reject,
+                "skill_name missing, empty or not a string (CHO-024)",
+            );
+            m.allow("SKILL_MISMATCH");
+        }
+    }
+    match o.get("input_data") {
+        Some(Value::Object(i)) => {
+            if !i.get("text").is_some_and(Value::is_string) {
+                m.note(
+                    Class::Open,
+                    "input_data without a string text (the echo fixture's input)",
+                );
+            }
+        }
+        _ => m.note(
+            Class::Reject,
+            "input_data missing or not an object (CHO-024)",
+        ),
+    }
+    match o.get("budget") {
+        None | Some(Value::Null) => m.note(Class::Open, "no budget (CHO-A11)"),
+        Some(Value::Number(n)) => match n.as_f64() {
+            Some(x) if x < 0.0 => m.note(Class::Reject, "a negative budget (CHO-005)"),
+            Some(x) if x > 1e9 => m.note(Class::Open, "a budget above 1e9"),
+            Some(x) if x < fx.cost && two_decimals(x) => m.code(
+                "BUDGET_INSUFFICIENT",
+                format!("budget {x} below the cost {} (CHO-028)", fx.cost),
+            ),
+            Some(x) if x < fx.cost => m.note(
+                Class::Reject,
+                format!("budget {x} below the cost, more than two decimals"),
+            ),
+            Some(x) if !two_decimals(x) => m.note(
+                Class::Open,
+                "a budget with more than two decimals (CHO-A10)",
+            ),
+            Some(_) => {}
+            None => m.note(Class::Open, "an unreadable budget"),
+        },
+        Some(s @ Value::String(_)) if numeric_string(s).is_some() => {
+            m.note(Class::Open, "budget as a numeric string")
+        }
+        Some(_) => m.note(Class::Reject, "budget is not a number (CHO-024)"),
+    }
+    if !o
+        .get("budget")
+        .and_then(Value::as_f64)
+        .is_some_and(|x| x >= fx.cost)
+    {
+        m.allow("BUDGET_INSUFFICIENT");
+    }
+    if o.get("currency") != Some(&json!("chorus_credits_v1")) {
+        m.note(
+            Class::Open,
+            "currency other than chorus_credits_v1 (CHO-025)",
+        );
+    }
+    match o.get("orchestrator_id") {
+        Some(Value::String(s)) if is_uuid(s) => {}
+        _ => m.note(Class::Open, "orchestrator_id missing or no UUID (CHO-A11)"),
+    }
+    if !o.get("callback_url").is_some_and(Value::is_string) {
+        m.note(Class::Open, "callback_url missing or retyped");
+    }
+    m.note(
+        timestamp_class(o.get("timestamp_utc")),
+        "timestamp_utc (CHO-004)",
+    );
+    m
+}
+
+// ---------------------------------------------------------------------------
+// Mutations
+
+fn set(v: &mut Value, k: &str, x: Value) {
+    if let Some(o) = v.as_object_mut() {
+        o.insert(k.to_string(), x);
+    }
+}
+
+fn remove(v: &mut Value, k: &str) {
+    if let Some(o) = v.as_object_mut() {
+        o.remove(k);
+    }
+}
+
+fn first_skill(v: &mut Value) -> Option<&mut Value> {
+    v.get_mut("skills")?.as_array_mut()?.first_mut()
+}
+
+fn id_value(form: IdForm) -> Value {
+    let id = new_id();
+    match form {
+        IdForm::Fresh => json!(id),
+        IdForm::Upper => json!(id.to_ascii_uppercase()),
+        IdForm::Version1 => {
+            let mut s = id.into_bytes();
+            s[14] = b'1';
+            json!(String::from_utf8_lossy(&s))
+        }
+        IdForm::NotUuid => json!("not-a-uuid"),
+        IdForm::NoDashes => json!(id.replace('-', "")),
+        IdForm::Braced => json!(format!("{{{id}}}")),
+        IdForm::Short => json!(id[..35].to_string()),
+        IdForm::Empty => json!(""),
+        IdForm::Numeric => json!("123"),
+    }
+}
+
+fn timestamp_value(form: TsForm) -> Value {
+    let now = now_utc();
+    let stem = now.trim_end_matches('Z').to_string();
+    match form {
+        TsForm::Now => json!(now),
+        TsForm::Fraction => json!(format!("{stem}.250Z")),
+        TsForm::Offset => json!(format!("{stem}+00:00")),
+        TsForm::NoZone => json!(stem),
+        TsForm::Lowercase => json!(now.to_ascii_lowercase()),
+        TsForm::DateOnly => json!(stem.chars().take(10).collect::<String>()),
+        TsForm::Yesterday => json!("yesterday"),
+        TsForm::Epoch => json!(1_770_819_309),
+        TsForm::Empty => json!(""),
+    }
+}
+
+/// `cents / 100` as the JSON number a client would send.
+fn credits_of(cents: i64) -> Value {
+    json!(cents as f64 / 100.0)
+}
+
+fn credits_value(c: Credits) -> Value {
+    match c {
+        Credits::Cents(n) => credits_of(i64::from(n % 20_000)),
+        Credits::Zero => json!(0),
+        Credits::ThreeDecimals(n) => json!(f64::from(u32::from(n % 20_000) * 10 + 5) / 1000.0),
+        Credits::Negative(n) => credits_of(-(i64::from(n % 20_000) + 1)),
+        Credits::NumericString(n) => json!(format!("{:.2}", f64::from(n % 20_000) / 100.0)),
+        Credits::Junk => json!("cheap"),
+        Credits::Huge => json!(1e12),
+        Credits::Null => Value::Null,
+    }
+}
+
+fn reg_field(v: &mut Value, field: RegField, x: Option<Value>) {
+    let (in_skill, key) = match field {
+        RegField::AgentId => (false, "agent_id"),
+        RegField::AgentName => (false, "agent_name"),
+        RegField::OwnerId => (false, "owner_id"),
+        RegField::ApiEndpoint => (false, "api_endpoint"),
+        RegField::Skills => (false, "skills"),
+        RegField::Version => (false, "version"),
+        RegField::Timestamp => (false, "timestamp_utc"),
+        RegField::SkillName => (true, "skill_name"),
+        RegField::SkillDescription => (true, "description"),
+        RegField::SkillCost => (true, "cost_per_call"),
+        RegField::SkillInput => (true, "input_schema"),
+        RegField::SkillOutput => (true, "output_schema"),
+    };
+    let target = if in_skill { first_skill(v) } else { Some(v) };
+    if let Some(t) = target {
+        match x {
+            Some(x) => set(t, key, x),
+            None => remove(t, key),
+        }
+    }
+}
+
+fn reg_mutate(v: &mut Value, m: &RegMut) {
+    match m {
+        RegMut::Keep => {}
+        RegMut::AgentId(form) => set(v, "agent_id", id_value(*form)),
+        RegMut::Remove(field) => reg_field(v, *field, None),
+        RegMut::Set(field, x) => reg_field(v, *field, Some(x.json())),
+        RegMut::EmptyEndpoint => set(v, "api_endpoint", json!("")),
+        RegMut::Timestamp(form) => set(v, "timestamp_utc", timestamp_value(*form)),
+        RegMut::Cost(c) => reg_field(v, RegField::SkillCost, Some(credits_value(*c))),
+        RegMut::EmptySkillName => reg_field(v, RegField::SkillName, Some(json!(""))),
+        RegMut::NoSkills => set(v, "skills", json!([])),
+        RegMut::SkillNotObject(x) => {
+            if let Some(s) = first_skill(v) {
+                *s = x.json();
+            }
+        }
+        RegMut::SecondSkill(cost) => {
+            if let Some(a) = v.get_mut("skills").and_then(Value::as_array_mut) {
+                a.push(
+                    json!({"skill_name": unique_skill(), "description": "second skill",
+                    "cost_per_call": credits_of(i64::from(cost % 20_000)),
+                    "input_schema": {}, "output_schema": {}}),
+                );
+            }
+        }
+        RegMut::Extra(i, x) => set(v, &format!("x_fuzz_{}", i % 4), x.json()),
+        RegMut::NotAnObject(x) => *v = x.json(),
+    }
+}
+
+fn job_key(field: JobField) -> &'static str {
+    match field {
+        JobField::JobId => "job_id",
+        JobField::Orchestrator => "orchestrator_id",
+        JobField::Skill => "skill_name",
+        JobField::Input => "input_data",
+        JobField::Budget => "budget",
+        JobField::Currency => "currency",
+        JobField::Timestamp => "timestamp_utc",
+    }
+}
+
+fn job_mutate(v: &mut Value, m: &JobMut, fx: &Fixture) {
+    match m {
+        JobMut::Keep => {}
+        JobMut::Skill(form) => {
+            let s = match form {
+                SkillForm::Fixture => fx.skill.clone(),
+                SkillForm::Other => unique_skill(),
+                SkillForm::Upper => fx.skill.to_ascii_uppercase(),
+                SkillForm::Empty => String::new(),
+            };
+            set(v, "skill_name", json!(s));
+        }
+        JobMut::Budget(c) => set(v, "budget", credits_value(*c)),
+        JobMut::BudgetAtCost(d) => {
+            let cents = (fx.cost * 100.0).round() as i64 + i64::from(*d % 3);
+            set(v, "budget", credits_of(cents.max(0)));
+        }
+        JobMut::JobId(form) => set(v, "job_id", id_value(*form)),
+        JobMut::Orchestrator(form) => set(v, "orchestrator_id", id_value(*form)),
+        JobMut::Input(form) => {
+            let text = v["input_data"]["text"].clone();
+            let input = match form {
+                InputForm::Text => json!({"text": text}),
+                InputForm::TextNot(x) => json!({"text": x.json()}),
+                InputForm::NoText => json!({"data": text}),
+                InputForm::NotObject(x) => x.json(),
+                InputForm::Extra(x) => json!({"text": text, "x_fuzz": x.json()}),
+            };
+            set(v, "input_data", input);
+        }
+        JobMut::Currency(x) => set(v, "currency", x.json()),
+        JobMut::Timestamp(form) => set(v, "timestamp_utc", timestamp_value(*form)),
+        JobMut::Remove(field) => remove(v, job_key(*field)),
+        JobMut::Set(field, x) => set(v, job_key(*field), x.json()),
+        JobMut::Extra(i, x) => set(v, &format!("x_fuzz_{}", i % 4), x.json()),
+        JobMut::NotAnObject(x) => *v = x.json(),
+    }
+}
+
+fn transfer_key(field: TransferField) -> &'static str {
+    match field {
+        TransferField::TransferId => "transfer_id",
+        TransferField::From => "from_owner",
+        TransferField::To => "to_owner",
+        TransferField::Amount => "amount",
+        TransferField::JobId => "job_id",
+        TransferField::Timestamp => "timestamp_utc",
+    }
+}
+
+fn transfer_mutate(v: &mut Value, m: &TransferMut) {
+    match m {
+        TransferMut::Keep => {}
+        TransferMut::TransferId(form) => set(v, "transfer_id", id_value(*form)),
+        TransferMut::JobId(form) => set(v, "job_id", id_value(*form)),
+        TransferMut::Timestamp(form) => set(v, "timestamp_utc", timestamp_value(*form)),
+        TransferMut::Remove(field) => remove(v, transfer_key(*field)),
+        TransferMut::Set(field, x) => set(v, transfer_key(*field), x.json()),
+        TransferMut::Extra(i, x) => set(v, &format!("x_fuzz_{}", i % 4), x.json()),
+        TransferMut::NotAnObject(x) => *v = x.json(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sending and judging
+
+/// What the bytes on the wire read as.
+enum Parsed {
+    Json(Value),
+    NotJson,
+    /// Two strict readers disagree (duplicate names, out-of-range numbers).
+    Unsure,
+}
+
+fn encode(v: &Value, w: &Wire) -> (Vec<u8>, Parsed) {
+    let canonical = serde_json::to_vec(v).unwrap_or_default();
+    match w {
+        Wire::Canonical => (canonical, Parsed::Json(v.clone())),
+        Wire::Respelled(form) => (respell(v, *form), Parsed::Json(v.clone())),
+        Wire::Edited(edits) => {
+            let bytes = edit_bytes(canonical, edits);
+            let a = serde_json::from_slice::<Value>(&bytes).ok();
+            let b = wire_json::parse(&bytes).ok().map(|t| t.to_serde());
+            let parsed = match (a, b) {
+                (Some(a), Some(b)) if a == b => Parsed::Json(a),
+                (None, None) => Parsed::NotJson,
+                _ => Parsed::Unsure,
+            };
+            (bytes, parsed)
+        }
+    }
+}
+
+fn oracle_for(w: &Wire) -> &'static str {
+    match w {
+        Wire::Respelled(_) => "wire-form",
+        _ => "verdict",
+    }
+}
+
+fn base_url(f: &FuzzCtx, base: &Base) -> String {
+    match base {
+        Base::Registry => f.ctx.url.clone(),
+        Base::Ledger => f
+            .ctx
+            .profile()
+            .target
+            .ledger_url
+            .clone()
+            .unwrap_or_else(|| f.ctx.url.clone()),
+        Base::Url(u) => u.clone(),
+    }
+}
+
+/// POSTs raw bytes as JSON, as `call` does with a value: a 2xx reply must be JSON.
+async fn post_bytes(f: &mut FuzzCtx, base: Base, path: &str, bytes: Vec<u8>) -> Step<Resp> {
+    f.fuzzed(&bytes);
+    let url = base_url(f, &base);
+    let r = f
+        .ctx
+        .http_at(
+            &url,
+            reqwest::Method::POST,
+            path,
+            &[("content-type", "application/json")],
+            Some(bytes),
+        )
+        .await?;
+    let parsed = wire_json::parse(&r.body).ok().map(|t| t.to_serde());
+    if (200..300).contains(&r.status) && parsed.is_none() {
+        return finding(
+            "reply-shape",
+            format!("HTTP {} reply to {path} is not JSON (CHO-001)", r.status),
+        );
+    }
+    Ok(Resp {
+        http: r.status,
+        json: parsed,
+    })
+}
+
+fn status_of(r: &Resp) -> Option<&str> {
+    r.get("status").and_then(Value::as_str)
+}
+
+fn is_rejection(r: &Resp) -> bool {
+    (400..500).contains(&r.http) || (r.http == 200 && status_of(r) == Some("FAILURE"))
+}
+
+fn no_server_error(r: &Resp, what: &str) -> Step<()> {
+    if r.http >= 500 {
+        return finding("server-error", format!("{what} drew {}", r.describe()));
+    }
+    Ok(())
+}
+
+/// Codes of chorus.md §5 only where their meaning may apply (CHO-046).
+fn codes_fit(r: &Resp, m: &Model, what: &str) -> Step<()> {
+    for c in r.codes() {
+        if CODES.contains(&c.as_str()) && !m.allowed.contains(&c.as_str()) {
+            return finding(
+                "error-code",
+                format!(
+                    "{what} ({}) drew the code {c}, whose meaning does not apply (CHO-046): {}",
+                    m.explain(),
+                    r.describe()
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The verdict checks every reply gets.
+fn judge(r: &Resp, m: &Model, what: &str, oracle: &str) -> Step<()> {
+    no_server_error(r, what)?;
+    match m.verdict() {
+        Verdict::Open => Ok(()),
+        Verdict::Accept if r.ok() && !is_rejection(r) => Ok(()),
+        Verdict::Accept => finding(
+            oracle,
+            format!("{what} is valid, yet drew {}", r.describe()),
+        ),
+        Verdict::Reject(_) if !is_rejection(r) => finding(
+            oracle,
+            format!(
+                "{what} should be rejected ({}), yet drew {}",
+                m.explain(),
+                r.describe()
+            ),
+        ),
+        Verdict::Reject(codes) => {
+            let got = r.codes();
+            if codes.is_empty() || codes.iter().any(|c| got.iter().any(|g| g == c)) {
+                Ok(())
+            } else {
+                finding(
+                    "error-code",
+                    format!(
+                        "{what} was rejected without {} ({}): {}",
+                        codes.join(" or "),
+                        m.explain(),
+                        r.describe()
+                    ),
+                )
+            }
+        }
+    }?;
+    codes_fit(r, m, what)
+}
+
+fn schema_check(f: &FuzzCtx, name: &str, v: &Value, what: &str) -> Step<()> {
+    match f.ctx.shared.schemas.check(&format!("chorus/{name}"), v) {
+        Ok(()) => Ok(()),
+        Err(e) => finding("schema", format!("{what} breaks chorus/{name}: {e}")),
+    }
+}
+
+/// Re-tags a failure of a shared helper with an oracle name.
+fn tagged<T>(oracle: &str, s: Step<T>) -> Step<T> {
+    match s {
+        Err(Stop::Fail(m)) if oracle_of(&m).0 == "reply-check" => finding(oracle, m),
+        other => other,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Run-wide memo: the fixture agent and a pool of agents at known scores
+
+fn memo_part(f: &FuzzCtx, key: &str) -> Option<Value> {
+    f.recall().and_then(|m| m.get(key).cloned())
+}
+
+fn memo_set(f: &FuzzCtx, key: &str, v: Value) {
+    let mut m = f
+        .recall()
+        .filter(Value::is_object)
+        .unwrap_or_else(|| json!({}));
+    set(&mut m, key, v);
+    f.remember(m);
+}
+
+async fn fixture(f: &mut FuzzCtx) -> Step<Fixture> {
+    let m = match memo_part(f, "fixture") {
+        Some(m) => m,
+        None => {
+            let (e, url) = fixture_agent(&mut f.ctx).await?;
+            let m = json!({"agent_id": e["agent_id"], "url": url,
+                           "cost": e["skill"]["cost_per_call"].as_f64().unwrap_or(0.1)});
+            memo_set(f, "fixture", m.clone());
+            m
+        }
+    };
+    Ok(Fixture {
+        agent_id: m["agent_id"].as_str().unwrap_or_default().to_string(),
+        url: m["url"].as_str().unwrap_or_default().to_string(),
+        skill: f.ctx.profile().chorus.fixture_skill.clone(),
+        cost: m["cost"].as_f64().unwrap_or(0.1),
+    })
+}
+
+/// An agent whose score and cost under the pool skill the run knows.
+#[derive(Debug, Clone)]
+struct Known {
+    id: String,
+    score_cents: i64,
+    cost_cents: i64,
+}
+
+/// Agents registered once per run under a skill of their own, at scores set by
+/// outcomes: H50 and a twin at 50.0, LOW at 45.5, MID at 53.0, TOP at 100.0 and
+/// BOTTOM at 0.0. Their scores never change: they only hire, except TOP, which only
+/// gets more successes, and BOTTOM, which only gets more failures.
+struct Pool {
+    skill: String,
+    agents: Vec<Known>,
+}
+
+/// Checks a registration reply: 201, schema, status, echoed id, 50.0.
+fn check_registered(f: &mut FuzzCtx, r: &Resp, sent: Option<&Value>) -> Step<()> {
+    if r.http != 201 {
+        return finding(
+            "registration",
+            format!(
+                "an accepted registration drew HTTP {}, not 201 Created (CHO-012)",
+                r.http
+            ),
+        );
+    }
+    let body = r.json.clone().unwrap_or_default();
+    let sent_id = sent.and_then(|v| v.get("agent_id")).and_then(Value::as_str);
+    if sent_id.is_some_and(is_uuid) {
+        schema_check(f, "register-response", &body, "the registration reply")?;
+        let got = body["agent_id"].as_str().unwrap_or_default();
+        if !sent_id.is_some_and(|s| s.eq_ignore_ascii_case(got)) {
+            return finding(
+                "registration",
+                format!("the reply names agent {got:?}, not the registered {sent_id:?} (CHO-013)"),
+            );
+        }
+    }
+    if body["status"] != "registered" {
+        return finding(
+            "registration",
+            format!(
+                "the reply's status is {}, not \"registered\" (CHO-013)",
+                body["status"]
+            ),
+        );
+    }
+    let Some(rep) = body["reputation_score"].as_f64() else {
+        return finding(
+            "registration",
+            "the reply has no numeric reputation_score (CHO-013)",
+        );
+    };
+    if (rep - 50.0).abs() > 0.005 + 1e-9 {
+        return finding(
+            "reputation",
+            format!("the registration reply gives a new agent reputation_score {rep}, not 50.0 (CHO-014)"),
+        );
+    }
+    Ok(())
+}
+
+/// Registers a fresh agent with a valid body; returns its id.
+async fn fresh_agent(f: &mut FuzzCtx, skills: &[(&str, f64)]) -> Step<String> {
+    let body = registration(skills);
+    let id = body["agent_id"].as_str().unwrap_or_default().to_string();
+    let r = post(&mut f.ctx, Base::Registry, "register", &body).await?;
+    if r.http == 503 {
+        return skip("the registry is full (HTTP 503 to a valid registration)");
+    }
+    judge(&r, &Model::default(), "a valid registration", "verdict")?;
+    check_registered(f, &r, Some(&body))?;
+    Ok(id)
+}
+
+/// The pool agents' costs for the pool skill, in cents, by index.
+const POOL_COSTS: [i64; 6] = [10, 10, 5, 25, 0, 250];
+const H50: usize = 0;
+const LOW: usize = 2;
+const MID: usize = 3;
+const TOP: usize = 4;
+const BOTTOM: usize = 5;
+
+async fn pool(f: &mut FuzzCtx) -> Step<Pool> {
+    if let Some(m) = memo_part(f, "pool") {
+        let agents = m["agents"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .map(|x| Known {
+                        id: x["id"].as_str().unwrap_or_default().to_string(),
+                        score_cents: x["score"].as_i64().unwrap_or(0),
+                        cost_cents: x["cost"].as_i64().unwrap_or(0),
+                    })
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default();
+        if agents.len() == POOL_COSTS.len() {
+            return Ok(Pool {
+                skill: m["skill"].as_str().unwrap_or_default().to_string(),
+                agents,
+            });
+        }
+    }
+    let skill = format!("fz_pool_{}", new_id().replace('-', ""));
+    let mut ids = Vec::new();
+    for c in POOL_COSTS {
+        ids.push(fresh_agent(f, &[(skill.as_str(), c as f64 / 100.0)]).await?);
+    }
+    let mut scores = [50.0_f64; 6];
+    // (agent, hirer, SUCCESS?, how many): MID to 53.0, LOW to 45.5, BOTTOM to 0.0, TOP to 100.0.
+    let plan = [
+        (MID, H50, true, 3),
+        (LOW, H50, false, 1),
+        (BOTTOM, H50, false, 12),
+        (TOP, MID, true, 48),
+    ];
+    for (who, hirer, success, times) in plan {
+        for _ in 0..times {
+            let (a, h) = (ids[who].clone(), ids[hirer].clone());
+            tagged("outcome", report_outcome(&mut f.ctx, &a, &h, success).await)?;
+            scores[who] = expected_after(scores[who], success, scores[hirer]);
+        }
+    }
+    let agents: Vec<Known> = ids
+        .iter()
+        .zip(scores)
+        .zip(POOL_COSTS)
+        .map(|((id, s), c)| Known {
+            id: id.clone(),
+            score_cents: (s * 100.0).round() as i64,
+            cost_cents: c,
+        })
+        .collect();
+    let p = Pool { skill, agents };
+    // The pool as discovery shows it must be what the model says.
+    let q = format!("skill={}", p.skill);
+    let r = get_discover(f, &q).await?;
+    let entries = listing(f, &r, &q, true)?;
+    check_listing(
+        &entries,
+        &p.skill,
+        &p.agents,
+        None,
+        None,
+        true,
+        "the pool of known agents",
+    )?;
+    let memo: Vec<Value> = p
+        .agents
+        .iter()
+        .map(|a| json!({"id": a.id, "score": a.score_cents, "cost": a.cost_cents}))
+        .collect();
+    memo_set(f, "pool", json!({"skill": p.skill, "agents": memo}));
+    Ok(p)
+}
+
+// ---------------------------------------------------------------------------
+// Discovery
+
+async fn get_discover(f: &mut FuzzCtx, query: &str) -> Step<Resp> {
+    f.fuzzed(format!("GET /discover?{query}").as_bytes());
+    call(
+        &mut f.ctx,
+        Base::Registry,
+        reqwest::Method::GET,
+        &format!("discover?{query}"),
+        None,
+    )
+    .await
+}
+
+/// The entries of a discovery reply; `valid`: the query is well-formed, so the
+/// reply must be 200 (a 404 for no match warns, CHO-A12).
+fn listing(f: &mut FuzzCtx, r: &Resp, query: &str, valid: bool) -> Step<Vec<Value>> {
+    no_server_error(r, &format!("GET /discover?{query}"))?;
+    if r.http == 404 && valid {
+        f.ctx
+            .warn("discover answered 404; 200 with an empty list is expected (CHO-A12)");
+        return Ok(Vec::new());
+    }
+    if r.http != 200 {
+        if valid {
+            return finding(
+                "discovery",
+                format!("GET /discover?{query} answered {} (CHO-016)", r.describe()),
+            );
+        }
+        return Ok(Vec::new());
+    }
+    let body = r.json.clone().unwrap_or_default();
+    schema_check(f, "discover-response", &body, "the discovery reply")?;
+    Ok(body["agents"].as_array().cloned().unwrap_or_default())
+}
+
+/// Checks a listing under `skill` against the agents that have it.
+fn check_listing(
+    entries: &[Value],
+    skill: &str,
+    known: &[Known],
+    min: Option<i64>,
+    max: Option<i64>,
+    exact: bool,
+    what: &str,
+) -> Step<()> {
+    let passes =
+        |k: &Known| min.is_none_or(|m| k.score_cents >= m) && max.is_none_or(|m| k.cost_cents <= m);
+    let mut seen: Vec<&str> = Vec::new();
+    let mut last = f64::INFINITY;
+    for e in entries {
+        let id = e["agent_id"].as_str().unwrap_or_default();
+        let Some(k) = known.iter().find(|k| k.id == id) else {
+            return finding(
+                "discovery",
+                format!("{what}: agent {id} is listed under skill {skill}, which it does not have (CHO-018)"),
+            );
+        };
+        if seen.contains(&id) {
+            return finding("discovery", format!("{what}: agent {id} is listed twice"));
+        }
+        seen.push(id);
+        if e["skill"]["skill_name"] != skill {
+            return finding(
+                "discovery",
+                format!(
+                    "{what}: agent {id} shows skill {}, not the queried {skill} (CHO-018)",
+                    e["skill"]
+                ),
+            );
+        }
+        let cost = e["skill"]["cost_per_call"].as_f64().unwrap_or(-1.0);
+        if (cost - k.cost_cents as f64 / 100.0).abs() > 1e-9 {
+            return finding(
+                "discovery",
+                format!(
+                    "{what}: agent {id} shows cost {cost}, registered with {} (CHO-017)",
+                    k.cost_cents as f64 / 100.0
+                ),
+            );
+        }
+        let s = e["reputation_score"].as_f64().unwrap_or(-1.0);
+        let want = k.score_cents as f64 / 100.0;
+        if (s - want).abs() > 0.005 + 1e-9 {
+            return finding(
+                "reputation",
+                format!("{what}: agent {id} shows reputation {s}, the formula of chorus.md §4 gives {want}"),
+            );
+        }
+        if s > last {
+            return finding(
+                "discovery",
+                format!("{what}: reputation rises down the list ({last} then {s}); highest first (CHO-021)"),
+            );
+        }
+        last = s;
+        if exact && !passes(k) {
+            return finding(
+                "discovery",
+                format!("{what}: agent {id} (reputation {want}, cost {}) is listed though the filters leave it out (CHO-019, CHO-020)", k.cost_cents as f64 / 100.0),
+            );
+        }
+    }
+    if exact {
+        if let Some(k) = known
+            .iter()
+            .find(|k| passes(k) && !seen.contains(&k.id.as_str()))
+        {
+            return finding(
+                "discovery",
+                format!("{what}: agent {} (reputation {}, cost {}) passes the filters but is not listed (CHO-015, CHO-019, CHO-020)",
+                    k.id, k.score_cents as f64 / 100.0, k.cost_cents as f64 / 100.0),
+            );
+        }
+    }
+    Ok(())
+}
+
+enum FilterVal {
+    Absent,
+    Cents(i64),
+    Junk(&'static str),
+}
+
+fn resolve(fl: Filter, points: &[i64]) -> FilterVal {
+    let at = |i: u8| {
+        points
+            .get(usize::from(i) % points.len().max(1))
+            .copied()
+            .unwrap_or(0)
+    };
+    match fl {
+        Filter::Absent => FilterVal::Absent,
+        Filter::At(i) => FilterVal::Cents(at(i)),
+        Filter::Above(i) => FilterVal::Cents(at(i) + 1),
+        Filter::Below(i) => FilterVal::Cents(at(i) - 1),
+        Filter::Cents(c) => FilterVal::Cents(i64::from(c % 12_000)),
+        Filter::Negative(c) => FilterVal::Cents(-(i64::from(c % 1000) + 1)),
+        Filter::Huge => FilterVal::Cents(100_000_000),
+        Filter::Junk => FilterVal::Junk("abc"),
+        Filter::Empty => FilterVal::Junk(""),
+    }
+}
+
+fn fmt_cents(c: i64, padded: bool) -> String {
+    let sign = if c < 0 { "-" } else { "" };
+    let (whole, frac) = (c.abs() / 100, c.abs() % 100);
+    if padded {
+        format!("{sign}{whole}.{frac:02}")
+    } else if frac == 0 {
+        format!("{sign}{whole}")
+    } else if frac % 10 == 0 {
+        format!("{sign}{whole}.{}", frac / 10)
+    } else {
+        format!("{sign}{whole}.{frac:02}")
+    }
+}
+
+fn percent_encode(s: &str, mask: u32) -> String {
+    s.bytes()
+        .enumerate()
+        .map(|(i, b)| {
+            let unreserved = b.is_ascii_alphanumeric() || b"-_.~".contains(&b);
+            if unreserved && mask & (1 << (i % 32)) == 0 {
+                (b as char).to_string()
+            } else {
+                format!("%{b:02X}")
+            }
+        })
+        .collect()
+}
+
+/// Builds the query; returns it, the bounds in cents and whether it is well-formed.
+fn build_query(
+    skill: &str,
+    min: &FilterVal,
+    max: &FilterVal,
+    form: QueryForm,
+) -> (String, Option<i64>, Option<i64>, bool) {
+    let mut parts = Vec::new();
+    let mut valid = true;
+    let mut bound = |name: &str, v: &FilterVal, parts: &mut Vec<String>| match v {
+        FilterVal::Absent => None,
+        FilterVal::Cents(c) => {
+            parts.push(format!("{name}={}", fmt_cents(*c, form.padded)));
+            // A score outside [0, 100] or a negative cost may be refused as malformed.
+            let in_range = if name == "max_cost" {
+                *c >= 0
+            } else {
+                (0..=10_000).contains(c)
+            };
+            if !in_range {
+                valid = false;
+            }
+            Some(*c)
+        }
+        FilterVal::Junk(s) => {
+            valid = false;
+            parts.push(format!("{name}={s}"));
+            None
+        }
+    };
+    let lo = bound("min_reputation", min, &mut parts);
+    let hi = bound("max_cost", max, &mut parts);
+    let s = format!("skill={}", percent_encode(skill, form.encode));
+    if form.skill_last {
+        parts.push(s);
+    } else {
+        parts.insert(0, s);
+    }
+    (parts.join("&"), lo, hi, valid)
+}
+
+async fn pool_query(f: &mut FuzzCtx, c: PoolQuery) -> Step<()> {
+    let p = pool(f).await?;
+    let scores: Vec<i64> = p.agents.iter().map(|a| a.score_cents).collect();
+    let costs: Vec<i64> = p.agents.iter().map(|a| a.cost_cents).collect();
+    let (min, max) = (resolve(c.min, &scores), resolve(c.max, &costs));
+    let (q, lo, hi, valid) = build_query(&p.skill, &min, &max, c.form);
+    let r = get_discover(f, &q).await?;
+    let entries = listing(f, &r, &q, valid)?;
+    check_listing(
+        &entries,
+        &p.skill,
+        &p.agents,
+        lo,
+        hi,
+        valid,
+        &format!("GET /discover?{q}"),
+    )
+}
+
+async fn fresh_query(f: &mut FuzzCtx, c: FreshQuery) -> Step<()> {
+    let skill = unique_skill();
+    let mut known = Vec::new();
+    let agents: Vec<(u16, Option<u16>)> = if c.agents.is_empty() {
+        vec![(10, None)]
+    } else {
+        c.agents.iter().take(3).copied().collect()
+    };
+    for (cost, second) in agents {
+        let cost = i64::from(cost % 5000);
+        let other = unique_skill();
+        let mut skills: Vec<(&str, f64)> = vec![(skill.as_str(), cost as f64 / 100.0)];
+        if let Some(s) = second {
+            skills.insert(
+                usize::from(s % 2),
+                (other.as_str(), f64::from(s % 5000) / 100.0),
+            );
+        }
+        let id = fresh_agent(f, &skills).await?;
+        known.push(Known {
+            id,
+            score_cents: 5000,
+            cost_cents: cost,
+        });
+    }
+    let scores: Vec<i64> = known.iter().map(|a| a.score_cents).collect();
+    let costs: Vec<i64> = known.iter().map(|a| a.cost_cents).collect();
+    let (min, max) = (resolve(c.min, &scores), resolve(c.max, &costs));
+    let (q, lo, hi, valid) = build_query(&skill, &min, &max, c.form);
+    let r = get_discover(f, &q).await?;
+    let entries = listing(f, &r, &q, valid)?;
+    check_listing(
+        &entries,
+        &skill,
+        &known,
+        lo,
+        hi,
+        valid,
+        &format!("GET /discover?{q}"),
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Registration
+
+async fn register_case(f: &mut FuzzCtx, c: RegisterCase) -> Step<()> {
+    let skill = unique_skill();
+    let cost = f64::from(c.cost % 5000) / 100.0;
+    let mut body = registration(&[(&skill, cost)]);
+    for m in c.muts.iter().take(3) {
+        reg_mutate(&mut body, m);
+    }
+    let (bytes, parsed) = encode(&body, &c.wire);
+    let (model, sent) = match parsed {
+        Parsed::Json(v) => (register_model(&v), Some(v)),
+        Parsed::NotJson => (Model::rejecting(), None),
+        Parsed::Unsure => (Model::unsure(), None),
+    };
+    let r = post_bytes(f, Base::Registry, "register", bytes).await?;
+    if r.http == 503 && model.verdict() != Verdict::Reject(Vec::new()) {
+        return skip("the registry is full (HTTP 503 to a registration)");
+    }
+    judge(&r, &model, "the registration", oracle_for(&c.wire))?;
+    if !r.ok() {
+        return Ok(());
+    }
+    check_registered(f, &r, sent.as_ref())?;
+    // Found under its skill at 50.0, with its cost (CHO-015, CHO-018).
+    let Some(v) = sent else {
+        return Ok(());
+    };
+    let first = &v["skills"][0];
+    if !(c.follow_up && model.verdict() == Verdict::Accept && first["skill_name"] == skill.as_str())
+    {
+        return Ok(());
+    }
+    let id = v["agent_id"].as_str().unwrap_or_default().to_string();
+    let found = discover(&mut f.ctx, &format!("skill={skill}")).await?;
+    let known = [Known {
+        id: id.clone(),
+        score_cents: 5000,
+        cost_cents: (first["cost_per_call"].as_f64().unwrap_or(0.0) * 100.0).round() as i64,
+    }];
+    // The registry may spell the id in other letter case.
+    let found: Vec<Value> = found
+        .into_iter()
+        .map(|mut e| {
+            if e["agent_id"]
+                .as_str()
+                .is_some_and(|s| s.eq_ignore_ascii_case(&id))
+            {
+                set(&mut e, "agent_id", json!(id));
+            }
+            e
+        })
+        .collect();
+    check_listing(
+        &found,
+        &skill,
+        &known,
+        None,
+        None,
+        true,
+        "discovery of the new agent",
+    )
+}
+
+// ---------------------------------------------------------------------------
+// Reputation
+
+async fn reputation_case(f: &mut FuzzCtx, c: Reputation) -> Step<()> {
+    let p = pool(f).await?;
+    let skill = unique_skill();
+    let t = fresh_agent(f, &[(skill.as_str(), 0.1)]).await?;
+    let steps: Vec<(bool, u8)> = if c.steps.is_empty() {
+        vec![(true, 0)]
+    } else {
+        c.steps.iter().take(4).copied().collect()
+    };
+    let mut want = 50.0;
+    let n = steps.len();
+    for (i, (success, h)) in steps.into_iter().enumerate() {
+        let hirer = &p.agents[usize::from(h) % p.agents.len()];
+        let hirer_score = hirer.score_cents as f64 / 100.0;
+        let hid = hirer.id.clone();
+        tagged(
+            "outcome",
+            report_outcome(&mut f.ctx, &t, &hid, success).await,
+        )?;
+        want = expected_after(want, success, hirer_score);
+        if c.check_each || i + 1 == n {
+            let got = tagged("discovery", score(&mut f.ctx, &t, &skill).await)?;
+            let what = format!(
+                "after outcome {} ({}, hirer at {hirer_score}) (CHO-042 to CHO-045)",
+                i + 1,
+                if success { "SUCCESS" } else { "FAILURE" }
+            );
+            tagged("reputation", check_score(&mut f.ctx, got, want, &what))?;
+        }
+    }
+    Ok(())
+}
+
+async fn clamp_case(f: &mut FuzzCtx, c: Clamp) -> Step<()> {
+    let p = pool(f).await?;
+    let (who, success, want) = if c.top {
+        (TOP, true, 100.0)
+    } else {
+        (BOTTOM, false, 0.0)
+    };
+    let id = p.agents[who].id.clone();
+    let hirers: Vec<u8> = if c.hirers.is_empty() {
+        vec![0]
+    } else {
+        c.hirers.iter().take(2).copied().collect()
+    };
+    for h in hirers {
+        let i = usize::from(h) % p.agents.len();
+        let hirer = if i == who {
+            p.agents[H50].id.clone()
+        } else {
+            p.agents[i].id.clone()
+        };
+        tagged(
+            "outcome",
+            report_outcome(&mut f.ctx, &id, &hirer, success).await,
+        )?;
+    }
+    let got = tagged("discovery", score(&mut f.ctx, &id, &p.skill).await)?;
+    let what = format!(
+        "an agent at {want} after more {} (clamped to [0, 100], CHO-045)",
+        if success { "successes" } else { "failures" }
+    );
+    tagged("reputation", check_score(&mut f.ctx, got, want, &what))
+}
+
+// ---------------------------------------------------------------------------
+// Jobs
+
+/// Judges a job result (from the response or the callback).
+fn judge_result(
+    f: &mut FuzzCtx,
+    result: &Value,
+    sent: &Value,
+    m: &Model,
+    fx: &Fixture,
+    oracle: &str,
+) -> Step<()> {
+    let r = Resp {
+        http: 200,
+        json: Some(result.clone()),
+    };
+    codes_fit(&r, m, "the job")?;
+    let sent_id = sent["job_id"].as_str().filter(|s| is_uuid(s));
+    if let Some(jid) = sent_id {
+        schema_check(f, "job-result", result, "the job result")?;
+        if result["job_id"] != jid {
+            return finding(
+                "job",
+                format!(
+                    "the result names job {}, not the request's {jid} (CHO-030)",
+                    result["job_id"]
+                ),
+            );
+        }
+    }
+    match (result["status"].as_str(), m.verdict()) {
+        (Some("SUCCESS"), Verdict::Reject(_)) => finding(
+            oracle,
+            format!(
+                "the job should be rejected ({}), yet ended in SUCCESS: {result}",
+                m.explain()
+            ),
+        ),
+        (Some("SUCCESS"), Verdict::Accept) => {
+            if result["agent_id"] != fx.agent_id.as_str() {
+                return finding(
+                    "job",
+                    format!(
+                        "the result names agent {}, not the fixture's {} (CHO-030)",
+                        result["agent_id"], fx.agent_id
+                    ),
+                );
+            }
+            let text = &sent["input_data"]["text"];
+            if result["output_data"]["text"] != *text {
+                return finding(
+                    "job",
+                    format!(
+                        "the echo fixture returned {} for the text {text} (CHO-031)",
+                        result["output_data"]
+                    ),
+                );
+            }
+            let cost = result["execution_cost"].as_f64().unwrap_or(-1.0);
+            if !(cost >= 0.0 && two_decimals(cost)) {
+                return finding(
+                    "job",
+                    format!(
+                        "execution_cost {} is not credits with two decimals (CHO-005, CHO-033)",
+                        result["execution_cost"]
+                    ),
+                );
+            }
+            if sent["budget"].as_f64().is_some_and(|b| cost > b + 1e-9) {
+                f.ctx.warn(format!(
+                    "execution_cost {cost} exceeds the budget (CHO-A20)"
+                ));
+            }
+            Ok(())
+        }
+        (Some("FAILURE"), Verdict::Accept) => {
+            finding(oracle, format!("a valid job ended in FAILURE: {result}"))
+        }
+        (Some("FAILURE"), Verdict::Reject(codes)) if !codes.is_empty() => {
+            if r.codes().iter().any(|c| codes.contains(&c.as_str())) {
+                Ok(())
+            } else {
+                finding(
+                    "error-code",
+                    format!(
+                        "the job ended in FAILURE without {} ({}): {result}",
+                        codes.join(" or "),
+                        m.explain()
+                    ),
+                )
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+async fn job_case(f: &mut FuzzCtx, c: JobCase) -> Step<()> {
+    let fx = fixture(f).await?;
+    let text: String = c.text.chars().take(100).collect();
+    let mut muts: Vec<JobMut> = match c.tweak {
+        JobTweak::None | JobTweak::Valid => Vec::new(),
+        JobTweak::OtherSkill => vec![JobMut::Skill(SkillForm::Other)],
+        JobTweak::BudgetBelowCost(n) => vec![JobMut::Budget(Credits::Cents(u16::from(n) % 10))],
+        JobTweak::BudgetAroundCost(d) => vec![JobMut::BudgetAtCost(d)],
+    };
+    muts.extend(c.muts.iter().take(3).cloned());
+    let oracle = oracle_for(&c.wire);
+    if let Wire::Canonical = c.wire {
+        let ran = run_job(&mut f.ctx, &fx.url, |j| {
+            set(j, "input_data", json!({"text": text}));
+            for m in &muts {
+                job_mutate(j, m, &fx);
+            }
+        })
+        .await;
+        let (sent, outcome) = tagged("delivery", ran)?;
+        f.fuzzed(&serde_json::to_vec(&sent).unwrap_or_default());
+        let m = job_model(&sent, &fx);
+        return match outcome {
+            JobOutcome::Rejected(r) => judge(&r, &m, "the job", oracle),
+            JobOutcome::Result { result, .. } => judge_result(f, &result, &sent, &m, &fx, oracle),
+        };
+    }
+    // Raw bytes: the immediate reply is judged; a callback is not waited for.
+    let mut body = job(
+        &f.ctx,
+        json!({"text": text}),
+        0.15,
+        "http://127.0.0.1:9/results",
+    );
+    for m in &muts {
+        job_mutate(&mut body, m, &fx);
+    }
+    let (bytes, parsed) = encode(&body, &c.wire);
+    let (m, sent) = match parsed {
+        Parsed::Json(v) => (job_model(&v, &fx), v),
+        Parsed::NotJson => (Model::rejecting(), Value::Null),
+        Parsed::Unsure => (Model::unsure(), Value::Null),
+    };
+    let r = post_bytes(f, Base::Url(fx.url.clone()), "", bytes).await?;
+    let fin = r.ok() && matches!(status_of(&r), Some("SUCCESS" | "FAILURE"));
+    if fin && !is_rejection(&r) {
+        no_server_error(&r, "the job")?;
+        let result = r.json.clone().unwrap_or_default();
+        return judge_result(f, &result, &sent, &m, &fx, oracle);
+    }
+    if r.ok() && !fin {
+        // Taken for later delivery: the callback is not waited for, so only the codes
+        // are judged.
+        no_server_error(&r, "the job")?;
+        return codes_fit(&r, &m, "the job");
+    }
+    judge(&r, &m, "the job", oracle)?;
+    if fin {
+        let result = r.json.clone().unwrap_or_default();
+        judge_result(f, &result, &sent, &m, &fx, oracle)?;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Ledger
+
+struct Sent {
+    value: Value,
+    bytes: Vec<u8>,
+    accepted: bool,
+}
+
+async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> Step<()> {
+    let initial = (f.ctx.profile().chorus.initial_credits * 100.0).round() as i64;
+    let (a, b) = (fresh_owner(), fresh_owner());
+    let mut books = Books {
+        balance: HashMap::from([(a.clone(), Some(initial)), (b.clone(), Some(initial))]),
+    };
+    let mut history: Vec<Sent> = Vec::new();
+    let steps: Vec<TransferStep> = if c.steps.is_empty() {
+        vec![TransferStep::Plain]
+    } else {
+        c.steps.iter().take(4).cloned().collect()
+    };
+    for (i, step) in steps.into_iter().enumerate() {
+        let what = format!("transfer {}", i + 1);
+        match step {
+            TransferStep::Repeat(form) => {
+                let Some(prev) = history.iter().rev().find(|s| s.accepted).or(history.last())
+                else {
+                    continue;
+                };
+                let (value, was_accepted) = (prev.value.clone(), prev.accepted);
+                let bytes = match form {
+                    Some(w) => respell(&value, w),
+                    None => prev.bytes.clone(),
+                };
+                let (mut m, effect) = transfer_model(&value, &books);
+                if was_accepted {
+                    // Applied once: accepted again, nothing moves (CHO-039).
+                    m = Model::default();
+                } else if m.verdict() == Verdict::Accept {
+                    m.note(Class::Open, "a retry of a transfer that was refused before");
+                }
+                let r = post_bytes(f, Base::Ledger, "transfer", bytes.clone()).await?;
+                judge(
+                    &r,
+                    &m,
+                    &format!("{what}, a repeat of an earlier transfer_id"),
+                    "ledger",
+                )?;
+                let ok = r.ok() && !is_rejection(&r);
+                if ok && !was_accepted {
+                    books.apply(&effect);
+                }
+                history.push(Sent {
+                    value,
+                    bytes,
+                    accepted: ok || was_accepted,
+                });
+            }
+            TransferStep::Plain | TransferStep::Send { .. } => {
+                let (amount, reverse, muts, wire) = match step {
+                    TransferStep::Send {
+                        amount,
+                        reverse,
+                        muts,
+                        wire,
+                    } => (amount, reverse, muts, wire),
+                    _ => (Amount::Part(1), false, Vec::new(), Wire::Canonical),
+                };
+                let (from, to) = if reverse { (&b, &a) } else { (&a, &b) };
+                let bal = books.get(from).unwrap_or(initial).max(0);
+                let amount = match amount {
+                    Amount::Part(p) => credits_of((bal * i64::from(p % 4 + 1) / 4).max(1)),
+                    Amount::Exact => credits_of(bal.max(1)),
+                    Amount::Over(n) => credits_of(bal + 1 + i64::from(n % 50)),
+                    Amount::Credits(c) => credits_value(c),
+                };
+                let mut body = transfer(from, to, 0.0);
+                set(&mut body, "amount", amount);
+                for m in muts.iter().take(3) {
+                    transfer_mutate(&mut body, m);
+                }
+                let (bytes, parsed) = encode(&body, &wire);
+                let (m, effect, value) = match parsed {
+                    Parsed::Json(v) => {
+                        let (m, e) = transfer_model(&v, &books);
+                        (m, e, v)
+                    }
+                    Parsed::NotJson => (
+                        Model::rejecting(),
+                        Effect::Unknown(vec![a.clone(), b.clone()]),
+                        Value::Null,
+                    ),
+                    Parsed::Unsure => (
+                        Model::unsure(),
+                        Effect::Unknown(vec![a.clone(), b.clone()]),
+                        Value::Null,
+                    ),
+                };
+                let r = post_bytes(f, Base::Ledger, "transfer", bytes.clone()).await?;
+                judge(&r, &m, &what, oracle_for(&wire))?;
+                let ok = r.ok() && !is_rejection(&r);
+                if ok {
+                    books.apply(&effect);
+                }
+                if value.is_object() {
+                    history.push(Sent {
+                        value,
+                        bytes,
+                        accepted: ok,
+                    });
+                }
+            }
+        }
+    }
+    // The balance is where the model says: drained exactly, then one cent more fails.
+    let (owner, other) = if c.check_second { (&b, &a) } else { (&a, &b) };
+    let Some(bal) = books.get(owner) else {
+        return Ok(());
+    };
+    if bal > 0 {
+        let body = transfer(owner, other, bal as f64 / 100.0);
+        let r = post_bytes(
+            f,
+            Base::Ledger,
+            "transfer",
+            serde_json::to_vec(&body).unwrap_or_default(),
+        )
+        .await?;
+        judge(
+            &r,
+            &Model::default(),
+            &format!(
+                "draining the {} credits the model says {owner} holds (CHO-039, CHO-040)",
+                bal as f64 / 100.0
+            ),
+            "ledger",
+        )?;
+    }
+    let body = transfer(owner, other, 0.01);
+    let r = post_bytes(
+        f,
+        Base::Ledger,
+        "transfer",
+        serde_json::to_vec(&body).unwrap_or_default(),
+    )
+    .await?;
+    let mut m = Model::default();
+    m.code(
+        "TRANSFER_FAILED",
+        "one cent from an empty balance (CHO-040)",
+    );
+    judge(
+        &r,
+        &m,
+        &format!("one cent from {owner}, whose balance the model says is 0"),
+        "ledger",
+    )
+}
+
+// ---------------------------------------------------------------------------
+
+async fn one_case(f: &mut FuzzCtx) -> Step<()> {
+    match f.below(100) {
+        0..=17 => {
+            let c: RegisterCase = f.draw();
+            register_case(f, c).await
+        }
+        18..=35 => {
+            let c: PoolQuery = f.draw();
+            pool_query(f, c).await
+        }
+        36..=42 => {
+            let c: FreshQuery = f.draw();
+            fresh_query(f, c).await
+        }
+        43..=55 => {
+            let c: Reputation = f.draw();
+            reputation_case(f, c).await
+        }
+        56..=59 => {
+            let c: Clamp = f.draw();
+            clamp_case(f, c).await
+        }
+        60..=79 => {
+            let c: JobCase = f.draw();
+            job_case(f, c).await
+        }
+        _ => {
+            let c: Ledger = f.draw();
+            ledger_case(f, c).await
+        }
+    }
+}
