@@ -2,6 +2,7 @@
 //! under fuzz/ and replayed by `cargo test`), and the live-target fuzzers: `live` for
 //! agora-v1, `scripted` with one module per other suite.
 
+pub mod agentprotocol;
 pub mod agora_exchange;
 pub mod checks;
 pub mod chorus;

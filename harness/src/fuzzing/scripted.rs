@@ -332,6 +332,7 @@ pub fn spec(suite: &str) -> Option<&'static Spec> {
     match suite {
         "agora-exchange" => Some(&super::agora_exchange::SPEC),
         "chorus" => Some(&super::chorus::SPEC),
+        "agentprotocol" => Some(&super::agentprotocol::SPEC),
         _ => None,
     }
 }

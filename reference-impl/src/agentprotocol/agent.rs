@@ -272,7 +272,17 @@ impl ApAgent {
                 }
             },
         };
-        let corr = p.get("correlationId").cloned().unwrap_or(Value::Null);
+        // AGP-018: a request's correlationId is a string; the response echoes it.
+        let corr = match p.get("correlationId") {
+            Some(c @ Value::String(_)) => c.clone(),
+            other if lenient => other.cloned().unwrap_or(Value::Null),
+            _ => {
+                return Err(refuse(
+                    "INVALID_MESSAGE",
+                    "a request needs a string correlationId",
+                ))
+            }
+        };
         let corr = if self.fault("wrong-correlation-id") {
             json!(format!("corr-{}", new_id()))
         } else {

@@ -1,0 +1,1782 @@
+//! Live fuzzing of agentprotocol (agentprotocol.md) over HTTP and WebSocket. Every
+//! case is one fresh signing identity (`expect::agentprotocol::Me`), so the
+//! per-sender rate limit never mixes cases: it says hello, then sends messages built
+//! from templates (echo, delay, an unknown action, hello, notify), mutated field by
+//! field (re-signed, or changed after signing), with signature edits, raw byte edits,
+//! respellings, or short multi-step flows (a sequence, a burst, a request without
+//! hello, two pipelined requests).
+//!
+//! The verdict for each message is computed from the message as sent: its problems,
+//! each with the error codes it may draw. A hard problem fixes a rejection, a soft
+//! one only allows it (the spec or its ambiguity treatment leaves the choice open);
+//! as the spec fixes no order of checks, a message with several problems may draw
+//! the code of any of them. Signed input follows three rules: a message whose signed
+//! form changed after signing (no longer verifying) must be rejected; a mutated and
+//! re-signed one is judged on its content alone; a respelling (key order, white
+//! space, `\u` escapes) gets the verdict of its canonical spelling.
+//!
+//! Oracles (each reply also gets the shared checks of `Me`: schema, protocol, UUID,
+//! timestamp, from.agentId, a verifying signature, `to` = the sender, `from` = the
+//! agent that said hello; AGP-001…005, 007…012, 030, 031):
+//! - never a 5xx, a dropped connection or INTERNAL_ERROR for client input (AGP-038);
+//! - a hello reply carries the full envelope, signature included, as the hello case
+//!   requires (AGP-001, AGP-030, AGP-A6); other replies are judged by the shared
+//!   checks, where an unsigned reply is a warning (AGP-A3);
+//! - error codes come from the spec's table (AGP-022; the conformance check only
+//!   warns, the fuzzer reports it);
+//! - hello is answered by a hello with version "0.1", features, and capabilities of
+//!   the form prefix:name, agentprotocol:* among the core five (AGP-007, AGP-013…016);
+//! - a valid request is carried out: echo answers status success with result =
+//!   params, a delay within its timeout answers success; extra payload members and
+//!   metadata are allowed (AGP-018, AGP-019, AGP-043);
+//! - a response or error to a request echoes its correlationId (AGP-019, AGP-020,
+//!   AGP-A7);
+//! - an action the target lacks draws CAPABILITY_NOT_SUPPORTED with
+//!   details.requested and details.available (AGP-020, AGP-026);
+//! - a message with no or another type, a non-string id, a payload, params, action or
+//!   timeout of the wrong kind draws INVALID_MESSAGE (AGP-010, AGP-011, AGP-018,
+//!   AGP-023, AGP-038);
+//! - a signature that does not verify, or none where the target advertises
+//!   signed-messages, is rejected and never carried out (AGP-024, AGP-030, AGP-033…035,
+//!   AGP-A3);
+//! - a message addressed to another agent is not carried out: UNKNOWN_AGENT or no
+//!   reply (AGP-008, AGP-025, as the profile-level unknown-agent case holds);
+//! - a delay past the request's timeout draws TIMEOUT or no reply (AGP-027, AGP-A18,
+//!   as the profile-level timeout case holds);
+//! - a burst from one sender draws responses or RATE_LIMITED, nothing else (AGP-028);
+//! - two requests in flight on one WebSocket are each answered once, matched by
+//!   correlationId (AGP-019, AGP-041);
+//! - a respelled message gets the verdict of its canonical twin (AGP-031).
+//!
+//! Open by the spec, so never judged: protocol other than agentprotocol/0.1
+//! (AGP-A16), id or timestamp format (AGP-A6, AGP-A12), `to` missing or broadcast
+//! true (AGP-A13, AGP-A22), unknown top-level members (AGP-A19), base64 flavours
+//! (AGP-A4), non-ASCII text or floats under the signature (AGP-A1), refusing a
+//! request before hello (AGP-A9), replies to notify and to unsolicited response or
+//! error (AGP-A14).
+//!
+//! Not fuzzed: requests without a correlationId or with a non-string one. The
+//! reference answers them with a response whose correlationId is `null` or the
+//! number, which the response-payload schema types as a string, so the shared reply
+//! check would fail the clean reference; mutations that drop the correlationId of a
+//! re-signed request get one back.
+//!
+//! The file binding is not fuzzed: its messages reach the same agent as HTTP and
+//! WebSocket, but only as files whose names carry the sender and the addressee, so
+//! unparseable input or input for another agent never comes back as a reply, and each
+//! exchange waits on a folder poll; the message-level oracles are reached faster and
+//! more completely over HTTP and WebSocket.
+
+use super::scripted::{edit_bytes, finding, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
+use crate::case::{fail, skip, CaseFuture, Step, Stop};
+use crate::drive::file::FileDriver;
+use crate::drive::http::HttpDriver;
+use crate::drive::ws::WsDriver;
+use crate::drive::{DriveError, Driver, Limits, Received, Transport};
+use crate::expect::agentprotocol::{strings, Me};
+use crate::script::{describe_drive_error, join_url};
+use arbitrary::Arbitrary;
+use reference_impl::agentprotocol::message::{self, SigProblem, CODES, PROTOCOL, TYPES};
+use reference_impl::wire::json::Value as Tree;
+use reference_impl::wire::keys::{self, Keypair};
+use reference_impl::wire::{clock, is_uuid, jcs, new_id};
+use serde_json::{json, Map, Value};
+use std::collections::HashSet;
+use std::time::Duration;
+
+pub static SPEC: Spec = Spec {
+    suite: "agentprotocol",
+    transports: &[Transport::Http, Transport::Ws],
+    case: case_fn,
+    probe: probe_fn,
+    unreachable: &[],
+};
+
+fn case_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+    Box::pin(one_case(f))
+}
+
+fn probe_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+    Box::pin(async move {
+        let mut me = Me::new(&f.ctx);
+        me.hello(&mut f.ctx).await?;
+        let echo = f.ctx.profile().agentprotocol.echo_action.clone();
+        let req = me.request(&echo, json!({"text": "probe"}), json!({}));
+        let r = me.send(&mut f.ctx, &req).await?;
+        if r["type"] == "response" {
+            Ok(())
+        } else {
+            finding(
+                "liveness",
+                format!("an echo request drew {} {}", r["type"], r["payload"]),
+            )
+        }
+    })
+}
+
+const IM: &str = "INVALID_MESSAGE";
+const IS: &str = "INVALID_SIGNATURE";
+const UA: &str = "UNKNOWN_AGENT";
+const CNS: &str = "CAPABILITY_NOT_SUPPORTED";
+const TIMEOUT: &str = "TIMEOUT";
+const RATE_LIMITED: &str = "RATE_LIMITED";
+
+/// How long to listen for a reply that should not come (WebSocket; HTTP answers at
+/// once).
+const QUIET: Duration = Duration::from_millis(150);
+/// How long to wait over WebSocket where no reply is one allowed answer (well past
+/// [`LONG_MS`], so a delay carried out past its timeout is still seen).
+const SILENT_OK: Duration = Duration::from_millis(1000);
+/// A delay that ends well within the case.
+const SHORT_MS: u64 = 5;
+/// A delay that outlasts [`SHORT_TIMEOUT_MS`].
+const LONG_MS: u64 = 150;
+const SHORT_TIMEOUT_MS: u64 = 20;
+/// Requests in a burst (the rate-limit flow).
+const BURST: usize = 25;
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary, PartialEq, Eq)]
+enum Template {
+    #[default]
+    Echo,
+    /// Echo with metadata and an extra payload member (AGP-043).
+    EchoMeta,
+    Hello,
+    /// A short delay, no timeout.
+    Delay,
+    /// A short delay within a generous timeout.
+    DelayWithin,
+    /// A delay past a short timeout (AGP-027).
+    DelayTimeout,
+    /// An action no target offers (AGP-020).
+    Unknown,
+    /// An echo addressed to another agent (AGP-025).
+    Misaddressed,
+    Notify,
+}
+
+/// Templates whose bytes may be edited freely (no delay: an edited `ms` could sleep).
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum RawTemplate {
+    #[default]
+    Echo,
+    EchoMeta,
+    Hello,
+    Unknown,
+    Notify,
+}
+
+impl From<RawTemplate> for Template {
+    fn from(t: RawTemplate) -> Template {
+        match t {
+            RawTemplate::Echo => Template::Echo,
+            RawTemplate::EchoMeta => Template::EchoMeta,
+            RawTemplate::Hello => Template::Hello,
+            RawTemplate::Unknown => Template::Unknown,
+            RawTemplate::Notify => Template::Notify,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum Top {
+    #[default]
+    Protocol,
+    Id,
+    Timestamp,
+    From,
+    To,
+    Type,
+    Payload,
+    Metadata,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum TypeVal {
+    #[default]
+    Bogus,
+    Upper,
+    Hello,
+    Request,
+    Response,
+    Notify,
+    Error,
+    Other(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum ProtoVal {
+    #[default]
+    Next,
+    Upper,
+    Empty,
+    Other(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum IdVal {
+    #[default]
+    Int,
+    Fresh,
+    Upper,
+    NotUuid,
+    Empty,
+    Other(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum TsVal {
+    #[default]
+    Fresh,
+    ShiftMinutes(i16),
+    NoZone,
+    Garbage,
+    Other(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum AgentVal {
+    #[default]
+    Empty,
+    Short,
+    OtherKey,
+    UrlSafe,
+    Other(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum CapsVal {
+    #[default]
+    Empty,
+    Custom,
+    Other(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum ToVal {
+    #[default]
+    OtherKey,
+    Empty,
+    Target,
+    TargetUrlSafe,
+    Other(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum ActionVal {
+    #[default]
+    Echo,
+    Delay,
+    Upper,
+    Empty,
+    Fz(String),
+    Other(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum TimeoutVal {
+    #[default]
+    Negative,
+    Small(u8),
+    Large(u32),
+    Fraction,
+    Integral,
+    Text,
+    Other(Val),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum Mutation {
+    #[default]
+    Keep,
+    Type(TypeVal),
+    Remove(Top),
+    Protocol(ProtoVal),
+    Id(IdVal),
+    Timestamp(TsVal),
+    FromAgent(AgentVal),
+    FromName(Val),
+    FromCaps(CapsVal),
+    ToAgent(ToVal),
+    Broadcast(Val),
+    Payload(Val),
+    Action(ActionVal),
+    Params(Val),
+    Param(u8, Val),
+    RemoveParams,
+    Timeout(TimeoutVal),
+    RemoveTimeout,
+    Correlation(String),
+    Metadata(Val),
+    ExtraTop(u8, Val),
+    ExtraPayload(u8, Val),
+    HelloVersion(Val),
+    HelloFeatures(Val),
+    NotAnObject(Val),
+}
+
+/// Edits of the signature or the signer.
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum SigMut {
+    #[default]
+    Remove,
+    Empty,
+    NotString(Val),
+    Truncate(u8),
+    Flip(u8),
+    /// The same signature in URL-safe base64 without padding (AGP-A4).
+    UrlSafe,
+    /// Signed by another key; from.agentId unchanged (AGP-034).
+    WrongKey,
+    /// from.agentId set to another key after signing (AGP-034).
+    ClaimOther,
+    /// from.agentId and signature of another key: a valid message of another sender.
+    OtherSender,
+    /// from.agentId in URL-safe base64, re-signed (AGP-A4).
+    AgentUrlSafe,
+    Random,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum Flow {
+    #[default]
+    Pipeline,
+    Sequence(u8),
+    Burst,
+    NoHello(Template),
+}
+
+#[derive(Debug, Clone, Arbitrary)]
+enum Kind {
+    Valid(Template),
+    Resigned(Template, Mutation, Vec<Mutation>),
+    Tampered(Template, Mutation, Vec<Mutation>),
+    Signature(Template, SigMut),
+    Raw(RawTemplate, ByteEdit, Vec<ByteEdit>),
+    Spelling(Template, Option<Mutation>, WireForm),
+    Flow(Flow),
+}
+
+impl Default for Kind {
+    fn default() -> Kind {
+        Kind::Valid(Template::Echo)
+    }
+}
+
+/// One case: the identity, a second connection for input the identity cannot send
+/// (unparseable bytes, a sender that is no string), and what hello told.
+struct Case {
+    me: Me,
+    raw: Option<Driver>,
+    raw_ids: HashSet<String>,
+    target: String,
+    signed_messages: bool,
+    echo: String,
+    delay: String,
+    n: u64,
+}
+
+/// What came back for one message.
+enum Got {
+    Silence,
+    Reply(Value),
+}
+
+/// The verdict the spec fixes for one message (see the module doc).
+#[derive(Debug, Default, Clone)]
+struct Expect {
+    /// Codes of problems that require a rejection.
+    hard: Vec<&'static str>,
+    /// Codes a target may answer instead of carrying the message out.
+    soft: Vec<&'static str>,
+    reasons: Vec<String>,
+    /// A hard problem is the signature's.
+    sig_bad: bool,
+    /// Any code is an acceptable rejection.
+    any_code: bool,
+    /// Nothing fixed beyond the rejection a hard problem requires.
+    open: bool,
+    /// No reply at all is acceptable, even where a rejection is required.
+    silence_ok: bool,
+    /// The outcome depends on timing (a timeout close to the delay).
+    timing_open: bool,
+    /// RATE_LIMITED is an acceptable answer (a burst).
+    rate_limit_ok: bool,
+    want: Want,
+    correlation: Option<String>,
+    action: Option<String>,
+}
+
+#[derive(Debug, Default, Clone, PartialEq)]
+enum Want {
+    #[default]
+    Nothing,
+    Hello,
+    Echo(Option<Value>),
+    Success,
+}
+
+impl Expect {
+    fn hard(&mut self, codes: &[&'static str], why: impl Into<String>) {
+        self.hard.extend_from_slice(codes);
+        self.reasons.push(why.into());
+    }
+
+    fn soft(&mut self, codes: &[&'static str], why: impl Into<String>) {
+        self.soft.extend_from_slice(codes);
+        self.reasons.push(format!("may: {}", why.into()));
+    }
+
+    /// Input that is not JSON at all.
+    fn garbage() -> Expect {
+        let mut e = Expect {
+            silence_ok: true,
+            ..Expect::default()
+        };
+        e.hard(&[IM, IS], "the bytes are not JSON (AGP-023)");
+        e
+    }
+
+    /// JSON that is not I-JSON (duplicate names, inexact numbers): nothing fixed.
+    fn not_ijson() -> Expect {
+        Expect {
+            open: true,
+            silence_ok: true,
+            any_code: true,
+            ..Expect::default()
+        }
+    }
+
+    /// Whether no reply is an acceptable answer.
+    fn may_be_silent(&self) -> bool {
+        self.silence_ok || (self.open && self.hard.is_empty())
+    }
+
+    fn describe(&self) -> String {
+        let mut codes: Vec<&str> = self.hard.clone();
+        codes.extend(self.soft.iter());
+        codes.sort_unstable();
+        codes.dedup();
+        if self.hard.is_empty() {
+            format!(
+                "expected it carried out ({:?}; allowed codes {codes:?}): {}",
+                self.want,
+                self.reasons.join("; ")
+            )
+        } else {
+            format!(
+                "expected a rejection with one of {codes:?}{}: {}",
+                if self.may_be_silent() {
+                    " or no reply"
+                } else {
+                    ""
+                },
+                self.reasons.join("; ")
+            )
+        }
+    }
+}
+
+/// Whether `v` holds only what every canonical form spells alike: ASCII text and
+/// safe integers (AGP-A1).
+fn plain(v: &Value) -> bool {
+    let ascii = |s: &str| s.bytes().all(|b| (0x20..0x7f).contains(&b));
+    match v {
+        Value::String(s) => ascii(s),
+        Value::Number(n) => {
+            n.as_i64().is_some_and(|i| i.unsigned_abs() <= 1 << 53)
+                || n.as_u64().is_some_and(|u| u <= 1 << 53)
+        }
+        Value::Array(a) => a.iter().all(plain),
+        Value::Object(o) => o.iter().all(|(k, x)| ascii(k) && plain(x)),
+        _ => true,
+    }
+}
+
+/// Whether `s` is standard padded base64 of `len` bytes.
+fn standard_b64(s: &str, len: usize) -> bool {
+    keys::b64std_decode(s).is_some_and(|b| b.len() == len && keys::b64std(&b) == s)
+}
+
+/// The same key or signature bytes, spelled in another base64 flavour.
+fn same_bytes(a: &str, b: &str) -> bool {
+    match (keys::b64_decode_any(a), keys::b64_decode_any(b)) {
+        (Some((x, _)), Some((y, _))) => x == y,
+        _ => false,
+    }
+}
+
+/// JSON equality with numbers compared by value (4 and 4.0 are one number).
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(i), Some(j)) => i == j,
+            _ => match (x.as_u64(), y.as_u64()) {
+                (Some(i), Some(j)) => i == j,
+                _ => x.as_f64() == y.as_f64(),
+            },
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, p)| y.get(k).is_some_and(|q| json_eq(p, q)))
+        }
+        _ => a == b,
+    }
+}
+
+fn expect_for(v: &Value, c: &Case) -> Expect {
+    let mut e = Expect::default();
+    let Some(o) = v.as_object() else {
+        e.hard(&[IM], "the message is not a JSON object (AGP-001, AGP-023)");
+        return e;
+    };
+    const KNOWN: [&str; 9] = [
+        "protocol",
+        "id",
+        "timestamp",
+        "from",
+        "to",
+        "type",
+        "payload",
+        "signature",
+        "metadata",
+    ];
+    if o.get("protocol").and_then(Value::as_str) != Some(PROTOCOL) {
+        e.soft(
+            &[IM],
+            "protocol is not agentprotocol/0.1 (AGP-002, AGP-A16)",
+        );
+    }
+    match o.get("id") {
+        Some(Value::String(s)) if is_uuid(s) => {}
+        None | Some(Value::String(_)) => {
+            e.soft(&[IM], "id missing or not a UUID (AGP-003, AGP-A6)")
+        }
+        Some(_) => e.hard(&[IM], "id is not a string (AGP-003, AGP-023)"),
+    }
+    let fresh = o
+        .get("timestamp")
+        .and_then(Value::as_str)
+        .and_then(|s| clock::parse_timestamp(s).ok())
+        .is_some_and(|t| (time::OffsetDateTime::now_utc() - t).whole_seconds().abs() <= 300);
+    if !fresh {
+        e.soft(
+            &[IM],
+            "timestamp missing, not ISO 8601 UTC or not current (AGP-004, AGP-A12)",
+        );
+    }
+    let from = o.get("from");
+    if !from
+        .and_then(|f| f.get("agentId"))
+        .is_some_and(Value::is_string)
+    {
+        e.hard(
+            &[IM, IS],
+            "from.agentId is missing: nothing to verify against (AGP-005, AGP-034)",
+        );
+    }
+    if let Some(Value::Object(fo)) = from {
+        if !fo.get("name").is_none_or(Value::is_string) {
+            e.soft(&[IM], "from.name is not a string (AGP-006)");
+        }
+        if !fo
+            .get("capabilities")
+            .is_none_or(|c| c.as_array().is_some_and(|a| a.iter().all(Value::is_string)))
+        {
+            e.soft(
+                &[IM],
+                "from.capabilities is not an array of strings (AGP-007)",
+            );
+        }
+    }
+    match o.get("to") {
+        None => e.soft(&[IM], "no `to` (AGP-A22)"),
+        Some(Value::Object(to)) => {
+            match to.get("agentId") {
+                None => e.soft(&[IM], "no to.agentId (AGP-A22)"),
+                Some(Value::String(s)) if *s == c.target => {}
+                Some(Value::String(s)) if s.is_empty() => {
+                    e.soft(&[IM, UA], "to.agentId is empty (AGP-008)")
+                }
+                Some(Value::String(s)) if same_bytes(s, &c.target) => e.soft(
+                    &[IM, UA],
+                    "to.agentId names the target in another base64 flavour (AGP-A4)",
+                ),
+                Some(Value::String(_)) => {
+                    e.hard(&[UA], "to.agentId names another agent (AGP-008, AGP-025)");
+                    e.silence_ok = true;
+                }
+                Some(_) => e.soft(&[IM], "to.agentId is not a string (AGP-008)"),
+            }
+            match to.get("broadcast") {
+                Some(Value::Bool(false)) => {}
+                None => e.soft(&[IM], "no to.broadcast (AGP-008)"),
+                Some(Value::Bool(true)) => {
+                    // Who answers a broadcast, if anyone, is undefined (AGP-A13).
+                    e.open = true;
+                    e.silence_ok = true;
+                }
+                Some(_) => e.soft(&[IM], "to.broadcast is not a boolean (AGP-008)"),
+            }
+        }
+        Some(_) => e.soft(&[IM], "`to` is not an object (AGP-008)"),
+    }
+    let ty = match o.get("type").and_then(Value::as_str) {
+        Some(t) if TYPES.contains(&t) => Some(t),
+        _ => {
+            e.hard(
+                &[IM],
+                "type is missing or not one of the five (AGP-010, AGP-023)",
+            );
+            None
+        }
+    };
+    let payload = match o.get("payload") {
+        Some(Value::Object(p)) => Some(p),
+        _ => {
+            e.hard(&[IM], "payload is not an object (AGP-011)");
+            None
+        }
+    };
+    if !o.get("metadata").is_none_or(Value::is_object) {
+        e.soft(&[IM], "metadata is not an object (AGP-043)");
+    }
+    if o.keys().any(|k| !KNOWN.contains(&k.as_str())) {
+        e.soft(&[IM], "an unknown top-level member (AGP-A19)");
+    }
+    signature(v, c, &mut e);
+    if !plain(v) {
+        e.soft(
+            &[IS],
+            "non-ASCII text or a non-integer number under the signature (AGP-A1)",
+        );
+    }
+    if let Some(p) = payload {
+        if let Some(Value::String(s)) = p.get("correlationId") {
+            e.correlation = Some(s.clone());
+        }
+    }
+    match (ty, payload) {
+        (Some("hello"), Some(p)) => {
+            e.want = Want::Hello;
+            if !p.get("version").is_none_or(|v| v == "0.1") {
+                e.soft(&[IM], "hello version is not \"0.1\" (AGP-014, AGP-A16)");
+            }
+            if !p
+                .get("features")
+                .is_none_or(|f| f.as_array().is_some_and(|a| a.iter().all(Value::is_string)))
+            {
+                e.soft(&[IM], "hello features is not an array of strings (AGP-014)");
+            }
+        }
+        (Some("request"), Some(p)) => request(p, c, &mut e),
+        (Some(_), _) => {
+            // notify, or a response or error nobody asked for: no reply is expected;
+            // an acknowledgement or an error is allowed (AGP-021, AGP-A14).
+            e.want = Want::Nothing;
+            e.open = true;
+            e.silence_ok = true;
+        }
+        (None, _) => {}
+    }
+    e
+}
+
+fn signature(v: &Value, c: &Case, e: &mut Expect) {
+    match v.get("signature") {
+        None => unsigned(c, e),
+        Some(Value::String(s)) if s.is_empty() => unsigned(c, e),
+        Some(Value::String(s)) => {
+            let agent = v["from"]["agentId"].as_str().unwrap_or_default();
+            match message::verify_tree(Tree::from_serde(v)) {
+                Ok(()) if standard_b64(s, 64) && standard_b64(agent, 32) => {}
+                Ok(()) => e.soft(
+                    &[IS, IM],
+                    "signature or from.agentId not in standard padded base64 (AGP-A4)",
+                ),
+                Err(SigProblem::Mismatch) => {
+                    e.sig_bad = true;
+                    e.hard(
+                        &[IS],
+                        "the signature does not verify (AGP-024, AGP-033, AGP-034)",
+                    );
+                }
+                Err(p) => {
+                    e.sig_bad = true;
+                    e.hard(
+                        &[IS, IM],
+                        format!("the signature cannot be verified: {p} (AGP-012, AGP-024)"),
+                    );
+                }
+            }
+        }
+        Some(_) => {
+            e.sig_bad = true;
+            e.hard(&[IS, IM], "signature is not a string (AGP-012)");
+        }
+    }
+}
+
+fn unsigned(c: &Case, e: &mut Expect) {
+    if c.signed_messages {
+        e.sig_bad = true;
+        e.hard(
+            &[IS, IM],
+            "unsigned, and the target advertises signed-messages (AGP-030, AGP-A3)",
+        );
+    } else {
+        e.soft(&[IS, IM], "unsigned (AGP-030, AGP-A3)");
+    }
+}
+
+fn request(p: &Map<String, Value>, c: &Case, e: &mut Expect) {
+    if !p.get("correlationId").is_none_or(Value::is_string) {
+        e.soft(&[IM], "correlationId is not a string (AGP-018)");
+    }
+    let params = match p.get("params") {
+        None => None,
+        Some(v @ Value::Object(_)) => Some(v.clone()),
+        Some(_) => {
+            e.hard(&[IM], "params is not an object (AGP-018)");
+            None
+        }
+    };
+    let timeout = match p.get("timeout") {
+        None => None,
+        Some(Value::Number(n)) => match (n.as_u64(), n.as_f64()) {
+            (Some(t), _) => Some(t),
+            (None, Some(x)) if x >= 0.0 && x.fract() == 0.0 && x < 1e15 => {
+                e.soft(
+                    &[IM],
+                    "timeout is an integral number written as a float (AGP-018)",
+                );
+                Some(x as u64)
+            }
+            _ => {
+                e.hard(
+                    &[IM],
+                    "timeout is not a non-negative integer (AGP-018, AGP-038)",
+                );
+                None
+            }
+        },
+        Some(_) => {
+            e.hard(&[IM], "timeout is not a number (AGP-018, AGP-038)");
+            None
+        }
+    };
+    let action = match p.get("action") {
+        Some(Value::String(a)) => a.clone(),
+        _ => {
+            e.hard(
+                &[IM],
+                "action is missing or not a string (AGP-018, AGP-038)",
+            );
+            return;
+        }
+    };
+    e.action = Some(action.clone());
+    if action == c.echo {
+        e.want = Want::Echo(params);
+        if timeout.is_some_and(|t| t < 200) {
+            e.soft(&[TIMEOUT], "a timeout shorter than a round trip (AGP-027)");
+        }
+    } else if action == c.delay {
+        e.want = Want::Success;
+        let ms = params.as_ref().map(|p| p.get("ms").and_then(Value::as_u64));
+        match (ms, timeout) {
+            (Some(Some(ms)), Some(t)) if t.saturating_mul(2).saturating_add(50) <= ms => {
+                e.hard(
+                    &[TIMEOUT],
+                    format!("a delay of {ms} ms with a timeout of {t} ms (AGP-027, AGP-A18)"),
+                );
+                e.silence_ok = true;
+            }
+            (Some(Some(ms)), Some(t)) if t >= ms.saturating_add(200) => {}
+            (Some(Some(_)), None) => {}
+            (None, None) => {}
+            (Some(Some(_)), Some(_)) => {
+                e.open = true;
+                e.timing_open = true;
+                e.soft(&[TIMEOUT], "a timeout close to the delay (AGP-A18)");
+            }
+            _ => {
+                // `ms` is the profile's fixture; without it the delay is undefined.
+                e.soft(&[IM], "delay without an integer params.ms");
+                if timeout.is_some() {
+                    e.open = true;
+                    e.timing_open = true;
+                    e.soft(&[TIMEOUT], "a timeout for an undefined delay (AGP-A18)");
+                }
+            }
+        }
+    } else if action.starts_with("fz-") || action.is_empty() {
+        e.hard(
+            &[CNS],
+            format!("no target offers action {action:?} (AGP-020, AGP-026)"),
+        );
+        if action.is_empty() {
+            e.soft(&[IM], "an empty action (AGP-018)");
+        }
+    } else {
+        // An action the target may or may not offer (AGP-A8).
+        e.open = true;
+    }
+}
+
+impl Case {
+    /// A fresh template from the case's identity (unsigned).
+    fn template(&mut self, t: Template) -> Value {
+        self.n += 1;
+        template(t, self)
+    }
+}
+
+/// A message from `c.me` (unsigned).
+fn template(t: Template, c: &Case) -> Value {
+    let me = &c.me;
+    let corr = format!("fz-{}-{}", &new_id()[..8], c.n);
+    let req = |action: &str, params: Value, extra: Value| {
+        let mut p = json!({"action": action, "correlationId": corr, "params": params});
+        if let (Some(o), Some(x)) = (p.as_object_mut(), extra.as_object()) {
+            o.extend(x.clone());
+        }
+        me.message("request", p)
+    };
+    match t {
+        Template::Echo => req(&c.echo, json!({"text": "fuzz", "n": c.n}), json!({})),
+        Template::EchoMeta => {
+            let mut m = req(
+                &c.echo,
+                json!({"text": "meta", "nested": {"ok": true, "list": [1, 2]}}),
+                json!({"x-extra": 1}),
+            );
+            set(
+                &mut m,
+                &[],
+                "metadata",
+                json!({"priority": "high", "x-h": 1}),
+            );
+            m
+        }
+        Template::Hello => me.message(
+            "hello",
+            json!({"version": "0.1", "features": ["signed-messages"]}),
+        ),
+        Template::Delay => req(&c.delay, json!({"ms": SHORT_MS}), json!({})),
+        Template::DelayWithin => req(&c.delay, json!({"ms": SHORT_MS}), json!({"timeout": 30000})),
+        Template::DelayTimeout => req(
+            &c.delay,
+            json!({"ms": LONG_MS}),
+            json!({"timeout": SHORT_TIMEOUT_MS}),
+        ),
+        Template::Unknown => req("fz-no-such-action", json!({}), json!({})),
+        Template::Misaddressed => {
+            let mut m = req(&c.echo, json!({"text": "elsewhere"}), json!({}));
+            set(&mut m, &["to"], "agentId", json!(other_id()));
+            m
+        }
+        Template::Notify => me.message("notify", json!({"event": "fz-ping", "n": c.n})),
+    }
+}
+
+fn obj_at<'a>(v: &'a mut Value, path: &[&str]) -> Option<&'a mut Map<String, Value>> {
+    let mut cur = v;
+    for k in path {
+        cur = cur.as_object_mut()?.get_mut(*k)?;
+    }
+    cur.as_object_mut()
+}
+
+fn set(v: &mut Value, path: &[&str], key: &str, val: Value) {
+    if let Some(o) = obj_at(v, path) {
+        o.insert(key.to_string(), val);
+    }
+}
+
+fn remove(v: &mut Value, path: &[&str], key: &str) {
+    if let Some(o) = obj_at(v, path) {
+        o.remove(key);
+    }
+}
+
+fn pick<'a>(i: u8, xs: &[&'a str]) -> &'a str {
+    xs[usize::from(i) % xs.len()]
+}
+
+fn other_id() -> String {
+    message::agent_id(&Keypair::generate())
+}
+
+fn apply(m: &mut Value, mu: &Mutation, c: &Case) {
+    let me = &c.me;
+    let cur_type = m["type"].as_str().unwrap_or("request").to_string();
+    match mu {
+        Mutation::Keep => {}
+        Mutation::Type(t) => {
+            let v = match t {
+                TypeVal::Bogus => json!("bogus"),
+                TypeVal::Upper => json!(cur_type.to_ascii_uppercase()),
+                TypeVal::Hello => json!("hello"),
+                TypeVal::Request => json!("request"),
+                TypeVal::Response => json!("response"),
+                TypeVal::Notify => json!("notify"),
+                TypeVal::Error => json!("error"),
+                TypeVal::Other(v) => v.json(),
+            };
+            set(m, &[], "type", v);
+        }
+        Mutation::Remove(t) => {
+            let k = format!("{t:?}").to_ascii_lowercase();
+            remove(m, &[], &k);
+        }
+        Mutation::Protocol(p) => {
+            let v = match p {
+                ProtoVal::Next => json!("agentprotocol/0.2"),
+                ProtoVal::Upper => json!(PROTOCOL.to_ascii_uppercase()),
+                ProtoVal::Empty => json!(""),
+                ProtoVal::Other(v) => v.json(),
+            };
+            set(m, &[], "protocol", v);
+        }
+        Mutation::Id(i) => {
+            let v = match i {
+                IdVal::Int => json!(123),
+                IdVal::Fresh => json!(new_id()),
+                IdVal::Upper => json!(new_id().to_ascii_uppercase()),
+                IdVal::NotUuid => json!(format!("fz-{}", &new_id()[..8])),
+                IdVal::Empty => json!(""),
+                IdVal::Other(v) => v.json(),
+            };
+            set(m, &[], "id", v);
+        }
+        Mutation::Timestamp(t) => {
+            let now = time::OffsetDateTime::now_utc();
+            let v = match t {
+                TsVal::Fresh => json!(clock::format_timestamp(now)),
+                TsVal::ShiftMinutes(d) => json!(clock::format_timestamp(
+                    now + time::Duration::minutes(i64::from(*d) % 600)
+                )),
+                TsVal::NoZone => json!(clock::format_timestamp(now).trim_end_matches('Z')),
+                TsVal::Garbage => json!("yesterday"),
+                TsVal::Other(v) => v.json(),
+            };
+            set(m, &[], "timestamp", v);
+        }
+        Mutation::FromAgent(a) => {
+            let v = match a {
+                AgentVal::Empty => json!(""),
+                AgentVal::Short => json!("AAAA"),
+                AgentVal::OtherKey => json!(other_id()),
+                AgentVal::UrlSafe => json!(keys::b64url(me.key.public().as_bytes())),
+                AgentVal::Other(v) => v.json(),
+            };
+            set(m, &["from"], "agentId", v);
+        }
+        Mutation::FromName(v) => set(m, &["from"], "name", v.json()),
+        Mutation::FromCaps(cv) => {
+            let v = match cv {
+                CapsVal::Empty => json!([]),
+                CapsVal::Custom => json!(["myagent:code-review", "myagent:translation/en-de"]),
+                CapsVal::Other(v) => v.json(),
+            };
+            set(m, &["from"], "capabilities", v);
+        }
+        Mutation::ToAgent(t) => {
+            let v = match t {
+                ToVal::OtherKey => json!(other_id()),
+                ToVal::Empty => json!(""),
+                ToVal::Target => json!(c.target),
+                ToVal::TargetUrlSafe => match keys::b64_decode_any(&c.target) {
+                    Some((b, _)) => json!(keys::b64url(&b)),
+                    None => json!(c.target),
+                },
+                ToVal::Other(v) => v.json(),
+            };
+            set(m, &["to"], "agentId", v);
+        }
+        Mutation::Broadcast(v) => set(m, &["to"], "broadcast", v.json()),
+        Mutation::Payload(v) => set(m, &[], "payload", v.json()),
+        Mutation::Action(a) => {
+            let v = match a {
+                ActionVal::Echo => json!(c.echo),
+                ActionVal::Delay => json!(c.delay),
+                ActionVal::Upper => json!(c.echo.to_ascii_uppercase()),
+                ActionVal::Empty => json!(""),
+                ActionVal::Fz(s) => json!(format!("fz-{}", s.chars().take(24).collect::<String>())),
+                ActionVal::Other(v) => v.json(),
+            };
+            set(m, &["payload"], "action", v);
+        }
+        Mutation::Params(v) => set(m, &["payload"], "params", v.json()),
+        Mutation::Param(i, v) => set(
+            m,
+            &["payload", "params"],
+            pick(*i, &["text", "n", "x-fuzz", "nested"]),
+            v.json(),
+        ),
+        Mutation::RemoveParams => remove(m, &["payload"], "params"),
+        Mutation::Timeout(t) => {
+            let v = match t {
+                TimeoutVal::Negative => json!(-1),
+                TimeoutVal::Small(n) => json!(n),
+                TimeoutVal::Large(n) => json!(u64::from(*n) + 10_000),
+                TimeoutVal::Fraction => json!(250.5),
+                TimeoutVal::Integral => json!(30000.0),
+                TimeoutVal::Text => json!("soon"),
+                TimeoutVal::Other(v) => v.json(),
+            };
+            set(m, &["payload"], "timeout", v);
+        }
+        Mutation::RemoveTimeout => remove(m, &["payload"], "timeout"),
+        Mutation::Correlation(s) => set(
+            m,
+            &["payload"],
+            "correlationId",
+            json!(s.chars().take(40).collect::<String>()),
+        ),
+        Mutation::Metadata(v) => set(m, &[], "metadata", v.json()),
+        Mutation::ExtraTop(i, v) => set(m, &[], &format!("x-fuzz-{}", i % 4), v.json()),
+        Mutation::ExtraPayload(i, v) => {
+            set(m, &["payload"], &format!("x-fuzz-{}", i % 4), v.json())
+        }
+        Mutation::HelloVersion(v) => set(m, &["payload"], "version", v.json()),
+        Mutation::HelloFeatures(v) => set(m, &["payload"], "features", v.json()),
+        Mutation::NotAnObject(v) => *m = v.json(),
+    }
+}
+
+/// Requests the mutations left without a correlationId get one: the reference
+/// echoes a missing one as `null` (see the module doc), so they are not fuzzed.
+fn keep_correlation(m: &mut Value, c: &Case) {
+    if m["type"] == "request" && m["payload"].get("correlationId").is_none() {
+        set(
+            m,
+            &["payload"],
+            "correlationId",
+            json!(format!("fz-kept-{}", c.n)),
+        );
+    }
+}
+
+fn apply_sig(m: &mut Value, s: &SigMut, me: &Me) {
+    let sig = m["signature"].as_str().unwrap_or_default().to_string();
+    match s {
+        SigMut::Remove => remove(m, &[], "signature"),
+        SigMut::Empty => set(m, &[], "signature", json!("")),
+        SigMut::NotString(v) => set(m, &[], "signature", v.json()),
+        SigMut::Truncate(n) => {
+            let keep = sig.len().saturating_sub(1 + usize::from(*n % 8));
+            set(m, &[], "signature", json!(sig[..keep]));
+        }
+        SigMut::Flip(at) => {
+            let mut b = sig.into_bytes();
+            if !b.is_empty() {
+                let i = usize::from(*at) % b.len();
+                b[i] = if b[i] == b'A' { b'B' } else { b'A' };
+            }
+            set(m, &[], "signature", json!(String::from_utf8_lossy(&b)));
+        }
+        SigMut::UrlSafe => {
+            if let Some((b, _)) = keys::b64_decode_any(&sig) {
+                set(m, &[], "signature", json!(keys::b64url(&b)));
+            }
+        }
+        SigMut::WrongKey => {
+            let _ = message::sign(m, &Keypair::generate());
+        }
+        SigMut::ClaimOther => set(m, &["from"], "agentId", json!(other_id())),
+        SigMut::OtherSender => {
+            let other = Keypair::generate();
+            set(m, &["from"], "agentId", json!(message::agent_id(&other)));
+            let _ = message::sign(m, &other);
+        }
+        SigMut::AgentUrlSafe => {
+            set(
+                m,
+                &["from"],
+                "agentId",
+                json!(keys::b64url(me.key.public().as_bytes())),
+            );
+            me.sign(m);
+        }
+        SigMut::Random => {
+            let junk = Keypair::generate().sign(b"fz").to_bytes();
+            set(m, &[], "signature", json!(keys::b64std(&junk)));
+        }
+    }
+}
+
+fn new_driver(f: &FuzzCtx) -> Driver {
+    let ctx = &f.ctx;
+    match ctx.transport {
+        Transport::Http => Driver::Http(HttpDriver::new(
+            ctx.shared.http.clone(),
+            &join_url(&ctx.url, "agentprotocol"),
+        )),
+        Transport::Ws => Driver::Ws(WsDriver::new(&join_url(&ctx.url, "agentprotocol/ws"))),
+        Transport::File => Driver::File(FileDriver::new(&ctx.url)),
+    }
+}
+
+fn limits(f: &FuzzCtx, wait: Duration) -> Limits {
+    Limits {
+        timeout: wait,
+        max_bytes: f.ctx.profile().timing.max_response_bytes,
+    }
+}
+
+fn case_wait(f: &FuzzCtx) -> Duration {
+    Duration::from_millis(f.ctx.profile().timing.case_timeout_ms)
+}
+
+/// The sender a reply to `v` is addressed to, when `v` names one.
+fn sender_of(v: &Value) -> Option<String> {
+    v.get("from")
+        .and_then(|f| f.get("agentId"))
+        .and_then(Value::as_str)
+        .map(String::from)
+}
+
+/// Sends `bytes` and returns what came back, after the reply checks. `sender` is
+/// the agentId the message names (replies must be addressed to it); without one the
+/// message goes over a second connection and replies are not held to an addressee.
+async fn exchange(
+    f: &mut FuzzCtx,
+    c: &mut Case,
+    bytes: Vec<u8>,
+    sender: Option<String>,
+    e: &Expect,
+) -> Step<Got> {
+    // Over WebSocket silence is only seen by waiting: short where no reply is
+    // expected, bounded where silence is one allowed answer (HTTP answers at once).
+    let ws = f.ctx.transport == Transport::Ws;
+    let wait = if ws && e.want == Want::Nothing && e.hard.is_empty() {
+        QUIET
+    } else if ws && e.may_be_silent() {
+        SILENT_OK
+    } else {
+        case_wait(f)
+    };
+    let got = match sender {
+        Some(s) => {
+            let saved = std::mem::replace(&mut c.me.id, s);
+            let notes = f.ctx.notes().len();
+            let r = c.me.send_bytes_wait(&mut f.ctx, bytes, wait).await;
+            c.me.id = saved;
+            if let Some(n) = f.ctx.notes()[notes.min(f.ctx.notes().len())..]
+                .iter()
+                .find(|n| n.starts_with("HTTP status 5"))
+            {
+                return finding("server-error", format!("the target answered with {n}"));
+            }
+            match r {
+                Ok(Some(v)) => Got::Reply(v),
+                Ok(None) => Got::Silence,
+                Err(Stop::Fail(m)) if e.may_be_silent() && m.contains("did not answer within") => {
+                    Got::Silence
+                }
+                Err(x) => return Err(x),
+            }
+        }
+        None => {
+            let who = f.ctx.transport.to_string();
+            f.ctx
+                .log_frame("send", &who, &String::from_utf8_lossy(&bytes));
+            let lim = limits(f, wait);
+            let drv = c.raw.get_or_insert_with(|| new_driver(f));
+            let r = drv.exchange(bytes, lim).await;
+            received(f, c, r, None, e)?
+        }
+    };
+    if let Got::Reply(v) = &got {
+        reply_oracles(v, e)?;
+    }
+    Ok(got)
+}
+
+/// Checks one reply that came over the second connection (what `Me` checks on its
+/// own connection, minus the addressee when `sender` is unknown).
+fn received(
+    f: &mut FuzzCtx,
+    c: &mut Case,
+    r: Result<Received, DriveError>,
+    sender: Option<&str>,
+    e: &Expect,
+) -> Step<Got> {
+    let who = f.ctx.transport.to_string();
+    let body = match r {
+        Err(DriveError::Timeout(_)) if e.may_be_silent() => return Ok(Got::Silence),
+        Err(err) => return fail(describe_drive_error(&err)),
+        Ok(Received::Silence) => return Ok(Got::Silence),
+        Ok(Received::Frame(b)) => b,
+        Ok(Received::Http { status, body }) => {
+            f.ctx.log_frame(
+                "recv",
+                &who,
+                &format!("HTTP {status}: {}", String::from_utf8_lossy(&body)),
+            );
+            if status >= 500 {
+                return finding("server-error", format!("the target answered HTTP {status}"));
+            }
+            if body.is_empty() {
+                return Ok(Got::Silence);
+            }
+            if (400..500).contains(&status)
+                && e.silence_ok
+                && serde_json::from_slice::<Value>(&body).is_err()
+            {
+                // A bare HTTP refusal of bytes that name no sender.
+                return Ok(Got::Silence);
+            }
+            body
+        }
+    };
+    if !matches!(f.ctx.transport, Transport::Http) {
+        f.ctx
+            .log_frame("recv", &who, &String::from_utf8_lossy(&body));
+    }
+    let v = match reference_impl::wire::json::parse(&body) {
+        Ok(t) => t.to_serde(),
+        Err(err) => return finding("reply-not-json", format!("the reply is not JSON: {err}")),
+    };
+    if let Err(err) = f.ctx.shared.schemas.check("agentprotocol/message", &v) {
+        return finding(
+            "reply-schema",
+            format!("the reply violates the message schema: {err}"),
+        );
+    }
+    if v.get("signature").is_some() {
+        if let Err(p) = message::verify_bytes(&body) {
+            return finding(
+                "reply-signature",
+                format!("the reply's signature: {p} (AGP-005, AGP-012, AGP-031)"),
+            );
+        }
+    }
+    let from = v["from"]["agentId"].as_str().unwrap_or_default();
+    if from != c.target {
+        return finding(
+            "reply-check",
+            format!(
+                "the reply comes from {from}, not the agent that said hello ({}) (AGP-009)",
+                c.target
+            ),
+        );
+    }
+    let id = v["id"].as_str().unwrap_or_default().to_string();
+    if !c.raw_ids.insert(id.clone()) {
+        return finding(
+            "reply-check",
+            format!("reply id {id} was used twice (AGP-003)"),
+        );
+    }
+    if let (Some(s), Some(to)) = (sender, v.get("to")) {
+        if to["agentId"] != s || to.get("broadcast").is_some_and(|b| b != false) {
+            return finding(
+                "reply-check",
+                format!("the reply is addressed to {to}, not to the sender {s} (AGP-008, AGP-009)"),
+            );
+        }
+    }
+    Ok(Got::Reply(v))
+}
+
+/// Oracles every reply gets, whatever the verdict.
+fn reply_oracles(v: &Value, e: &Expect) -> Step<()> {
+    let ty = v["type"].as_str().unwrap_or_default();
+    // A hello carries the full envelope, signature included (AGP-001, AGP-A6, as
+    // the hello case holds); elsewhere an unsigned reply is a warning (AGP-A3).
+    if ty == "hello" {
+        for k in [
+            "protocol",
+            "id",
+            "timestamp",
+            "from",
+            "to",
+            "type",
+            "payload",
+            "signature",
+        ] {
+            if v.get(k).is_none() {
+                return finding(
+                    "reply-envelope",
+                    format!("the hello reply has no `{k}` (AGP-001, AGP-030, AGP-A6)"),
+                );
+            }
+        }
+    }
+    let p = &v["payload"];
+    if ty == "error" {
+        let code = p["code"].as_str().unwrap_or_default();
+        if !CODES.contains(&code) {
+            return finding(
+                "error-code",
+                format!("error code {code:?} is not in agentprotocol.md's table (AGP-022)"),
+            );
+        }
+        if code == "INTERNAL_ERROR" {
+            return finding(
+                "server-error",
+                format!("client input drew INTERNAL_ERROR (AGP-038): {p}"),
+            );
+        }
+        if code == CNS {
+            let d = &p["details"];
+            if !d["available"].is_array() {
+                return finding(
+                    "details",
+                    format!(
+                        "CAPABILITY_NOT_SUPPORTED without a details.available array (AGP-020): {p}"
+                    ),
+                );
+            }
+            if let Some(a) = &e.action {
+                if d["requested"] != a.as_str() {
+                    return finding(
+                        "details",
+                        format!(
+                            "details.requested is {}, not the action {a:?} (AGP-020)",
+                            d["requested"]
+                        ),
+                    );
+                }
+            }
+        }
+    }
+    if let Some(corr) = &e.correlation {
+        if (ty == "response" || ty == "error") && p["correlationId"] != corr.as_str() {
+            return finding(
+                "correlation",
+                format!(
+                    "the {ty} carries correlationId {}, not the request's {corr:?} (AGP-019, AGP-020, AGP-A7)",
+                    p["correlationId"]
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The hello a target answers with (AGP-007, AGP-013…016).
+fn hello_oracles(r: &Value) -> Step<()> {
+    if r["type"] != "hello" {
+        return finding(
+            "verdict",
+            format!(
+                "hello was answered with {} (AGP-013): {}",
+                r["type"], r["payload"]
+            ),
+        );
+    }
+    let p = &r["payload"];
+    if p["version"] != "0.1" {
+        return finding(
+            "hello",
+            format!(
+                "hello payload.version is {}, not \"0.1\" (AGP-014)",
+                p["version"]
+            ),
+        );
+    }
+    if !p["features"]
+        .as_array()
+        .is_some_and(|a| a.iter().all(Value::is_string))
+    {
+        return finding(
+            "hello",
+            format!("hello payload.features is not an array of strings (AGP-014): {p}"),
+        );
+    }
+    let caps = strings(&r["from"]["capabilities"]);
+    if caps.is_empty() {
+        return finding(
+            "hello",
+            format!(
+                "the target's hello lists no capability (AGP-015): {}",
+                r["from"]
+            ),
+        );
+    }
+    const CORE: [&str; 5] = [
+        "agentprotocol:core",
+        "agentprotocol:tasks",
+        "agentprotocol:proofs",
+        "agentprotocol:reputation",
+        "agentprotocol:directory",
+    ];
+    for cap in &caps {
+        if !cap.contains(':') {
+            return finding(
+                "hello",
+                format!("capability {cap:?} is not of the form prefix:name (AGP-007)"),
+            );
+        }
+        if cap.starts_with("agentprotocol:") && !CORE.contains(&cap.as_str()) {
+            return finding(
+                "hello",
+                format!("{cap} is not one of the core capabilities (AGP-016)"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What a reply says, for comparing two spellings.
+fn verdict_of(g: &Got) -> String {
+    match g {
+        Got::Silence => "no reply".into(),
+        Got::Reply(v) if v["type"] == "error" => format!("error {}", v["payload"]["code"]),
+        Got::Reply(v) => format!("{}", v["type"]),
+    }
+}
+
+fn judge(g: &Got, e: &Expect, what: &str) -> Step<()> {
+    let v = match g {
+        Got::Silence if e.may_be_silent() => return Ok(()),
+        Got::Silence => {
+            return finding("verdict", format!("{what} drew no reply; {}", e.describe()));
+        }
+        Got::Reply(v) => v,
+    };
+    let ty = v["type"].as_str().unwrap_or_default();
+    let p = &v["payload"];
+    if ty == "error" {
+        let code = p["code"].as_str().unwrap_or_default();
+        if code == RATE_LIMITED {
+            return if e.rate_limit_ok {
+                Ok(())
+            } else {
+                skip("the target rate-limited a fresh sender; the case cannot judge its input")
+            };
+        }
+        if e.any_code || (e.open && e.hard.is_empty()) {
+            return Ok(());
+        }
+        if e.hard.contains(&code) || e.soft.contains(&code) {
+            return Ok(());
+        }
+        return finding(
+            "verdict",
+            format!("{what} drew error {code}; {}", e.describe()),
+        );
+    }
+    if !e.hard.is_empty() {
+        let oracle = if e.sig_bad { "signature" } else { "verdict" };
+        return finding(
+            oracle,
+            format!("{what} was carried out ({ty} {p}); {}", e.describe()),
+        );
+    }
+    if e.open {
+        return Ok(());
+    }
+    match &e.want {
+        Want::Nothing => Ok(()),
+        Want::Hello => hello_oracles(v),
+        Want::Echo(params) => {
+            if ty != "response" || p["status"] != "success" {
+                return finding("verdict", format!("{what} drew {ty} {p}; {}", e.describe()));
+            }
+            if let Some(params) = params {
+                if !json_eq(&p["result"], params) {
+                    return finding(
+                        "verdict",
+                        format!(
+                            "echo result {} is not the params {params} (AGP-019)",
+                            p["result"]
+                        ),
+                    );
+                }
+            }
+            Ok(())
+        }
+        Want::Success => {
+            if ty != "response" || p["status"] != "success" {
+                return finding("verdict", format!("{what} drew {ty} {p}; {}", e.describe()));
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Sends `v` as serialized (or `bytes` when given), judged by its verdict.
+async fn send_judged(f: &mut FuzzCtx, c: &mut Case, v: &Value, what: &str) -> Step<Got> {
+    let e = expect_for(v, c);
+    let bytes = serde_json::to_vec(v).unwrap_or_default();
+    f.fuzzed(&bytes);
+    let g = exchange(f, c, bytes, sender_of(v), &e).await?;
+    judge(&g, &e, what)?;
+    Ok(g)
+}
+
+async fn one_case(f: &mut FuzzCtx) -> Step<()> {
+    let kind: Kind = f.draw();
+    let mut me = Me::new(&f.ctx);
+    let hello = me.hello(&mut f.ctx).await?;
+    reply_oracles(&hello, &Expect::default())?;
+    hello_oracles(&hello)?;
+    let prof = f.ctx.profile().agentprotocol.clone();
+    let mut c = Case {
+        target: me.target.clone().unwrap_or_default(),
+        signed_messages: me.target_features.iter().any(|x| x == "signed-messages"),
+        me,
+        raw: None,
+        raw_ids: HashSet::new(),
+        echo: prof.echo_action,
+        delay: prof.delay_action,
+        n: 0,
+    };
+    let c = &mut c;
+    match kind {
+        Kind::Valid(t) => {
+            let mut m = c.template(t);
+            c.me.sign(&mut m);
+            send_judged(f, c, &m, "a valid message").await?;
+        }
+        Kind::Resigned(t, first, more) => {
+            let mut m = c.template(t);
+            for mu in std::iter::once(&first).chain(more.iter().take(2)) {
+                apply(&mut m, mu, c);
+            }
+            keep_correlation(&mut m, c);
+            c.me.sign(&mut m);
+            send_judged(f, c, &m, "the mutated, re-signed message").await?;
+        }
+        Kind::Tampered(t, first, more) => {
+            let mut m = c.template(t);
+            c.me.sign(&mut m);
+            for mu in std::iter::once(&first).chain(more.iter().take(2)) {
+                apply(&mut m, mu, c);
+            }
+            send_judged(f, c, &m, "the message changed after signing").await?;
+        }
+        Kind::Signature(t, s) => {
+            let mut m = c.template(t);
+            c.me.sign(&mut m);
+            apply_sig(&mut m, &s, &c.me);
+            send_judged(f, c, &m, "the message with an edited signature").await?;
+        }
+        Kind::Raw(t, first, mut edits) => {
+            let mut m = c.template(t.into());
+            c.me.sign(&mut m);
+            edits.insert(0, first);
+            let bytes = edit_bytes(serde_json::to_vec(&m).unwrap_or_default(), &edits);
+            f.fuzzed(&bytes);
+            let (e, sender) = match serde_json::from_slice::<Value>(&bytes) {
+                Err(_) => (Expect::garbage(), None),
+                Ok(_) if jcs::canonicalize(&bytes).is_err() => (Expect::not_ijson(), None),
+                Ok(v) => (expect_for(&v, c), sender_of(&v)),
+            };
+            let g = exchange(f, c, bytes, sender, &e).await?;
+            judge(&g, &e, "the edited message")?;
+        }
+        Kind::Spelling(t, mu, w) => {
+            let mut twin = c.template(t);
+            if let Some(mu) = &mu {
+                apply(&mut twin, mu, c);
+            }
+            keep_correlation(&mut twin, c);
+            c.me.sign(&mut twin);
+            let first = send_judged(f, c, &twin, "the canonical spelling").await?;
+            // The same content under a fresh id and correlationId, so that a target
+            // that refuses repeats does not tell the two apart (AGP-A7).
+            let mut copy = twin.clone();
+            let fresh_id = copy["id"].as_str().is_some_and(is_uuid);
+            if fresh_id {
+                set(&mut copy, &[], "id", json!(new_id()));
+            }
+            if let Some(corr) = copy["payload"]["correlationId"].as_str().map(String::from) {
+                set(
+                    &mut copy,
+                    &["payload"],
+                    "correlationId",
+                    json!(format!("{corr}-w")),
+                );
+            }
+            c.me.sign(&mut copy);
+            let e = expect_for(&copy, c);
+            let bytes = respell(&copy, w);
+            f.fuzzed(&bytes);
+            let second = exchange(f, c, bytes, sender_of(&copy), &e).await?;
+            judge(&second, &e, "the respelled message")?;
+            let repeat = !fresh_id && copy["id"].is_string();
+            if !e.timing_open && !repeat && verdict_of(&first) != verdict_of(&second) {
+                return finding(
+                    "wire-form",
+                    format!(
+                        "the canonical spelling drew {}, {w:?} drew {} (AGP-031)",
+                        verdict_of(&first),
+                        verdict_of(&second)
+                    ),
+                );
+            }
+        }
+        Kind::Flow(flow) => run_flow(f, c, flow).await?,
+    }
+    Ok(())
+}
+
+async fn run_flow(f: &mut FuzzCtx, c: &mut Case, flow: Flow) -> Step<()> {
+    match flow {
+        Flow::Sequence(n) => {
+            for i in 0..2 + usize::from(n % 3) {
+                let t = [
+                    Template::Echo,
+                    Template::EchoMeta,
+                    Template::Unknown,
+                    Template::Delay,
+                ][i % 4];
+                let mut m = c.template(t);
+                c.me.sign(&mut m);
+                send_judged(f, c, &m, &format!("request {} of a sequence", i + 1)).await?;
+            }
+            Ok(())
+        }
+        Flow::Burst => {
+            for i in 0..BURST {
+                let mut m = c.template(Template::Echo);
+                c.me.sign(&mut m);
+                let mut e = expect_for(&m, c);
+                e.rate_limit_ok = true;
+                let bytes = serde_json::to_vec(&m).unwrap_or_default();
+                f.fuzzed(&bytes);
+                let g = exchange(f, c, bytes, sender_of(&m), &e).await?;
+                if let Got::Reply(v) = &g {
+                    if v["type"] == "error" && v["payload"]["code"] != RATE_LIMITED {
+                        return finding(
+                            "rate-limit",
+                            format!("request {} of a burst drew error {}; throttling must use RATE_LIMITED (AGP-028)", i + 1, v["payload"]["code"]),
+                        );
+                    }
+                }
+                judge(&g, &e, &format!("request {} of a burst", i + 1))?;
+            }
+            Ok(())
+        }
+        Flow::NoHello(t) => {
+            // A second identity that never said hello (AGP-A9: it may be served or
+            // refused; if served, correctly).
+            let mut other = Me::new(&f.ctx);
+            other.target = c.me.target.clone();
+            std::mem::swap(&mut c.me, &mut other);
+            let mut m = c.template(t);
+            c.me.sign(&mut m);
+            let mut e = expect_for(&m, c);
+            e.any_code = true;
+            e.silence_ok = true;
+            let bytes = serde_json::to_vec(&m).unwrap_or_default();
+            f.fuzzed(&bytes);
+            let r = exchange(f, c, bytes, sender_of(&m), &e).await;
+            std::mem::swap(&mut c.me, &mut other);
+            judge(&r?, &e, "a message before hello")
+        }
+        Flow::Pipeline => pipeline(f, c).await,
+    }
+}
+
+/// A delay and an echo in flight together; each answered once, by correlationId.
+async fn pipeline(f: &mut FuzzCtx, c: &mut Case) -> Step<()> {
+    let mut msgs = Vec::new();
+    for t in [Template::DelayWithin, Template::Echo] {
+        let mut m = c.template(t);
+        c.me.sign(&mut m);
+        let e = expect_for(&m, c);
+        msgs.push((m, e));
+    }
+    let lim = limits(f, case_wait(f));
+    let who = f.ctx.transport.to_string();
+    let me_id = c.me.id.clone();
+    if f.ctx.transport == Transport::Ws {
+        // A hello on this second connection first, for a target that keeps hello
+        // per session (AGP-A9).
+        let mut h = c.template(Template::Hello);
+        c.me.sign(&mut h);
+        let e = expect_for(&h, c);
+        let hb = serde_json::to_vec(&h).unwrap_or_default();
+        f.ctx.log_frame("send", &who, &String::from_utf8_lossy(&hb));
+        let drv = c.raw.get_or_insert_with(|| new_driver(f));
+        let r = drv.exchange(hb, lim).await;
+        let g = received(f, c, r, Some(&me_id), &e)?;
+        if let Got::Reply(v) = &g {
+            reply_oracles(v, &e)?;
+        }
+        judge(&g, &e, "a hello on a second connection")?;
+    }
+    let mut results = Vec::new();
+    for (m, _) in &msgs {
+        f.ctx
+            .log_frame("send", &who, &serde_json::to_string(m).unwrap_or_default());
+    }
+    let bytes: Vec<Vec<u8>> = msgs
+        .iter()
+        .map(|(m, _)| serde_json::to_vec(m).unwrap_or_default())
+        .collect();
+    f.fuzzed(&bytes[1]);
+    match f.ctx.transport {
+        Transport::Ws => {
+            let drv = c.raw.get_or_insert_with(|| new_driver(f));
+            let Driver::Ws(ws) = drv else {
+                return Ok(());
+            };
+            for b in &bytes {
+                let text = String::from_utf8_lossy(b).into_owned();
+                if let Err(err) = ws.send_text(text, lim).await {
+                    return fail(describe_drive_error(&err));
+                }
+            }
+            for _ in 0..2 {
+                let r = match ws.recv(lim).await {
+                    Ok(Some(b)) => Ok(Received::Frame(b)),
+                    Ok(None) => Ok(Received::Silence),
+                    Err(err) => Err(err),
+                };
+                results.push(r);
+            }
+        }
+        _ => {
+            let mut d1 = new_driver(f);
+            let mut d2 = new_driver(f);
+            let (a, b) = tokio::join!(
+                d1.exchange(bytes[0].clone(), lim),
+                d2.exchange(bytes[1].clone(), lim)
+            );
+            results.push(a);
+            results.push(b);
+        }
+    }
+    let mut answered: Vec<bool> = vec![false; msgs.len()];
+    for r in results {
+        let got = received(f, c, r, Some(&me_id), &Expect::default())?;
+        let Got::Reply(v) = got else {
+            return finding(
+                "verdict",
+                "one of two pipelined requests drew no reply (AGP-019, AGP-041)",
+            );
+        };
+        let corr = v["payload"]["correlationId"].as_str().unwrap_or_default();
+        let Some(i) = msgs
+            .iter()
+            .position(|(_, e)| e.correlation.as_deref() == Some(corr))
+        else {
+            return finding(
+                "correlation",
+                format!("a reply to pipelined requests carries correlationId {corr:?}, which neither had (AGP-019)"),
+            );
+        };
+        if std::mem::replace(&mut answered[i], true) {
+            return finding(
+                "correlation",
+                format!("two replies carry correlationId {corr:?} (AGP-019)"),
+            );
+        }
+        let e = &msgs[i].1;
+        reply_oracles(&v, e)?;
+        judge(&Got::Reply(v), e, "a pipelined request")?;
+    }
+    Ok(())
+}
