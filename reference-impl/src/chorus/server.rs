@@ -396,8 +396,9 @@ impl Chorus {
                     body: json!({"agent_id": agent_id, "reputation_score": score, "duplicate": true}),
                 });
             }
+            // Forgetting would make a repeated report count twice: a full memory refuses.
             if st.outcomes.len() >= self.cfg.max_records {
-                st.outcomes.clear();
+                return Err(err(503, "validation", "the outcome memory is full"));
             }
             st.outcomes.insert(job_id);
             let (flat, pen3, no_clamp) = (
@@ -473,6 +474,10 @@ impl Chorus {
                     return Ok(Reply { status: 200, body });
                 }
             }
+            // Forgetting would apply a repeated transfer_id again: a full memory refuses.
+            if st.transfers.len() >= self.cfg.max_records {
+                return Err(err(503, "validation", "the transfer memory is full"));
+            }
             let from_balance = self.balance(&st, &from);
             if from_balance < cents && !self.fault("allow-overdraft") {
                 return Err(err(
@@ -493,9 +498,6 @@ impl Chorus {
             };
             st.balances.insert(to.clone(), to_new);
             let body = json!({"status": "completed", "transfer_id": id, "from_owner": from, "to_owner": to, "amount": cents as f64 / 100.0});
-            if st.transfers.len() >= self.cfg.max_records {
-                st.transfers.clear();
-            }
             st.transfers.insert(id.to_string(), body.clone());
             Ok(Reply { status: 200, body })
         };
