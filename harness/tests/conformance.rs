@@ -837,19 +837,25 @@ fn cli_fuzz_and_replay() -> Result<(), Failed> {
     let Some(crash) = crashes.first() else {
         return Err("no crash file of the signature oracle".into());
     };
-    let (_serve, url) = serve("agora-v1", &["--fault", "skip-signature-check"])?;
+    replays_only_against_fault(crash, "agora-v1", "skip-signature-check")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `replay` of `crash` reproduces against `serve --fault` and not against a clean server.
+fn replays_only_against_fault(crash: &Path, suite: &str, fault: &str) -> Result<(), Failed> {
+    let (_serve, url) = serve(suite, &["--fault", fault])?;
     expect_code(
         &["replay", &crash.to_string_lossy(), "--target", &url],
         1,
         "REPRODUCED",
     )?;
-    let (_clean, clean_url) = serve("agora-v1", &[])?;
+    let (_clean, clean_url) = serve(suite, &[])?;
     expect_code(
         &["replay", &crash.to_string_lossy(), "--target", &clean_url],
         0,
         "not reproduced",
     )?;
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -887,18 +893,7 @@ fn cli_scripted_fuzz_and_replay() -> Result<(), Failed> {
     if rec["transcript"].as_array().is_none_or(|t| t.is_empty()) || !rec["replay"].is_string() {
         return Err(format!("the crash file lacks a transcript or a replay line: {rec}").into());
     }
-    let (_serve, url) = serve("agora-exchange", &["--fault", fault])?;
-    expect_code(
-        &["replay", &crash.to_string_lossy(), "--target", &url],
-        1,
-        "REPRODUCED",
-    )?;
-    let (_clean, clean_url) = serve("agora-exchange", &[])?;
-    expect_code(
-        &["replay", &crash.to_string_lossy(), "--target", &clean_url],
-        0,
-        "not reproduced",
-    )?;
+    replays_only_against_fault(&crash, "agora-exchange", fault)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

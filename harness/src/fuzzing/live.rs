@@ -690,22 +690,11 @@ pub fn write_finding(
     input: &Input,
     f: &Finding,
 ) -> std::io::Result<PathBuf> {
-    let dir = out.join("crashes");
-    std::fs::create_dir_all(&dir)?;
-    let stem = format!("{index:08}-{}", f.oracle);
-    let bin = dir.join(format!("{stem}.bin"));
-    std::fs::write(&bin, &input.bytes)?;
-    let meta = dir.join(format!("{stem}.json"));
     let record = json!({
-        "suite": suite, "target": target, "oracle": f.oracle, "detail": f.detail, "input": input.label,
-        "reply": f.reply, "seed": seed, "index": index, "bytes": bin.file_name().map(|n| n.to_string_lossy().into_owned()),
-        "replay": format!("agentconform replay {} --target {target}", meta.display()),
+        "suite": suite, "target": target, "oracle": f.oracle, "detail": f.detail,
+        "input": input.label, "reply": f.reply, "seed": seed, "index": index,
     });
-    std::fs::write(
-        &meta,
-        serde_json::to_vec_pretty(&record).unwrap_or_default(),
-    )?;
-    Ok(meta)
+    super::scripted::write_crash(out, index, f.oracle, &input.bytes, record)
 }
 
 /// Bounds of a run.

@@ -196,12 +196,6 @@ pub fn write_finding(
     oracle: &str,
     detail: &str,
 ) -> std::io::Result<PathBuf> {
-    let dir = out.join("crashes");
-    std::fs::create_dir_all(&dir)?;
-    let stem = format!("{index:08}-{oracle}");
-    let bin = dir.join(format!("{stem}.bin"));
-    std::fs::write(&bin, &run.sent)?;
-    let meta = dir.join(format!("{stem}.json"));
     let reply = run
         .transcript
         .iter()
@@ -212,10 +206,32 @@ pub fn write_finding(
     let record = json!({
         "suite": suite, "target": target, "oracle": oracle, "detail": detail,
         "input": run.label, "reply": reply, "seed": seed, "index": index,
-        "bytes": bin.file_name().map(|n| n.to_string_lossy().into_owned()),
         "transcript": run.transcript,
-        "replay": format!("agentconform replay {} --target {target}", meta.display()),
     });
+    write_crash(out, index, oracle, &run.sent, record)
+}
+
+/// Writes `DIR/crashes/<index>-<oracle>.bin` (`bytes`) and `.json` (`record` plus the
+/// name of the .bin file and the replay command); returns the .json path.
+pub fn write_crash(
+    out: &Path,
+    index: u64,
+    oracle: &str,
+    bytes: &[u8],
+    mut record: serde_json::Value,
+) -> std::io::Result<PathBuf> {
+    let dir = out.join("crashes");
+    std::fs::create_dir_all(&dir)?;
+    let stem = format!("{index:08}-{oracle}");
+    let bin = dir.join(format!("{stem}.bin"));
+    std::fs::write(&bin, bytes)?;
+    let meta = dir.join(format!("{stem}.json"));
+    let target = record["target"].as_str().unwrap_or_default().to_string();
+    record["bytes"] = json!(bin.file_name().map(|n| n.to_string_lossy().into_owned()));
+    record["replay"] = json!(format!(
+        "agentconform replay {} --target {target}",
+        meta.display()
+    ));
     std::fs::write(
         &meta,
         serde_json::to_vec_pretty(&record).unwrap_or_default(),
