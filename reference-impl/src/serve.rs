@@ -37,6 +37,10 @@ pub async fn spawn(addr: &str, router: Router) -> std::io::Result<Running> {
     let local = listener.local_addr()?;
     let (tx, rx) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
+        // Small request/response exchanges: no Nagle delay on either side.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         let _ = axum::serve(listener, router)
             .with_graceful_shutdown(async {
                 let _ = rx.await;

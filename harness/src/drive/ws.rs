@@ -35,7 +35,7 @@ impl WsDriver {
         let config = WebSocketConfig::default()
             .max_message_size(Some(limits.max_bytes))
             .max_frame_size(Some(limits.max_bytes));
-        let conn = tokio_tungstenite::connect_async_with_config(&self.url, Some(config), false);
+        let conn = tokio_tungstenite::connect_async_with_config(&self.url, Some(config), true);
         match tokio::time::timeout(limits.timeout, conn).await {
             Ok(Ok((s, _))) => {
                 self.socket = Some(Box::new(s));

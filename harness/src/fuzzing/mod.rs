@@ -4,6 +4,7 @@
 
 pub mod agentprotocol;
 pub mod agora_exchange;
+pub mod agora_spaces;
 pub mod checks;
 pub mod chorus;
 pub mod live;

@@ -9,7 +9,7 @@
 //! target hands out (ids, tokens) differs between runs, and the case follows it.
 //!
 //! A fuzz case ends in one of three ways: `Ok` (every oracle held), a failure (a
-//! finding; its message starts with `[oracle]`), or a skip (the case could not run
+//! finding; its message starts with `[oracle:NAME]`), or a skip (the case could not run
 //! against this target, with the reason; counted, never a finding).
 
 use crate::case::{fail, CaseFuture, Stop};
@@ -89,22 +89,24 @@ impl FuzzCtx {
     }
 }
 
-/// A finding: the case fails with `[oracle] message`.
+/// A finding: the case fails with `[oracle:NAME] message`.
 pub fn finding<T>(oracle: &str, message: impl AsRef<str>) -> Step<T> {
-    fail(format!("[{oracle}] {}", message.as_ref()))
+    fail(format!("[oracle:{oracle}] {}", message.as_ref()))
 }
 
 /// Splits a failure message into its oracle and its text. A failure raised by a
 /// shared expectation helper (not by a fuzz oracle) is a reply check; a transport
 /// failure is named as such.
 pub fn oracle_of(message: &str) -> (String, String) {
-    if let Some(rest) = message.strip_prefix('[') {
+    if let Some(rest) = message.strip_prefix("[oracle:") {
         if let Some((name, text)) = rest.split_once("] ") {
             return (name.to_string(), text.to_string());
         }
     }
     let lower = message.to_ascii_lowercase();
-    let name = if lower.contains("did not answer within") {
+    let name = if lower.contains("did not answer within")
+        || (lower.contains("expected ") && lower.contains(" within "))
+    {
         "timeout"
     } else if lower.contains("closed the connection")
         || lower.contains("cannot reach")
@@ -348,6 +350,7 @@ pub fn spec(suite: &str) -> Option<&'static Spec> {
     match suite {
         "agora-exchange" => Some(&super::agora_exchange::SPEC),
         "chorus" => Some(&super::chorus::SPEC),
+        "agora-spaces" => Some(&super::agora_spaces::SPEC),
         "agentprotocol" => Some(&super::agentprotocol::SPEC),
         _ => None,
     }

@@ -373,7 +373,9 @@ impl Spaces {
             "agent.register" => {
                 let agent = msg.get("agent").and_then(Value::as_object);
                 let ok = agent.is_some_and(|a| {
-                    a.get("id").is_some_and(Value::is_string)
+                    a.get("id")
+                        .and_then(Value::as_str)
+                        .is_some_and(|s| !s.is_empty())
                         && a.get("capabilities").is_none_or(|c| {
                             c.as_array().is_some_and(|v| v.iter().all(Value::is_string))
                         })

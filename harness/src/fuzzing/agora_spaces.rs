@@ -1,0 +1,1832 @@
+//! Live fuzzing of agora-spaces (agora-spaces.zh.md): WebSocket events sent on a
+//! registered connection, built from templates (join, leave, publish, list,
+//! register, heartbeat, cancel, unknown types), mutated field by field, respelled,
+//! or edited byte by byte; multi-step flows with two agents (join, member updates,
+//! publish and fan-out, delta streams, leave, list, cancel); duplicate agent ids,
+//! capacity, and connection URLs with drawn agent ids and tokens.
+//!
+//! Messages that draw no answer of their own are followed by a barrier: an event
+//! of an unknown type with an id, which must draw INVALID_REQUEST with that id
+//! (ASP-041, ASP-043). What arrives before the barrier's answer is judged, so a
+//! case never sleeps to see whether something arrives; only the cancel flow waits
+//! out the one-second grace of ambiguity ASP-A13.
+//!
+//! Oracles, beyond the checks every server frame gets (`expect::agora_spaces::
+//! check_frame`: a JSON object with a string type, valid against its schema):
+//! - every error code is one of the spec's six (ASP-042), and an error answering a
+//!   request with a string id carries it as request_id (ASP-041, ASP-024);
+//! - the verdict the spec fixes for the event as sent, computed from the event
+//!   itself: INVALID_REQUEST for non-JSON, a non-object, a missing or unknown type,
+//!   a join without a string space, a malformed agent.register or publish (ASP-012,
+//!   ASP-018, ASP-043); SPACE_NOT_FOUND for the profile's missing space (ASP-024);
+//!   no join of a name with upper case or spaces (ASP-046, ambiguity ASP-A9) or of a
+//!   never-created system space (ASP-051); space.joined with the echoed id, the
+//!   name and the joiner for the public space (ASP-021, ASP-023), and for a fresh
+//!   user name space.joined or SPACE_NOT_FOUND (ambiguity ASP-A8); agent.register
+//!   answered by agent.registered with its id and the agent, or AGENT_EXISTS
+//!   (ASP-008, ASP-010, ASP-011); space.list with its id, and system spaces typed
+//!   system (ASP-038, ASP-039, ASP-047, ASP-049, ASP-050); no error for a
+//!   heartbeat, a leave of a joined space or a member's publish (ASP-017, ASP-025,
+//!   ASP-028); where the spec leaves the choice open the verdict is not judged;
+//!   RATE_LIMITED is always an acceptable answer (ASP-045);
+//! - a respelled event gets the verdict of its canonical twin;
+//! - handshake: agent.registered names the agent, unsolicited or in answer to
+//!   agent.register (ASP-007, ASP-008, ambiguity ASP-A3); two connections get
+//!   different connection ids (ASP-009); a connection without agent_id, or with a
+//!   wrong token where the profile sets one, is never registered (ASP-004, ASP-006);
+//! - members: a join reaches the other member as space.members with joined set and
+//!   the joiner listed, a leave with left set, joined null and the leaver gone
+//!   (ASP-026, ASP-027);
+//! - fan-out: a publish reaches the other member once, with the space, the text and
+//!   data.from (ASP-029, ASP-030); after leaving, nothing more arrives (ASP-025,
+//!   ASP-031); a text above the profile's delta threshold arrives as deltas with
+//!   one event_id and exactly one done, reassembling the text exactly (ASP-032 to
+//!   ASP-034, `judge_stream`); listed member counts cover the known members and a
+//!   created space is listed (ASP-040, ambiguity ASP-A8);
+//! - cancel: no delta of a cancelled event arrives more than a second after the
+//!   server has seen the cancel (ASP-036, ambiguity ASP-A13);
+//! - a second connection with a live agent_id is not registered: AGENT_EXISTS, a
+//!   refusal or a close (ASP-013, ambiguity ASP-A21); nor is a second registration
+//!   of a live id by agent.register;
+//! - capacity: while one agent holds the profile's full space (capacity 1), another
+//!   joining draws SPACE_FULL with its id (ASP-044);
+//! - the connection stays open after an event that draws no error.
+//!
+//! Findings are named error-code, request-id, verdict, barrier, dropped, handshake,
+//! auth, members, fanout, delta, list, cancel, duplicate and capacity; a failed
+//! wait of the shared peer helpers is a timeout, a closed connection transport,
+//! and a frame check reply-check.
+
+use super::scripted::{edit_bytes, finding, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
+use crate::case::{skip, CaseFuture, Step};
+use crate::drive::Transport;
+use crate::expect::agora_spaces::{judge_stream, now_s, Peer, CODES};
+use crate::script::{describe_drive_error, Ctx};
+use arbitrary::Arbitrary;
+use reference_impl::wire::new_id;
+use serde_json::{json, Value};
+use std::time::{Duration, Instant};
+
+pub static SPEC: Spec = Spec {
+    suite: "agora-spaces",
+    transports: &[Transport::Ws],
+    case: case_fn,
+    probe: probe_fn,
+    unreachable: &[(
+        "no-heartbeat-timeout",
+        "needs a silence as long as the heartbeat timeout (60 s by default); the heartbeat-timeout case waits, the fuzzer does not",
+    )],
+};
+
+fn case_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+    Box::pin(one_case(f))
+}
+
+fn probe_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+    Box::pin(async move {
+        let me = fresh_agent("probe");
+        let (mut p, _, _) = Peer::join_as(&mut f.ctx, &me).await?;
+        let public = f.ctx.profile().agora_spaces.public_space.clone();
+        p.join(&mut f.ctx, &public).await?;
+        p.close().await;
+        Ok(())
+    })
+}
+
+/// The event type of the barrier: one no spec defines.
+const BARRIER_TYPE: &str = "fz.barrier";
+const RATE_LIMITED: &str = "RATE_LIMITED";
+
+fn hex(n: usize) -> String {
+    new_id().replace('-', "").chars().take(n.min(32)).collect()
+}
+
+fn fresh_agent(tag: &str) -> String {
+    format!("fz-{tag}-{}", hex(16))
+}
+
+fn rid_of(kind: &str) -> String {
+    format!("fz-{kind}-{}", hex(10))
+}
+
+fn timeout(ctx: &Ctx) -> Duration {
+    Duration::from_millis(ctx.profile().timing.case_timeout_ms)
+}
+
+/// A text of exactly `len` bytes; `fancy` mixes in multi-byte characters and
+/// characters JSON escapes.
+fn sized(len: usize, fancy: bool) -> String {
+    const UNIT: &str = "agents · 日本語 · 🙂 · \"q\" \\ \t\n ";
+    let mut s = String::with_capacity(len);
+    if fancy {
+        for c in UNIT.chars().cycle() {
+            if s.len() + c.len_utf8() > len {
+                break;
+            }
+            s.push(c);
+        }
+    }
+    while s.len() < len {
+        s.push('x');
+    }
+    s
+}
+
+fn clip(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+// ---------------------------------------------------------------------------
+// Space pool: flows use a space of their own without creating one per case.
+
+/// Takes a space name from the run's pool (or a new one); the pool lives in the
+/// run's memo and is shared by the workers.
+fn lease(f: &FuzzCtx) -> String {
+    let mut g = f.memo.lock().unwrap_or_else(|p| p.into_inner());
+    let m = g.get_or_insert_with(|| json!({"tag": hex(8), "free": [], "next": 0}));
+    if let Some(Value::String(name)) = m["free"].as_array_mut().and_then(Vec::pop) {
+        return name;
+    }
+    let n = m["next"].as_u64().unwrap_or(0);
+    m["next"] = json!(n + 1);
+    format!("fzpool-{}-{n}", m["tag"].as_str().unwrap_or("x"))
+}
+
+fn release(f: &FuzzCtx, name: String) {
+    let mut g = f.memo.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(a) = g.as_mut().and_then(|m| m["free"].as_array_mut()) {
+        a.push(json!(name));
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Draws.
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum SysPrefix {
+    #[default]
+    Agent,
+    File,
+    Mcp,
+}
+
+/// A space name: generated (fresh for the case) or drawn.
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum NameKind {
+    #[default]
+    User,
+    UserMarks,
+    Task,
+    System(SysPrefix),
+    Upper,
+    Spaced,
+    Dotted,
+    Pool,
+    Empty,
+    Drawn(String),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum TextKind {
+    #[default]
+    Plain,
+    Drawn(String),
+    Empty,
+    Fancy(u8),
+    AtThreshold,
+    JustAbove,
+    Long(u8),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum Template {
+    #[default]
+    List,
+    JoinPublic,
+    JoinName(NameKind),
+    JoinMissing,
+    JoinFull,
+    LeaveJoined,
+    LeaveName(NameKind),
+    PublishJoined(TextKind),
+    PublishName(NameKind),
+    Register,
+    Heartbeat,
+    Cancel,
+    Unknown(u8),
+}
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum AgentField {
+    #[default]
+    Id,
+    Type,
+    Capabilities,
+    Metadata,
+}
+
+impl AgentField {
+    fn key(self) -> &'static str {
+        match self {
+            AgentField::Id => "id",
+            AgentField::Type => "type",
+            AgentField::Capabilities => "capabilities",
+            AgentField::Metadata => "metadata",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum Mutation {
+    #[default]
+    Keep,
+    RemoveId,
+    Id(Val),
+    Type(Val),
+    TypeUpper,
+    RemoveType,
+    Space(Val),
+    SpaceName(NameKind),
+    RemoveSpace,
+    Data(Val),
+    Text(Val),
+    From(Val),
+    DataTimestamp(Val),
+    RemoveText,
+    Timestamp(Val),
+    RemoveTimestamp,
+    Extra(u8, Val),
+    JsonRpc,
+    Agent(Val),
+    AgentField(AgentField, Val),
+    RemoveAgentField(AgentField),
+    OtherAgentId,
+    EventId(Val),
+    Spaces(Val),
+    NotAnObject(Val),
+}
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum FromKind {
+    #[default]
+    Own,
+    Omit,
+    Spoof,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct FlowSpec {
+    text: TextKind,
+    from: FromKind,
+    leave: bool,
+    /// A space.list at the end when below 64.
+    list: u8,
+}
+
+#[derive(Debug, Clone, Copy, Default, Arbitrary)]
+enum DupKind {
+    #[default]
+    Reconnect,
+    RegisterOther,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum AgentIdKind {
+    #[default]
+    Plain,
+    Drawn(String),
+    Reserved,
+    Unicode,
+    Long(u8),
+    Empty,
+    Missing,
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum TokenKind {
+    #[default]
+    Profile,
+    Missing,
+    Wrong(String),
+}
+
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum Kind {
+    #[default]
+    Capacity,
+    Message(Template, Vec<Mutation>),
+    Raw(Template, Vec<ByteEdit>),
+    Spelling(Template, WireForm),
+    Flow(FlowSpec),
+    Duplicate(DupKind),
+    Connect(AgentIdKind, TokenKind),
+    /// A cancel flow when the gate is below 16 (it waits out a one-second grace, so
+    /// it is kept rare); otherwise a flow with a long text.
+    Stream(u8, FlowSpec),
+}
+
+// ---------------------------------------------------------------------------
+// The verdict model.
+
+/// The error codes a verdict allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Codes {
+    /// Any of the spec's six.
+    Any,
+    Only(&'static [&'static str]),
+}
+
+impl Codes {
+    fn allows(self, code: &str) -> bool {
+        code == RATE_LIMITED
+            || match self {
+                Codes::Any => CODES.contains(&code),
+                Codes::Only(c) => c.contains(&code),
+            }
+    }
+}
+
+const NONE: Codes = Codes::Only(&[]);
+const INVALID: Codes = Codes::Only(&["INVALID_REQUEST"]);
+
+/// What the spec fixes for one event.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Want {
+    /// space.joined for `space` (echoing the id, listing the joiner), or an error
+    /// with one of the codes.
+    Joined(String, Codes),
+    /// agent.registered (echoing the id, naming the agent), or an error.
+    Registered(Codes),
+    /// A space.list reply echoing the id.
+    List,
+    /// An error with one of the codes; never a success.
+    Error(Codes),
+    /// No error (a reply of another kind is allowed).
+    Quiet,
+    /// Not judged beyond the generic oracles.
+    Open,
+}
+
+/// What a case knows when it sends an event.
+struct St {
+    me: String,
+    joined: Vec<String>,
+    public: String,
+    full: Option<String>,
+    missing: String,
+    /// The case's fresh token: a name containing it was never created.
+    tok: String,
+    pool: String,
+}
+
+fn plain_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 64
+        && s.bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+}
+
+/// A user space name of the naming table: `[a-z0-9_-]+` or `task.` plus one.
+fn is_user_name(s: &str) -> bool {
+    plain_name(s) || s.strip_prefix("task.").is_some_and(plain_name)
+}
+
+fn is_system_name(s: &str) -> bool {
+    ["agent.", "file.", "mcp."].iter().any(|p| s.starts_with(p))
+}
+
+fn name_for(k: &NameKind, st: &St) -> String {
+    let t = &st.tok;
+    match k {
+        NameKind::User => format!("fz-{t}"),
+        NameKind::UserMarks => format!("fz_{t}-x_1"),
+        NameKind::Task => format!("task.fz-{t}"),
+        NameKind::System(p) => {
+            let p = match p {
+                SysPrefix::Agent => "agent",
+                SysPrefix::File => "file",
+                SysPrefix::Mcp => "mcp",
+            };
+            format!("{p}.fz-{t}")
+        }
+        NameKind::Upper => format!("Fz-{t}"),
+        NameKind::Spaced => format!("fz {t}"),
+        NameKind::Dotted => format!("fz.{t}.x"),
+        NameKind::Pool => st.pool.clone(),
+        NameKind::Empty => String::new(),
+        NameKind::Drawn(s) => clip(s, 64),
+    }
+}
+
+/// The verdict for joining `s`.
+fn want_join(s: &str, st: &St) -> Want {
+    if st.joined.iter().any(|j| j == s) {
+        // A second join of a joined space: not fixed.
+        return Want::Open;
+    }
+    if s == st.public {
+        return Want::Joined(s.into(), NONE);
+    }
+    if st.full.as_deref() == Some(s) {
+        return Want::Joined(s.into(), Codes::Only(&["SPACE_FULL"]));
+    }
+    if s == st.missing {
+        return Want::Error(Codes::Only(&["SPACE_NOT_FOUND"]));
+    }
+    if s.bytes().any(|b| b.is_ascii_uppercase() || b == b' ') {
+        return Want::Error(Codes::Any);
+    }
+    if is_system_name(s) && s.contains(&st.tok) {
+        return Want::Error(Codes::Any);
+    }
+    if is_user_name(s) {
+        return Want::Joined(s.into(), Codes::Only(&["SPACE_NOT_FOUND"]));
+    }
+    Want::Open
+}
+
+fn want_register(msg: &serde_json::Map<String, Value>, st: &St) -> Want {
+    let Some(agent) = msg.get("agent").and_then(Value::as_object) else {
+        return Want::Error(INVALID);
+    };
+    let mut open = false;
+    let mut invalid = false;
+    match agent.get("id") {
+        None | Some(Value::Null) => open = true,
+        Some(Value::String(s)) if !s.is_empty() => {}
+        Some(_) => invalid = true,
+    }
+    match agent.get("capabilities") {
+        None => {}
+        Some(Value::Null) => open = true,
+        Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
+        Some(_) => invalid = true,
+    }
+    match agent.get("metadata") {
+        None | Some(Value::Object(_)) => {}
+        Some(Value::Null) => open = true,
+        Some(_) => invalid = true,
+    }
+    if !agent.get("type").is_none_or(Value::is_string) {
+        open = true;
+    }
+    if invalid {
+        return Want::Error(INVALID);
+    }
+    if open {
+        return Want::Open;
+    }
+    if agent.get("id").and_then(Value::as_str) == Some(st.me.as_str()) {
+        Want::Registered(Codes::Only(&["AGENT_EXISTS"]))
+    } else {
+        // Another id than the URL's: informational (ambiguity ASP-A3).
+        Want::Open
+    }
+}
+
+fn want_publish(msg: &serde_json::Map<String, Value>, st: &St) -> Want {
+    let Some(space) = msg.get("space").and_then(Value::as_str) else {
+        return Want::Error(Codes::Only(&["INVALID_REQUEST", "SPACE_NOT_FOUND"]));
+    };
+    let member = st.joined.iter().any(|j| j == space);
+    let text_ok = msg
+        .get("data")
+        .and_then(Value::as_object)
+        .is_some_and(|d| d.get("text").is_some_and(Value::is_string));
+    if !text_ok {
+        return Want::Error(if member { INVALID } else { Codes::Any });
+    }
+    if !member {
+        // Publishing outside one's spaces (ambiguity ASP-A15).
+        return Want::Open;
+    }
+    let data = msg.get("data").and_then(Value::as_object);
+    let from_ok = data
+        .and_then(|d| d.get("from"))
+        .is_none_or(|f| f.as_str() == Some(st.me.as_str()));
+    let ts_ok = data
+        .and_then(|d| d.get("timestamp"))
+        .is_none_or(Value::is_number);
+    if from_ok && ts_ok {
+        Want::Quiet
+    } else {
+        // Another data.from may be rewritten, relayed or refused (ambiguity ASP-A11).
+        Want::Open
+    }
+}
+
+/// The verdict for `v`, and the request id an error must carry.
+fn want_for(v: &Value, st: &St) -> (Want, Option<String>) {
+    let Some(msg) = v.as_object() else {
+        return (Want::Error(INVALID), None);
+    };
+    let rid = match msg.get("id") {
+        None => None,
+        Some(Value::String(s)) => Some(s.clone()),
+        // A non-string id: the schemas want a string; not judged (ambiguity ASP-A7).
+        Some(_) => return (Want::Open, None),
+    };
+    if !msg.get("timestamp").is_none_or(Value::is_number) {
+        return (Want::Open, rid);
+    }
+    let Some(ty) = msg.get("type").and_then(Value::as_str) else {
+        return (Want::Error(INVALID), rid);
+    };
+    let space = msg.get("space");
+    let want = match ty {
+        "agent.register" => want_register(msg, st),
+        "agent.heartbeat" if msg.get("timestamp").is_some() => Want::Quiet,
+        "agent.heartbeat" => Want::Open,
+        "space.join" => match space {
+            Some(Value::String(s)) => want_join(s, st),
+            None => Want::Error(INVALID),
+            Some(_) => Want::Error(Codes::Only(&["INVALID_REQUEST", "SPACE_NOT_FOUND"])),
+        },
+        "space.leave" => match space {
+            Some(Value::String(s)) if st.joined.iter().any(|j| j == s) => Want::Quiet,
+            // Leaving a space one is not in (ambiguity ASP-A14).
+            Some(Value::String(_)) => Want::Open,
+            _ => Want::Error(Codes::Only(&["INVALID_REQUEST", "SPACE_NOT_FOUND"])),
+        },
+        "space.publish" => want_publish(msg, st),
+        "space.list" if msg.contains_key("spaces") => Want::Open,
+        "space.list" => Want::List,
+        // Cancels are informational (ambiguity ASP-A13); server-to-client types
+        // sent by a client are not covered by the spec.
+        "space.event.cancel" | "agent.registered" | "space.joined" | "space.members"
+        | "space.event" | "space.event.delta" | "space.event.done" | "error" => Want::Open,
+        _ => Want::Error(INVALID),
+    };
+    (want, rid)
+}
+
+// ---------------------------------------------------------------------------
+// Templates and mutations.
+
+fn template(t: &Template, st: &St) -> Value {
+    let id = rid_of("m");
+    let ts = now_s();
+    match t {
+        Template::List => json!({"type": "space.list", "id": id, "timestamp": ts}),
+        Template::JoinPublic => {
+            json!({"type": "space.join", "id": id, "space": st.public, "timestamp": ts})
+        }
+        Template::JoinName(k) => {
+            json!({"type": "space.join", "id": id, "space": name_for(k, st), "timestamp": ts})
+        }
+        Template::JoinMissing => {
+            json!({"type": "space.join", "id": id, "space": st.missing, "timestamp": ts})
+        }
+        Template::JoinFull => {
+            let s = st.full.clone().unwrap_or_else(|| st.public.clone());
+            json!({"type": "space.join", "id": id, "space": s, "timestamp": ts})
+        }
+        Template::LeaveJoined => {
+            json!({"type": "space.leave", "id": id, "space": st.pool, "timestamp": ts})
+        }
+        Template::LeaveName(k) => {
+            json!({"type": "space.leave", "id": id, "space": name_for(k, st), "timestamp": ts})
+        }
+        Template::PublishJoined(k) => json!({"type": "space.publish", "id": id, "space": st.pool,
+            "data": {"from": st.me, "text": short_text(k), "timestamp": ts}, "timestamp": ts}),
+        Template::PublishName(k) => {
+            json!({"type": "space.publish", "id": id, "space": name_for(k, st),
+            "data": {"from": st.me, "text": "hello", "timestamp": ts}, "timestamp": ts})
+        }
+        Template::Register => json!({"type": "agent.register", "id": id, "timestamp": ts,
+            "agent": {"id": st.me, "type": "process", "capabilities": ["text", "code_execution"],
+                      "metadata": {"version": "1.0.0", "os": "linux"}}}),
+        Template::Heartbeat => json!({"type": "agent.heartbeat", "timestamp": ts}),
+        Template::Cancel => json!({"type": "space.event.cancel", "space": st.pool,
+            "event_id": format!("evt_fz{}", st.tok)}),
+        Template::Unknown(n) => json!({"type": format!("fz.unknown.{}", n % 8), "id": id}),
+    }
+}
+
+/// Texts for single-message publishes: kept small.
+fn short_text(k: &TextKind) -> String {
+    match k {
+        TextKind::Drawn(s) => clip(s, 64),
+        TextKind::Empty => String::new(),
+        TextKind::Fancy(n) => sized(usize::from(*n), true),
+        _ => "hello everyone".into(),
+    }
+}
+
+fn text_for(k: &TextKind, threshold: usize) -> String {
+    match k {
+        TextKind::Plain => "Hello everyone".into(),
+        TextKind::Drawn(s) => clip(s, 200),
+        TextKind::Empty => String::new(),
+        TextKind::Fancy(n) => sized(usize::from(*n) * 4, true),
+        TextKind::AtThreshold => sized(threshold, true),
+        TextKind::JustAbove => sized(threshold + 1, true),
+        TextKind::Long(n) => sized(
+            threshold * (2 + usize::from(*n % 6)) + usize::from(*n),
+            true,
+        ),
+    }
+}
+
+type Obj = serde_json::Map<String, Value>;
+
+/// The object member `key` of `o`, set to `init` first when it is not an object.
+fn member_object<'a>(o: &'a mut Obj, key: &str, init: Value) -> Option<&'a mut Obj> {
+    if !o.get(key).is_some_and(Value::is_object) {
+        o.insert(key.into(), init);
+    }
+    o.get_mut(key).and_then(Value::as_object_mut)
+}
+
+fn mutate(v: &mut Value, m: &Mutation, st: &St) {
+    let Some(o) = v.as_object_mut() else {
+        return;
+    };
+    let me = json!({"id": st.me});
+    match m {
+        Mutation::Keep => {}
+        Mutation::RemoveId => {
+            o.remove("id");
+        }
+        Mutation::Id(x) => {
+            o.insert("id".into(), x.json());
+        }
+        Mutation::Type(x) => {
+            o.insert("type".into(), x.json());
+        }
+        Mutation::TypeUpper => {
+            if let Some(t) = o
+                .get("type")
+                .and_then(Value::as_str)
+                .map(str::to_ascii_uppercase)
+            {
+                o.insert("type".into(), json!(t));
+            }
+        }
+        Mutation::RemoveType => {
+            o.remove("type");
+        }
+        Mutation::Space(x) => {
+            o.insert("space".into(), x.json());
+        }
+        Mutation::SpaceName(k) => {
+            o.insert("space".into(), json!(name_for(k, st)));
+        }
+        Mutation::RemoveSpace => {
+            o.remove("space");
+        }
+        Mutation::Data(x) => {
+            o.insert("data".into(), x.json());
+        }
+        Mutation::Text(x) => {
+            if let Some(d) = member_object(o, "data", json!({})) {
+                d.insert("text".into(), x.json());
+            }
+        }
+        Mutation::From(x) => {
+            if let Some(d) = member_object(o, "data", json!({})) {
+                d.insert("from".into(), x.json());
+            }
+        }
+        Mutation::DataTimestamp(x) => {
+            if let Some(d) = member_object(o, "data", json!({})) {
+                d.insert("timestamp".into(), x.json());
+            }
+        }
+        Mutation::RemoveText => {
+            if let Some(d) = o.get_mut("data").and_then(Value::as_object_mut) {
+                d.remove("text");
+            }
+        }
+        Mutation::Timestamp(x) => {
+            o.insert("timestamp".into(), x.json());
+        }
+        Mutation::RemoveTimestamp => {
+            o.remove("timestamp");
+        }
+        Mutation::Extra(i, x) => {
+            o.insert(format!("x-fuzz-{}", i % 4), x.json());
+        }
+        Mutation::JsonRpc => {
+            // Neither required nor rejected (ambiguity ASP-A1).
+            o.insert("jsonrpc".into(), json!("2.0"));
+        }
+        Mutation::Agent(x) => {
+            o.insert("agent".into(), x.json());
+        }
+        Mutation::AgentField(k, x) => {
+            let mut val = x.json();
+            // An empty agent id is not drawn: the embedded reference registers it,
+            // answering with an agent.registered whose empty agent.id breaks the
+            // schema (ASP-012); a known deviation, kept out of the clean runs.
+            if matches!(k, AgentField::Id) && val == json!("") {
+                val = json!(fresh_agent("other"));
+            }
+            if let Some(a) = member_object(o, "agent", me.clone()) {
+                a.insert(k.key().into(), val);
+            }
+        }
+        Mutation::RemoveAgentField(k) => {
+            if let Some(a) = o.get_mut("agent").and_then(Value::as_object_mut) {
+                a.remove(k.key());
+            }
+        }
+        Mutation::OtherAgentId => {
+            if let Some(a) = member_object(o, "agent", me.clone()) {
+                a.insert("id".into(), json!(fresh_agent("other")));
+            }
+        }
+        Mutation::EventId(x) => {
+            o.insert("event_id".into(), x.json());
+        }
+        Mutation::Spaces(x) => {
+            o.insert("spaces".into(), x.json());
+        }
+        Mutation::NotAnObject(x) => *v = x.json(),
+    }
+}
+
+/// How the frame reads: the model judges only what both a strict reader (the
+/// project's) and serde_json read alike.
+enum Parsed {
+    Json(Value),
+    NotJson,
+    Ambiguous,
+}
+
+fn parse(bytes: &[u8]) -> Parsed {
+    let strict = reference_impl::wire::json::parse(bytes).map(|t| t.to_serde());
+    let loose = serde_json::from_slice::<Value>(bytes);
+    match (strict, loose) {
+        (Ok(a), Ok(b)) if a == b => Parsed::Json(b),
+        (Err(_), Err(_)) => Parsed::NotJson,
+        _ => Parsed::Ambiguous,
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Exchanges.
+
+/// The checks every error a case sees gets: a code of the table (ASP-042), and the
+/// request id when the request carried one (ASP-041).
+fn check_error(e: &Value, rid: Option<&str>, what: &str) -> Step<()> {
+    let code = e["code"].as_str().unwrap_or_default();
+    if !CODES.contains(&code) {
+        return finding(
+            "error-code",
+            format!("{what} drew error code {code:?}, not one of the spec's six (ASP-042): {e}"),
+        );
+    }
+    if let Some(rid) = rid {
+        if e["request_id"] != rid {
+            return finding(
+                "request-id",
+                format!("{what} (id {rid:?}) drew an error without that request_id (ASP-041, ASP-024): {e}"),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Sends the barrier and returns every frame that arrived before its answer (and
+/// any queued before), plus whether the connection was closed instead. `strict`:
+/// every request so far carried a string id, so an error without request_id is a
+/// finding.
+async fn barrier(ctx: &mut Ctx, p: &mut Peer, strict: bool) -> Step<(Vec<Value>, bool)> {
+    if p.closed {
+        return Ok((p.drain(ctx, Duration::ZERO).await?, true));
+    }
+    let bid = format!("fzb-{}", hex(12));
+    p.send(ctx, &json!({"type": BARRIER_TYPE, "id": bid}))
+        .await?;
+    let wait = timeout(ctx);
+    let mut early = Vec::new();
+    loop {
+        let want = bid.clone();
+        let got = p
+            .wait_for(ctx, wait, move |v| {
+                v["type"] == "error"
+                    && (v["request_id"] == want.as_str() || v.get("request_id").is_none())
+            })
+            .await?;
+        match got {
+            None if p.closed => {
+                let mut frames = early;
+                frames.extend(p.drain(ctx, Duration::ZERO).await?);
+                return Ok((frames, true));
+            }
+            None => {
+                return finding(
+                    "barrier",
+                    format!("an event of unknown type {BARRIER_TYPE} with id {bid:?} drew no INVALID_REQUEST with that request_id within {} ms (ASP-041, ASP-043)", wait.as_millis()),
+                )
+            }
+            Some(e) if e["request_id"] == bid.as_str() => {
+                if e["code"] != "INVALID_REQUEST" && e["code"] != RATE_LIMITED {
+                    return finding(
+                        "verdict",
+                        format!("an event of unknown type drew {e}, not INVALID_REQUEST (ASP-043)"),
+                    );
+                }
+                let mut frames = early;
+                frames.extend(p.drain(ctx, Duration::ZERO).await?);
+                return Ok((frames, false));
+            }
+            // The event had no usable id, so its own error may lack request_id; a
+            // second such error answers the barrier.
+            Some(e) if strict || !early.is_empty() => {
+                return finding(
+                    "request-id",
+                    format!("an error without request_id although the request carried an id (ASP-041): {e}"),
+                )
+            }
+            Some(e) => early.push(e),
+        }
+    }
+}
+
+fn is_answer(v: &Value) -> bool {
+    matches!(
+        v["type"].as_str(),
+        Some("error" | "space.joined" | "agent.registered")
+    ) || (v["type"] == "space.list" && v.get("spaces").is_some())
+}
+
+fn includes(members: &Value, who: &str) -> bool {
+    members
+        .as_array()
+        .is_some_and(|m| m.iter().any(|x| x == who))
+}
+
+/// Checks a space.list reply: the echoed id and the types of system spaces.
+fn check_list(v: &Value, rid: Option<&str>) -> Step<()> {
+    if let Some(rid) = rid {
+        if v["id"] != rid {
+            return finding(
+                "verdict",
+                format!(
+                    "the space.list reply does not echo id {rid:?} (ASP-021, ASP-038): {}",
+                    v["id"]
+                ),
+            );
+        }
+    }
+    for s in v["spaces"].as_array().into_iter().flatten() {
+        let id = s["id"].as_str().unwrap_or_default();
+        if is_system_name(id)
+            && !s["type"]
+                .as_str()
+                .is_some_and(|t| t.eq_ignore_ascii_case("system"))
+        {
+            return finding(
+                "verdict",
+                format!(
+                    "{id} is a system space but is listed as {} (ASP-047, ASP-049, ASP-050)",
+                    s["type"]
+                ),
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Sends one event as `text` and judges what it draws against `want`: the answer
+/// when one is due, else whatever arrives before the barrier's answer.
+async fn exchange(
+    f: &mut FuzzCtx,
+    p: &mut Peer,
+    text: String,
+    want: &Want,
+    rid: Option<&str>,
+    what: &str,
+) -> Step<()> {
+    let ctx = &mut f.ctx;
+    let me = p.agent_id.clone();
+    p.send_text(ctx, text).await?;
+    let answer = match want {
+        Want::Quiet | Want::Open => {
+            let (frames, closed) = barrier(ctx, p, rid.is_some()).await?;
+            for v in &frames {
+                if v["type"] == "error" {
+                    check_error(v, rid, what)?;
+                    if *want == Want::Quiet && v["code"] != RATE_LIMITED {
+                        return finding("verdict", format!("{what} drew an error: {v}"));
+                    }
+                }
+                if v["type"] == "space.joined"
+                    && rid.is_none_or(|r| v["id"] == r)
+                    && !includes(&v["members"], &me)
+                {
+                    return finding(
+                        "verdict",
+                        format!("space.joined answering {what} does not list the joiner {me} (ASP-023): {v}"),
+                    );
+                }
+            }
+            if closed && *want == Want::Quiet {
+                return finding(
+                    "dropped",
+                    format!("the target closed the connection after {what}, which draws no error"),
+                );
+            }
+            return Ok(());
+        }
+        _ => {
+            p.expect(ctx, &format!("an answer to {what}"), is_answer)
+                .await?
+        }
+    };
+    if answer["type"] == "error" {
+        check_error(&answer, rid, what)?;
+    }
+    let code = answer["code"].as_str().unwrap_or_default();
+    match want {
+        Want::Quiet | Want::Open => Ok(()),
+        Want::Error(codes) => {
+            if answer["type"] != "error" {
+                return finding(
+                    "verdict",
+                    format!("expected an error for {what}; got {answer}"),
+                );
+            }
+            if !codes.allows(code) {
+                return finding(
+                    "verdict",
+                    format!("{what} drew {code}, expected one of {codes:?}: {answer}"),
+                );
+            }
+            Ok(())
+        }
+        Want::Joined(space, codes) => {
+            if answer["type"] == "error" {
+                return if codes.allows(code) {
+                    Ok(())
+                } else {
+                    finding(
+                        "verdict",
+                        format!("{what} drew {answer}; expected space.joined (ASP-022, ASP-023)"),
+                    )
+                };
+            }
+            if answer["type"] != "space.joined" {
+                return finding(
+                    "verdict",
+                    format!("{what} drew {answer}; expected space.joined"),
+                );
+            }
+            if let Some(rid) = rid {
+                if answer["id"] != rid {
+                    return finding("verdict", format!("space.joined does not echo the join id {rid:?} (ASP-021, ASP-023): {answer}"));
+                }
+            }
+            if answer["space"] != space.as_str() || !includes(&answer["members"], &me) {
+                return finding(
+                    "verdict",
+                    format!("space.joined should name {space:?} and list the joiner {me} (ASP-023): {answer}"),
+                );
+            }
+            Ok(())
+        }
+        Want::Registered(codes) => {
+            if answer["type"] == "error" {
+                return if codes.allows(code) {
+                    Ok(())
+                } else {
+                    finding(
+                        "verdict",
+                        format!(
+                            "{what} drew {answer}; expected agent.registered (ASP-010, ASP-011)"
+                        ),
+                    )
+                };
+            }
+            if answer["type"] != "agent.registered" {
+                return finding(
+                    "verdict",
+                    format!("{what} drew {answer}; expected agent.registered"),
+                );
+            }
+            if let Some(rid) = rid {
+                if answer["id"] != rid {
+                    return finding("verdict", format!("agent.registered does not echo the register id {rid:?} (ASP-011, ASP-021): {answer}"));
+                }
+            }
+            if answer["agent"]["id"] != me.as_str() {
+                return finding(
+                    "verdict",
+                    format!(
+                        "agent.registered names {}, not {me} (ASP-008)",
+                        answer["agent"]["id"]
+                    ),
+                );
+            }
+            Ok(())
+        }
+        Want::List => {
+            if answer["type"] == "error" {
+                return if code == RATE_LIMITED {
+                    Ok(())
+                } else {
+                    finding(
+                        "verdict",
+                        format!("{what} drew {answer}; expected the space list (ASP-038, ASP-039)"),
+                    )
+                };
+            }
+            check_list(&answer, rid)
+        }
+    }
+}
+
+/// Connects as `me` and checks the handshake.
+async fn connect(ctx: &mut Ctx, me: &str) -> Step<(Peer, Value)> {
+    let (p, reg, _) = Peer::join_as(ctx, me).await?;
+    if reg["agent"]["id"] != me {
+        return finding(
+            "handshake",
+            format!(
+                "agent.registered names {}, not {me} (ASP-008)",
+                reg["agent"]["id"]
+            ),
+        );
+    }
+    Ok((p, reg))
+}
+
+/// Joins `space` as a setup step; `None` when the space does not exist (the target
+/// creates no spaces on join, ambiguity ASP-A8).
+async fn join_setup(ctx: &mut Ctx, p: &mut Peer, space: &str) -> Step<Option<Value>> {
+    let jid = rid_of("join");
+    p.send(
+        ctx,
+        &json!({"type": "space.join", "id": jid, "space": space, "timestamp": now_s()}),
+    )
+    .await?;
+    let v = p
+        .expect(ctx, &format!("an answer to joining {space}"), |v| {
+            v["type"] == "space.joined" || v["type"] == "error"
+        })
+        .await?;
+    let what = format!("joining {space}");
+    if v["type"] == "error" {
+        check_error(&v, Some(&jid), &what)?;
+        return match v["code"].as_str() {
+            Some("SPACE_NOT_FOUND") => Ok(None),
+            Some(RATE_LIMITED) => skip("the target rate-limits joins (RATE_LIMITED)"),
+            _ => finding("verdict", format!("{what} drew {v}")),
+        };
+    }
+    if v["id"] != jid.as_str() {
+        return finding(
+            "verdict",
+            format!("space.joined does not echo the join id {jid} (ASP-021, ASP-023): {v}"),
+        );
+    }
+    if v["space"] != space || !includes(&v["members"], &p.agent_id) {
+        return finding(
+            "verdict",
+            format!(
+                "space.joined should name {space} and list {} (ASP-023): {v}",
+                p.agent_id
+            ),
+        );
+    }
+    Ok(Some(v))
+}
+
+fn state(f: &FuzzCtx, me: &str, pool: &str) -> St {
+    let prof = &f.ctx.profile().agora_spaces;
+    St {
+        me: me.to_string(),
+        joined: Vec::new(),
+        public: prof.public_space.clone(),
+        full: prof.full_space.clone(),
+        missing: prof.missing_space.clone(),
+        tok: hex(12),
+        pool: pool.to_string(),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Cases.
+
+async fn one_case(f: &mut FuzzCtx) -> Step<()> {
+    run_kind(f).await
+}
+
+async fn run_kind(f: &mut FuzzCtx) -> Step<()> {
+    let kind: Kind = f.draw();
+    match kind {
+        Kind::Capacity => capacity(f).await,
+        Kind::Message(t, muts) => {
+            with_pool(f, move |f, pool| {
+                Box::pin(message(f, pool, t, Shape::Mutated(muts)))
+            })
+            .await
+        }
+        Kind::Raw(t, edits) => {
+            with_pool(f, move |f, pool| {
+                Box::pin(message(f, pool, t, Shape::Raw(edits)))
+            })
+            .await
+        }
+        Kind::Spelling(t, w) => {
+            with_pool(f, move |f, pool| {
+                Box::pin(message(f, pool, t, Shape::Spelled(w)))
+            })
+            .await
+        }
+        Kind::Flow(spec) => with_pool(f, move |f, pool| Box::pin(flow(f, pool, spec))).await,
+        Kind::Stream(gate, _) if gate < 16 => {
+            with_pool(f, |f, pool| Box::pin(cancel(f, pool))).await
+        }
+        Kind::Stream(_, mut spec) => {
+            if !matches!(spec.text, TextKind::Long(_) | TextKind::JustAbove) {
+                spec.text = TextKind::Long(3);
+            }
+            with_pool(f, move |f, pool| Box::pin(flow(f, pool, spec))).await
+        }
+        Kind::Duplicate(d) => duplicate(f, d).await,
+        Kind::Connect(a, t) => connect_case(f, a, t).await,
+    }
+}
+
+/// Runs `body` with a space leased from the pool, and returns the space after.
+async fn with_pool<F>(f: &mut FuzzCtx, body: F) -> Step<()>
+where
+    F: for<'a> FnOnce(&'a mut FuzzCtx, &'a str) -> CaseFuture<'a>,
+{
+    let pool = lease(f);
+    let r = body(f, &pool).await;
+    release(f, pool);
+    r
+}
+
+enum Shape {
+    Mutated(Vec<Mutation>),
+    Raw(Vec<ByteEdit>),
+    Spelled(WireForm),
+}
+
+/// One event on a registered connection: a template, mutated, edited or respelled.
+async fn message(f: &mut FuzzCtx, pool: &str, t: Template, shape: Shape) -> Step<()> {
+    let me = fresh_agent("msg");
+    let mut st = state(f, &me, pool);
+    let (mut p, _) = connect(&mut f.ctx, &me).await?;
+    if matches!(
+        t,
+        Template::LeaveJoined | Template::PublishJoined(_) | Template::Cancel
+    ) {
+        if join_setup(&mut f.ctx, &mut p, pool).await?.is_none() {
+            // The target creates no spaces: use the public one.
+            st.pool = st.public.clone();
+            join_setup(&mut f.ctx, &mut p, &st.public.clone()).await?;
+        }
+        st.joined.push(st.pool.clone());
+    }
+    let mut v = template(&t, &st);
+    let (text, want, rid, what) = match shape {
+        Shape::Mutated(muts) => {
+            for m in muts.iter().take(3) {
+                mutate(&mut v, m, &st);
+            }
+            let (want, rid) = want_for(&v, &st);
+            (v.to_string(), want, rid, "the mutated event")
+        }
+        Shape::Spelled(w) => {
+            let (want, rid) = want_for(&v, &st);
+            let text = String::from_utf8_lossy(&respell(&v, w)).into_owned();
+            (text, want, rid, "the respelled event")
+        }
+        Shape::Raw(edits) => {
+            let bytes = edit_bytes(v.to_string().into_bytes(), &edits);
+            // A text frame carries UTF-8: invalid bytes become U+FFFD.
+            let text = String::from_utf8_lossy(&bytes).into_owned();
+            let (want, rid) = match parse(text.as_bytes()) {
+                Parsed::Json(v) => want_for(&v, &st),
+                Parsed::NotJson => (Want::Error(INVALID), None),
+                Parsed::Ambiguous => (Want::Open, None),
+            };
+            (text, want, rid, "the edited event")
+        }
+    };
+    f.fuzzed(text.as_bytes());
+    exchange(f, &mut p, text, &want, rid.as_deref(), what).await?;
+    p.close().await;
+    Ok(())
+}
+
+/// Two agents in one space: member updates, a publish and its fan-out, a leave and
+/// a list.
+async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
+    let (ida, idb) = (fresh_agent("fa"), fresh_agent("fb"));
+    let threshold = f.ctx.profile().agora_spaces.delta_threshold_bytes;
+    let ctx = &mut f.ctx;
+    let (mut a, ra) = connect(ctx, &ida).await?;
+    let (mut b, rb) = connect(ctx, &idb).await?;
+    if ra["agent"]["connection_id"] == rb["agent"]["connection_id"] {
+        return finding(
+            "handshake",
+            format!(
+                "two connections got connection_id {} (ASP-009)",
+                ra["agent"]["connection_id"]
+            ),
+        );
+    }
+    let mut space = pool.to_string();
+    if join_setup(ctx, &mut a, &space).await?.is_none() {
+        space = ctx.profile().agora_spaces.public_space.clone();
+        join_setup(ctx, &mut a, &space).await?;
+    }
+    if join_setup(ctx, &mut b, &space).await?.is_none() {
+        return finding(
+            "verdict",
+            format!("{space}, which A just joined, drew SPACE_NOT_FOUND for B"),
+        );
+    }
+    // A learns that B joined (ASP-026).
+    let want = idb.clone();
+    let j = a
+        .expect(
+            ctx,
+            &format!("space.members announcing that {idb} joined"),
+            move |v| v["type"] == "space.members" && v["joined"] == want.as_str(),
+        )
+        .await?;
+    if j["space"] != space.as_str() || !j["left"].is_null() || !includes(&j["members"], &idb) {
+        return finding(
+            "members",
+            format!(
+                "the join update should name {space}, list {idb} and have left null (ASP-026): {j}"
+            ),
+        );
+    }
+
+    // A publishes; B receives it once.
+    let text = text_for(&spec.text, threshold);
+    let pid = rid_of("pub");
+    let spoof = fresh_agent("spoof");
+    let mut data = json!({"text": text, "timestamp": now_s()});
+    match spec.from {
+        FromKind::Own => data["from"] = json!(ida),
+        FromKind::Omit => {}
+        FromKind::Spoof => data["from"] = json!(spoof),
+    }
+    let publish = json!({"type": "space.publish", "id": pid, "space": space, "data": data, "timestamp": now_s()});
+    let bytes = publish.to_string();
+    f.fuzzed(bytes.as_bytes());
+    let ctx = &mut f.ctx;
+    a.send_text(ctx, bytes).await?;
+    let (frames, _) = barrier(ctx, &mut a, true).await?;
+    if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
+        check_error(e, Some(&pid), "the publish")?;
+        let refused = ["INVALID_REQUEST", "UNAUTHORIZED", RATE_LIMITED];
+        if matches!(spec.from, FromKind::Spoof)
+            && refused.contains(&e["code"].as_str().unwrap_or_default())
+        {
+            // Refusing another agent's data.from is allowed (ambiguity ASP-A11).
+            return Ok(());
+        }
+        if e["code"] == RATE_LIMITED {
+            return Ok(());
+        }
+        return finding(
+            "verdict",
+            format!("a member's publish drew an error (ASP-028): {e}"),
+        );
+    }
+    let in_space = space.clone();
+    let first = b
+        .expect(ctx, "the published event", move |v| {
+            (v["type"] == "space.event" || v["type"] == "space.event.delta")
+                && v["space"] == in_space.as_str()
+        })
+        .await?;
+    let from_ok = |from: &Value| match spec.from {
+        FromKind::Own => from == ida.as_str(),
+        FromKind::Omit => from.is_null() || from == ida.as_str(),
+        FromKind::Spoof => from == ida.as_str() || from == spoof.as_str(),
+    };
+    if first["type"] == "space.event" {
+        if text.len() > threshold {
+            return finding(
+                "delta",
+                format!("a {}-byte text above the profile's {threshold}-byte delta threshold arrived as one space.event (ASP-032)", text.len()),
+            );
+        }
+        if first["data"]["text"] != text.as_str() {
+            return finding(
+                "fanout",
+                format!(
+                    "space.event carries another text than the published one (ASP-029): {}",
+                    clip(&first.to_string(), 300)
+                ),
+            );
+        }
+        if !from_ok(&first["data"]["from"]) {
+            return finding(
+                "fanout",
+                format!(
+                    "space.event data.from is {}, the publisher is {ida} (ASP-029)",
+                    first["data"]["from"]
+                ),
+            );
+        }
+    } else {
+        let ev = first["event_id"].clone();
+        if !from_ok(&first["data"]["from"]) {
+            return finding(
+                "delta",
+                format!(
+                    "the first delta names data.from {}, the publisher is {ida} (ASP-032)",
+                    first["data"]["from"]
+                ),
+            );
+        }
+        let mut stream = vec![first];
+        loop {
+            let want = ev.clone();
+            let next = b
+                .expect(ctx, "the rest of the delta stream", move |v| {
+                    v["event_id"] == want
+                })
+                .await?;
+            let done = next["type"] == "space.event.done";
+            stream.push(next);
+            if done {
+                break;
+            }
+        }
+        if let Err(e) = judge_stream(&stream, &text) {
+            return finding("delta", format!("the delta stream of event {ev}: {e}"));
+        }
+    }
+    // Exactly once: nothing more of the space before B's barrier (ASP-030, ASP-034).
+    let (frames, _) = barrier(ctx, &mut b, true).await?;
+    if let Some(v) = frames.iter().find(|v| {
+        v["space"] == space.as_str()
+            && matches!(
+                v["type"].as_str(),
+                Some("space.event" | "space.event.delta" | "space.event.done")
+            )
+    }) {
+        return finding(
+            "fanout",
+            format!(
+                "B received more of the space after the published event (ASP-030, ASP-034): {}",
+                clip(&v.to_string(), 300)
+            ),
+        );
+    }
+    if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
+        return finding(
+            "verdict",
+            format!("B drew an error it never asked for: {e}"),
+        );
+    }
+
+    let mut members = 2;
+    if spec.leave {
+        let lid = rid_of("leave");
+        b.send(
+            ctx,
+            &json!({"type": "space.leave", "id": lid, "space": space, "timestamp": now_s()}),
+        )
+        .await?;
+        let want = idb.clone();
+        let l = a
+            .expect(
+                ctx,
+                &format!("space.members announcing that {idb} left"),
+                move |v| v["type"] == "space.members" && v["left"] == want.as_str(),
+            )
+            .await?;
+        if l["space"] != space.as_str() || !l["joined"].is_null() || includes(&l["members"], &idb) {
+            return finding(
+                "members",
+                format!("the leave update should name {space}, have joined null and no {idb} in members (ASP-027): {l}"),
+            );
+        }
+        let (frames, _) = barrier(ctx, &mut b, true).await?;
+        if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
+            check_error(e, Some(&lid), "the leave")?;
+            if e["code"] != RATE_LIMITED {
+                return finding(
+                    "verdict",
+                    format!("leaving a joined space drew an error (ASP-025): {e}"),
+                );
+            }
+        }
+        // A publishes again; B, gone, receives nothing of it (ASP-025, ASP-031).
+        let after = format!("after-leave-{}", hex(8));
+        a.publish(ctx, &space, &after).await?;
+        barrier(ctx, &mut a, false).await?;
+        let (frames, _) = barrier(ctx, &mut b, true).await?;
+        if let Some(v) = frames.iter().find(|v| {
+            v["space"] == space.as_str()
+                && matches!(
+                    v["type"].as_str(),
+                    Some("space.event" | "space.event.delta")
+                )
+        }) {
+            return finding(
+                "fanout",
+                format!(
+                    "B received an event of a space it left (ASP-025, ASP-031): {}",
+                    clip(&v.to_string(), 300)
+                ),
+            );
+        }
+        members = 1;
+    }
+    if spec.list < 64 {
+        let lid = rid_of("list");
+        a.send(ctx, &json!({"type": "space.list", "id": lid}))
+            .await?;
+        let list = a
+            .expect(ctx, "the space list", |v| {
+                (v["type"] == "space.list" && v.get("spaces").is_some()) || v["type"] == "error"
+            })
+            .await?;
+        if list["type"] == "error" {
+            check_error(&list, Some(&lid), "space.list")?;
+            if list["code"] == RATE_LIMITED {
+                return Ok(());
+            }
+            return finding("verdict", format!("space.list drew {list} (ASP-038)"));
+        }
+        check_list(&list, Some(&lid))?;
+        let entry = list["spaces"]
+            .as_array()
+            .and_then(|s| s.iter().find(|e| e["id"] == space.as_str()));
+        let Some(entry) = entry else {
+            return finding(
+                "list",
+                format!("the joined space {space} is not listed (ASP-039, ambiguity ASP-A8)"),
+            );
+        };
+        if entry["member_count"].as_u64().is_none_or(|n| n < members) {
+            return finding(
+                "list",
+                format!("{space} is listed with member_count {}, but {members} of the case's agents are in it (ASP-040)", entry["member_count"]),
+            );
+        }
+    }
+    a.close().await;
+    b.close().await;
+    Ok(())
+}
+
+/// A long stream cancelled by its receiver: no delta more than a second after the
+/// server has seen the cancel (ASP-036, ambiguity ASP-A13).
+async fn cancel(f: &mut FuzzCtx, pool: &str) -> Step<()> {
+    let (ida, idb) = (fresh_agent("ca"), fresh_agent("cb"));
+    let threshold = f.ctx.profile().agora_spaces.delta_threshold_bytes;
+    let ctx = &mut f.ctx;
+    let (mut a, _) = connect(ctx, &ida).await?;
+    let (mut b, _) = connect(ctx, &idb).await?;
+    let mut space = pool.to_string();
+    if join_setup(ctx, &mut a, &space).await?.is_none() {
+        space = ctx.profile().agora_spaces.public_space.clone();
+        join_setup(ctx, &mut a, &space).await?;
+    }
+    join_setup(ctx, &mut b, &space).await?;
+    // Long enough to outlast the grace at the reference's pace (4 KiB deltas, a
+    // few ms apart), and under its 4 MiB frame limit.
+    let text = sized(3_500_000, false);
+    f.fuzzed(b"space.publish of 3500000 bytes, then space.event.cancel");
+    let ctx = &mut f.ctx;
+    a.publish(ctx, &space, &text).await?;
+    let in_space = space.clone();
+    let first = b
+        .expect(ctx, "the large event", move |v| {
+            (v["type"] == "space.event.delta" || v["type"] == "space.event")
+                && v["space"] == in_space.as_str()
+        })
+        .await?;
+    if first["type"] == "space.event" {
+        return if text.len() > threshold {
+            finding("delta", format!("a {}-byte text above the profile's {threshold}-byte delta threshold arrived as one space.event (ASP-032)", text.len()))
+        } else {
+            skip("the text arrived whole; there is no stream to cancel")
+        };
+    }
+    let ev = first["event_id"].clone();
+    b.send(
+        ctx,
+        &json!({"type": "space.event.cancel", "space": space, "event_id": ev}),
+    )
+    .await?;
+    // The barrier's answer is queued after the server has handled the cancel; the
+    // grace counts from its arrival.
+    let (frames, _) = barrier(ctx, &mut b, true).await?;
+    if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
+        return finding(
+            "verdict",
+            format!("cancelling a stream under way drew an error (ASP-036): {e}"),
+        );
+    }
+    if frames
+        .iter()
+        .any(|v| v["type"] == "space.event.done" && v["event_id"] == ev)
+    {
+        return Ok(()); // the stream ended before the cancel arrived
+    }
+    let seen = Instant::now();
+    let grace = Duration::from_secs(1);
+    let end = seen + grace + Duration::from_millis(200);
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        let want = ev.clone();
+        match b
+            .wait_for(ctx, left, move |v| v["event_id"] == want)
+            .await?
+        {
+            None => break,
+            Some(v) if v["type"] == "space.event.done" => break,
+            Some(v) if v["type"] == "space.event.delta" && seen.elapsed() > grace => {
+                return finding(
+                    "cancel",
+                    format!("a delta of cancelled event {ev} arrived {} ms after the server answered the next request (ASP-036, ASP-A13)", seen.elapsed().as_millis()),
+                );
+            }
+            Some(_) => {}
+        }
+    }
+    a.close().await;
+    b.close().await;
+    Ok(())
+}
+
+/// A live agent id used a second time.
+async fn duplicate(f: &mut FuzzCtx, d: DupKind) -> Step<()> {
+    let me = fresh_agent("dup");
+    let ctx = &mut f.ctx;
+    let (mut a, _, unsolicited) = Peer::join_as(ctx, &me).await?;
+    match d {
+        DupKind::Reconnect => {
+            f.fuzzed(format!("a second connection as {me}").as_bytes());
+            let ctx = &mut f.ctx;
+            let token = ctx.profile().target.token.clone();
+            let mut b = match Peer::connect_raw(ctx, Some(&me), token.as_deref()).await? {
+                // A refusal of the upgrade (ambiguity ASP-A21).
+                Err(_) => return Ok(()),
+                Ok(b) => b,
+            };
+            let rid = rid_of("reg");
+            if !unsolicited {
+                let reg = json!({"type": "agent.register", "id": rid, "timestamp": now_s(),
+                                 "agent": {"id": me, "type": "process", "capabilities": ["text"], "metadata": {}}});
+                b.send(ctx, &reg).await?;
+            }
+            let wait = timeout(ctx);
+            let got = b
+                .wait_for(ctx, wait, |v| {
+                    v["type"] == "agent.registered" || v["type"] == "error"
+                })
+                .await?;
+            match got {
+                Some(v) if v["type"] == "agent.registered" && v["agent"]["id"] == me.as_str() => {
+                    finding("duplicate", format!("a second connection as live agent {me} was registered (ASP-013): {v}"))
+                }
+                Some(v) if v["type"] == "error" && v["code"] != "AGENT_EXISTS" && v["code"] != RATE_LIMITED => {
+                    finding("duplicate", format!("a second connection as live agent {me} drew {v}, not AGENT_EXISTS (ASP-013)"))
+                }
+                Some(v) if v["type"] == "error" && !unsolicited => check_error(&v, Some(&rid), "agent.register"),
+                Some(v) if v["type"] == "error" => check_error(&v, None, "the second connection"),
+                Some(_) => Ok(()),
+                None if b.closed => Ok(()),
+                None => finding(
+                    "duplicate",
+                    format!("a second connection as live agent {me} drew neither AGENT_EXISTS nor a close within {} ms (ASP-013)", wait.as_millis()),
+                ),
+            }?;
+            b.close().await;
+        }
+        DupKind::RegisterOther => {
+            let other = fresh_agent("dup2");
+            let (mut b, _) = connect(ctx, &other).await?;
+            let rid = rid_of("reg");
+            let reg = json!({"type": "agent.register", "id": rid, "timestamp": now_s(),
+                             "agent": {"id": me, "type": "process", "capabilities": ["text"], "metadata": {}}});
+            let bytes = reg.to_string();
+            f.fuzzed(bytes.as_bytes());
+            let ctx = &mut f.ctx;
+            b.send_text(ctx, bytes).await?;
+            let (frames, _) = barrier(ctx, &mut b, true).await?;
+            for v in &frames {
+                if v["type"] == "error" {
+                    check_error(v, Some(&rid), "agent.register of a live id")?;
+                }
+                if v["type"] == "agent.registered" && v["agent"]["id"] == me.as_str() {
+                    return finding("duplicate", format!("agent.register of live agent {me} from another connection was registered (ASP-013): {v}"));
+                }
+            }
+            b.close().await;
+        }
+    }
+    a.close().await;
+    Ok(())
+}
+
+/// While one agent holds the full space (capacity 1), another's join draws
+/// SPACE_FULL (ASP-044).
+async fn capacity(f: &mut FuzzCtx) -> Step<()> {
+    let Some(full) = f.ctx.profile().agora_spaces.full_space.clone() else {
+        return skip("the profile names no full_space (a space of capacity 1)");
+    };
+    let ctx = &mut f.ctx;
+    let (mut a, _) = connect(ctx, &fresh_agent("cap")).await?;
+    let (mut b, _) = connect(ctx, &fresh_agent("cap2")).await?;
+    let jid = rid_of("join");
+    a.send(
+        ctx,
+        &json!({"type": "space.join", "id": jid, "space": full, "timestamp": now_s()}),
+    )
+    .await?;
+    let v = a
+        .expect(ctx, &format!("an answer to joining {full}"), is_answer)
+        .await?;
+    if v["type"] == "error" {
+        // Another case holds the space: SPACE_FULL is right, and nothing more to see.
+        check_error(&v, Some(&jid), "joining the full space")?;
+        return if v["code"] == "SPACE_FULL" || v["code"] == RATE_LIMITED {
+            Ok(())
+        } else {
+            finding("verdict", format!("joining {full} drew {v}"))
+        };
+    }
+    let jid2 = rid_of("join");
+    let msg = json!({"type": "space.join", "id": jid2, "space": full, "timestamp": now_s()});
+    f.fuzzed(msg.to_string().as_bytes());
+    let ctx = &mut f.ctx;
+    b.send(ctx, &msg).await?;
+    let v = b
+        .expect(
+            ctx,
+            &format!("an answer to a second join of {full}"),
+            is_answer,
+        )
+        .await?;
+    if v["type"] != "error" {
+        return finding(
+            "capacity",
+            format!(
+                "a second agent joined {full} (capacity 1) while the first holds it (ASP-044): {v}"
+            ),
+        );
+    }
+    check_error(&v, Some(&jid2), "a join of a full space")?;
+    if v["code"] != "SPACE_FULL" && v["code"] != RATE_LIMITED {
+        return finding(
+            "capacity",
+            format!(
+                "a second join of {full} (capacity 1) drew {}, not SPACE_FULL (ASP-044)",
+                v["code"]
+            ),
+        );
+    }
+    a.close().await;
+    b.close().await;
+    Ok(())
+}
+
+/// A connection URL with a drawn agent id and token.
+async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> Step<()> {
+    let suffix = hex(8);
+    let id = match &a {
+        AgentIdKind::Plain => Some(fresh_agent("conn")),
+        AgentIdKind::Drawn(s) => Some(format!("{}-{suffix}", clip(s, 32))),
+        AgentIdKind::Reserved => Some(format!("fz a&b=c?d#e%f+g/{suffix}")),
+        AgentIdKind::Unicode => Some(format!("fz-日本語-🙂-{suffix}")),
+        AgentIdKind::Long(n) => Some(format!("fz-{}-{suffix}", "l".repeat(usize::from(*n)))),
+        AgentIdKind::Empty => Some(String::new()),
+        AgentIdKind::Missing => None,
+    };
+    let profile_token = f.ctx.profile().target.token.clone();
+    let token = match &t {
+        TokenKind::Profile => profile_token.clone(),
+        TokenKind::Missing => None,
+        TokenKind::Wrong(s) => Some(format!("fz-wrong-{}", clip(s, 32))),
+    };
+    let bad_token = profile_token.is_some() && token != profile_token;
+    f.fuzzed(
+        crate::expect::agora_spaces::url_for(&f.ctx.url, id.as_deref(), token.as_deref())
+            .as_bytes(),
+    );
+    let ctx = &mut f.ctx;
+    let mut p = match Peer::connect_raw(ctx, id.as_deref(), token.as_deref()).await? {
+        // A refusal of the upgrade (ambiguity ASP-A21); a plain connection must work.
+        Err(e) if matches!(a, AgentIdKind::Plain) && !bad_token && profile_token == token => {
+            return finding(
+                "handshake",
+                format!(
+                    "a connection as a plain agent id was refused: {}",
+                    describe_drive_error(&e)
+                ),
+            )
+        }
+        Err(_) => return Ok(()),
+        Ok(p) => p,
+    };
+    let must_refuse = id.is_none() || bad_token;
+    let wait = timeout(ctx);
+    let first_wait = if must_refuse {
+        wait
+    } else {
+        Duration::from_secs(5)
+    };
+    let got = p
+        .wait_for(ctx, first_wait, |v| {
+            v["type"] == "agent.registered" || v["type"] == "error"
+        })
+        .await?;
+    let got = match got {
+        None if !p.closed && !must_refuse => {
+            // No unsolicited registration: register explicitly (ambiguity ASP-A3).
+            let rid = rid_of("reg");
+            let reg = json!({"type": "agent.register", "id": rid, "timestamp": now_s(),
+                             "agent": {"id": id.clone().unwrap_or_default(), "type": "process", "capabilities": ["text"]}});
+            p.send(ctx, &reg).await?;
+            p.wait_for(ctx, wait, |v| {
+                v["type"] == "agent.registered" || v["type"] == "error"
+            })
+            .await?
+        }
+        other => other,
+    };
+    match got {
+        Some(v) if v["type"] == "agent.registered" => {
+            if id.is_none() {
+                return finding(
+                    "handshake",
+                    format!("a connection without agent_id was registered (ASP-004): {v}"),
+                );
+            }
+            if bad_token {
+                return finding(
+                    "auth",
+                    format!(
+                        "a connection with a wrong or missing token was registered (ASP-006): {v}"
+                    ),
+                );
+            }
+            let want = id.unwrap_or_default();
+            if !want.is_empty() && v["agent"]["id"] != want.as_str() {
+                return finding(
+                    "handshake",
+                    format!(
+                        "agent.registered names {}, not the URL's agent_id {want:?} (ASP-008)",
+                        v["agent"]["id"]
+                    ),
+                );
+            }
+        }
+        Some(v) => {
+            check_error(&v, None, "the connection")?;
+            let code = v["code"].as_str().unwrap_or_default();
+            if bad_token && code != "UNAUTHORIZED" && code != RATE_LIMITED {
+                return finding(
+                    "auth",
+                    format!("a wrong or missing token drew {code}, not UNAUTHORIZED (ASP-006)"),
+                );
+            }
+            if id.is_none() && !["INVALID_REQUEST", "UNAUTHORIZED", RATE_LIMITED].contains(&code) {
+                return finding(
+                    "handshake",
+                    format!("a connection without agent_id drew {code} (ASP-004)"),
+                );
+            }
+            if matches!(a, AgentIdKind::Plain) && !bad_token && profile_token == token {
+                return finding(
+                    "handshake",
+                    format!("a connection as a plain agent id drew {v}"),
+                );
+            }
+        }
+        None if p.closed => {
+            if matches!(a, AgentIdKind::Plain) && !bad_token && profile_token == token {
+                return finding(
+                    "handshake",
+                    "the target closed a connection as a plain agent id",
+                );
+            }
+        }
+        None if must_refuse => {
+            return finding(
+                if bad_token { "auth" } else { "handshake" },
+                format!("a connection that must not be registered drew neither an error nor a close within {} ms (ASP-004, ASP-006)", wait.as_millis()),
+            );
+        }
+        None => {
+            if matches!(a, AgentIdKind::Plain) && profile_token == token {
+                return finding("handshake", "no agent.registered, neither after connecting nor in answer to agent.register (ASP-007, ASP-011)");
+            }
+        }
+    }
+    p.close().await;
+    Ok(())
+}
