@@ -528,23 +528,24 @@ fn json_eq(a: &Value, b: &Value) -> bool {
     }
 }
 
+/// The members of a full message envelope (AGP-001).
+const ENVELOPE: [&str; 8] = [
+    "protocol",
+    "id",
+    "timestamp",
+    "from",
+    "to",
+    "type",
+    "payload",
+    "signature",
+];
+
 fn expect_for(v: &Value, c: &Case) -> Expect {
     let mut e = Expect::default();
     let Some(o) = v.as_object() else {
         e.hard(&[IM], "the message is not a JSON object (AGP-001, AGP-023)");
         return e;
     };
-    const KNOWN: [&str; 9] = [
-        "protocol",
-        "id",
-        "timestamp",
-        "from",
-        "to",
-        "type",
-        "payload",
-        "signature",
-        "metadata",
-    ];
     if o.get("protocol").and_then(Value::as_str) != Some(PROTOCOL) {
         e.soft(
             &[IM],
@@ -645,7 +646,9 @@ fn expect_for(v: &Value, c: &Case) -> Expect {
     if !o.get("metadata").is_none_or(Value::is_object) {
         e.soft(&[IM], "metadata is not an object (AGP-043)");
     }
-    if o.keys().any(|k| !KNOWN.contains(&k.as_str())) {
+    if o.keys()
+        .any(|k| k != "metadata" && !ENVELOPE.contains(&k.as_str()))
+    {
         e.soft(&[IM], "an unknown top-level member (AGP-A19)");
     }
     signature(v, c, &mut e);
@@ -1292,16 +1295,7 @@ fn reply_oracles(v: &Value, e: &Expect) -> Step<()> {
     // A hello carries the full envelope, signature included (AGP-001, AGP-A6, as
     // the hello case holds); elsewhere an unsigned reply is a warning (AGP-A3).
     if ty == "hello" {
-        for k in [
-            "protocol",
-            "id",
-            "timestamp",
-            "from",
-            "to",
-            "type",
-            "payload",
-            "signature",
-        ] {
+        for k in ENVELOPE {
             if v.get(k).is_none() {
                 return finding(
                     "reply-envelope",

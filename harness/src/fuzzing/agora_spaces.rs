@@ -958,26 +958,15 @@ async fn exchange(
             Ok(())
         }
         Want::Joined(space, codes) => {
-            if answer["type"] == "error" {
-                return if codes.allows(code) {
-                    Ok(())
-                } else {
-                    finding(
-                        "verdict",
-                        format!("{what} drew {answer}; expected space.joined (ASP-022, ASP-023)"),
-                    )
-                };
-            }
-            if answer["type"] != "space.joined" {
-                return finding(
-                    "verdict",
-                    format!("{what} drew {answer}; expected space.joined"),
-                );
-            }
-            if let Some(rid) = rid {
-                if answer["id"] != rid {
-                    return finding("verdict", format!("space.joined does not echo the join id {rid:?} (ASP-021, ASP-023): {answer}"));
-                }
+            if !expected_event(
+                &answer,
+                *codes,
+                what,
+                "space.joined",
+                "ASP-022, ASP-023",
+                rid,
+            )? {
+                return Ok(());
             }
             if answer["space"] != space.as_str() || !includes(&answer["members"], &me) {
                 return finding(
@@ -988,28 +977,15 @@ async fn exchange(
             Ok(())
         }
         Want::Registered(codes) => {
-            if answer["type"] == "error" {
-                return if codes.allows(code) {
-                    Ok(())
-                } else {
-                    finding(
-                        "verdict",
-                        format!(
-                            "{what} drew {answer}; expected agent.registered (ASP-010, ASP-011)"
-                        ),
-                    )
-                };
-            }
-            if answer["type"] != "agent.registered" {
-                return finding(
-                    "verdict",
-                    format!("{what} drew {answer}; expected agent.registered"),
-                );
-            }
-            if let Some(rid) = rid {
-                if answer["id"] != rid {
-                    return finding("verdict", format!("agent.registered does not echo the register id {rid:?} (ASP-011, ASP-021): {answer}"));
-                }
+            if !expected_event(
+                &answer,
+                *codes,
+                what,
+                "agent.registered",
+                "ASP-010, ASP-011",
+                rid,
+            )? {
+                return Ok(());
             }
             if answer["agent"]["id"] != me.as_str() {
                 return finding(
@@ -1035,6 +1011,39 @@ async fn exchange(
             }
             check_list(&answer, rid)
         }
+    }
+}
+
+/// The answer is an error `codes` allows (`Ok(false)`: nothing more to check), or an
+/// event of type `ty` that echoes the request id `rid` (`Ok(true)`).
+fn expected_event(
+    answer: &Value,
+    codes: Codes,
+    what: &str,
+    ty: &str,
+    reqs: &str,
+    rid: Option<&str>,
+) -> Step<bool> {
+    if answer["type"] == "error" {
+        let code = answer["code"].as_str().unwrap_or_default();
+        return if codes.allows(code) {
+            Ok(false)
+        } else {
+            finding(
+                "verdict",
+                format!("{what} drew {answer}; expected {ty} ({reqs})"),
+            )
+        };
+    }
+    if answer["type"] != ty {
+        return finding("verdict", format!("{what} drew {answer}; expected {ty}"));
+    }
+    match rid {
+        Some(rid) if answer["id"] != rid => finding(
+            "verdict",
+            format!("{ty} does not echo the request id {rid:?} (ASP-021): {answer}"),
+        ),
+        _ => Ok(true),
     }
 }
 
