@@ -652,7 +652,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, Usage> {
             )));
         }
     }
-    let schemas = Arc::new(Schemas::load().map_err(Usage)?);
+    let schemas = Schemas::load().map_err(Usage)?;
     let http = crate::drive::http::client().map_err(Usage)?;
     let rt = runtime()?;
     let (label, summary) = rt.block_on(async {
@@ -693,7 +693,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, Usage> {
                     a.seed,
                     bounds,
                     &a.out,
-                    schemas.clone(),
+                    Arc::new(schemas),
                     limits,
                     8,
                 )
@@ -704,7 +704,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, Usage> {
                     profile: prof.clone(),
                     key: Keypair::generate(),
                     other_key: Keypair::generate(),
-                    schemas: Schemas::load().map_err(Usage)?,
+                    schemas,
                     http: http.clone(),
                 });
                 let target = crate::fuzzing::scripted::Target::new(shared, transport, &url);
