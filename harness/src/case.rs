@@ -1,6 +1,7 @@
 //! The case model: what a case is, how it ends, and what it leaves behind.
 
 use crate::drive::Transport;
+use crate::finding::Finding;
 use crate::script::Ctx;
 use serde::Serialize;
 use std::fmt;
@@ -26,6 +27,23 @@ pub enum Level {
     /// the profile".
     #[serde(rename = "PROFILE")]
     Profile,
+    /// What the inventory treats as informational: recorded, never fails a run.
+    #[serde(rename = "INFO")]
+    Info,
+}
+
+impl Level {
+    /// Order used to pick the level of a deviation that breaks several requirements.
+    pub fn strength(self) -> u8 {
+        match self {
+            Level::Must => 5,
+            Level::Fact => 4,
+            Level::Profile => 3,
+            Level::May => 2,
+            Level::Should => 1,
+            Level::Info => 0,
+        }
+    }
 }
 
 impl fmt::Display for Level {
@@ -36,6 +54,7 @@ impl fmt::Display for Level {
             Level::May => "MAY",
             Level::Fact => "FACT",
             Level::Profile => "PROFILE",
+            Level::Info => "INFO",
         })
     }
 }
@@ -78,10 +97,27 @@ impl fmt::Debug for Case {
 /// Why a case stopped early.
 #[derive(Debug, Clone)]
 pub enum Stop {
-    /// The target broke a rule.
+    /// The target broke the rule this case judges, said in text (the requirement
+    /// ids quoted in it, else the case's, make the finding).
     Fail(String),
+    /// The target broke the rule this case judges, as a typed finding.
+    Finding(Finding),
+    /// The case cannot go on past an incidental finding (its key), which the
+    /// context has recorded. Never a pass; the finding's owner fails for it.
+    Blocked(String),
     /// The case could not run; the reason says why.
     Skip(String),
+}
+
+impl Stop {
+    /// The text of a stop, for logs and fuzz findings.
+    pub fn text(&self) -> String {
+        match self {
+            Stop::Fail(m) | Stop::Skip(m) => m.clone(),
+            Stop::Finding(f) => f.summary.clone(),
+            Stop::Blocked(key) => format!("blocked by {key}"),
+        }
+    }
 }
 
 pub type Step<T> = Result<T, Stop>;
@@ -100,6 +136,8 @@ pub enum Outcome {
     Pass,
     Fail,
     Warn,
+    /// Stopped by a deviation another case owns: neither passed nor failed.
+    Blocked,
     Skip,
 }
 
@@ -109,6 +147,7 @@ impl fmt::Display for Outcome {
             Outcome::Pass => "pass",
             Outcome::Fail => "fail",
             Outcome::Warn => "warn",
+            Outcome::Blocked => "blocked",
             Outcome::Skip => "skip",
         })
     }
@@ -136,8 +175,22 @@ pub struct CaseResult {
     pub transport: Transport,
     pub outcome: Outcome,
     pub message: String,
+    /// Keys of the findings this case met (see the report's `findings`).
+    pub findings: Vec<String>,
     pub duration_ms: u64,
     pub transcript: Vec<Entry>,
+    /// The findings themselves, merged by the runner into the report's list.
+    #[serde(skip)]
+    pub met: Vec<Met>,
+}
+
+/// A finding as one case met it.
+#[derive(Debug, Clone)]
+pub struct Met {
+    pub finding: Finding,
+    /// The case judged this rule itself (its own subject), rather than meeting it on
+    /// the way to its subject.
+    pub own: bool,
 }
 
 /// A requirement the suite does not test, and why.
@@ -156,6 +209,19 @@ pub struct Suite {
     pub untestable: &'static [Untestable],
     /// Bindings the suite speaks.
     pub transports: &'static [Transport],
+    /// Where each binding's endpoint lies below the target URL, when not at the URL
+    /// itself (the preflight probes it there).
+    pub endpoint_paths: &'static [(Transport, &'static str)],
+}
+
+impl Suite {
+    /// The URL of `transport`'s endpoint for a target at `url`.
+    pub fn endpoint_url(&self, transport: Transport, url: &str) -> String {
+        match self.endpoint_paths.iter().find(|(t, _)| *t == transport) {
+            Some((_, path)) => crate::script::join_url(url, path),
+            None => url.to_string(),
+        }
+    }
 }
 
 /// Defines one [`Case`]: the suite files wrap it in a `case!` of their own that fills

@@ -2,6 +2,7 @@
 //! succeeded), 1 a case failed (or `verify` found the signature invalid), 2 usage or
 //! harness error.
 
+use crate::case::Outcome;
 use crate::drive::Transport;
 use crate::embedded;
 use crate::profile::Profile;
@@ -18,6 +19,7 @@ use reference_impl::wire::keys::{self, Keypair};
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -500,22 +502,66 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                         "embedded reference agent".to_string()
                     }
                 };
-                let output = runner::run(shared, &plan, &selection)
-                    .await
-                    .map_err(Usage)?;
+                // A target that cannot be reached at all is one error, not a failure
+                // per case.
+                let wait = Duration::from_millis(shared.profile.timing.case_timeout_ms);
+                let mut unreachable = None;
+                'probe: for (suite, endpoints) in &plan {
+                    for (transport, url) in &endpoints.0 {
+                        let url = suite.endpoint_url(*transport, url);
+                        if let Err(e) =
+                            crate::drive::preflight(*transport, &url, &shared.http, wait).await
+                        {
+                            unreachable = Some(e);
+                            break 'probe;
+                        }
+                    }
+                }
+                let output = match unreachable {
+                    Some(e) => Err(e),
+                    None => Ok(runner::run(shared, &plan, &selection)
+                        .await
+                        .map_err(Usage)?),
+                };
                 for s in servers {
                     s.stop().await;
                 }
                 Ok::<_, Usage>((label, output))
             })?;
             let suites_run: Vec<String> = chosen.iter().map(|s| s.id.to_string()).collect();
-            let rep = Report::new(&target_label, suites_run, started_at, output);
-            print_terminal(&rep, out).map_err(io)?;
+            let (output, error) = match output {
+                Ok(o) => {
+                    let error = if o.results.is_empty() {
+                        Some("no case matches the selection".to_string())
+                    } else if o.results.iter().all(|r| r.outcome == Outcome::Skip) {
+                        Some(format!(
+                            "no case could run: every selected case was skipped (the first: {}: {})",
+                            o.results[0].id, o.results[0].message
+                        ))
+                    } else {
+                        None
+                    };
+                    (o, error)
+                }
+                Err(e) => (runner::RunOutput::empty(), Some(e)),
+            };
+            let mut rep = Report::new(&target_label, suites_run, started_at, output);
+            rep.error = error.clone();
+            if error.is_none() {
+                print_terminal(&rep, out).map_err(io)?;
+            }
             if let Some(dir) = &report {
                 rep.write(dir).map_err(Usage)?;
                 writeln!(out, "report written to {}", dir.display()).map_err(io)?;
             }
-            Ok(if rep.summary.failed > 0 { 1 } else { 0 })
+            if let Some(e) = error {
+                return Err(Usage(e));
+            }
+            Ok(if rep.summary.failed > 0 || rep.summary.deviations > 0 {
+                1
+            } else {
+                0
+            })
         }
     }
 }
@@ -847,6 +893,7 @@ fn replay_command(
                         writeln!(out, "the case was skipped: {why}").map_err(io)?;
                         None
                     }
+                    Err(other) => Some(crate::fuzzing::scripted::oracle_of(&other.text())),
                     Ok(()) => None,
                 })
             }
@@ -888,15 +935,9 @@ pub fn parse_target(url: &str) -> Result<Transport, Usage> {
         Ok(Transport::Http)
     } else if lower.starts_with("ws://") || lower.starts_with("wss://") {
         Ok(Transport::Ws)
-    } else if let Some(dir) = crate::drive::file::dir_of(url) {
-        if dir.is_dir() {
-            Ok(Transport::File)
-        } else {
-            Err(Usage(format!(
-                "--target {url:?}: {} is not a folder",
-                dir.display()
-            )))
-        }
+    } else if crate::drive::file::dir_of(url).is_some() {
+        // Whether the folder is there is the preflight's to say.
+        Ok(Transport::File)
     } else {
         Err(Usage(format!(
             "--target {url:?}: expected an http://, https://, ws://, wss:// or file:///folder URL"

@@ -1,7 +1,8 @@
 //! Runs cases concurrently against a target and collects their results.
 
-use crate::case::{Bindings, Case, CaseResult, Level, Outcome, Stop, Suite, Untestable};
+use crate::case::{Bindings, Case, CaseResult, Met, Outcome, Stop, Suite, Untestable};
 use crate::drive::Transport;
+use crate::finding::{Finding, Verdict};
 use crate::script::{Ctx, RunShared};
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::sync::Arc;
@@ -42,12 +43,38 @@ impl Selection {
 #[derive(Debug, Clone)]
 pub struct Endpoints(pub Vec<(Transport, String)>);
 
+/// One deviation as the report lists it: the finding and every case that met it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ReportedFinding {
+    #[serde(flatten)]
+    pub finding: Finding,
+    /// Ids of the cases that met it, with their binding: `id [binding]`.
+    pub cases: Vec<String>,
+    /// The cases that fail (or warn) for it: the case that owns the rule, else the
+    /// first that met it.
+    pub owners: Vec<String>,
+}
+
 /// Everything a run produced.
 #[derive(Debug, Clone)]
 pub struct RunOutput {
     pub results: Vec<CaseResult>,
+    /// Every distinct deviation, in the order the cases first met them.
+    pub findings: Vec<ReportedFinding>,
     pub untestable: Vec<Untestable>,
     pub duration: Duration,
+}
+
+impl RunOutput {
+    /// The output of a run that ran nothing.
+    pub fn empty() -> RunOutput {
+        RunOutput {
+            results: Vec::new(),
+            findings: Vec::new(),
+            untestable: Vec::new(),
+            duration: Duration::ZERO,
+        }
+    }
 }
 
 /// At most this many cases run at once (they wait on I/O, not on the CPU). Large
@@ -56,7 +83,15 @@ pub struct RunOutput {
 pub const CONCURRENCY: usize = 64;
 
 fn skipped(case: &Case, transport: Transport, reason: String) -> CaseResult {
-    result_of(case, transport, Outcome::Skip, reason, 0, Vec::new())
+    result_of(
+        case,
+        transport,
+        Outcome::Skip,
+        reason,
+        0,
+        Vec::new(),
+        Vec::new(),
+    )
 }
 
 fn result_of(
@@ -66,6 +101,7 @@ fn result_of(
     message: String,
     duration_ms: u64,
     transcript: Vec<crate::case::Entry>,
+    met: Vec<Met>,
 ) -> CaseResult {
     CaseResult {
         id: case.id.to_string(),
@@ -76,8 +112,10 @@ fn result_of(
         transport,
         outcome,
         message,
+        findings: met.iter().map(|m| m.finding.key.clone()).collect(),
         duration_ms,
         transcript,
+        met,
     }
 }
 
@@ -101,29 +139,81 @@ async fn run_one(
 ) -> CaseResult {
     let started = Instant::now();
     let mut ctx = Ctx::new(shared.clone(), transport, &url);
+    ctx.case_id = Some(case.id);
     let budget = case_budget(&shared.profile);
-    let outcome = tokio::time::timeout(budget, (case.run)(&mut ctx)).await;
+    let ended = tokio::time::timeout(budget, (case.run)(&mut ctx)).await;
     ctx.close().await;
-    let (mut outcome, mut message) = match outcome {
-        Err(_) => (
-            Outcome::Fail,
-            format!(
+    let own = |f: Finding| Met {
+        finding: f,
+        own: true,
+    };
+    let from_text = |m: &str| Finding::from_case_failure(case.id, case.requirements, case.level, m);
+    let mut met = ctx.take_findings();
+    let (outcome, message) = match ended {
+        Err(_) => {
+            let m = format!(
                 "the case did not finish within its overall budget of {} ms",
                 budget.as_millis()
-            ),
-        ),
-        Ok(Err(Stop::Fail(m))) => (Outcome::Fail, m),
+            );
+            let f = Finding::new(
+                format!("{}/transport:case-budget", case.suite),
+                &[],
+                m.clone(),
+            );
+            met.push(Met {
+                finding: f,
+                own: false,
+            });
+            (Outcome::Blocked, m)
+        }
+        Ok(Err(Stop::Fail(m))) => {
+            met.push(own(from_text(&m)));
+            (Outcome::Pass, m)
+        }
+        Ok(Err(Stop::Finding(f))) => {
+            let m = f.summary.clone();
+            met.push(own(f));
+            (Outcome::Pass, m)
+        }
+        Ok(Err(Stop::Blocked(key))) => {
+            let summary = met
+                .iter()
+                .find(|m| m.finding.key == key)
+                .map(|m| m.finding.summary.clone())
+                .unwrap_or_default();
+            (Outcome::Blocked, format!("blocked by {key}: {summary}"))
+        }
         Ok(Err(Stop::Skip(m))) => (Outcome::Skip, m),
-        Ok(Ok(())) if !ctx.warnings().is_empty() => (Outcome::Warn, ctx.warnings().join("; ")),
-        Ok(Ok(())) => (
-            Outcome::Pass,
-            ctx.notes().last().cloned().unwrap_or_default(),
-        ),
+        Ok(Ok(())) => (Outcome::Pass, String::new()),
     };
-    if case.level == Level::Should && outcome == Outcome::Fail {
-        outcome = Outcome::Warn;
-        message = format!("SHOULD not met: {message}");
+    // Warnings the case gave in text are findings of its own subject.
+    for w in ctx.warnings() {
+        let mut f = from_text(w);
+        if f.outcome == Verdict::Fail {
+            f = f.at(crate::case::Level::Should);
+        }
+        f.key = format!(
+            "{}~{}",
+            case.id,
+            f.requirements
+                .first()
+                .map(String::as_str)
+                .unwrap_or("warning")
+        );
+        if let Some(m) = met.iter_mut().find(|m| m.finding.key == f.key) {
+            m.finding.summary = format!("{}; {}", m.finding.summary, f.summary);
+        } else {
+            met.push(own(f));
+        }
     }
+    let message = if message.is_empty() {
+        ctx.notes().last().cloned().unwrap_or_default()
+    } else {
+        message
+    };
+    // Own findings decide the outcome here; incidental ones once the runner knows
+    // which case owns each (see `merge_findings`).
+    let outcome = own_outcome(outcome, &met);
     let transcript = ctx.take_transcript();
     result_of(
         case,
@@ -132,7 +222,92 @@ async fn run_one(
         message,
         started.elapsed().as_millis() as u64,
         transcript,
+        met,
     )
+}
+
+/// The outcome a case earns from its own findings, starting from `base`.
+fn own_outcome(base: Outcome, met: &[Met]) -> Outcome {
+    let mut o = base;
+    for m in met.iter().filter(|m| m.own) {
+        o = escalate(o, m.finding.outcome);
+    }
+    o
+}
+
+/// A case's outcome once it owns a finding with `verdict`.
+fn escalate(o: Outcome, verdict: Verdict) -> Outcome {
+    match (o, verdict) {
+        (Outcome::Skip, _) | (Outcome::Fail, _) => o,
+        (_, Verdict::Fail) => Outcome::Fail,
+        (Outcome::Pass, Verdict::Warn) => Outcome::Warn,
+        (o, Verdict::Warn) => o,
+    }
+}
+
+/// Merges the findings of every case by key, in result order, and settles who owns
+/// each: the cases that judged it as their own subject, else the case the finding
+/// names as owner if it met it, else the first case that met it. Only owners fail or
+/// warn for a finding; every other case that met it lists it and is judged on its
+/// own subject (or is blocked).
+pub fn merge_findings(results: &mut [CaseResult]) -> Vec<ReportedFinding> {
+    let mut order: Vec<String> = Vec::new();
+    let mut by_key: std::collections::HashMap<String, Vec<(usize, bool)>> =
+        std::collections::HashMap::new();
+    let mut first: std::collections::HashMap<String, Finding> = std::collections::HashMap::new();
+    for (i, r) in results.iter().enumerate() {
+        for m in &r.met {
+            let k = &m.finding.key;
+            if !by_key.contains_key(k) {
+                order.push(k.clone());
+                first.insert(k.clone(), m.finding.clone());
+            }
+            by_key.entry(k.clone()).or_default().push((i, m.own));
+        }
+    }
+    let mut out = Vec::new();
+    for key in order {
+        let (Some(finding), Some(met)) = (first.remove(&key), by_key.remove(&key)) else {
+            continue;
+        };
+        let mut owners: Vec<usize> = met
+            .iter()
+            .filter(|(_, own)| *own)
+            .map(|(i, _)| *i)
+            .collect();
+        if owners.is_empty() {
+            if let Some(owner) = finding.owner {
+                owners.extend(
+                    met.iter()
+                        .map(|(i, _)| *i)
+                        .filter(|i| results[*i].id == owner),
+                );
+            }
+        }
+        if owners.is_empty() {
+            owners.extend(met.first().map(|(i, _)| *i));
+        }
+        owners.dedup();
+        let label = |r: &CaseResult| format!("{} [{}]", r.id, r.transport);
+        for &i in &owners {
+            let r = &mut results[i];
+            let before = r.outcome;
+            // A blocked owner fails for a failing finding; one that only warns stays
+            // blocked, since its own subject was not judged.
+            r.outcome = escalate(before, finding.outcome);
+            if before != r.outcome && !finding.summary.is_empty() {
+                r.message = finding.summary.clone();
+            }
+        }
+        let mut cases: Vec<String> = met.iter().map(|(i, _)| label(&results[*i])).collect();
+        cases.dedup();
+        out.push(ReportedFinding {
+            cases,
+            owners: owners.iter().map(|i| label(&results[*i])).collect(),
+            finding,
+        });
+    }
+    out
 }
 
 /// Runs the selected cases of each suite against that suite's endpoints.
@@ -210,8 +385,11 @@ pub async fn run(
             Err(e) => return Err(format!("a case task failed: {e}")),
         }
     }
+    let mut results: Vec<CaseResult> = slots.into_iter().flatten().collect();
+    let findings = merge_findings(&mut results);
     Ok(RunOutput {
-        results: slots.into_iter().flatten().collect(),
+        results,
+        findings,
         untestable,
         duration: started.elapsed(),
     })

@@ -206,6 +206,31 @@ pub const SCHEMA_FILES: &[(&str, &str, &str)] = &[
     ),
 ];
 
+/// One schema violation: where, and what the validator says of the value there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    pub pointer: String,
+    pub message: String,
+}
+
+impl Violation {
+    /// The pointer with array indices as `*`, so that the same deviation in every
+    /// element of a list is one finding.
+    pub fn shape(&self) -> String {
+        self.pointer
+            .split('/')
+            .map(|seg| {
+                if !seg.is_empty() && seg.bytes().all(|b| b.is_ascii_digit()) {
+                    "*"
+                } else {
+                    seg
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/")
+    }
+}
+
 pub struct Schemas {
     validators: HashMap<String, jsonschema::Validator>,
 }
@@ -240,6 +265,28 @@ impl Schemas {
             validators.insert(key.clone(), v);
         }
         Ok(Schemas { validators })
+    }
+
+    /// Every violation of `suite/name` by `instance`, at most 16, each with the
+    /// JSON Pointer of the member at fault.
+    pub fn violations(
+        &self,
+        key: &str,
+        instance: &serde_json::Value,
+    ) -> Result<Vec<Violation>, String> {
+        let Some(v) = self.validators.get(key) else {
+            return Err(format!("no schema {key}"));
+        };
+        Ok(v.iter_errors(instance)
+            .take(16)
+            .map(|e| {
+                let at = e.instance_path().to_string();
+                Violation {
+                    pointer: if at.is_empty() { "/".to_string() } else { at },
+                    message: e.to_string(),
+                }
+            })
+            .collect())
     }
 
     /// Validates `instance` against `suite/name`; the error lists every violation

@@ -4,9 +4,10 @@
 //! (`expect_*` helpers of the suite's expectation module). Every send and every
 //! reply lands in the transcript, with the time since the case started.
 
-use crate::case::{fail, Entry, Step};
+use crate::case::{Entry, Met, Step, Stop};
 use crate::drive::http::HttpReply;
 use crate::drive::{DriveError, Driver, Limits, Received, Transport};
+use crate::finding::Finding;
 use crate::profile::Profile;
 use crate::schemas::Schemas;
 use reference_impl::wire::keys::Keypair;
@@ -40,6 +41,12 @@ pub struct Ctx {
     dropped_entries: usize,
     warnings: Vec<String>,
     notes: Vec<String>,
+    findings: Vec<Met>,
+    /// The case being run (its id), when the context runs a conformance case.
+    pub case_id: Option<&'static str>,
+    /// Fuzzing: a blocking finding stops the script as a failure with the finding's
+    /// summary, which the fuzz engine judges like any other failure.
+    pub fuzzing: bool,
     /// Ids of messages the harness sent in this case.
     pub sent_ids: HashSet<String>,
     /// Ids of messages the target sent in this case.
@@ -70,6 +77,9 @@ impl Ctx {
             dropped_entries: 0,
             warnings: Vec::new(),
             notes: Vec::new(),
+            findings: Vec::new(),
+            case_id: None,
+            fuzzing: false,
             sent_ids: HashSet::new(),
             reply_ids: HashSet::new(),
         }
@@ -131,6 +141,77 @@ impl Ctx {
         &self.warnings
     }
 
+    /// Records an incidental finding: a rule another case owns, met on the way to
+    /// this case's subject. The case goes on; the same key is kept once.
+    pub fn finding(&mut self, f: Finding) {
+        self.record(f, false);
+    }
+
+    /// Records a deviation of this case's own subject without stopping, so that the
+    /// case can go on to judge the rest of it.
+    pub fn deviation(&mut self, f: Finding) {
+        self.record(f, true);
+    }
+
+    fn record(&mut self, f: Finding, own: bool) {
+        if let Some(m) = self.findings.iter_mut().find(|m| m.finding.key == f.key) {
+            m.own |= own;
+            return;
+        }
+        self.log(
+            "check",
+            &format!("finding {} ({}): {}", f.key, f.outcome, f.summary),
+            None,
+        );
+        self.findings.push(Met { finding: f, own });
+    }
+
+    /// Records an incidental finding the case cannot read past, and the stop that
+    /// says so: `return Err(ctx.block(f))`.
+    pub fn block(&mut self, f: Finding) -> Stop {
+        let key = f.key.clone();
+        let summary = f.summary.clone();
+        self.finding(f);
+        if self.fuzzing {
+            Stop::Fail(summary)
+        } else {
+            Stop::Blocked(key)
+        }
+    }
+
+    /// The suite of the case being run ("target" outside a case).
+    pub fn suite(&self) -> &'static str {
+        self.case_id
+            .and_then(|id| id.split('/').next())
+            .unwrap_or("target")
+    }
+
+    /// A transport failure as a finding, and the stop: whatever the case wanted, it
+    /// cannot go on without an answer. One key per kind of failure, so that a silent
+    /// target is one deviation however many cases meet it.
+    fn transport_stop(&mut self, e: &DriveError) -> Stop {
+        let msg = describe_drive_error(e);
+        self.log("note", &msg, None);
+        let kind = match e {
+            DriveError::Timeout(_) => "no-answer",
+            DriveError::TooLarge(_) => "reply-too-large",
+            DriveError::Connect(_) => "unreachable",
+            DriveError::Io(_) => "transport-error",
+            DriveError::Closed => "connection-closed",
+        };
+        let key = format!("{}/transport:{kind}", self.suite());
+        self.block(Finding::new(key, &[], msg))
+    }
+
+    /// Every finding met so far.
+    pub fn findings(&self) -> &[Met] {
+        &self.findings
+    }
+
+    pub fn take_findings(&mut self) -> Vec<Met> {
+        std::mem::take(&mut self.findings)
+    }
+
     pub fn notes(&self) -> &[String] {
         &self.notes
     }
@@ -168,11 +249,7 @@ impl Ctx {
                 self.log_received(&r);
                 Ok(r)
             }
-            Err(e) => {
-                let msg = describe_drive_error(&e);
-                self.log("note", &msg, None);
-                fail(msg)
-            }
+            Err(e) => Err(self.transport_stop(&e)),
         }
     }
 
@@ -188,7 +265,7 @@ impl Ctx {
                 Ok(Some(b))
             }
             Ok(None) => Ok(None),
-            Err(e) => fail(describe_drive_error(&e)),
+            Err(e) => Err(self.transport_stop(&e)),
         }
     }
 
@@ -233,11 +310,7 @@ impl Ctx {
                 self.log("recv", &text, Some(r.status));
                 Ok(r)
             }
-            Err(e) => {
-                let msg = describe_drive_error(&e);
-                self.log("note", &msg, None);
-                fail(msg)
-            }
+            Err(e) => Err(self.transport_stop(&e)),
         }
     }
 

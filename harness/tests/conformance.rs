@@ -7,85 +7,19 @@ use agentconform::case::{CaseResult, Outcome, Suite};
 use agentconform::drive::Transport;
 use agentconform::embedded;
 use agentconform::profile::Profile;
-use agentconform::runner::{self, Endpoints, RunOutput, Selection};
+use agentconform::runner::{self, Endpoints, Selection};
 use agentconform::schemas::Schemas;
-use agentconform::script::RunShared;
 use agentconform::suites;
 use libtest_mimic::{Arguments, Failed, Trial};
-use reference_impl::wire::keys::Keypair;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::time::Duration;
 
-/// Offer ttl of the agents under test: long enough that an ACCEPT sent at once is
-/// never late on a loaded machine, short enough to keep the expiry case quick.
-const TEST_TTL_MS: u64 = 2000;
-/// Conversation lifetime of the agora-exchange server under test, in seconds.
-const TEST_CONVERSATION_TTL_S: u64 = 2;
-/// agora-spaces: the token and heartbeat timeout of the server under test.
-const TEST_TOKEN: &str = "s3cret";
-const TEST_HEARTBEAT_S: u64 = 2;
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-fn shared(profile: Profile) -> Arc<RunShared> {
-    Arc::new(RunShared {
-        profile,
-        key: Keypair::generate(),
-        other_key: Keypair::generate(),
-        schemas: Schemas::load().expect("schemas"),
-        http: agentconform::drive::http::client().expect("client"),
-    })
-}
-
-/// Options of the reference agents under test.
-fn test_options(faults: &[&str]) -> embedded::Options {
-    embedded::Options {
-        faults: faults.iter().map(|f| f.to_string()).collect(),
-        offer_ttl_ms: Some(TEST_TTL_MS),
-        replay_window_s: None,
-        conversation_ttl_s: Some(TEST_CONVERSATION_TTL_S),
-        token: Some(TEST_TOKEN.into()),
-        heartbeat_timeout_s: Some(TEST_HEARTBEAT_S),
-        ..embedded::Options::default()
-    }
-}
-
-/// The profile that matches the agents under test.
-fn test_profile() -> Profile {
-    let mut p = Profile::default();
-    p.target.token = Some(TEST_TOKEN.into());
-    p.timing.heartbeat_timeout_s = TEST_HEARTBEAT_S;
-    p.agora_spaces.full_space = Some("full".into());
-    p
-}
-
-const TEST_PROFILE_TOML: &str = "[target]\ntoken = \"s3cret\"\n[timing]\nheartbeat_timeout_s = 2\n[agora-spaces]\nfull_space = \"full\"\n";
-
-async fn run_against(suite: &'static Suite, faults: &[&str], selection: &Selection) -> RunOutput {
-    let server = embedded::start(suite.id, "127.0.0.1:0", &test_options(faults))
-        .await
-        .expect("start agent");
-    let out = runner::run(
-        shared(test_profile()),
-        &[(suite, server.endpoints.clone())],
-        selection,
-    )
-    .await
-    .expect("run");
-    server.stop().await;
-    out
-}
+mod common;
+use common::*;
 
 /// Skips that follow from a binding, not from the agent: (case, binding).
 const EXPECTED_SKIPS: &[(&str, Transport)] = &[
@@ -271,49 +205,6 @@ fn faults_name_real_cases(suite: &'static Suite, required_families: &[&str]) -> 
 
 // ---------- hostile targets ----------
 
-/// A loopback server that misbehaves in one way; stops when the runtime ends.
-async fn hostile(kind: &'static str) -> String {
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let addr = listener.local_addr().expect("addr");
-    tokio::spawn(async move {
-        // Bounded: serves at most 500 connections, then stops by itself.
-        for _ in 0..500 {
-            let Ok((mut sock, _)) = listener.accept().await else {
-                return;
-            };
-            tokio::spawn(async move {
-                let mut buf = vec![0u8; 65536];
-                let _ = sock.read(&mut buf).await;
-                match kind {
-                    "hang" => tokio::time::sleep(Duration::from_secs(30)).await,
-                    "garbage" => {
-                        let _ = sock
-                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nnot json!")
-                            .await;
-                    }
-                    "endless" => {
-                        let _ = sock
-                            .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
-                            .await;
-                        let chunk = format!("{:x}\r\n{}\r\n", 4096, "x".repeat(4096));
-                        // At most 64 MiB, then the connection ends.
-                        for _ in 0..16384 {
-                            if sock.write_all(chunk.as_bytes()).await.is_err() {
-                                break;
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            });
-        }
-    });
-    format!("http://{addr}/")
-}
-
 /// A silent target: every agora-exchange case fails within its budget, and the whole
 /// run ends within one budget (cases run together).
 fn hostile_exchange_run_is_bounded() -> Result<(), Failed> {
@@ -379,15 +270,19 @@ fn hostile_target(kind: &'static str, expect_in_message: &'static str) -> Result
         if started.elapsed() > Duration::from_secs(10) {
             return Err(format!("the run took {:?}", started.elapsed()).into());
         }
+        // One deviation, owned by one case; the other is blocked by it; none passes.
+        let failed = out.results.iter().filter(|r| r.outcome == Outcome::Fail).count();
         if out.results.len() != 2
-            || out
-                .results
-                .iter()
-                .any(|r| r.outcome != Outcome::Fail || !r.message.contains(expect_in_message))
+            || failed != 1
+            || out.results.iter().any(|r| r.outcome == Outcome::Pass)
+            || out.findings.len() != 1
+            || !out.findings[0].finding.summary.contains(expect_in_message)
+            || out.findings[0].cases.len() != 2
         {
             return Err(format!(
-                "expected two failures mentioning {expect_in_message:?}:\n{}",
-                describe(&out.results)
+                "expected one finding mentioning {expect_in_message:?}, owned by one failing case:\n{}\n{:?}",
+                describe(&out.results),
+                out.findings
             )
             .into());
         }
@@ -603,22 +498,60 @@ fn cli_usage_errors() -> Result<(), Failed> {
 }
 
 fn cli_unreachable_target_fails() -> Result<(), Failed> {
-    // Port 9 (discard) on loopback has no listener here: connection refused.
-    expect_code(
-        &[
+    // Port 9 (discard) on loopback has no listener here: connection refused. The run
+    // ends at once with one message and exit 2, and its report says why.
+    let dir = tempdir("unreachable");
+    for (suite, url) in [
+        ("agora-v1", "http://127.0.0.1:9/"),
+        ("agora-spaces", "ws://127.0.0.1:9/"),
+        ("agentprotocol", "file:///nonexistent-agentconform-folder"),
+    ] {
+        let (code, stdout, stderr) = cli(&[
             "run",
             "--suite",
-            "agora-v1",
+            suite,
             "--target",
-            "http://127.0.0.1:9/",
-            "--cases",
-            "agora-v1/echo-*",
+            url,
             "--timeout-ms",
             "500",
-        ],
-        1,
-        "cannot reach the target",
+            "--report",
+            dir.to_str().unwrap_or_default(),
+        ])?;
+        if code != 2 || !stderr.contains("cannot reach the target") || !stderr.contains(url) {
+            return Err(
+                format!("{suite} {url}: exit {code}\nstdout: {stdout}\nstderr: {stderr}").into(),
+            );
+        }
+        if stderr.lines().count() != 1 || stdout.contains("FAIL") {
+            return Err(format!("{suite}: more than one message:\n{stdout}\n{stderr}").into());
+        }
+        let report: Value = serde_json::from_slice(
+            &std::fs::read(dir.join("report.json")).map_err(|e| e.to_string())?,
+        )
+        .map_err(|e| e.to_string())?;
+        if !report["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("cannot reach")
+        {
+            return Err(format!("{suite}: report.json has no error: {report}").into());
+        }
+    }
+    // A selection that matches nothing, and a run in which every case skips: exit 2.
+    expect_code(
+        &["run", "--suite", "agora-v1", "--cases", "nothing/*"],
+        2,
+        "no case matches the selection",
     )?;
+    let (server, url) = serve("agora-exchange", &[])?;
+    let r = expect_code(
+        &["run", "--suite", "agora-spaces", "--target", &url],
+        2,
+        "no case could run",
+    );
+    drop(server);
+    r?;
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 

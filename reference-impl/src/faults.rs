@@ -12,6 +12,22 @@ pub struct Fault {
     pub description: &'static str,
     /// The case ids that must fail when the fault is on.
     pub caught_by: &'static [&'static str],
+    /// For a fault modelled on one deviation of a real implementation: the key of the
+    /// one finding it must produce, and nothing else may fail. Empty for the older
+    /// faults, which are judged by `caught_by` alone.
+    pub findings: &'static [&'static str],
+}
+
+/// One catalogue entry: `fault!(name, family, description, [cases])`, or with
+/// `finding = [keys]` after the cases for a fault that must be exactly those findings.
+#[macro_export]
+macro_rules! fault {
+    ($name:literal, $family:literal, $desc:literal, [$($case:literal),+ $(,)?]) => {
+        $crate::faults::Fault { name: $name, family: $family, description: $desc, caught_by: &[$($case),+], findings: &[] }
+    };
+    ($name:literal, $family:literal, $desc:literal, [$($case:literal),+ $(,)?], finding = [$($key:literal),+ $(,)?]) => {
+        $crate::faults::Fault { name: $name, family: $family, description: $desc, caught_by: &[$($case),+], findings: &[$($key),+] }
+    };
 }
 
 /// The faults switched on in one agent.

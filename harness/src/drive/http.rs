@@ -25,6 +25,21 @@ pub fn client() -> Result<reqwest::Client, String> {
         .map_err(|e| format!("cannot build the HTTP client: {e}"))
 }
 
+/// An error with its causes ("error sending request: … : Connection refused").
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        let t = c.to_string();
+        if !text.contains(&t) {
+            text.push_str(": ");
+            text.push_str(&t);
+        }
+        cause = c.source();
+    }
+    text
+}
+
 /// Sends one request. `headers` come after the defaults; a `body` is sent as is.
 pub async fn request(
     client: &reqwest::Client,
@@ -44,9 +59,9 @@ pub async fn request(
         }
         let mut resp = req.send().await.map_err(|e| {
             if e.is_connect() {
-                DriveError::Connect(e.to_string())
+                DriveError::Connect(error_chain(&e))
             } else {
-                DriveError::Io(e.to_string())
+                DriveError::Io(error_chain(&e))
             }
         })?;
         let status = resp.status().as_u16();

@@ -98,3 +98,52 @@ impl Driver {
         }
     }
 }
+
+/// Whether a target can be reached at all over `transport`, before any case runs:
+/// `Err` names the URL and the error when nothing answers there (refused,
+/// unresolvable, TLS on a plain port, no WebSocket endpoint at the path, no such
+/// folder). A target that accepts the connection but is slow or silent passes: the
+/// cases judge that.
+pub async fn preflight(
+    transport: Transport,
+    url: &str,
+    http: &reqwest::Client,
+    timeout: Duration,
+) -> Result<(), String> {
+    let unreachable = |why: String| Err(format!("cannot reach the target {url}: {why}"));
+    match transport {
+        Transport::Http => {
+            let work = http.get(url).send();
+            match tokio::time::timeout(timeout, work).await {
+                Ok(Ok(_)) | Err(_) => Ok(()),
+                Ok(Err(e)) if e.is_connect() || e.is_builder() || e.is_request() => {
+                    unreachable(http::error_chain(&e))
+                }
+                Ok(Err(_)) => Ok(()),
+            }
+        }
+        Transport::Ws => {
+            use tokio_tungstenite::tungstenite::Error as WsError;
+            let conn = tokio_tungstenite::connect_async(url);
+            match tokio::time::timeout(timeout, conn).await {
+                Ok(Ok((mut s, _))) => {
+                    let _ = tokio::time::timeout(timeout, s.close(None)).await;
+                    Ok(())
+                }
+                Ok(Err(WsError::Http(resp))) if resp.status().as_u16() == 404 => unreachable(
+                    "the WebSocket upgrade was answered with HTTP 404: nothing listens on that path"
+                        .into(),
+                ),
+                // The endpoint exists and refused this bare handshake (a missing token,
+                // say): the cases judge that.
+                Ok(Err(WsError::Http(_))) | Err(_) => Ok(()),
+                Ok(Err(e)) => unreachable(e.to_string()),
+            }
+        }
+        Transport::File => match file::dir_of(url) {
+            Some(dir) if dir.is_dir() => Ok(()),
+            Some(dir) => unreachable(format!("{} is not a folder", dir.display())),
+            None => unreachable("not a file:///folder URL".into()),
+        },
+    }
+}

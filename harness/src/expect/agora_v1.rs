@@ -4,8 +4,9 @@
 //! primitives of reference-impl (canonical form, keys), never the reference agent's
 //! own validation.
 
-use crate::case::{fail, skip, Step};
+use crate::case::{fail, skip, Level, Step};
 use crate::drive::Received;
+use crate::finding::{quote, schema_findings, Finding};
 use crate::script::Ctx;
 use reference_impl::agora_v1::envelope::{self, SigVariant, ERROR_CODES, PROTOCOL};
 use reference_impl::wire::clock::{format_timestamp, parse_timestamp};
@@ -22,8 +23,8 @@ pub struct Env {
     pub payload: Value,
     pub whole: Value,
     pub http_status: Option<u16>,
-    pub sig_variant: SigVariant,
-    pub key_form: KeyForm,
+    /// How the signature verified; `None` when it did not (a finding says so).
+    pub verified: Option<(SigVariant, KeyForm)>,
     pub sig_flavor: Option<B64Flavor>,
     /// When the harness had read and checked it.
     pub received_at: std::time::Instant,
@@ -99,86 +100,180 @@ fn reply_bytes(r: &Received) -> Option<(&[u8], Option<u16>)> {
     }
 }
 
+/// The case that owns the shape of every target message: a reply that breaks it is
+/// one finding of that case, whichever case met it.
+pub const SHAPE_OWNER: &str = "agora-v1/echo-direct";
+
 /// Checks what every target message must be (AV1-001…003, 006, 009, 012, 014…017,
 /// 019, 020, 021, 046 and the profile's HTTP status rule). `Ok(None)` on silence.
+///
+/// A deviation that leaves the message readable (a schema breach, another protocol
+/// string, a timestamp out of the window, a signature that does not verify, an HTTP
+/// status off the profile's rule) is recorded as a finding and the message is read
+/// on, so that the case still judges its own subject. Only a reply that is not a
+/// JSON object, or has no string `type`, blocks the case.
 pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
     let Some((bytes, http_status)) = reply_bytes(r) else {
         return Ok(None);
     };
+    let said = |b: &[u8]| quote(&String::from_utf8_lossy(b));
     let tree = match json::parse(bytes) {
         Ok(t) => t,
-        Err(e) => return fail(format!("the reply is not JSON (AV1-001): {e}")),
+        Err(e) => {
+            let f = Finding::new(
+                "agora-v1/reply:not-json",
+                &["AV1-001"],
+                format!("the reply is not JSON ({e}): {}", said(bytes)),
+            );
+            return Err(ctx.block(f.owned_by(SHAPE_OWNER)));
+        }
     };
     let whole = tree.to_serde();
     if !whole.is_object() {
-        return fail("the reply is not a JSON object (AV1-001)");
+        let f = Finding::new(
+            "agora-v1/reply:not-object",
+            &["AV1-001"],
+            format!("the reply is not a JSON object: {}", said(bytes)),
+        );
+        return Err(ctx.block(f.owned_by(SHAPE_OWNER)));
     }
-    if let Err(e) = ctx.shared.schemas.check("agora-v1/envelope", &whole) {
-        return fail(format!("the reply violates the envelope schema: {e}"));
+    let shape = schema_findings(
+        &ctx.shared.schemas,
+        "agora-v1/envelope",
+        &whole,
+        &["AV1-002"],
+    );
+    // A member the schema already found at fault is not judged again below.
+    let flagged = |member: &str| {
+        shape
+            .iter()
+            .any(|f| f.key.ends_with(&format!(":/{member}")))
+    };
+    let protocol_flagged = flagged("protocol");
+    for f in shape {
+        ctx.finding(f.owned_by(SHAPE_OWNER));
     }
+    let Some(ty) = whole["type"].as_str().map(String::from) else {
+        let f = Finding::new(
+            "agora-v1/reply:no-type",
+            &["AV1-002"],
+            format!("the reply has no string type: {}", said(bytes)),
+        );
+        return Err(ctx.block(f.owned_by(SHAPE_OWNER)));
+    };
     // The schema pins protocol, types, member types; these are the rest.
     let protocol = whole["protocol"].as_str().unwrap_or_default();
-    if protocol != PROTOCOL {
-        return fail(format!(
-            "reply protocol is {protocol:?}, not \"agora/1.0\" (AV1-003)"
-        ));
+    if protocol != PROTOCOL && !protocol_flagged {
+        ctx.finding(
+            Finding::new(
+                "agora-v1/reply:protocol",
+                &["AV1-003"],
+                format!("reply protocol is {}, not \"agora/1.0\"", whole["protocol"]),
+            )
+            .owned_by(SHAPE_OWNER),
+        );
     }
     let id = whole["id"].as_str().unwrap_or_default().to_string();
     if ctx.sent_ids.contains(&id) {
-        return fail(format!(
-            "the reply reuses the id {id:?} of a message the harness sent (AV1-004)"
-        ));
+        ctx.finding(
+            Finding::new(
+                "agora-v1/reply:id-reused",
+                &["AV1-004"],
+                format!("the reply reuses the id {id:?} of a message the harness sent"),
+            )
+            .owned_by("agora-v1/ids-unique"),
+        );
     }
     if !ctx.reply_ids.insert(id.clone()) {
-        return fail(format!(
-            "the reply id {id:?} was already used by an earlier reply (AV1-004)"
-        ));
+        ctx.finding(
+            Finding::new(
+                "agora-v1/reply:id-repeated",
+                &["AV1-004"],
+                format!("the reply id {id:?} was already used by an earlier reply"),
+            )
+            .owned_by("agora-v1/ids-unique"),
+        );
     }
     let ts_text = whole["timestamp"].as_str().unwrap_or_default();
-    let ts = match parse_timestamp(ts_text) {
-        Ok(t) => t,
-        Err(e) => return fail(format!("reply timestamp {ts_text:?}: {e} (AV1-006)")),
-    };
-    let window = Duration::seconds(ctx.profile().timing.replay_window_s as i64);
-    let skew = now() - ts;
-    if skew.abs() > window {
-        return fail(format!(
-            "reply timestamp {ts_text} is {} s away from the harness clock ({}), outside the {} s window a peer accepts (AV1-006)",
-            skew.whole_seconds(),
-            format_timestamp(now()),
-            window.whole_seconds()
-        ));
+    match parse_timestamp(ts_text) {
+        Err(e) => ctx.finding(
+            Finding::new(
+                "agora-v1/reply:timestamp-format",
+                &["AV1-006"],
+                format!("reply timestamp {}: {e}", whole["timestamp"]),
+            )
+            .owned_by("agora-v1/reply-timestamp-fresh"),
+        ),
+        Ok(ts) => {
+            let window = Duration::seconds(ctx.profile().timing.replay_window_s as i64);
+            let skew = now() - ts;
+            if skew.abs() > window {
+                ctx.finding(Finding::new(
+                    "agora-v1/reply:timestamp-skew",
+                    &["AV1-006"],
+                    format!(
+                        "reply timestamp {ts_text} is {} s away from the harness clock ({}), outside the {} s window a peer accepts",
+                        skew.whole_seconds(),
+                        format_timestamp(now()),
+                        window.whole_seconds()
+                    ),
+                ).owned_by("agora-v1/reply-timestamp-fresh"));
+            }
+        }
     }
     let v = envelope::verify_tree(tree);
-    let Some((sig_variant, key_form)) = v.verified else {
-        return fail(format!(
-            "the reply's signature does not verify (AV1-016/017/020): {}",
-            v.problem.unwrap_or_default()
-        ));
-    };
-    ctx.checked(format!(
-        "signature verifies ({sig_variant}, key {key_form}, {})",
-        v.signature_flavor
-            .map(|f| f.to_string())
-            .unwrap_or_default()
-    ));
-    let ty = whole["type"].as_str().unwrap_or_default().to_string();
+    match v.verified {
+        Some((sig_variant, key_form)) => ctx.checked(format!(
+            "signature verifies ({sig_variant}, key {key_form}, {})",
+            v.signature_flavor
+                .map(|f| f.to_string())
+                .unwrap_or_default()
+        )),
+        None => ctx.finding(
+            Finding::new(
+                "agora-v1/reply:signature",
+                &["AV1-016", "AV1-017", "AV1-020"],
+                format!(
+                    "the reply's signature does not verify: {}",
+                    v.problem.clone().unwrap_or_default()
+                ),
+            )
+            .owned_by(SHAPE_OWNER),
+        ),
+    }
     let payload = whole["payload"].clone();
     if let Some(status) = http_status {
         let code = payload.get("code").and_then(Value::as_i64);
         let ok = status == 200 || (ty == "ERROR" && code == Some(i64::from(status)));
         if !ok {
-            return fail(format!(
-                "HTTP status {status} for a {ty} reply: the profile requires 200 or the ERROR code (got code {code:?})"
-            ));
+            ctx.finding(
+                Finding::new(
+                    "agora-v1/reply:http-status",
+                    &[],
+                    format!(
+                        "HTTP status {status} for a {ty} reply (code {}): the profile requires 200 or the ERROR code",
+                        payload.get("code").cloned().unwrap_or(Value::Null)
+                    ),
+                )
+                .at(Level::Profile)
+                .owned_by(SHAPE_OWNER),
+            );
         }
     }
     if ty == "ERROR" {
         if let Some(code) = payload.get("code").and_then(Value::as_i64) {
             if !ERROR_CODES.contains(&code) {
-                ctx.warn(format!(
-                    "ERROR code {code} is not in the table of agora-v1.md §5 (AV1-046)"
-                ));
+                ctx.finding(
+                    Finding::new(
+                        format!("agora-v1/reply:error-code:{code}"),
+                        &["AV1-046"],
+                        format!(
+                            "ERROR code {code} is not in the table of agora-v1.md §5 ({})",
+                            quote(payload["message"].as_str().unwrap_or_default())
+                        ),
+                    )
+                    .at(Level::Should),
+                );
             }
         }
     }
@@ -188,8 +283,7 @@ pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
         payload,
         whole,
         http_status,
-        sig_variant,
-        key_form,
+        verified: v.verified,
         sig_flavor: v.signature_flavor,
         received_at: std::time::Instant::now(),
     }))

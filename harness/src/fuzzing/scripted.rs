@@ -173,9 +173,25 @@ pub async fn probe(spec: &Spec, target: &Target) -> Step<()> {
 }
 
 async fn run_fn(f: FuzzFn, target: &Target, seed: u64, index: u64) -> CaseRun {
-    let ctx = Ctx::new(target.shared.clone(), target.transport, &target.url);
+    let mut ctx = Ctx::new(target.shared.clone(), target.transport, &target.url);
+    ctx.fuzzing = true;
     let mut fc = FuzzCtx::new(ctx, seed, index, target.memo.clone());
-    let result = f(&mut fc).await;
+    // A failing finding the script read past is a failure of the case, as if the
+    // check had stopped it there.
+    let result = match f(&mut fc).await {
+        Ok(()) => match fc
+            .ctx
+            .findings()
+            .iter()
+            .find(|m| m.finding.outcome == crate::finding::Verdict::Fail)
+        {
+            Some(m) => Err(Stop::Fail(m.finding.summary.clone())),
+            None => Ok(()),
+        },
+        Err(Stop::Finding(f)) => Err(Stop::Fail(f.summary)),
+        Err(Stop::Blocked(key)) => Err(Stop::Fail(format!("blocked by {key}"))),
+        Err(other) => Err(other),
+    };
     fc.ctx.close().await;
     CaseRun {
         label: fc.label,
@@ -300,6 +316,8 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
                 let mut failed = match &r.result {
                     Ok(()) => None,
                     Err(Stop::Fail(m)) => Some(oracle_of(m)),
+                    Err(Stop::Finding(f)) => Some(oracle_of(&f.summary)),
+                    Err(Stop::Blocked(key)) => Some(oracle_of(key)),
                     Err(Stop::Skip(why)) => {
                         let mut s = summary.lock().unwrap_or_else(|p| p.into_inner());
                         s.skipped += 1;

@@ -1,7 +1,8 @@
 //! Run reports: report.json, junit.xml and the terminal lines.
 
 use crate::case::{CaseResult, Outcome, Untestable};
-use crate::runner::RunOutput;
+use crate::finding::Verdict;
+use crate::runner::{ReportedFinding, RunOutput};
 use serde::Serialize;
 use std::io::Write;
 use std::path::Path;
@@ -17,7 +18,11 @@ pub struct Summary {
     pub passed: usize,
     pub failed: usize,
     pub warned: usize,
+    pub blocked: usize,
     pub skipped: usize,
+    /// Distinct deviations that fail the run, and that only warn.
+    pub deviations: usize,
+    pub warnings: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -28,18 +33,31 @@ pub struct Report {
     pub started_at: String,
     pub duration_ms: u64,
     pub summary: Summary,
+    /// Why the run ended without judging the target (unreachable, nothing selected,
+    /// nothing could run); the run exits 2.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// Every distinct deviation, once, with the cases that met it.
+    pub findings: Vec<ReportedFinding>,
     pub cases: Vec<CaseResult>,
     pub untestable: Vec<Untestable>,
 }
 
-pub fn summarize(results: &[CaseResult]) -> Summary {
+pub fn summarize(results: &[CaseResult], findings: &[ReportedFinding]) -> Summary {
     let mut s = Summary::default();
     for r in results {
         match r.outcome {
             Outcome::Pass => s.passed += 1,
             Outcome::Fail => s.failed += 1,
             Outcome::Warn => s.warned += 1,
+            Outcome::Blocked => s.blocked += 1,
             Outcome::Skip => s.skipped += 1,
+        }
+    }
+    for f in findings {
+        match f.finding.outcome {
+            Verdict::Fail => s.deviations += 1,
+            Verdict::Warn => s.warnings += 1,
         }
     }
     s
@@ -56,7 +74,9 @@ impl Report {
             suites,
             started_at,
             duration_ms: out.duration.as_millis() as u64,
-            summary: summarize(&out.results),
+            summary: summarize(&out.results, &out.findings),
+            error: None,
+            findings: out.findings,
             cases: out.results,
             untestable: out.untestable,
         }
@@ -83,6 +103,14 @@ impl Report {
                     Outcome::Skip => {
                         let mut s = TestCaseStatus::skipped();
                         s.set_message(c.message.as_str());
+                        s
+                    }
+                    // Neither passed nor failed: the deviation that blocked it fails
+                    // the case that owns it.
+                    Outcome::Blocked => {
+                        let mut s = TestCaseStatus::skipped();
+                        s.set_message(c.message.as_str());
+                        s.set_type("blocked");
                         s
                     }
                 };
@@ -120,6 +148,7 @@ pub fn case_line(r: &CaseResult) -> String {
         Outcome::Pass => "PASS",
         Outcome::Fail => "FAIL",
         Outcome::Warn => "WARN",
+        Outcome::Blocked => "BLCK",
         Outcome::Skip => "SKIP",
     };
     let mut line = format!(
@@ -133,18 +162,63 @@ pub fn case_line(r: &CaseResult) -> String {
     line
 }
 
-/// Prints every case line and the summary.
+/// One terminal line per finding: outcome, level, key, requirement ids, the
+/// target's words, and how many cases met it.
+pub fn finding_line(f: &ReportedFinding) -> String {
+    let tag = match f.finding.outcome {
+        Verdict::Fail => "FAIL",
+        Verdict::Warn => "WARN",
+    };
+    let n = f.cases.len();
+    format!(
+        "{tag} [{}] {} ({}) — {} ({n} case{} met it; owner {})",
+        f.finding.level,
+        f.finding.key,
+        if f.finding.requirements.is_empty() {
+            "no requirement id".to_string()
+        } else {
+            f.finding.requirements.join(", ")
+        },
+        f.finding.summary,
+        if n == 1 { "" } else { "s" },
+        f.owners.join(", ")
+    )
+}
+
+/// Prints every case line, then the deviations, then the summary.
 pub fn print_terminal(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
     for r in &report.cases {
         writeln!(out, "{}", case_line(r))?;
     }
     let s = report.summary;
+    if !report.findings.is_empty() {
+        writeln!(out, "\nDeviations:")?;
+        for f in &report.findings {
+            writeln!(out, "{}", finding_line(f))?;
+        }
+    }
+    let affected: std::collections::BTreeSet<&str> = report
+        .findings
+        .iter()
+        .flat_map(|f| f.cases.iter().map(String::as_str))
+        .collect();
     writeln!(
         out,
-        "\n{} passed, {} failed, {} warned, {} skipped in {} ms ({} requirements recorded as untestable)",
+        "\n{} deviation{} found ({} warning{}), {} case{} affected",
+        s.deviations,
+        if s.deviations == 1 { "" } else { "s" },
+        s.warnings,
+        if s.warnings == 1 { "" } else { "s" },
+        affected.len(),
+        if affected.len() == 1 { "" } else { "s" },
+    )?;
+    writeln!(
+        out,
+        "{} passed, {} failed, {} warned, {} blocked, {} skipped in {} ms ({} requirements recorded as untestable)",
         s.passed,
         s.failed,
         s.warned,
+        s.blocked,
         s.skipped,
         report.duration_ms,
         report.untestable.len()

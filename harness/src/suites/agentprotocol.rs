@@ -22,6 +22,10 @@ pub static SUITE: Suite = Suite {
     cases: CASES,
     untestable: UNTESTABLE,
     transports: &[Transport::Http, Transport::Ws, Transport::File],
+    endpoint_paths: &[
+        (Transport::Http, "agentprotocol"),
+        (Transport::Ws, "agentprotocol/ws"),
+    ],
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

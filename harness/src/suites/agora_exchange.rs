@@ -22,6 +22,7 @@ pub static SUITE: Suite = Suite {
     cases: CASES,
     untestable: UNTESTABLE,
     transports: &[Transport::Http],
+    endpoint_paths: &[],
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

@@ -20,6 +20,7 @@ pub static SUITE: Suite = Suite {
     cases: CASES,
     untestable: UNTESTABLE,
     transports: &[Transport::Ws],
+    endpoint_paths: &[],
 };
 
 pub const UNTESTABLE: &[Untestable] = &[Untestable {

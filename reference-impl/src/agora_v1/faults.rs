@@ -1,12 +1,7 @@
 //! The agora-v1 fault catalogue.
 
+use crate::fault;
 use crate::faults::Fault;
-
-macro_rules! fault {
-    ($name:literal, $family:literal, $desc:literal, [$($case:literal),+ $(,)?]) => {
-        Fault { name: $name, family: $family, description: $desc, caught_by: &[$($case),+] }
-    };
-}
 
 pub const FAULTS: &[Fault] = &[
     fault!("accept-stale", "freshness", "does not check message age: a REQUEST stamped 120 s ago is processed",
@@ -18,11 +13,11 @@ pub const FAULTS: &[Fault] = &[
     fault!("verify-as-sent", "canonical form", "verifies over the received member order (serde_json text with the signature blanked) instead of RFC 8785 bytes",
         ["agora-v1/accept-noncanonical-spelling"]),
     fault!("unsigned-replies", "reply signing", "sends replies with an empty signature",
-        ["agora-v1/echo-direct"]),
+        ["agora-v1/echo-direct"], finding = ["agora-v1/reply:signature"]),
     fault!("reply-wrong-key", "reply signing", "signs replies with a key other than the one its sender.id names",
-        ["agora-v1/echo-direct"]),
+        ["agora-v1/echo-direct"], finding = ["agora-v1/reply:signature"]),
     fault!("sign-non-canonical", "canonical form", "signs replies over their plain serialization in member insertion order, not RFC 8785",
-        ["agora-v1/echo-direct"]),
+        ["agora-v1/echo-direct"], finding = ["agora-v1/reply:signature"]),
     fault!("accept-replayed-id", "replay", "does not remember message ids: the same signed REQUEST is processed twice",
         ["agora-v1/reject-replayed-id"]),
     fault!("malformed-code-500", "error code 400", "answers malformed JSON with ERROR 500",
@@ -42,13 +37,13 @@ pub const FAULTS: &[Fault] = &[
     fault!("result-links-offer", "request linking", "in the negotiated flow, RESULT.request_id names the OFFER instead of the REQUEST",
         ["agora-v1/negotiated-flow"]),
     fault!("wrong-protocol-tag", "protocol tag", "replies carry protocol \"agora/1.1\"",
-        ["agora-v1/echo-direct"]),
+        ["agora-v1/echo-direct"], finding = ["agora-v1/schema:envelope:/protocol"]),
     fault!("accept-any-protocol", "protocol tag", "processes messages whose protocol is not \"agora/1.0\"",
         ["agora-v1/reject-wrong-protocol"]),
     fault!("reuse-request-id", "message ids", "a reply reuses the id of the message it answers",
-        ["agora-v1/echo-direct", "agora-v1/ids-unique"]),
+        ["agora-v1/ids-unique"], finding = ["agora-v1/reply:id-reused"]),
     fault!("stale-reply-timestamp", "freshness", "stamps replies ten minutes in the past",
-        ["agora-v1/echo-direct", "agora-v1/reply-timestamp-fresh"]),
+        ["agora-v1/reply-timestamp-fresh"], finding = ["agora-v1/reply:timestamp-skew"]),
     fault!("accept-lowercase-type", "message types", "processes type \"request\" like \"REQUEST\"",
         ["agora-v1/reject-unknown-type"]),
     fault!("lenient-payload", "error code 400", "does not check payload member types (params, budget, timeout, resource, payment_proof)",

@@ -1,12 +1,7 @@
 //! The chorus fault catalogue.
 
+use crate::fault;
 use crate::faults::Fault;
-
-macro_rules! fault {
-    ($name:literal, $family:literal, $desc:literal, [$($case:literal),+ $(,)?]) => {
-        Fault { name: $name, family: $family, description: $desc, caught_by: &[$($case),+] }
-    };
-}
 
 pub const FAULTS: &[Fault] = &[
     fault!(

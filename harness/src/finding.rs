@@ -1,0 +1,203 @@
+//! Findings: one deviation of the target, recorded once however many cases meet it.
+//!
+//! A case judges its own subject. What it sees on the way that breaks a rule some
+//! other case owns (a failure reply spelled another way, a timestamp with an offset)
+//! is an *incidental* finding: the case records it and goes on reading the reply
+//! leniently. When it truly cannot go on, it is *blocked* by that finding. The runner
+//! merges findings by key across cases; each is owned by one case, which alone fails
+//! (or warns) for it.
+
+use crate::case::Level;
+use crate::inventory;
+use serde::Serialize;
+use std::fmt;
+
+/// How a finding counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    /// Fails the run (MUST, FACT, MAY and PROFILE levels).
+    Fail,
+    /// Reported, never fails the run (SHOULD and informational levels).
+    Warn,
+}
+
+impl fmt::Display for Verdict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Verdict::Fail => "fail",
+            Verdict::Warn => "warn",
+        })
+    }
+}
+
+impl Verdict {
+    /// What a deviation at `level` means for the run.
+    pub fn of(level: Level) -> Verdict {
+        match level {
+            Level::Should | Level::Info => Verdict::Warn,
+            Level::Must | Level::Fact | Level::May | Level::Profile => Verdict::Fail,
+        }
+    }
+}
+
+/// One deviation of the target.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    /// Stable across runs: `<suite>/<rule>` or `<suite>/<rule>:<detail>`. Baselines
+    /// and reports refer to it.
+    pub key: String,
+    /// The requirement and ambiguity ids the deviation breaks.
+    pub requirements: Vec<String>,
+    /// The level of those requirements in the inventory, not of the case that met it.
+    pub level: Level,
+    pub outcome: Verdict,
+    /// What the target did, in its own words (status, member, error text).
+    pub summary: String,
+    /// The case that owns this rule; `None` when any case that meets it may own it.
+    #[serde(skip)]
+    pub owner: Option<&'static str>,
+}
+
+impl Finding {
+    /// A finding whose level is the strongest of `requirements` in the inventory
+    /// (FACT when none of them gives a level).
+    pub fn new(key: impl Into<String>, requirements: &[&str], summary: impl Into<String>) -> Self {
+        let requirements: Vec<String> = requirements.iter().map(|s| s.to_string()).collect();
+        let level = inventory::level_for(&requirements, Level::Fact);
+        Finding {
+            key: key.into(),
+            requirements,
+            level,
+            outcome: Verdict::of(level),
+            summary: summary.into(),
+            owner: None,
+        }
+    }
+
+    /// The case that owns the rule this finding breaks.
+    pub fn owned_by(mut self, case: &'static str) -> Self {
+        self.owner = Some(case);
+        self
+    }
+
+    /// Sets the level (and so the outcome) where the requirement ids do not decide it.
+    /// What the inventory treats as informational stays informational.
+    pub fn at(mut self, level: Level) -> Self {
+        if inventory::level_for(&self.requirements, level) == Level::Info {
+            return self;
+        }
+        self.level = level;
+        self.outcome = Verdict::of(level);
+        self
+    }
+
+    /// A case's own failure, given as text: the requirement ids quoted in the text,
+    /// else the case's own; the level from the inventory, else the case's level.
+    pub fn from_case_failure(
+        case_id: &str,
+        case_requirements: &[&str],
+        case_level: Level,
+        message: &str,
+    ) -> Finding {
+        let quoted = inventory::ids_in(message);
+        let requirements: Vec<String> = if quoted.is_empty() {
+            case_requirements.iter().map(|s| s.to_string()).collect()
+        } else {
+            quoted
+        };
+        let level = inventory::level_for(&requirements, case_level);
+        Finding {
+            key: case_id.to_string(),
+            requirements,
+            level,
+            outcome: Verdict::of(level),
+            summary: message.to_string(),
+            owner: None,
+        }
+    }
+}
+
+/// The violations of schema `schema` (`suite/name`) by a reply, one finding each,
+/// keyed `<suite>/schema:<name>:<pointer>` with array indices as `*`. The
+/// validator's message quotes the target's value.
+pub fn schema_findings(
+    schemas: &crate::schemas::Schemas,
+    schema: &str,
+    instance: &serde_json::Value,
+    requirements: &[&str],
+) -> Vec<Finding> {
+    let (suite, name) = schema.split_once('/').unwrap_or(("target", schema));
+    match schemas.violations(schema, instance) {
+        Ok(list) => {
+            let mut out: Vec<Finding> = Vec::new();
+            for v in list {
+                let key = format!("{suite}/schema:{name}:{}", v.shape());
+                if out.iter().any(|f| f.key == key) {
+                    continue;
+                }
+                out.push(Finding::new(
+                    key,
+                    requirements,
+                    format!("{name} at {}: {}", v.pointer, v.message),
+                ));
+            }
+            out
+        }
+        Err(e) => vec![Finding::new(
+            format!("{suite}/schema:{name}"),
+            requirements,
+            e,
+        )],
+    }
+}
+
+/// Quotes what the target said, shortened to fit one report line.
+pub fn quote(text: &str) -> String {
+    const MAX: usize = 200;
+    let t = text.trim();
+    if t.len() <= MAX {
+        return format!("{t:?}");
+    }
+    let mut end = MAX;
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{:?}…", &t[..end])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn level_and_outcome_follow_the_requirements() {
+        let f = Finding::new("x/y", &["AEX-044"], "no /wellknown");
+        assert_eq!(f.level, Level::Should);
+        assert_eq!(f.outcome, Verdict::Warn);
+        let f = Finding::new("x/y", &["AEX-010"], "no error member");
+        assert_eq!(f.outcome, Verdict::Fail);
+        let f = Finding::new("x/y", &["AV1-A6"], "informational");
+        assert_eq!((f.level, f.outcome), (Level::Info, Verdict::Warn));
+    }
+
+    #[test]
+    fn case_failures_take_the_quoted_ids() {
+        let f = Finding::from_case_failure(
+            "agora-exchange/single-round",
+            &["AEX-004", "AEX-022"],
+            Level::Must,
+            "conversation fields (AEX-022)",
+        );
+        assert_eq!(f.requirements, vec!["AEX-022"]);
+        assert_eq!(f.key, "agora-exchange/single-round");
+        let f = Finding::from_case_failure("s/c", &["AEX-044"], Level::Must, "no ids");
+        assert_eq!(f.level, Level::Should);
+    }
+
+    #[test]
+    fn quotes_are_short() {
+        assert_eq!(quote(" hi "), "\"hi\"");
+        assert!(quote(&"é".repeat(500)).ends_with('…'));
+    }
+}

@@ -1,0 +1,143 @@
+//! What the test binaries share: the reference agents under test, with the short
+//! ttls and fixtures the tests use, the profile that matches them, and runs
+//! against them.
+#![allow(dead_code)]
+
+use agentconform::case::Suite;
+use agentconform::embedded;
+use agentconform::profile::Profile;
+use agentconform::runner::{self, RunOutput, Selection};
+use agentconform::schemas::Schemas;
+use agentconform::script::RunShared;
+use reference_impl::wire::keys::Keypair;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// Offer ttl of the agents under test: long enough that an ACCEPT sent at once is
+/// never late on a loaded machine, short enough to keep the expiry case quick.
+pub const TEST_TTL_MS: u64 = 2000;
+/// Conversation lifetime of the agora-exchange server under test, in seconds.
+pub const TEST_CONVERSATION_TTL_S: u64 = 2;
+/// agora-spaces: the token and heartbeat timeout of the server under test.
+pub const TEST_TOKEN: &str = "s3cret";
+pub const TEST_HEARTBEAT_S: u64 = 2;
+
+pub fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+pub fn shared(profile: Profile) -> Arc<RunShared> {
+    Arc::new(RunShared {
+        profile,
+        key: Keypair::generate(),
+        other_key: Keypair::generate(),
+        schemas: Schemas::load().expect("schemas"),
+        http: agentconform::drive::http::client().expect("client"),
+    })
+}
+
+/// Options of the reference agents under test.
+pub fn test_options(faults: &[&str]) -> embedded::Options {
+    embedded::Options {
+        faults: faults.iter().map(|f| f.to_string()).collect(),
+        offer_ttl_ms: Some(TEST_TTL_MS),
+        replay_window_s: None,
+        conversation_ttl_s: Some(TEST_CONVERSATION_TTL_S),
+        token: Some(TEST_TOKEN.into()),
+        heartbeat_timeout_s: Some(TEST_HEARTBEAT_S),
+        ..embedded::Options::default()
+    }
+}
+
+/// The profile that matches the agents under test.
+pub fn test_profile() -> Profile {
+    let mut p = Profile::default();
+    p.target.token = Some(TEST_TOKEN.into());
+    p.timing.heartbeat_timeout_s = TEST_HEARTBEAT_S;
+    p.agora_spaces.full_space = Some("full".into());
+    p
+}
+
+pub const TEST_PROFILE_TOML: &str = "[target]\ntoken = \"s3cret\"\n[timing]\nheartbeat_timeout_s = 2\n[agora-spaces]\nfull_space = \"full\"\n";
+
+pub async fn run_against(
+    suite: &'static Suite,
+    faults: &[&str],
+    selection: &Selection,
+) -> RunOutput {
+    let server = embedded::start(suite.id, "127.0.0.1:0", &test_options(faults))
+        .await
+        .expect("start agent");
+    let out = runner::run(
+        shared(test_profile()),
+        &[(suite, server.endpoints.clone())],
+        selection,
+    )
+    .await
+    .expect("run");
+    server.stop().await;
+    out
+}
+
+/// A loopback server that misbehaves in one way; stops when the runtime ends.
+pub async fn hostile(kind: &'static str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let addr = listener.local_addr().expect("addr");
+    tokio::spawn(async move {
+        // Bounded: serves at most 500 connections, then stops by itself.
+        for _ in 0..500 {
+            let Ok((mut sock, _)) = listener.accept().await else {
+                return;
+            };
+            tokio::spawn(async move {
+                if kind == "ws-silent" {
+                    // Completes the WebSocket handshake, then never sends a frame.
+                    if let Ok(mut ws) = tokio_tungstenite::accept_async(sock).await {
+                        use futures_util::StreamExt;
+                        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+                        while let Ok(Some(Ok(_))) =
+                            tokio::time::timeout_at(deadline, ws.next()).await
+                        {
+                        }
+                    }
+                    return;
+                }
+                let mut buf = vec![0u8; 65536];
+                let _ = sock.read(&mut buf).await;
+                match kind {
+                    "hang" => tokio::time::sleep(Duration::from_secs(30)).await,
+                    "garbage" => {
+                        let _ = sock
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nnot json!")
+                            .await;
+                    }
+                    "endless" => {
+                        let _ = sock
+                            .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+                            .await;
+                        let chunk = format!("{:x}\r\n{}\r\n", 4096, "x".repeat(4096));
+                        // At most 64 MiB, then the connection ends.
+                        for _ in 0..16384 {
+                            if sock.write_all(chunk.as_bytes()).await.is_err() {
+                                break;
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            });
+        }
+    });
+    if kind == "ws-silent" {
+        format!("ws://{addr}/")
+    } else {
+        format!("http://{addr}/")
+    }
+}
