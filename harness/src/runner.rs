@@ -394,3 +394,90 @@ pub async fn run(
         duration: started.elapsed(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::case::Level;
+
+    fn result(id: &str, outcome: Outcome, met: Vec<Met>) -> CaseResult {
+        CaseResult {
+            id: id.into(),
+            suite: "s".into(),
+            title: String::new(),
+            requirements: Vec::new(),
+            level: Level::Must,
+            transport: Transport::Http,
+            outcome,
+            message: String::new(),
+            findings: met.iter().map(|m| m.finding.key.clone()).collect(),
+            duration_ms: 0,
+            transcript: Vec::new(),
+            met,
+        }
+    }
+
+    fn met(f: &Finding, own: bool) -> Met {
+        Met {
+            finding: f.clone(),
+            own,
+        }
+    }
+
+    #[test]
+    fn only_the_named_owner_fails_for_an_incidental_finding() {
+        let f = Finding::new("s/shape", &["AEX-010"], "status \"error\"").owned_by("s/shape-case");
+        let mut rs = vec![
+            result("s/a", Outcome::Pass, vec![met(&f, false)]),
+            result("s/shape-case", Outcome::Pass, vec![met(&f, false)]),
+            result("s/b", Outcome::Blocked, vec![met(&f, false)]),
+        ];
+        let found = merge_findings(&mut rs);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].owners, vec!["s/shape-case [http]"]);
+        assert_eq!(found[0].cases.len(), 3);
+        let outcomes: Vec<Outcome> = rs.iter().map(|r| r.outcome).collect();
+        assert_eq!(outcomes, vec![Outcome::Pass, Outcome::Fail, Outcome::Blocked]);
+        assert_eq!(rs[1].message, "status \"error\"");
+    }
+
+    #[test]
+    fn the_first_case_owns_a_finding_whose_owner_did_not_meet_it() {
+        let f = Finding::new("s/x", &[], "silent").owned_by("s/elsewhere");
+        let mut rs = vec![
+            result("s/a", Outcome::Blocked, vec![met(&f, false)]),
+            result("s/b", Outcome::Blocked, vec![met(&f, false)]),
+        ];
+        merge_findings(&mut rs);
+        assert_eq!(rs[0].outcome, Outcome::Fail);
+        assert_eq!(rs[1].outcome, Outcome::Blocked);
+    }
+
+    #[test]
+    fn own_findings_stay_with_their_cases_and_warnings_do_not_fail() {
+        let own = Finding::new("s/a", &["AEX-010"], "mine");
+        let warn = Finding::new("s/w", &["AEX-044"], "no /wellknown");
+        let mut rs = vec![
+            result("s/a", Outcome::Fail, vec![met(&own, true), met(&warn, false)]),
+            result("s/b", Outcome::Pass, vec![met(&warn, false)]),
+        ];
+        let found = merge_findings(&mut rs);
+        assert_eq!(found.len(), 2);
+        assert_eq!(rs[0].outcome, Outcome::Fail);
+        assert_eq!(rs[1].outcome, Outcome::Pass);
+        assert_eq!(found[1].finding.outcome, Verdict::Warn);
+        // A warning's owner that passed its subject warns.
+        let mut rs = vec![result("s/b", Outcome::Pass, vec![met(&warn, false)])];
+        merge_findings(&mut rs);
+        assert_eq!(rs[0].outcome, Outcome::Warn);
+    }
+
+    #[test]
+    fn informational_findings_never_fail() {
+        let f = Finding::new("s/i", &["AEX-A20"], "recorded").at(Level::Must);
+        assert_eq!(f.outcome, Verdict::Warn);
+        let mut rs = vec![result("s/a", Outcome::Pass, vec![met(&f, true)])];
+        merge_findings(&mut rs);
+        assert_eq!(rs[0].outcome, Outcome::Warn);
+    }
+}

@@ -98,6 +98,9 @@ impl Report {
                     Outcome::Fail => {
                         let mut s = TestCaseStatus::non_success(NonSuccessKind::Failure);
                         s.set_message(c.message.as_str());
+                        if !c.findings.is_empty() {
+                            s.set_type(c.findings.join(" "));
+                        }
                         s
                     }
                     Outcome::Skip => {
