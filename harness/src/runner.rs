@@ -437,7 +437,10 @@ mod tests {
         assert_eq!(found[0].owners, vec!["s/shape-case [http]"]);
         assert_eq!(found[0].cases.len(), 3);
         let outcomes: Vec<Outcome> = rs.iter().map(|r| r.outcome).collect();
-        assert_eq!(outcomes, vec![Outcome::Pass, Outcome::Fail, Outcome::Blocked]);
+        assert_eq!(
+            outcomes,
+            vec![Outcome::Pass, Outcome::Fail, Outcome::Blocked]
+        );
         assert_eq!(rs[1].message, "status \"error\"");
     }
 
@@ -458,7 +461,11 @@ mod tests {
         let own = Finding::new("s/a", &["AEX-010"], "mine");
         let warn = Finding::new("s/w", &["AEX-044"], "no /wellknown");
         let mut rs = vec![
-            result("s/a", Outcome::Fail, vec![met(&own, true), met(&warn, false)]),
+            result(
+                "s/a",
+                Outcome::Fail,
+                vec![met(&own, true), met(&warn, false)],
+            ),
             result("s/b", Outcome::Pass, vec![met(&warn, false)]),
         ];
         let found = merge_findings(&mut rs);
