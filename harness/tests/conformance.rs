@@ -444,6 +444,7 @@ fn cli_run_against_fault(suite: &'static str, name: &'static str) -> Result<(), 
     let profile = dir.join("profile.toml");
     std::fs::write(&profile, TEST_PROFILE_TOML).map_err(|e| e.to_string())?;
     let profile = profile.to_string_lossy().into_owned();
+    let out = dir.join("out").to_string_lossy().into_owned();
     let args = [
         "run",
         "--suite",
@@ -454,10 +455,50 @@ fn cli_run_against_fault(suite: &'static str, name: &'static str) -> Result<(), 
         &profile,
         "--exclude",
         "agora-v1/rate-limit-burst",
+        "--report",
+        &out,
     ];
-    let result = expect_code(&args, 1, "FAIL");
+    let result = expect_code(&args, 1, "FAIL")
+        .and_then(|stdout| report_lists_findings(&dir.join("out"), &stdout));
     let _ = std::fs::remove_dir_all(&dir);
-    result.map(|_| ())
+    result
+}
+
+/// A failing run's report: valid against its schema, at least one failing finding,
+/// every key a case lists is in `findings`, every finding's owners met it, and the
+/// terminal names each deviation.
+fn report_lists_findings(dir: &Path, stdout: &str) -> Result<(), Failed> {
+    let json: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    Schemas::load()?.check("/report", &json)?;
+    let findings = json["findings"].as_array().ok_or("no findings array")?;
+    let keys: BTreeSet<&str> = findings.iter().filter_map(|f| f["key"].as_str()).collect();
+    if !findings.iter().any(|f| f["outcome"] == "fail") {
+        return Err(format!("no failing finding in {}", json["findings"]).into());
+    }
+    for c in json["cases"].as_array().ok_or("no cases")? {
+        for k in c["findings"].as_array().ok_or("a case without findings")? {
+            if !keys.contains(k.as_str().unwrap_or_default()) {
+                return Err(format!("{} lists {k}, which findings lacks", c["id"]).into());
+            }
+        }
+    }
+    for f in findings {
+        let cases: Vec<&Value> = f["cases"].as_array().ok_or("cases")?.iter().collect();
+        for o in f["owners"].as_array().ok_or("owners")? {
+            if !cases.contains(&o) {
+                return Err(format!("{} is owned by {o}, which did not meet it", f["key"]).into());
+            }
+        }
+        if !stdout.contains(f["key"].as_str().unwrap_or("?")) {
+            return Err(format!("the terminal does not name {}", f["key"]).into());
+        }
+    }
+    if !stdout.contains("deviation") {
+        return Err("the terminal has no deviation count".into());
+    }
+    Ok(())
 }
 
 fn cli_usage_errors() -> Result<(), Failed> {
