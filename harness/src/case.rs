@@ -177,6 +177,10 @@ pub struct CaseResult {
     pub message: String,
     /// Keys of the findings this case met (see the report's `findings`).
     pub findings: Vec<String>,
+    /// One command that reruns just this case against the same target with the same
+    /// profile (failing, warned and blocked cases).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reproduce: Option<String>,
     pub duration_ms: u64,
     pub transcript: Vec<Entry>,
     /// The findings themselves, merged by the runner into the report's list.

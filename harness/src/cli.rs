@@ -63,6 +63,30 @@ pub struct FuzzArgs {
 }
 
 #[derive(Subcommand, Debug)]
+pub enum AttestCommand {
+    /// Check an attestation against its report; exit 0 valid, 1 invalid (says why).
+    Verify {
+        #[arg(long)]
+        attestation: PathBuf,
+        #[arg(long)]
+        report: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub enum BaselineCommand {
+    /// Write a baseline that expects every failing finding of a report.
+    Write {
+        /// A report.json written by `run --report`.
+        #[arg(long)]
+        report: PathBuf,
+        /// Where to write the baseline (TOML); standard output when absent.
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 pub enum Command {
     /// List the cases with their id, level and requirement ids.
     List {
@@ -98,6 +122,29 @@ pub enum Command {
         /// The harness's signing key (32-byte seed, base64url or hex); fresh by default.
         #[arg(long)]
         key: Option<PathBuf>,
+        /// Expected failures (TOML or JSON): they do not fail the run; an entry that no
+        /// longer fails does.
+        #[arg(long)]
+        baseline: Option<PathBuf>,
+    },
+    /// Baselines of expected failures.
+    #[command(subcommand)]
+    Baseline(BaselineCommand),
+    /// Sign a report: attestation.json binds the report, its transcripts, the tool,
+    /// the inventory revision, the target and its key ids. `attest verify` checks one.
+    #[command(args_conflicts_with_subcommands = true)]
+    Attest {
+        #[command(subcommand)]
+        verify: Option<AttestCommand>,
+        /// The report.json to sign.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        /// The signing key (32-byte seed, base64url or hex, as `keygen` writes it).
+        #[arg(long)]
+        key: Option<PathBuf>,
+        /// Where to write the attestation (default: attestation.json beside the report).
+        #[arg(long)]
+        out: Option<PathBuf>,
     },
     /// Serve a reference agent and print its URL.
     Serve {
@@ -418,6 +465,82 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                 Ok(0)
             })
         }
+        Command::Attest {
+            verify:
+                Some(AttestCommand::Verify {
+                    attestation,
+                    report,
+                }),
+            ..
+        } => {
+            let a: serde_json::Value = serde_json::from_slice(
+                &std::fs::read(&attestation)
+                    .map_err(|e| Usage(format!("cannot read {}: {e}", attestation.display())))?,
+            )
+            .map_err(|e| Usage(format!("{}: not JSON: {e}", attestation.display())))?;
+            let bytes = std::fs::read(&report)
+                .map_err(|e| Usage(format!("cannot read {}: {e}", report.display())))?;
+            match crate::report::attest::verify(&a, &bytes) {
+                Ok(who) => {
+                    writeln!(out, "valid: {} attested by {who}", report.display()).map_err(io)?;
+                    Ok(0)
+                }
+                Err(why) => {
+                    writeln!(out, "invalid: {why}").map_err(io)?;
+                    Ok(1)
+                }
+            }
+        }
+        Command::Attest {
+            verify: None,
+            report,
+            key,
+            out: to,
+        } => {
+            let report = report.ok_or_else(|| Usage("attest needs --report FILE".into()))?;
+            let key = key.ok_or_else(|| Usage("attest needs --key FILE".into()))?;
+            let keypair = load_key(&key)?;
+            let bytes = std::fs::read(&report)
+                .map_err(|e| Usage(format!("cannot read {}: {e}", report.display())))?;
+            let a = crate::report::attest::attest(&bytes, &keypair)
+                .map_err(|e| Usage(format!("{}: {e}", report.display())))?;
+            let to = to.unwrap_or_else(|| report.with_file_name("attestation.json"));
+            let text = serde_json::to_string_pretty(&a)
+                .map_err(|e| Usage(format!("cannot write the attestation: {e}")))?;
+            std::fs::write(&to, text)
+                .map_err(|e| Usage(format!("cannot write {}: {e}", to.display())))?;
+            writeln!(
+                out,
+                "attestation written to {} (attester {})",
+                to.display(),
+                keypair.did()
+            )
+            .map_err(io)?;
+            Ok(0)
+        }
+        Command::Baseline(BaselineCommand::Write { report, out: to }) => {
+            let text = std::fs::read_to_string(&report)
+                .map_err(|e| Usage(format!("cannot read {}: {e}", report.display())))?;
+            let rep: crate::report::ReadReport = serde_json::from_str(&text)
+                .map_err(|e| Usage(format!("{}: not a report.json: {e}", report.display())))?;
+            let b = crate::report::baseline::Baseline::from_findings(&rep.findings);
+            let toml = b.to_toml().map_err(Usage)?;
+            match to {
+                Some(p) => {
+                    std::fs::write(&p, toml)
+                        .map_err(|e| Usage(format!("cannot write {}: {e}", p.display())))?;
+                    writeln!(
+                        out,
+                        "baseline of {} expected failures written to {}",
+                        b.expected.len(),
+                        p.display()
+                    )
+                    .map_err(io)?;
+                }
+                None => write!(out, "{toml}").map_err(io)?,
+            }
+            Ok(0)
+        }
         Command::Run {
             suite,
             target,
@@ -428,7 +551,15 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             timeout_ms,
             include_slow,
             key,
+            baseline,
         } => {
+            let baseline = match &baseline {
+                Some(p) => Some((
+                    crate::report::baseline::Baseline::load(p).map_err(Usage)?,
+                    p.display().to_string(),
+                )),
+                None => None,
+            };
             let chosen = if suite == "all" {
                 suites::all()
             } else {
@@ -457,7 +588,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                 include_slow,
             };
             let _ = selection.matcher().map_err(Usage)?;
-            let key = match &key {
+            let keypair = match &key {
                 Some(p) => load_key(p)?,
                 None => Keypair::generate(),
             };
@@ -465,7 +596,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             let http = crate::drive::http::client().map_err(Usage)?;
             let shared = Arc::new(RunShared {
                 profile: prof,
-                key,
+                key: keypair,
                 other_key: Keypair::generate(),
                 schemas,
                 http,
@@ -547,6 +678,26 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             };
             let mut rep = Report::new(&target_label, suites_run, started_at, output);
             rep.error = error.clone();
+            let mut base: Vec<String> = Vec::new();
+            if let Some(t) = &target {
+                base.extend(["--target".into(), t.clone()]);
+            }
+            if let Some(p) = &profile {
+                base.extend(["--profile".into(), p.display().to_string()]);
+            }
+            if let Some(t) = timeout_ms {
+                base.extend(["--timeout-ms".into(), t.to_string()]);
+            }
+            if let Some(k) = &key {
+                base.extend(["--key".into(), k.display().to_string()]);
+            }
+            if include_slow {
+                base.push("--include-slow".into());
+            }
+            rep.set_reproducers(&base);
+            if let Some((b, file)) = &baseline {
+                b.apply(&mut rep, file);
+            }
             if error.is_none() {
                 print_terminal(&rep, out).map_err(io)?;
             }
@@ -557,11 +708,33 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
             if let Some(e) = error {
                 return Err(Usage(e));
             }
-            Ok(if rep.summary.failed > 0 || rep.summary.deviations > 0 {
-                1
-            } else {
-                0
-            })
+            if let Some(b) = &rep.baseline {
+                for e in &b.expected {
+                    writeln!(
+                        out,
+                        "expected by the baseline: {} ({})",
+                        e.finding
+                            .as_deref()
+                            .or(e.case.as_deref())
+                            .unwrap_or_default(),
+                        e.reason
+                    )
+                    .map_err(io)?;
+                }
+                for e in &b.stale {
+                    writeln!(
+                        out,
+                        "STALE baseline entry, it no longer fails: {} ({})",
+                        e.finding
+                            .as_deref()
+                            .or(e.case.as_deref())
+                            .unwrap_or_default(),
+                        e.reason
+                    )
+                    .map_err(io)?;
+                }
+            }
+            Ok(if rep.fails() { 1 } else { 0 })
         }
     }
 }

@@ -13,7 +13,7 @@ use serde::Serialize;
 use std::fmt;
 
 /// How a finding counts.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Verdict {
     /// Fails the run (MUST, FACT, MAY and PROFILE levels).

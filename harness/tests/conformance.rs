@@ -596,6 +596,74 @@ fn cli_unreachable_target_fails() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A baseline written from a failing run makes the same run pass; against a target
+/// that no longer has the deviation its entries are stale and fail the run.
+fn cli_baseline_expected_and_stale() -> Result<(), Failed> {
+    let dir = tempdir("baseline");
+    let out = dir.join("out");
+    let base = dir.join("baseline.toml");
+    let (faulty, url) = serve("agora-v1", &["--fault", "wrong-protocol-tag"])?;
+    let run = |url: &str, extra: &[&str]| -> Result<(i32, String, String), Failed> {
+        let mut args = vec![
+            "run",
+            "--suite",
+            "agora-v1",
+            "--target",
+            url,
+            "--cases",
+            "agora-v1/echo-*",
+        ];
+        args.extend_from_slice(extra);
+        cli(&args)
+    };
+    let (code, stdout, _) = run(&url, &["--report", &out.to_string_lossy()])?;
+    if code != 1 {
+        return Err(format!("the faulty run exited {code}:\n{stdout}").into());
+    }
+    expect_code(
+        &[
+            "baseline",
+            "write",
+            "--report",
+            &out.join("report.json").to_string_lossy(),
+            "--out",
+            &base.to_string_lossy(),
+        ],
+        0,
+        "expected failures written",
+    )?;
+    let text = std::fs::read_to_string(&base).map_err(|e| e.to_string())?;
+    if !text.contains("agora-v1/schema:envelope:/protocol") || !text.contains("reason") {
+        return Err(format!("baseline lacks the finding:\n{text}").into());
+    }
+    let b = base.to_string_lossy().into_owned();
+    let (code, stdout, stderr) = run(&url, &["--baseline", &b])?;
+    if code != 0 || !stdout.contains("expected by the baseline") {
+        return Err(format!("with the baseline: exit {code}\n{stdout}{stderr}").into());
+    }
+    drop(faulty);
+    let (_clean, clean_url) = serve("agora-v1", &[])?;
+    let (code, stdout, stderr) = run(&clean_url, &["--baseline", &b])?;
+    if code != 1 || !stdout.contains("STALE baseline entry") {
+        return Err(
+            format!("a stale entry did not fail the run: exit {code}\n{stdout}{stderr}").into(),
+        );
+    }
+    // A baseline entry without a reason is refused with the file named.
+    std::fs::write(
+        &base,
+        "[[expected]]\ncase = \"agora-v1/echo-direct\"\nreason = \"\"\n",
+    )
+    .map_err(|e| e.to_string())?;
+    expect_code(
+        &["run", "--suite", "agora-v1", "--baseline", &b],
+        2,
+        "has no reason",
+    )?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 fn cli_canon_sign_verify() -> Result<(), Failed> {
     let vectors = Path::new(env!("CARGO_MANIFEST_DIR")).join("../vectors");
     let input = vectors.join("jcs/cyberphone/testdata/input/weird.json");
@@ -1031,6 +1099,10 @@ fn main() {
             cli_unreachable_target_fails,
         ),
         Trial::test("cli::canon_sign_verify", cli_canon_sign_verify),
+        Trial::test(
+            "cli::baseline_expected_and_stale",
+            cli_baseline_expected_and_stale,
+        ),
         Trial::test("cli::list", cli_list),
     ];
     trials.push(Trial::test(

@@ -1,4 +1,9 @@
-//! Run reports: report.json, junit.xml and the terminal lines.
+//! Run reports: report.json, junit.xml, report.html, summary.md and the terminal lines.
+
+pub mod attest;
+pub mod baseline;
+pub mod html;
+pub mod markdown;
 
 use crate::case::{CaseResult, Outcome, Untestable};
 use crate::finding::Verdict;
@@ -37,6 +42,9 @@ pub struct Report {
     /// nothing could run); the run exits 2.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// What `--baseline` expected, and its stale entries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub baseline: Option<baseline::Applied>,
     /// Every distinct deviation, once, with the cases that met it.
     pub findings: Vec<ReportedFinding>,
     pub cases: Vec<CaseResult>,
@@ -76,6 +84,7 @@ impl Report {
             duration_ms: out.duration.as_millis() as u64,
             summary: summarize(&out.results, &out.findings),
             error: None,
+            baseline: None,
             findings: out.findings,
             cases: out.results,
             untestable: out.untestable,
@@ -127,12 +136,38 @@ impl Report {
             }
             report.add_test_suite(ts);
         }
-        report
+        let xml = report
             .to_string()
-            .map_err(|e| format!("cannot write JUnit XML: {e}"))
+            .map_err(|e| format!("cannot write JUnit XML: {e}"))?;
+        Ok(jenkins_compatible(&xml))
     }
 
-    /// Writes report.json and junit.xml into `dir` (created if missing).
+    /// Records on every failing, warned and blocked case the one command that reruns
+    /// just that case: `agentconform run --suite S` plus `args` (target, profile, …).
+    pub fn set_reproducers(&mut self, args: &[String]) {
+        for c in &mut self.cases {
+            if matches!(c.outcome, Outcome::Fail | Outcome::Warn | Outcome::Blocked) {
+                let mut words: Vec<String> = vec![
+                    "agentconform".into(),
+                    "run".into(),
+                    "--suite".into(),
+                    c.suite.clone(),
+                ];
+                words.extend(args.iter().cloned());
+                words.extend(["--cases".into(), c.id.clone()]);
+                c.reproduce = Some(
+                    words
+                        .iter()
+                        .map(|w| shell_quote(w))
+                        .collect::<Vec<_>>()
+                        .join(" "),
+                );
+            }
+        }
+    }
+
+    /// Writes report.json, junit.xml, report.html and summary.md into `dir` (created
+    /// if missing).
     pub fn write(&self, dir: &Path) -> Result<(), String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
@@ -141,7 +176,52 @@ impl Report {
             std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
         };
         write("report.json", self.to_json()?)?;
-        write("junit.xml", self.to_junit()?)
+        write("junit.xml", self.to_junit()?)?;
+        write("report.html", html::render(self)?)?;
+        write("summary.md", markdown::render(self))
+    }
+}
+
+/// The Jenkins xUnit schema (junit-10.xsd) allows no `skipped` attribute on the root
+/// `testsuites` element, which quick-junit writes; each `testsuite` keeps its own.
+fn jenkins_compatible(xml: &str) -> String {
+    let Some(start) = xml.find("<testsuites") else {
+        return xml.to_string();
+    };
+    let end = xml[start..].find('>').map_or(xml.len(), |e| start + e);
+    let tag = &xml[start..end];
+    let Some(at) = tag.find(" skipped=\"") else {
+        return xml.to_string();
+    };
+    let value_end = tag[at + 10..]
+        .find('"')
+        .map_or(tag.len(), |e| at + 10 + e + 1);
+    format!("{}{}{}", &xml[..start + at], &tag[value_end..], &xml[end..])
+}
+
+/// The part of a report.json that later commands read back.
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct ReadReport {
+    pub findings: Vec<ReadFinding>,
+}
+
+#[derive(Debug, Clone, serde::Deserialize)]
+pub struct ReadFinding {
+    pub key: String,
+    pub outcome: Verdict,
+    pub summary: String,
+}
+
+/// A word as a POSIX shell reads it back unchanged.
+pub fn shell_quote(word: &str) -> String {
+    let safe = !word.is_empty()
+        && word
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"_-./:=@%+,".contains(&b));
+    if safe {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
     }
 }
 
@@ -161,6 +241,10 @@ pub fn case_line(r: &CaseResult) -> String {
     if r.outcome != Outcome::Pass && !r.message.is_empty() {
         line.push_str(" — ");
         line.push_str(&r.message);
+    }
+    if let Some(cmd) = &r.reproduce {
+        line.push_str("\n     rerun: ");
+        line.push_str(cmd);
     }
     line
 }
@@ -226,4 +310,26 @@ pub fn print_terminal(report: &Report, out: &mut impl Write) -> std::io::Result<
         report.duration_ms,
         report.untestable.len()
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_skipped_attribute_is_dropped() {
+        let xml = "<?xml version=\"1.0\"?>\n<testsuites name=\"a\" tests=\"2\" skipped=\"1\" failures=\"0\">\n<testsuite name=\"s\" skipped=\"1\">";
+        let out = jenkins_compatible(xml);
+        assert!(out.contains("<testsuites name=\"a\" tests=\"2\" failures=\"0\">"));
+        assert!(out.contains("<testsuite name=\"s\" skipped=\"1\">"));
+        assert_eq!(jenkins_compatible("<x/>"), "<x/>");
+    }
+
+    #[test]
+    fn shell_words_round_trip() {
+        assert_eq!(shell_quote("agora-v1/echo-*"), "'agora-v1/echo-*'");
+        assert_eq!(shell_quote("http://127.0.0.1:80/"), "http://127.0.0.1:80/");
+        assert_eq!(shell_quote("it's"), "'it'\\''s'");
+        assert_eq!(shell_quote(""), "''");
+    }
 }

@@ -1,0 +1,117 @@
+//! summary.md: the run in a few screens, fit for a CI summary page
+//! (`cat summary.md >> "$GITHUB_STEP_SUMMARY"`): totals, deviations, the cases that
+//! failed, warned or were blocked with their reproducers. Lists are capped so that the
+//! summary stays readable; report.html and report.json have everything.
+
+use super::Report;
+use crate::case::Outcome;
+use std::fmt::Write;
+
+/// Most deviations listed.
+pub const MAX_FINDINGS: usize = 30;
+/// Most cases listed.
+pub const MAX_CASES: usize = 40;
+/// Longest text of one table cell.
+const CELL: usize = 240;
+
+/// Text fit for one table cell: no line breaks or pipes, shortened.
+fn cell(text: &str) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    let mut t = one_line.replace('|', "\\|").replace('`', "'");
+    if t.len() > CELL {
+        let mut end = CELL;
+        while !t.is_char_boundary(end) {
+            end -= 1;
+        }
+        t.truncate(end);
+        t.push('…');
+    }
+    t
+}
+
+pub fn render(report: &Report) -> String {
+    let mut md = String::new();
+    let s = report.summary;
+    let verdict = if report.error.is_some() {
+        "could not judge the target"
+    } else if s.deviations > 0 {
+        "deviations found"
+    } else {
+        "no failing deviation"
+    };
+    let _ = writeln!(md, "# agentconform: {verdict}\n");
+    let _ = writeln!(
+        md,
+        "Target `{}`, suites {}, {} ms.\n",
+        cell(&report.target),
+        report.suites.join(", "),
+        report.duration_ms
+    );
+    if let Some(e) = &report.error {
+        let _ = writeln!(md, "**The run could not judge the target:** {}\n", cell(e));
+    }
+    let _ = writeln!(
+        md,
+        "| deviations | warnings | passed | failed | warned | blocked | skipped |\n|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {} |\n",
+        s.deviations, s.warnings, s.passed, s.failed, s.warned, s.blocked, s.skipped
+    );
+    if !report.findings.is_empty() {
+        let _ = writeln!(md, "## Deviations\n");
+        let _ = writeln!(
+            md,
+            "| outcome | level | finding | requirements | what the target did | cases |\n|---|---|---|---|---|---|"
+        );
+        for f in report.findings.iter().take(MAX_FINDINGS) {
+            let _ = writeln!(
+                md,
+                "| {} | {} | `{}` | {} | {} | {} |",
+                f.finding.outcome,
+                f.finding.level,
+                cell(&f.finding.key),
+                f.finding.requirements.join(", "),
+                cell(&f.finding.summary),
+                f.cases.len()
+            );
+        }
+        if report.findings.len() > MAX_FINDINGS {
+            let _ = writeln!(
+                md,
+                "\n… and {} more deviations in report.html.",
+                report.findings.len() - MAX_FINDINGS
+            );
+        }
+        let _ = writeln!(md);
+    }
+    let listed: Vec<_> = report
+        .cases
+        .iter()
+        .filter(|c| matches!(c.outcome, Outcome::Fail | Outcome::Warn | Outcome::Blocked))
+        .collect();
+    if !listed.is_empty() {
+        let _ = writeln!(md, "## Cases to look at\n");
+        for c in listed.iter().take(MAX_CASES) {
+            let _ = writeln!(
+                md,
+                "- **{}** `{}` [{}]: {}",
+                c.outcome,
+                c.id,
+                c.transport,
+                cell(&c.message)
+            );
+            if let Some(cmd) = &c.reproduce {
+                let _ = writeln!(md, "  - rerun: `{}`", cmd.replace('`', "'"));
+            }
+        }
+        if listed.len() > MAX_CASES {
+            let _ = writeln!(
+                md,
+                "\n… and {} more cases in report.html.",
+                listed.len() - MAX_CASES
+            );
+        }
+    }
+    md
+}
