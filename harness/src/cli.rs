@@ -208,10 +208,33 @@ pub enum Command {
     },
 }
 
-/// A usage or harness error: exit 2.
-pub struct Usage(pub String);
+/// Why a command ended without its result.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    /// A usage or harness error, said in one line: exit 2.
+    #[error("{0}")]
+    Usage(String),
+    /// Standard output was closed under us (`agentconform list | head`): end quietly.
+    #[error("standard output is closed")]
+    OutputClosed,
+}
 
-fn read_input(file: &Option<PathBuf>) -> Result<Vec<u8>, Usage> {
+/// A usage or harness error (exit 2).
+#[allow(non_snake_case)]
+pub fn Usage(msg: String) -> CliError {
+    CliError::Usage(msg)
+}
+
+/// A failed write to standard output.
+fn io(e: std::io::Error) -> CliError {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        CliError::OutputClosed
+    } else {
+        CliError::Usage(format!("cannot write output: {e}"))
+    }
+}
+
+fn read_input(file: &Option<PathBuf>) -> Result<Vec<u8>, CliError> {
     const MAX: u64 = 64 * 1024 * 1024;
     match file {
         Some(p) if p.as_os_str() != "-" => {
@@ -243,7 +266,7 @@ fn input_name(file: &Option<PathBuf>) -> String {
     }
 }
 
-fn need_signing_suite(suite: &str) -> Result<(), Usage> {
+fn need_signing_suite(suite: &str) -> Result<(), CliError> {
     if suite == "agora-v1" || suite == "agentprotocol" {
         Ok(())
     } else {
@@ -253,7 +276,7 @@ fn need_signing_suite(suite: &str) -> Result<(), Usage> {
     }
 }
 
-fn load_key(path: &PathBuf) -> Result<Keypair, Usage> {
+fn load_key(path: &PathBuf) -> Result<Keypair, CliError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| Usage(format!("cannot read key {}: {e}", path.display())))?;
     let first = text.lines().next().unwrap_or("");
@@ -271,16 +294,16 @@ pub fn main_with(cli: Cli) -> i32 {
     let mut out = out.lock();
     match dispatch(cli, &mut out) {
         Ok(code) => code,
-        Err(Usage(msg)) => {
+        Err(CliError::Usage(msg)) => {
             let _ = out.flush();
             eprintln!("agentconform: error: {msg}");
             2
         }
+        Err(CliError::OutputClosed) => 0,
     }
 }
 
-fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
-    let io = |e: std::io::Error| Usage(format!("cannot write output: {e}"));
+fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
     match cli.command {
         Command::List { suite } => {
             let chosen = match suite.as_deref() {
@@ -657,7 +680,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
                 for s in servers {
                     s.stop().await;
                 }
-                Ok::<_, Usage>((label, output))
+                Ok::<_, CliError>((label, output))
             })?;
             let suites_run: Vec<String> = chosen.iter().map(|s| s.id.to_string()).collect();
             let (output, error) = match output {
@@ -740,8 +763,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, Usage> {
 }
 
 /// `verify --suite agentprotocol`: the key, the canonical bytes, the verdict.
-fn verify_agentprotocol(bytes: &[u8], out: &mut impl Write) -> Result<i32, Usage> {
-    let io = |e: std::io::Error| Usage(format!("cannot write output: {e}"));
+fn verify_agentprotocol(bytes: &[u8], out: &mut impl Write) -> Result<i32, CliError> {
     let tree = match reference_impl::wire::json::parse(bytes) {
         Ok(t) => t,
         Err(e) => {
@@ -781,7 +803,7 @@ fn verify_agentprotocol(bytes: &[u8], out: &mut impl Write) -> Result<i32, Usage
     }
 }
 
-fn parse_duration(s: &str) -> Result<std::time::Duration, Usage> {
+fn parse_duration(s: &str) -> Result<std::time::Duration, CliError> {
     let bad = || {
         Usage(format!(
             "--duration {s:?}: expected a number with s, m or h, e.g. 60s"
@@ -808,7 +830,7 @@ fn fuzz_driver(transport: Transport, url: &str, http: &reqwest::Client) -> crate
     }
 }
 
-fn fuzz_limits(timeout_ms: u64) -> Result<crate::drive::Limits, Usage> {
+fn fuzz_limits(timeout_ms: u64) -> Result<crate::drive::Limits, CliError> {
     if timeout_ms == 0 || timeout_ms > 600_000 {
         return Err(Usage("--timeout-ms must be between 1 and 600000".into()));
     }
@@ -820,7 +842,11 @@ fn fuzz_limits(timeout_ms: u64) -> Result<crate::drive::Limits, Usage> {
 
 /// The profile of a fuzz or replay run: the file's, else the defaults; against the
 /// embedded agents, their fixtures.
-fn fuzz_profile(path: Option<&PathBuf>, embedded: bool, timeout_ms: u64) -> Result<Profile, Usage> {
+fn fuzz_profile(
+    path: Option<&PathBuf>,
+    embedded: bool,
+    timeout_ms: u64,
+) -> Result<Profile, CliError> {
     let mut prof = match path {
         Some(p) => Profile::load(p).map_err(|e| Usage(e.to_string()))?,
         None => Profile::default(),
@@ -832,8 +858,7 @@ fn fuzz_profile(path: Option<&PathBuf>, embedded: bool, timeout_ms: u64) -> Resu
     Ok(prof)
 }
 
-fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, Usage> {
-    let io = |e: std::io::Error| Usage(format!("cannot write output: {e}"));
+fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
     let spec = crate::fuzzing::scripted::spec(&a.suite);
     if a.suite != "agora-v1" && spec.is_none() {
         return Err(unknown_suite(&a.suite));
@@ -945,7 +970,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, Usage> {
         if let Some(s) = server {
             s.stop().await;
         }
-        Ok::<_, Usage>((url, summary))
+        Ok::<_, CliError>((url, summary))
     })?;
     let rate = summary.cases as f64 / summary.elapsed.as_secs_f64().max(1e-9);
     writeln!(
@@ -983,9 +1008,8 @@ fn replay_command(
     target: Option<String>,
     profile: Option<PathBuf>,
     out: &mut impl Write,
-) -> Result<i32, Usage> {
+) -> Result<i32, CliError> {
     use crate::fuzzing::live;
-    let io = |e: std::io::Error| Usage(format!("cannot write output: {e}"));
     let text =
         std::fs::read(file).map_err(|e| Usage(format!("cannot read {}: {e}", file.display())))?;
     let rec: serde_json::Value = serde_json::from_slice(&text)
@@ -1039,7 +1063,7 @@ fn replay_command(
                     key: &key,
                 };
                 let f = live::run_case(&mut drv, &input, j).await;
-                Ok::<_, Usage>(f.map(|f| (f.oracle.to_string(), f.detail)))
+                Ok::<_, CliError>(f.map(|f| (f.oracle.to_string(), f.detail)))
             }
             Some(spec) => {
                 let prof = fuzz_profile(profile.as_ref(), false, 5000)?;
@@ -1087,14 +1111,14 @@ fn replay_command(
     }
 }
 
-fn unknown_suite(id: &str) -> Usage {
+fn unknown_suite(id: &str) -> CliError {
     Usage(format!(
         "unknown suite {id:?}; known suites: {}, all",
         suites::ids().join(", ")
     ))
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, Usage> {
+fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -1102,7 +1126,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, Usage> {
 }
 
 /// The binding a target URL names.
-pub fn parse_target(url: &str) -> Result<Transport, Usage> {
+pub fn parse_target(url: &str) -> Result<Transport, CliError> {
     let lower = url.to_ascii_lowercase();
     if lower.starts_with("http://") || lower.starts_with("https://") {
         Ok(Transport::Http)

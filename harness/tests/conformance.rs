@@ -596,6 +596,38 @@ fn cli_unreachable_target_fails() -> Result<(), Failed> {
     Ok(())
 }
 
+/// `agentconform canon big.json | head -c 100`: a closed pipe ends the command
+/// quietly. The output (4 MB) is far larger than a pipe's buffer, so the write fails.
+fn cli_closed_pipe_is_quiet() -> Result<(), Failed> {
+    let dir = tempdir("pipe");
+    let big = dir.join("big.json");
+    let items: Vec<String> = (0..400_000).map(|i| format!("\"item-{i}\"")).collect();
+    std::fs::write(&big, format!("[{}]", items.join(","))).map_err(|e| e.to_string())?;
+    let mut child = Command::new(bin())
+        .arg("canon")
+        .arg(&big)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut reader = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let mut first = [0u8; 100];
+    std::io::Read::read_exact(&mut reader, &mut first).map_err(|e| e.to_string())?;
+    drop(reader);
+    let out = child.wait_with_output().map_err(|e| e.to_string())?;
+    let err = String::from_utf8_lossy(&out.stderr);
+    let _ = std::fs::remove_dir_all(&dir);
+    let first = String::from_utf8_lossy(&first);
+    if !first.starts_with("[\"item-0\"") || out.status.code() != Some(0) || !err.is_empty() {
+        return Err(format!(
+            "exit {:?}, stderr {err:?}, first line {first:?}",
+            out.status.code()
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// A baseline written from a failing run makes the same run pass; against a target
 /// that no longer has the deviation its entries are stale and fail the run.
 fn cli_baseline_expected_and_stale() -> Result<(), Failed> {
@@ -1103,6 +1135,7 @@ fn main() {
             "cli::baseline_expected_and_stale",
             cli_baseline_expected_and_stale,
         ),
+        Trial::test("cli::closed_pipe_is_quiet", cli_closed_pipe_is_quiet),
         Trial::test("cli::list", cli_list),
     ];
     trials.push(Trial::test(
