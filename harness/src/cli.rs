@@ -6,7 +6,7 @@ use crate::case::Outcome;
 use crate::drive::Transport;
 use crate::embedded;
 use crate::profile::Profile;
-use crate::report::{print_terminal, Report};
+use crate::report::Report;
 use crate::runner::{self, Endpoints, Selection};
 use crate::schemas::Schemas;
 use crate::script::RunShared;
@@ -126,6 +126,10 @@ pub enum Command {
         /// longer fails does.
         #[arg(long)]
         baseline: Option<PathBuf>,
+        /// Terminal output: text (every case), short (cases that did not pass), json
+        /// (report.json).
+        #[arg(long, value_enum, default_value_t = crate::report::Format::Text)]
+        format: crate::report::Format,
     },
     /// Baselines of expected failures.
     #[command(subcommand)]
@@ -575,6 +579,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             include_slow,
             key,
             baseline,
+            format,
         } => {
             let baseline = match &baseline {
                 Some(p) => Some((
@@ -673,9 +678,24 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 }
                 let output = match unreachable {
                     Some(e) => Err(e),
-                    None => Ok(runner::run(shared, &plan, &selection)
-                        .await
-                        .map_err(Usage)?),
+                    None => {
+                        // A progress bar on a terminal (stderr), nothing elsewhere.
+                        let bar = indicatif::ProgressBar::with_draw_target(
+                            Some(0),
+                            indicatif::ProgressDrawTarget::stderr(),
+                        );
+                        if let Ok(st) = indicatif::ProgressStyle::with_template(
+                            "{bar:30} {pos}/{len} cases {msg}",
+                        ) {
+                            bar.set_style(st);
+                        }
+                        let out =
+                            runner::run_with_progress(shared, &plan, &selection, Some(bar.clone()))
+                                .await
+                                .map_err(Usage)?;
+                        bar.finish_and_clear();
+                        Ok(out)
+                    }
                 };
                 for s in servers {
                     s.stop().await;
@@ -722,39 +742,50 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 b.apply(&mut rep, file);
             }
             if error.is_none() {
-                print_terminal(&rep, out).map_err(io)?;
+                crate::report::print_terminal_as(
+                    &rep,
+                    format,
+                    crate::report::Style::for_stdout(),
+                    out,
+                )
+                .map_err(io)?;
             }
             if let Some(dir) = &report {
                 rep.write(dir).map_err(Usage)?;
-                writeln!(out, "report written to {}", dir.display()).map_err(io)?;
+                if format == crate::report::Format::Json {
+                    eprintln!("report written to {}", dir.display());
+                } else {
+                    writeln!(out, "report written to {}", dir.display()).map_err(io)?;
+                }
             }
             if let Some(e) = error {
                 return Err(Usage(e));
             }
             if let Some(b) = &rep.baseline {
+                let name = |e: &crate::report::baseline::Expected| {
+                    e.finding.clone().or(e.case.clone()).unwrap_or_default()
+                };
+                let mut lines = Vec::new();
                 for e in &b.expected {
-                    writeln!(
-                        out,
+                    lines.push(format!(
                         "expected by the baseline: {} ({})",
-                        e.finding
-                            .as_deref()
-                            .or(e.case.as_deref())
-                            .unwrap_or_default(),
+                        name(e),
                         e.reason
-                    )
-                    .map_err(io)?;
+                    ));
                 }
                 for e in &b.stale {
-                    writeln!(
-                        out,
+                    lines.push(format!(
                         "STALE baseline entry, it no longer fails: {} ({})",
-                        e.finding
-                            .as_deref()
-                            .or(e.case.as_deref())
-                            .unwrap_or_default(),
+                        name(e),
                         e.reason
-                    )
-                    .map_err(io)?;
+                    ));
+                }
+                for line in lines {
+                    if format == crate::report::Format::Json {
+                        eprintln!("{line}");
+                    } else {
+                        writeln!(out, "{line}").map_err(io)?;
+                    }
                 }
             }
             Ok(if rep.fails() { 1 } else { 0 })

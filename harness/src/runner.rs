@@ -317,6 +317,16 @@ pub async fn run(
     plan: &[(&'static Suite, Endpoints)],
     selection: &Selection,
 ) -> Result<RunOutput, String> {
+    run_with_progress(shared, plan, selection, None).await
+}
+
+/// [`run`], advancing `progress` by one as each case ends.
+pub async fn run_with_progress(
+    shared: Arc<RunShared>,
+    plan: &[(&'static Suite, Endpoints)],
+    selection: &Selection,
+    progress: Option<indicatif::ProgressBar>,
+) -> Result<RunOutput, String> {
     let selected = selection.matcher()?;
     let started = Instant::now();
     let sem = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
@@ -373,9 +383,18 @@ pub async fn run(
                 slots.push(None);
                 let (shared, sem, transport, url) =
                     (shared.clone(), sem.clone(), *transport, url.clone());
+                let bar = progress.clone();
+                if let Some(b) = &bar {
+                    b.inc_length(1);
+                }
                 tasks.spawn(async move {
                     let _permit = sem.acquire_owned().await;
-                    (slot, run_one(shared, case, transport, url).await)
+                    let result = run_one(shared, case, transport, url).await;
+                    if let Some(b) = bar {
+                        b.inc(1);
+                        b.set_message(case.id);
+                    }
+                    (slot, result)
                 });
             }
         }

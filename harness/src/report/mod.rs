@@ -225,15 +225,54 @@ pub fn shell_quote(word: &str) -> String {
     }
 }
 
+/// How the terminal output looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Style {
+    /// ANSI colours on the outcome tags.
+    pub colour: bool,
+}
+
+impl Style {
+    /// Colour only on a terminal, and never when `NO_COLOR` is set (no-color.org).
+    pub fn for_stdout() -> Style {
+        use std::io::IsTerminal;
+        Style {
+            colour: std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+                && std::io::stdout().is_terminal(),
+        }
+    }
+
+    fn tag(&self, tag: &str) -> String {
+        use anstyle::{AnsiColor, Style as S};
+        if !self.colour {
+            return tag.to_string();
+        }
+        let colour = match tag {
+            "FAIL" => AnsiColor::Red,
+            "WARN" => AnsiColor::Yellow,
+            "PASS" => AnsiColor::Green,
+            "BLCK" => AnsiColor::Magenta,
+            _ => AnsiColor::BrightBlack,
+        };
+        let st = S::new().fg_color(Some(colour.into())).bold();
+        format!("{}{tag}{}", st.render(), st.render_reset())
+    }
+}
+
 /// One terminal line per case.
 pub fn case_line(r: &CaseResult) -> String {
-    let tag = match r.outcome {
+    case_line_styled(r, Style::default())
+}
+
+/// [`case_line`] with the outcome tag in colour when `style` says so.
+pub fn case_line_styled(r: &CaseResult, style: Style) -> String {
+    let tag = style.tag(match r.outcome {
         Outcome::Pass => "PASS",
         Outcome::Fail => "FAIL",
         Outcome::Warn => "WARN",
         Outcome::Blocked => "BLCK",
         Outcome::Skip => "SKIP",
-    };
+    });
     let mut line = format!(
         "{tag} {:<48} [{}] {:>5} ms",
         r.id, r.transport, r.duration_ms
@@ -252,10 +291,14 @@ pub fn case_line(r: &CaseResult) -> String {
 /// One terminal line per finding: outcome, level, key, requirement ids, the
 /// target's words, and how many cases met it.
 pub fn finding_line(f: &ReportedFinding) -> String {
-    let tag = match f.finding.outcome {
+    finding_line_styled(f, Style::default())
+}
+
+fn finding_line_styled(f: &ReportedFinding, style: Style) -> String {
+    let tag = style.tag(match f.finding.outcome {
         Verdict::Fail => "FAIL",
         Verdict::Warn => "WARN",
-    };
+    });
     let n = f.cases.len();
     format!(
         "{tag} [{}] {} ({}) — {} ({n} case{} met it; owner {})",
@@ -272,16 +315,45 @@ pub fn finding_line(f: &ReportedFinding) -> String {
     )
 }
 
+/// What the terminal shows of a run (`run --format`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// One line per case, then the deviations, then the counts.
+    #[default]
+    Text,
+    /// The cases that did not pass, then the deviations and the counts.
+    Short,
+    /// report.json on standard output.
+    Json,
+}
+
 /// Prints every case line, then the deviations, then the summary.
 pub fn print_terminal(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
+    print_terminal_as(report, Format::Text, Style::default(), out)
+}
+
+/// [`print_terminal`] in `format` and `style`.
+pub fn print_terminal_as(
+    report: &Report,
+    format: Format,
+    style: Style,
+    out: &mut impl Write,
+) -> std::io::Result<()> {
+    if format == Format::Json {
+        let text = report.to_json().map_err(std::io::Error::other)?;
+        return writeln!(out, "{text}");
+    }
     for r in &report.cases {
-        writeln!(out, "{}", case_line(r))?;
+        if format == Format::Short && matches!(r.outcome, Outcome::Pass | Outcome::Skip) {
+            continue;
+        }
+        writeln!(out, "{}", case_line_styled(r, style))?;
     }
     let s = report.summary;
     if !report.findings.is_empty() {
         writeln!(out, "\nDeviations:")?;
         for f in &report.findings {
-            writeln!(out, "{}", finding_line(f))?;
+            writeln!(out, "{}", finding_line_styled(f, style))?;
         }
     }
     let affected: std::collections::BTreeSet<&str> = report
@@ -323,6 +395,14 @@ mod tests {
         assert!(out.contains("<testsuites name=\"a\" tests=\"2\" failures=\"0\">"));
         assert!(out.contains("<testsuite name=\"s\" skipped=\"1\">"));
         assert_eq!(jenkins_compatible("<x/>"), "<x/>");
+    }
+
+    #[test]
+    fn colour_only_when_asked() {
+        let plain = Style { colour: false }.tag("FAIL");
+        assert_eq!(plain, "FAIL");
+        let coloured = Style { colour: true }.tag("FAIL");
+        assert!(coloured.contains("\u{1b}[") && coloured.contains("FAIL"));
     }
 
     #[test]
