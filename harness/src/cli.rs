@@ -32,12 +32,71 @@ pub struct Cli {
     pub command: Command,
 }
 
+/// Whom `run`, `fuzz` and `replay` trust over `https://` and `wss://`: the platform's
+/// roots unless one of these is given.
+#[derive(clap::Args, Debug, Clone, Default)]
+pub struct TlsArgs {
+    /// Trust only the certificates of this PEM file (https:// and wss:// targets).
+    #[arg(long = "ca-file", value_name = "FILE", conflicts_with = "insecure")]
+    ca_file: Option<PathBuf>,
+    /// Accept any certificate (self-signed, expired, for another name): testing only.
+    #[arg(long)]
+    insecure: bool,
+}
+
+impl TlsArgs {
+    /// The run's TLS: `--insecure`, else the embedded servers' certificate when they
+    /// serve TLS (`--tls`), else `--ca-file`, else the platform's roots.
+    fn client_tls(
+        &self,
+        embedded: Option<&reference_impl::serve::TlsIdentity>,
+    ) -> Result<crate::drive::Tls, CliError> {
+        match embedded {
+            Some(id) if !self.insecure => crate::drive::Tls::ca_pem(
+                id.cert_pem().as_bytes(),
+                "the embedded servers' certificate",
+            ),
+            _ => crate::drive::Tls::from_flags(self.ca_file.as_deref(), self.insecure),
+        }
+        .map_err(Usage)
+    }
+
+    /// The same choice as command-line arguments (for reproducers).
+    fn args(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        if let Some(p) = &self.ca_file {
+            a.extend(["--ca-file".into(), p.display().to_string()]);
+        }
+        if self.insecure {
+            a.push("--insecure".into());
+        }
+        a
+    }
+}
+
+/// `--tls` (no `--target`): a certificate for the embedded servers.
+fn embedded_identity(tls: bool) -> Result<Option<reference_impl::serve::TlsIdentity>, CliError> {
+    if tls {
+        reference_impl::serve::TlsIdentity::generate()
+            .map(Some)
+            .map_err(Usage)
+    } else {
+        Ok(None)
+    }
+}
+
 #[derive(clap::Args, Debug)]
 pub struct FuzzArgs {
     #[arg(long)]
     suite: String,
     #[arg(long)]
     target: Option<String>,
+    #[command(flatten)]
+    tls_args: TlsArgs,
+    /// Without --target: serve the embedded reference agent over TLS (https://,
+    /// wss://) with a certificate made at start-up, and trust it.
+    #[arg(long, conflicts_with_all = ["target", "ca_file"])]
+    tls: bool,
     /// How long to run, e.g. 60s or 2m (default 60s unless --cases is given).
     #[arg(long)]
     duration: Option<String>,
@@ -101,6 +160,12 @@ pub enum Command {
         /// Target URL (http://, https://, ws://, wss://).
         #[arg(long)]
         target: Option<String>,
+        #[command(flatten)]
+        tls_args: TlsArgs,
+        /// Without --target: serve the embedded reference agents over TLS (https://,
+        /// wss://) with a certificate made at start-up, and trust it.
+        #[arg(long, conflicts_with_all = ["target", "ca_file"])]
+        tls: bool,
         /// Target profile (TOML).
         #[arg(long)]
         profile: Option<PathBuf>,
@@ -180,6 +245,13 @@ pub enum Command {
         /// Seconds of silence before a client is disconnected (agora-spaces).
         #[arg(long = "heartbeat-timeout-s")]
         heartbeat_timeout_s: Option<u64>,
+        /// Serve TLS (https://, wss://) with a self-signed certificate made at start-up
+        /// for 127.0.0.1, ::1, localhost and the --listen host.
+        #[arg(long)]
+        tls: bool,
+        /// Write that certificate (PEM) here, for a client's --ca-file.
+        #[arg(long = "tls-cert-out", value_name = "FILE", requires = "tls")]
+        tls_cert_out: Option<PathBuf>,
     },
     /// Fuzz a live target (without --target: the embedded reference agent).
     Fuzz(FuzzArgs),
@@ -188,6 +260,8 @@ pub enum Command {
         file: PathBuf,
         #[arg(long)]
         target: Option<String>,
+        #[command(flatten)]
+        tls_args: TlsArgs,
         /// Target profile (TOML), as for `run`.
         #[arg(long)]
         profile: Option<PathBuf>,
@@ -336,8 +410,9 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
         Command::Replay {
             file,
             target,
+            tls_args,
             profile,
-        } => replay_command(&file, target, profile, out),
+        } => replay_command(&file, target, &tls_args, profile, out),
         Command::Canon { file } => {
             let bytes = read_input(&file)?;
             let c = jcs::canonicalize(&bytes)
@@ -449,6 +524,8 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             separate_ledger,
             token,
             heartbeat_timeout_s,
+            tls,
+            tls_cert_out,
         } => {
             if faults.iter().any(|f| f == "list") {
                 for f in embedded::faults(&suite).ok_or_else(|| unknown_suite(&suite))? {
@@ -457,9 +534,31 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 }
                 return Ok(0);
             }
+            let identity = if tls {
+                // The certificate names the --listen host too, unless it is a wildcard.
+                let host = listen
+                    .rsplit_once(':')
+                    .map_or("", |(h, _)| h)
+                    .trim_start_matches('[')
+                    .trim_end_matches(']');
+                let extra: Vec<&str> = match host {
+                    _ if listen.contains("://") => vec![],
+                    "" | "0.0.0.0" | "::" => vec![],
+                    h => vec![h],
+                };
+                let id = reference_impl::serve::TlsIdentity::generate_for(&extra).map_err(Usage)?;
+                if let Some(p) = &tls_cert_out {
+                    std::fs::write(p, id.cert_pem())
+                        .map_err(|e| Usage(format!("cannot write {}: {e}", p.display())))?;
+                }
+                Some(id)
+            } else {
+                None
+            };
             let rt = runtime()?;
             rt.block_on(async {
                 let opts = embedded::Options {
+                    tls: identity,
                     faults,
                     offer_ttl_ms,
                     replay_window_s,
@@ -571,6 +670,8 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
         Command::Run {
             suite,
             target,
+            tls_args,
+            tls,
             profile,
             cases,
             exclude,
@@ -621,13 +722,16 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 None => Keypair::generate(),
             };
             let schemas = Schemas::load().map_err(Usage)?;
-            let http = crate::drive::http::client().map_err(Usage)?;
+            let identity = embedded_identity(tls)?;
+            let client_tls = tls_args.client_tls(identity.as_ref())?;
+            let http = client_tls.http_client().map_err(Usage)?;
             let shared = Arc::new(RunShared {
                 profile: prof,
                 key: keypair,
                 other_key: Keypair::generate(),
                 schemas,
                 http,
+                tls: client_tls,
             });
             let rt = runtime()?;
             let started_at =
@@ -650,6 +754,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                                 heartbeat_timeout_s: Some(
                                     shared.profile.timing.heartbeat_timeout_s,
                                 ),
+                                tls: identity.clone(),
                                 ..embedded::Options::default()
                             };
                             let server = embedded::start(s.id, "127.0.0.1:0", &opts)
@@ -668,8 +773,14 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 'probe: for (suite, endpoints) in &plan {
                     for (transport, url) in &endpoints.0 {
                         let url = suite.endpoint_url(*transport, url);
-                        if let Err(e) =
-                            crate::drive::preflight(*transport, &url, &shared.http, wait).await
+                        if let Err(e) = crate::drive::preflight(
+                            *transport,
+                            &url,
+                            &shared.http,
+                            &shared.tls,
+                            wait,
+                        )
+                        .await
                         {
                             unreachable = Some(e);
                             break 'probe;
@@ -724,6 +835,10 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             let mut base: Vec<String> = Vec::new();
             if let Some(t) = &target {
                 base.extend(["--target".into(), t.clone()]);
+            }
+            base.extend(tls_args.args());
+            if tls {
+                base.push("--tls".into());
             }
             if let Some(p) = &profile {
                 base.extend(["--profile".into(), p.display().to_string()]);
@@ -854,9 +969,14 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, CliError> {
     Ok(std::time::Duration::from_secs(secs))
 }
 
-fn fuzz_driver(transport: Transport, url: &str, http: &reqwest::Client) -> crate::drive::Driver {
+fn fuzz_driver(
+    transport: Transport,
+    url: &str,
+    http: &reqwest::Client,
+    tls: &crate::drive::Tls,
+) -> crate::drive::Driver {
     match transport {
-        Transport::Ws => crate::drive::Driver::Ws(crate::drive::ws::WsDriver::new(url)),
+        Transport::Ws => crate::drive::Driver::Ws(crate::drive::ws::WsDriver::new(url, tls)),
         _ => crate::drive::Driver::Http(crate::drive::http::HttpDriver::new(http.clone(), url)),
     }
 }
@@ -928,7 +1048,9 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
         }
     }
     let schemas = Schemas::load().map_err(Usage)?;
-    let http = crate::drive::http::client().map_err(Usage)?;
+    let identity = embedded_identity(a.tls)?;
+    let client_tls = a.tls_args.client_tls(identity.as_ref())?;
+    let http = client_tls.http_client().map_err(Usage)?;
     let rt = runtime()?;
     let (label, summary) = rt.block_on(async {
         let (url, transport, server) = match (&a.target, transport) {
@@ -938,6 +1060,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
                     faults: a.faults.clone(),
                     token: prof.target.token.clone(),
                     heartbeat_timeout_s: Some(prof.timing.heartbeat_timeout_s),
+                    tls: identity.clone(),
                     ..embedded::Options::default()
                 };
                 let s = embedded::start(&a.suite, "127.0.0.1:0", &opts)
@@ -963,7 +1086,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
                     window_s: prof.timing.replay_window_s,
                 };
                 crate::fuzzing::live::fuzz(
-                    || fuzz_driver(transport, &url, &http),
+                    || fuzz_driver(transport, &url, &http, &client_tls),
                     &url,
                     a.seed,
                     bounds,
@@ -981,6 +1104,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
                     other_key: Keypair::generate(),
                     schemas,
                     http: http.clone(),
+                    tls: client_tls.clone(),
                 });
                 let target = crate::fuzzing::scripted::Target::new(shared, transport, &url);
                 crate::fuzzing::scripted::fuzz(crate::fuzzing::scripted::Run {
@@ -1037,6 +1161,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
 fn replay_command(
     file: &std::path::Path,
     target: Option<String>,
+    tls_args: &TlsArgs,
     profile: Option<PathBuf>,
     out: &mut impl Write,
 ) -> Result<i32, CliError> {
@@ -1061,13 +1186,14 @@ fn replay_command(
         .ok_or_else(|| Usage("no target: pass --target".into()))?;
     let transport = parse_target(&url)?;
     let schemas = Schemas::load().map_err(Usage)?;
-    let http = crate::drive::http::client().map_err(Usage)?;
+    let client_tls = tls_args.client_tls(None)?;
+    let http = client_tls.http_client().map_err(Usage)?;
     let limits = fuzz_limits(5000)?;
     let rt = runtime()?;
     let finding: Option<(String, String)> = rt.block_on(async {
         match spec {
             None => {
-                let mut drv = fuzz_driver(transport, &url, &http);
+                let mut drv = fuzz_driver(transport, &url, &http, &client_tls);
                 // The same case, with a fresh id and timestamp so the replay window
                 // admits it.
                 let prof = fuzz_profile(profile.as_ref(), false, 5000)?;
@@ -1104,6 +1230,7 @@ fn replay_command(
                     other_key: Keypair::generate(),
                     schemas,
                     http,
+                    tls: client_tls,
                 });
                 let t = crate::fuzzing::scripted::Target::new(shared, transport, &url);
                 let run = crate::fuzzing::scripted::run_case(spec, &t, seed, index).await;

@@ -9,7 +9,7 @@ use reference_impl::agora_spaces::server::{Spaces, SpacesConfig};
 use reference_impl::agora_v1::agent::{Agent, AgentConfig};
 use reference_impl::chorus::server::{self as chorus_server, Chorus, ChorusConfig, Delivery};
 use reference_impl::faults::Fault;
-use reference_impl::serve::{spawn, Running};
+use reference_impl::serve::{spawn, spawn_tls, Running, TlsIdentity};
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Default)]
@@ -26,6 +26,29 @@ pub struct Options {
     pub token: Option<String>,
     /// agora-spaces: seconds of silence before a client is disconnected.
     pub heartbeat_timeout_s: Option<u64>,
+    /// Serve TLS with this certificate: `https://` and `wss://` URLs (the file
+    /// binding stays a folder).
+    pub tls: Option<TlsIdentity>,
+}
+
+/// Serves `router` on `listen`, over TLS when `tls` is given.
+async fn listen_on(
+    listen: &str,
+    router: axum::Router,
+    tls: Option<&TlsIdentity>,
+) -> std::io::Result<Running> {
+    match tls {
+        Some(id) => spawn_tls(listen, router, id).await,
+        None => spawn(listen, router).await,
+    }
+}
+
+/// `http` or `ws`, with an `s` under TLS.
+fn scheme(plain: &str, tls: Option<&TlsIdentity>) -> String {
+    match tls {
+        Some(_) => format!("{plain}s"),
+        None => plain.to_string(),
+    }
 }
 
 pub struct Server {
@@ -68,15 +91,24 @@ pub fn faults(suite: &str) -> Option<&'static [Fault]> {
 
 /// Starts the agora-v1 reference agent with `cfg` on `listen`.
 pub async fn start_agora_v1(cfg: AgentConfig, listen: &str) -> Result<Server, String> {
+    start_agora_v1_on(cfg, listen, None).await
+}
+
+async fn start_agora_v1_on(
+    cfg: AgentConfig,
+    listen: &str,
+    tls: Option<&TlsIdentity>,
+) -> Result<Server, String> {
     let agent = Arc::new(Agent::with_config(cfg));
-    let running = spawn(listen, reference_impl::agora_v1::server::router(agent))
+    let running = listen_on(listen, reference_impl::agora_v1::server::router(agent), tls)
         .await
         .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let a = running.addr;
+    let (http, ws) = (scheme("http", tls), scheme("ws", tls));
     Ok(Server {
         endpoints: Endpoints(vec![
-            (Transport::Http, format!("http://{a}/")),
-            (Transport::Ws, format!("ws://{a}/")),
+            (Transport::Http, format!("{http}://{a}/")),
+            (Transport::Ws, format!("{ws}://{a}/")),
         ]),
         ledger_url: None,
         running,
@@ -88,13 +120,26 @@ pub async fn start_agora_v1(cfg: AgentConfig, listen: &str) -> Result<Server, St
 
 /// Starts the agora-exchange reference server with `cfg` on `listen`.
 pub async fn start_agora_exchange(cfg: ExchangeConfig, listen: &str) -> Result<Server, String> {
+    start_agora_exchange_on(cfg, listen, None).await
+}
+
+async fn start_agora_exchange_on(
+    cfg: ExchangeConfig,
+    listen: &str,
+    tls: Option<&TlsIdentity>,
+) -> Result<Server, String> {
     let ex = Arc::new(Exchange::with_config(cfg));
-    let running = spawn(listen, reference_impl::agora_exchange::server::router(ex))
-        .await
-        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let running = listen_on(
+        listen,
+        reference_impl::agora_exchange::server::router(ex),
+        tls,
+    )
+    .await
+    .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let a = running.addr;
+    let http = scheme("http", tls);
     Ok(Server {
-        endpoints: Endpoints(vec![(Transport::Http, format!("http://{a}/"))]),
+        endpoints: Endpoints(vec![(Transport::Http, format!("{http}://{a}/"))]),
         ledger_url: None,
         running,
         extra: None,
@@ -110,24 +155,38 @@ pub async fn start_chorus(
     listen: &str,
     separate_ledger: bool,
 ) -> Result<Server, String> {
+    start_chorus_on(cfg, listen, separate_ledger, None).await
+}
+
+async fn start_chorus_on(
+    cfg: ChorusConfig,
+    listen: &str,
+    separate_ledger: bool,
+    tls: Option<&TlsIdentity>,
+) -> Result<Server, String> {
     let c = Arc::new(Chorus::with_config(cfg));
-    let running = spawn(listen, chorus_server::router(c.clone(), !separate_ledger))
-        .await
-        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let running = listen_on(
+        listen,
+        chorus_server::router(c.clone(), !separate_ledger),
+        tls,
+    )
+    .await
+    .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let a = running.addr;
-    c.register_fixture(&format!("http://{a}"));
+    let http = scheme("http", tls);
+    c.register_fixture(&format!("{http}://{a}"));
     let (extra, ledger_url) = if separate_ledger {
         let host = listen.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
-        let l = spawn(&format!("{host}:0"), chorus_server::ledger_router(c))
+        let l = listen_on(&format!("{host}:0"), chorus_server::ledger_router(c), tls)
             .await
             .map_err(|e| format!("cannot listen for the ledger: {e}"))?;
-        let url = format!("http://{}/", l.addr);
+        let url = format!("{http}://{}/", l.addr);
         (Some(l), Some(url))
     } else {
         (None, None)
     };
     Ok(Server {
-        endpoints: Endpoints(vec![(Transport::Http, format!("http://{a}/"))]),
+        endpoints: Endpoints(vec![(Transport::Http, format!("{http}://{a}/"))]),
         ledger_url,
         running,
         extra,
@@ -138,13 +197,26 @@ pub async fn start_chorus(
 
 /// Starts the agora-spaces reference server with `cfg` on `listen`.
 pub async fn start_agora_spaces(cfg: SpacesConfig, listen: &str) -> Result<Server, String> {
+    start_agora_spaces_on(cfg, listen, None).await
+}
+
+async fn start_agora_spaces_on(
+    cfg: SpacesConfig,
+    listen: &str,
+    tls: Option<&TlsIdentity>,
+) -> Result<Server, String> {
     let spaces = Spaces::new(cfg);
-    let running = spawn(listen, reference_impl::agora_spaces::server::router(spaces))
-        .await
-        .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
+    let running = listen_on(
+        listen,
+        reference_impl::agora_spaces::server::router(spaces),
+        tls,
+    )
+    .await
+    .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
     let a = running.addr;
+    let ws = scheme("ws", tls);
     Ok(Server {
-        endpoints: Endpoints(vec![(Transport::Ws, format!("ws://{a}/ws"))]),
+        endpoints: Endpoints(vec![(Transport::Ws, format!("{ws}://{a}/ws"))]),
         ledger_url: None,
         running,
         extra: None,
@@ -157,6 +229,14 @@ pub async fn start_agora_spaces(cfg: SpacesConfig, listen: &str) -> Result<Serve
 /// that folder only; otherwise HTTP and WebSocket on `listen` plus the file binding in
 /// a fresh temporary folder.
 pub async fn start_agentprotocol(cfg: ApConfig, listen: &str) -> Result<Server, String> {
+    start_agentprotocol_on(cfg, listen, None).await
+}
+
+async fn start_agentprotocol_on(
+    cfg: ApConfig,
+    listen: &str,
+    tls: Option<&TlsIdentity>,
+) -> Result<Server, String> {
     let agent = Arc::new(ApAgent::new(
         reference_impl::wire::keys::Keypair::generate(),
         cfg,
@@ -183,9 +263,10 @@ pub async fn start_agentprotocol(cfg: ApConfig, listen: &str) -> Result<Server, 
             file_stop: Some(tx),
         });
     }
-    let running = spawn(
+    let running = listen_on(
         listen,
         reference_impl::agentprotocol::server::router(agent.clone()),
+        tls,
     )
     .await
     .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
@@ -202,10 +283,11 @@ pub async fn start_agentprotocol(cfg: ApConfig, listen: &str) -> Result<Server, 
         rx,
     ));
     let a = running.addr;
+    let (http, ws) = (scheme("http", tls), scheme("ws", tls));
     Ok(Server {
         endpoints: Endpoints(vec![
-            (Transport::Http, format!("http://{a}/")),
-            (Transport::Ws, format!("ws://{a}/")),
+            (Transport::Http, format!("{http}://{a}/")),
+            (Transport::Ws, format!("{ws}://{a}/")),
             (Transport::File, format!("file://{}", dir.display())),
         ]),
         ledger_url: None,
@@ -227,21 +309,21 @@ pub async fn start(suite: &str, listen: &str, opts: &Options) -> Result<Server, 
             if let Some(w) = opts.replay_window_s {
                 cfg.replay_window = time::Duration::seconds(i64::from(w));
             }
-            start_agora_v1(cfg, listen).await
+            start_agora_v1_on(cfg, listen, opts.tls.as_ref()).await
         }
         "agora-exchange" => {
             let mut cfg = ExchangeConfig::default().with_faults(&opts.faults)?;
             if let Some(ttl) = opts.conversation_ttl_s {
                 cfg.conversation_ttl_s = ttl;
             }
-            start_agora_exchange(cfg, listen).await
+            start_agora_exchange_on(cfg, listen, opts.tls.as_ref()).await
         }
         "chorus" => {
             let mut cfg = ChorusConfig::default().with_faults(&opts.faults)?;
             if let Some(d) = opts.chorus_delivery {
                 cfg.delivery = d;
             }
-            start_chorus(cfg, listen, opts.separate_ledger).await
+            start_chorus_on(cfg, listen, opts.separate_ledger, opts.tls.as_ref()).await
         }
         "agora-spaces" => {
             let mut cfg = SpacesConfig::default().with_faults(&opts.faults)?;
@@ -249,11 +331,11 @@ pub async fn start(suite: &str, listen: &str, opts: &Options) -> Result<Server, 
             if let Some(t) = opts.heartbeat_timeout_s {
                 cfg.heartbeat_timeout = std::time::Duration::from_secs(t);
             }
-            start_agora_spaces(cfg, listen).await
+            start_agora_spaces_on(cfg, listen, opts.tls.as_ref()).await
         }
         "agentprotocol" => {
             let cfg = ApConfig::default().with_faults(&opts.faults)?;
-            start_agentprotocol(cfg, listen).await
+            start_agentprotocol_on(cfg, listen, opts.tls.as_ref()).await
         }
         other => Err(format!(
             "unknown suite {other:?}; known suites: {}",

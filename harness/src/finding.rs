@@ -84,7 +84,7 @@ impl Finding {
     /// Sets the level (and so the outcome) where the requirement ids do not decide it.
     /// What the inventory treats as informational stays informational.
     pub fn at(mut self, level: Level) -> Self {
-        if inventory::level_for(&self.requirements, level) == Level::Info {
+        if inventory::strongest(&self.requirements) == Some(Level::Info) {
             return self;
         }
         self.level = level;
@@ -179,6 +179,10 @@ mod tests {
         assert_eq!(f.outcome, Verdict::Fail);
         let f = Finding::new("x/y", &["AV1-A6"], "informational");
         assert_eq!((f.level, f.outcome), (Level::Info, Verdict::Warn));
+        // Informational stays so; a finding whose ids give no level can be made so.
+        assert_eq!(f.clone().at(Level::Must).level, Level::Info);
+        let g = Finding::new("x/z", &["AV1-A1"], "picked").at(Level::Info);
+        assert_eq!((g.level, g.outcome), (Level::Info, Verdict::Warn));
     }
 
     #[test]

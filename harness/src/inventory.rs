@@ -74,10 +74,14 @@ pub fn level_of(id: &str) -> Option<Level> {
 /// (MUST, FACT, MAY, SHOULD, then informational). Ids that give no level are passed
 /// over; `fallback` applies when none does.
 pub fn level_for(ids: &[String], fallback: Level) -> Level {
+    strongest(ids).unwrap_or(fallback)
+}
+
+/// The strongest level `ids` give on their own, if any of them gives one.
+pub fn strongest(ids: &[String]) -> Option<Level> {
     ids.iter()
         .filter_map(|id| level_of(id))
         .max_by_key(|l| l.strength())
-        .unwrap_or(fallback)
 }
 
 /// The requirement and ambiguity ids quoted in `text` that the inventory knows, in

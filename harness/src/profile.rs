@@ -61,6 +61,29 @@ pub struct AgoraV1 {
     pub unknown_resource: String,
     /// Requests sent by the rate-limit burst case.
     pub burst_requests: usize,
+    /// The id an ACCEPT quotes: the OFFER's envelope id (AV1-A11, the default) or
+    /// the `offer_id` the target puts in the OFFER's payload.
+    pub offer_id: OfferIdSource,
+    /// The HTTP status of replies: 200 or the ERROR's code (the default), or any
+    /// status (AV1-A9: the spec maps no codes to a transport).
+    pub http_status: HttpStatusRule,
+}
+
+/// agora-v1: where the id an ACCEPT quotes comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OfferIdSource {
+    Envelope,
+    Payload,
+}
+
+/// agora-v1: what HTTP status a reply may carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+pub enum HttpStatusRule {
+    #[serde(rename = "code-or-200")]
+    CodeOr200,
+    #[serde(rename = "any")]
+    Any,
 }
 
 impl Default for AgoraV1 {
@@ -70,6 +93,8 @@ impl Default for AgoraV1 {
             negotiated_resource: "agora:quote:v1".into(),
             unknown_resource: "agora:harness-nonexistent:v1".into(),
             burst_requests: 200,
+            offer_id: OfferIdSource::Envelope,
+            http_status: HttpStatusRule::CodeOr200,
         }
     }
 }
@@ -81,6 +106,17 @@ pub struct AgentProtocol {
     pub echo_action: String,
     /// The action `{ms}` that takes that long.
     pub delay_action: String,
+    /// The target's agentId, when known: the first hello is addressed to it instead
+    /// of being a broadcast (AGP-A22). Used as written; a value that is not base64 of
+    /// a 32-byte key is reported once as a finding.
+    pub agent_id: Option<String>,
+    /// The target answers a request whose `timeout` passes before the delay action
+    /// ends with error TIMEOUT (AGP-027). False: what it does is recorded, not judged
+    /// (AGP-A18 leaves TIMEOUT to the requester's side).
+    pub timeout_error: bool,
+    /// The target answers a message addressed to another agent with UNKNOWN_AGENT
+    /// (AGP-025: a hub or relay). False: a single agent, where it is informational.
+    pub unknown_agent_error: bool,
 }
 
 impl Default for AgentProtocol {
@@ -88,6 +124,9 @@ impl Default for AgentProtocol {
         AgentProtocol {
             echo_action: "echo".into(),
             delay_action: "delay".into(),
+            agent_id: None,
+            timeout_error: true,
+            unknown_agent_error: true,
         }
     }
 }
@@ -116,30 +155,117 @@ impl Default for AgoraSpaces {
     }
 }
 
+/// chorus. Templates (`fixture_*`, `outcome_*`, `setup_requests` bodies) are JSON
+/// text with placeholders `{name}`: inside a JSON string a placeholder becomes the
+/// value's text, elsewhere its JSON (`"owner": "{owner_id}", "credits": {amount}`).
+/// An unknown placeholder, or a template that is not JSON once filled in, is a
+/// profile error.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ChorusSection {
     /// The skill of the fixture agent the target registers at start-up.
     pub fixture_skill: String,
+    /// The `input_data` of a job for the fixture skill; `{text}` is the text the
+    /// harness sends. Default `{"text": "{text}"}`.
+    pub fixture_input: String,
+    /// What the fixture returns for that input: the result's `output_data` must
+    /// hold every member of this template with its value (members beyond them are
+    /// allowed); `{text}` is the text sent. Default `{"text": "{text}"}` (an echo).
+    pub fixture_output: String,
+    /// An `input_data` the fixture cannot process, which it answers with a FAILURE
+    /// result (or refuses). Default `{"text": 42}`.
+    pub fixture_failing_input: String,
     /// How job results come back: sync, callback or either.
     pub result_delivery: ResultDelivery,
-    /// How outcomes reach the registry: `METHOD /path`, with `{agent_id}`,
-    /// `{outcome}` (success|failure), `{OUTCOME}` and `{job_id}` filled in. The body is
-    /// the Job Result plus `orchestrator_id`.
+    /// How outcomes reach the registry (chorus.md names no way, CHO-A1):
+    /// `METHOD /path` below the registry URL, with the placeholders of `outcome_body`.
     pub outcome_request: String,
-    /// Credits every owner starts with in the ledger.
+    /// The body of the outcome request. Placeholders: `{agent_id}`, `{owner_id}` (the
+    /// agent's owner, empty where unknown), `{reputation}` (the agent's score before
+    /// the outcome), `{job_id}`, `{orchestrator_id}` and `{hirer_id}` (the hirer),
+    /// `{hirer_owner_id}`, `{hirer_reputation}` (the hirer's score, which chorus.md §4
+    /// weighs a SUCCESS with), `{outcome}` (success|failure), `{OUTCOME}`
+    /// (SUCCESS|FAILURE), `{output_data}` (`{}` or null), `{error_message}` (null or a
+    /// text), `{execution_cost}`, `{timestamp_utc}`, `{uuid}` (a fresh UUID). Default:
+    /// the Job Result plus `orchestrator_id` and `hirer_reputation`.
+    pub outcome_body: String,
+    /// Credits a fresh owner holds in the ledger: from the start, or once the
+    /// `owner` setup requests have run (they get it as `{amount}`).
     pub initial_credits: f64,
+    /// The ledger applies a repeated `transfer_id` once. chorus.md leaves it open
+    /// (CHO-A14): with `false` the idempotency case only records what it sees.
+    pub idempotent_transfers: bool,
+    /// Requests the harness sends to set the target up for a case: `[[chorus.setup_requests]]`
+    /// with `on`, `method`, `path`, `base` and `body`.
+    pub setup_requests: Vec<SetupRequest>,
 }
+
+/// The default `outcome_body`.
+pub const CHORUS_OUTCOME_BODY: &str = r#"{"job_id": "{job_id}", "agent_id": "{agent_id}", "status": "{OUTCOME}", "output_data": {output_data}, "execution_cost": {execution_cost}, "execution_time_ms": 1, "error_message": {error_message}, "timestamp_utc": "{timestamp_utc}", "orchestrator_id": "{orchestrator_id}", "hirer_reputation": {hirer_reputation}}"#;
 
 impl Default for ChorusSection {
     fn default() -> Self {
         ChorusSection {
             fixture_skill: "echo_text".into(),
+            fixture_input: r#"{"text": "{text}"}"#.into(),
+            fixture_output: r#"{"text": "{text}"}"#.into(),
+            fixture_failing_input: r#"{"text": 42}"#.into(),
             result_delivery: ResultDelivery::Either,
             outcome_request: "POST /results".into(),
+            outcome_body: CHORUS_OUTCOME_BODY.into(),
             initial_credits: 100.0,
+            idempotent_transfers: true,
+            setup_requests: Vec::new(),
         }
     }
+}
+
+/// One request the harness sends to set a chorus target up, e.g. to open and fund
+/// a ledger account for each fresh owner.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SetupRequest {
+    /// When it is sent, and so which placeholders it has (besides `{uuid}`,
+    /// `{timestamp_utc}` and `{case_id}`): `case` (once, before a case's first request);
+    /// `owner` (for each fresh owner, before its first transfer: `{owner_id}`,
+    /// `{amount}` = `initial_credits`); `agent` (after each test agent registers:
+    /// `{agent_id}`, `{owner_id}`, `{skill_name}`, `{cost_per_call}`,
+    /// `{reputation}`); `job` (before each job for the fixture: `{job_id}`,
+    /// `{orchestrator_id}`, `{skill_name}`, `{budget}`, `{callback_url}`); `transfer` (before each transfer: `{transfer_id}`,
+    /// `{from_owner}`, `{to_owner}`, `{amount}`, `{job_id}`).
+    pub on: SetupEvent,
+    /// HTTP method; default POST.
+    #[serde(default = "default_setup_method")]
+    pub method: String,
+    /// Path below the base URL; placeholders are filled in.
+    pub path: String,
+    /// `registry` (the target URL, default) or `ledger` (`[target] ledger_url`).
+    #[serde(default)]
+    pub base: SetupBase,
+    /// JSON body template; unset: no body.
+    pub body: Option<String>,
+}
+
+fn default_setup_method() -> String {
+    "POST".into()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SetupEvent {
+    Case,
+    Owner,
+    Agent,
+    Job,
+    Transfer,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SetupBase {
+    #[default]
+    Registry,
+    Ledger,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -153,7 +279,8 @@ pub enum ResultDelivery {
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AgoraExchange {
-    /// A protocol the target supports (unset: taken from /wellknown).
+    /// A protocol the target supports (unset: taken from /wellknown), spelled as the
+    /// target spells it; a form other than 40 hex digits is reported, not refused.
     pub protocol_hash: Option<String>,
     /// That protocol's document text.
     pub protocol_document: Option<String>,
@@ -223,26 +350,9 @@ impl Profile {
                     .map_err(|e| format!("[agora-exchange] {key} is not JSON: {e}"))?;
             }
         }
-        if let Some(h) = &self.agora_exchange.protocol_hash {
-            if !reference_impl::agora_exchange::document::is_sha1_hex(h) {
-                return Err(format!(
-                    "[agora-exchange] protocol_hash {h:?} is not 40 hex digits"
-                ));
-            }
-        }
-        let o = &self.chorus.outcome_request;
-        match o.split_once(' ') {
-            Some((m, path))
-                if reqwest::Method::from_bytes(m.as_bytes()).is_ok() && path.starts_with('/') => {}
-            _ => {
-                return Err(format!(
-                    "[chorus] outcome_request {o:?} must read \"METHOD /path\""
-                ))
-            }
-        }
-        if !(self.chorus.initial_credits.is_finite() && self.chorus.initial_credits >= 0.0) {
-            return Err("[chorus] initial_credits must be a non-negative number".into());
-        }
+        // [agora-exchange] protocol_hash is used as the target spells it: a hash that
+        // is not 40 hex digits is a finding of the run (AEX-039), not a profile error.
+        crate::expect::chorus::check_profile(&self.chorus).map_err(|e| format!("[chorus] {e}"))?;
         if self.agora_v1.burst_requests > 10_000 {
             return Err("[agora-v1] burst_requests must be at most 10000".into());
         }

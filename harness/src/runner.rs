@@ -207,14 +207,24 @@ async fn run_one(
             met.push(own(f));
         }
     }
-    let message = if message.is_empty() {
+    // Own findings decide the outcome here; incidental ones once the runner knows
+    // which case owns each (see `merge_findings`).
+    let before = outcome;
+    let outcome = own_outcome(outcome, &met);
+    let message = if before == Outcome::Pass && outcome != Outcome::Pass {
+        // The case ended normally but owns deviations it recorded on the way: they
+        // are its message, failures first.
+        let mut own: Vec<&Met> = met.iter().filter(|m| m.own).collect();
+        own.sort_by_key(|m| m.finding.outcome != Verdict::Fail);
+        own.iter()
+            .map(|m| m.finding.summary.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    } else if message.is_empty() {
         ctx.notes().last().cloned().unwrap_or_default()
     } else {
         message
     };
-    // Own findings decide the outcome here; incidental ones once the runner knows
-    // which case owns each (see `merge_findings`).
-    let outcome = own_outcome(outcome, &met);
     let transcript = ctx.take_transcript();
     result_of(
         case,

@@ -280,7 +280,16 @@ impl Schemas {
         Ok(v.iter_errors(instance)
             .take(16)
             .map(|e| {
-                let at = e.instance_path().to_string();
+                let mut at = e.instance_path().to_string();
+                // A missing member is a deviation of that member: its own pointer, so
+                // that two missing members are two findings.
+                if let jsonschema::error::ValidationErrorKind::Required { property } = e.kind() {
+                    let name = property
+                        .as_str()
+                        .map(String::from)
+                        .unwrap_or_else(|| property.to_string());
+                    at = format!("{at}/{}", name.replace('~', "~0").replace('/', "~1"));
+                }
                 Violation {
                     pointer: if at.is_empty() { "/".to_string() } else { at },
                     message: e.to_string(),

@@ -28,7 +28,11 @@ pub struct RunShared {
     /// A second key, for wrong-key cases.
     pub other_key: Keypair,
     pub schemas: Schemas,
+    /// The run's HTTP client, built from `tls` ([`crate::drive::Tls::http_client`]).
     pub http: reqwest::Client,
+    /// Whom the run trusts over `https://` and `wss://`: every WebSocket connect
+    /// uses it.
+    pub tls: crate::drive::Tls,
 }
 
 pub struct Ctx {
@@ -332,7 +336,7 @@ fn new_driver(shared: &RunShared, transport: Transport, url: &str) -> Driver {
             shared.http.clone(),
             url,
         )),
-        Transport::Ws => Driver::Ws(crate::drive::ws::WsDriver::new(url)),
+        Transport::Ws => Driver::Ws(crate::drive::ws::WsDriver::new(url, &shared.tls)),
         Transport::File => Driver::File(crate::drive::file::FileDriver::new(url)),
     }
 }

@@ -102,6 +102,7 @@ fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> scripted
                     other_key: Keypair::generate(),
                     schemas: Schemas::load().expect("schemas"),
                     http,
+                    tls: agentconform::drive::Tls::platform().expect("tls"),
                 });
                 scripted::fuzz(scripted::Run {
                     spec,

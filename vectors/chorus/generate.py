@@ -444,6 +444,14 @@ def message_vectors():
         JR, "execution_time_ms is 1.5, not an integer.", ["CHO-034"],
         with_(jr, execution_time_ms=1.5), "invalid", "CHO-034: execution_time_ms is not an integer",
     )
+    v["job-result-timestamp-zero-offset"] = msg(
+        JR, "timestamp_utc is written with the offset +00:00: UTC, as chorus.md asks.", ["CHO-004", "CHO-A16"],
+        with_(jr, timestamp_utc="2026-02-11T14:15:09+00:00"), "valid", "CHO-004: an offset of zero is UTC",
+    )
+    v["job-result-timestamp-other-offset"] = msg(
+        JR, "timestamp_utc has the offset +02:00: not UTC.", ["CHO-004", "CHO-A16"],
+        with_(jr, timestamp_utc="2026-02-11T16:15:09+02:00"), "invalid", "CHO-004: timestamp_utc is not UTC",
+    )
     v["job-result-missing-error-message"] = msg(
         JR, "A SUCCESS result without the error_message member (it must be present, as null).", ["CHO-029"],
         without(jr, "error_message"), "invalid", "CHO-029: every member is present",

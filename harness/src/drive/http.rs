@@ -16,13 +16,11 @@ pub struct HttpReply {
     pub body: Vec<u8>,
 }
 
-/// One client per run (connection reuse); no proxies: targets are addressed directly.
+/// A client that trusts the platform's roots. A run builds its client from its
+/// [`super::Tls`] instead ([`super::Tls::http_client`]), so that `--ca-file` and
+/// `--insecure` hold for it.
 pub fn client() -> Result<reqwest::Client, String> {
-    reqwest::Client::builder()
-        .no_proxy()
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .map_err(|e| format!("cannot build the HTTP client: {e}"))
+    super::Tls::platform()?.http_client()
 }
 
 /// An error with its causes ("error sending request: … : Connection refused").

@@ -4,7 +4,10 @@
 pub mod callback;
 pub mod file;
 pub mod http;
+pub mod tls;
 pub mod ws;
+
+pub use tls::Tls;
 
 use std::fmt;
 use std::time::Duration;
@@ -104,13 +107,31 @@ impl Driver {
 /// unresolvable, TLS on a plain port, no WebSocket endpoint at the path, no such
 /// folder). A target that accepts the connection but is slow or silent passes: the
 /// cases judge that.
+///
+/// `http` must be the client built from `tls` ([`Tls::http_client`]); a WebSocket
+/// probe connects with `tls`. A certificate the harness does not trust is such an
+/// error, and the message says how to trust it.
 pub async fn preflight(
     transport: Transport,
     url: &str,
     http: &reqwest::Client,
+    tls: &Tls,
     timeout: Duration,
 ) -> Result<(), String> {
-    let unreachable = |why: String| Err(format!("cannot reach the target {url}: {why}"));
+    let unreachable = |why: String| {
+        let hint = if why.contains("certificate") {
+            match tls.trust() {
+                tls::Trust::Insecure => String::new(),
+                trust => format!(
+                    " (the harness trusts {trust}; pass --ca-file FILE with the certificate \
+                     that signed it, or --insecure to accept any certificate)"
+                ),
+            }
+        } else {
+            String::new()
+        };
+        Err(format!("cannot reach the target {url}: {why}{hint}"))
+    };
     match transport {
         Transport::Http => {
             let work = http.get(url).send();
@@ -124,7 +145,12 @@ pub async fn preflight(
         }
         Transport::Ws => {
             use tokio_tungstenite::tungstenite::Error as WsError;
-            let conn = tokio_tungstenite::connect_async(url);
+            let conn = tokio_tungstenite::connect_async_tls_with_config(
+                url,
+                None,
+                true,
+                Some(tls.connector()),
+            );
             match tokio::time::timeout(timeout, conn).await {
                 Ok(Ok((mut s, _))) => {
                     let _ = tokio::time::timeout(timeout, s.close(None)).await;
@@ -137,7 +163,7 @@ pub async fn preflight(
                 // The endpoint exists and refused this bare handshake (a missing token,
                 // say): the cases judge that.
                 Ok(Err(WsError::Http(_))) | Err(_) => Ok(()),
-                Ok(Err(e)) => unreachable(e.to_string()),
+                Ok(Err(e)) => unreachable(http::error_chain(&e)),
             }
         }
         Transport::File => match file::dir_of(url) {

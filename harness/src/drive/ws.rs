@@ -9,6 +9,8 @@ use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 pub struct WsDriver {
     url: String,
+    /// How `wss://` is reached (the run's [`super::Tls`]).
+    tls: tokio_tungstenite::Connector,
     socket: Option<Box<WebSocketStream<MaybeTlsStream<TcpStream>>>>,
 }
 
@@ -21,9 +23,12 @@ fn map_err(e: WsError, limits: Limits) -> DriveError {
 }
 
 impl WsDriver {
-    pub fn new(url: &str) -> WsDriver {
+    /// A driver for `url` (`ws://` or `wss://`; a `wss://` target's certificate is
+    /// checked as `tls` says). It connects on first use.
+    pub fn new(url: &str, tls: &super::Tls) -> WsDriver {
         WsDriver {
             url: url.to_string(),
+            tls: tls.connector(),
             socket: None,
         }
     }
@@ -35,7 +40,12 @@ impl WsDriver {
         let config = WebSocketConfig::default()
             .max_message_size(Some(limits.max_bytes))
             .max_frame_size(Some(limits.max_bytes));
-        let conn = tokio_tungstenite::connect_async_with_config(&self.url, Some(config), true);
+        let conn = tokio_tungstenite::connect_async_tls_with_config(
+            &self.url,
+            Some(config),
+            true,
+            Some(self.tls.clone()),
+        );
         match tokio::time::timeout(limits.timeout, conn).await {
             Ok(Ok((s, _))) => {
                 self.socket = Some(Box::new(s));
@@ -45,7 +55,7 @@ impl WsDriver {
                 "the upgrade was refused with HTTP {}",
                 resp.status().as_u16()
             ))),
-            Ok(Err(e)) => Err(DriveError::Connect(e.to_string())),
+            Ok(Err(e)) => Err(DriveError::Connect(super::http::error_chain(&e))),
             Err(_) => Err(DriveError::Timeout(limits.timeout.as_millis())),
         }
     }

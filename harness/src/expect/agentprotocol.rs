@@ -1,19 +1,83 @@
 //! agentprotocol expectations: a per-case identity and connection over the case's
-//! binding, message builders, and the checks every target message gets.
+//! binding, message builders, and the reading every target reply gets.
+//!
+//! [`read_reply`] reads a reply leniently. Each deviation it meets becomes a typed
+//! finding with a stable key (the same on every binding), the requirement ids it
+//! breaks, the case that owns the rule, and the target's own words; the reply is then
+//! read as the target meant it (`correlation_id` as `correlationId`, a capability map
+//! as a list, an error payload nested under `error` as the payload, a respelled error
+//! code as the code). Only a reply that is not JSON or not a message at all, or has
+//! no type, stops a case (blocked). The HTTP status is never judged (AGP-A10).
+//!
+//! | key (`agentprotocol/…`) | ids | owner case |
+//! |---|---|---|
+//! | `reply:not-json`, `reply:not-a-message`, `envelope:<member>`, `type` | AGP-001, AGP-010 | hello |
+//! | `error:not-a-message` (HTTP ≥ 400 or an error-like body that is no message) | AGP-001, AGP-020 | invalid-message |
+//! | `protocol`, `timestamp`, `payload` | AGP-002, AGP-004, AGP-011 | hello |
+//! | `id:not-uuid`, `id:reused` | AGP-003 | ids-unique |
+//! | `agent-id:encoding` (base58: a warning, AGP-A4) | AGP-005 | hello |
+//! | `signature:missing` (a warning outside hello, AGP-A3), `signature:encoding`, `signature:mismatch` | AGP-001, AGP-012, AGP-030, AGP-031 | hello |
+//! | `capabilities:not-a-list`, `capabilities:not-strings`, `capabilities:missing` (a warning) | AGP-007 | hello |
+//! | `to:not-the-sender`, `to:agentId`, `to:broadcast`, `to:broadcast-true` (informational, AGP-A13), `from:not-the-target` | AGP-008, AGP-009 | hello |
+//! | `correlationId:renamed`, `correlationId:misplaced`, `correlationId:not-echoed`, `response-payload:status` | AGP-019, AGP-020, AGP-A7 | echo-request |
+//! | `correlationId:not-echoed-in-errors`, `error-payload:nested`, `error-payload:code`, `error-payload:message`, `error-code:spelling`, `error-code:unknown` (warnings, AGP-022) | AGP-020, AGP-022 | unknown-action |
+//! | `schema:<payload schema>:<pointer>` | AGP-014, AGP-019, AGP-020 | hello, echo-request, unknown-action |
+//! | `hello:not-hello`, `hello:no-reply` (a warning, AGP-A9), `from:not-the-addressee` | AGP-009, AGP-013 | hello |
 
-use crate::case::{fail, Step};
+use crate::case::{Level, Step, Stop};
 use crate::drive::file::FileDriver;
 use crate::drive::http::HttpDriver;
 use crate::drive::ws::WsDriver;
-use crate::drive::{Driver, Limits, Received, Transport};
+use crate::drive::{DriveError, Driver, Limits, Received, Transport};
+use crate::finding::{quote, schema_findings, Finding};
 use crate::script::{describe_drive_error, join_url, Ctx};
-use reference_impl::agentprotocol::message::{self, agent_id, CODES, PROTOCOL};
-use reference_impl::wire::clock::{format_timestamp, parse_timestamp};
-use reference_impl::wire::keys::Keypair;
-use reference_impl::wire::{json, new_id};
-use serde_json::{json, Value};
+use reference_impl::agentprotocol::message::{self, agent_id, CODES, PROTOCOL, TYPES};
+use reference_impl::wire::clock::format_timestamp;
+use reference_impl::wire::keys::{self, KeyForm, Keypair};
+use reference_impl::wire::{is_uuid, json, new_id};
+use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::time::Duration;
+
+/// The cases that own the rules shared replies meet.
+pub const HELLO: &str = "agentprotocol/hello";
+pub const ECHO: &str = "agentprotocol/echo-request";
+pub const UNKNOWN_ACTION: &str = "agentprotocol/unknown-action";
+pub const INVALID: &str = "agentprotocol/invalid-message";
+pub const IDS: &str = "agentprotocol/ids-unique";
+
+/// A finding key of this suite.
+pub fn key(rule: &str) -> String {
+    format!("agentprotocol/{rule}")
+}
+
+/// A case's own deviation, as the stop that ends it.
+pub fn own(rule: &str, requirements: &[&str], summary: impl Into<String>) -> Stop {
+    Stop::Finding(Finding::new(key(rule), requirements, summary))
+}
+
+/// What a reply answers, to hold it to.
+#[derive(Debug, Clone, Default)]
+pub struct Asked {
+    /// The agentId the reply must be addressed to.
+    pub sender: Option<String>,
+    /// The agent that said hello: the reply must come from it.
+    pub target: Option<String>,
+    /// The request's correlationId (a string), which a response or error echoes.
+    pub correlation: Option<String>,
+}
+
+/// What came back for one message.
+#[derive(Debug, Clone)]
+pub enum Answer {
+    /// A message, as read by [`read_reply`].
+    Reply(Value),
+    /// An HTTP answer below 400 with no body: the target took the message and sent
+    /// nothing in the response.
+    Empty(u16),
+    /// Nothing within the wait (WebSocket, files).
+    Silence,
+}
 
 /// One case's agent: its own key (so that per-sender limits and file names never mix
 /// cases), its connection, and what it learned of the target.
@@ -26,6 +90,8 @@ pub struct Me {
     pub target_capabilities: Vec<String>,
     pub target_features: Vec<String>,
     seen_ids: HashSet<String>,
+    /// The profile's `agent_id`: whom the first hello is addressed to (AGP-A22).
+    addressed: Option<String>,
 }
 
 impl Me {
@@ -37,7 +103,10 @@ impl Me {
                 ctx.shared.http.clone(),
                 &join_url(&ctx.url, "agentprotocol"),
             )),
-            Transport::Ws => Driver::Ws(WsDriver::new(&join_url(&ctx.url, "agentprotocol/ws"))),
+            Transport::Ws => Driver::Ws(WsDriver::new(
+                &join_url(&ctx.url, "agentprotocol/ws"),
+                &ctx.shared.tls,
+            )),
             Transport::File => Driver::File(FileDriver::new(&ctx.url)),
         };
         Me {
@@ -48,12 +117,14 @@ impl Me {
             target_capabilities: Vec::new(),
             target_features: Vec::new(),
             seen_ids: HashSet::new(),
+            addressed: ctx.profile().agentprotocol.agent_id.clone(),
         }
     }
 
-    /// An unsigned message from this agent, addressed to the target when known.
+    /// An unsigned message from this agent, addressed to the target when known (from
+    /// its hello, else from the profile), a broadcast otherwise (AGP-A22).
     pub fn message(&self, ty: &str, payload: Value) -> Value {
-        let to = match &self.target {
+        let to = match self.target.as_ref().or(self.addressed.as_ref()) {
             Some(t) => json!({"agentId": t, "broadcast": false}),
             None => json!({"broadcast": true}),
         };
@@ -81,205 +152,1119 @@ impl Me {
         m
     }
 
-    /// Sends `msg` as it is; returns the reply within `wait`, or `None` on silence
-    /// (an HTTP 2xx with no body counts as silence).
+    /// Sends `bytes` and reads what comes back within `wait`. A transport failure is
+    /// returned as it is, for the caller to judge; a reply is read by
+    /// [`read_reply`], which may block the case.
+    pub async fn exchange(
+        &mut self,
+        ctx: &mut Ctx,
+        bytes: Vec<u8>,
+        wait: Duration,
+    ) -> Step<Result<Answer, DriveError>> {
+        let who = ctx.transport.to_string();
+        ctx.log_frame("send", &who, &String::from_utf8_lossy(&bytes));
+        let sent = json::parse(&bytes).ok().map(|t| t.to_serde());
+        let asked = Asked {
+            sender: Some(self.id.clone()),
+            target: self.target.clone(),
+            correlation: sent
+                .as_ref()
+                .and_then(|m| m["payload"]["correlationId"].as_str())
+                .map(String::from),
+        };
+        let limits = Limits {
+            timeout: wait,
+            max_bytes: ctx.profile().timing.max_response_bytes,
+        };
+        let (status, body) = match self.drv.exchange(bytes, limits).await {
+            Err(e) => return Ok(Err(e)),
+            Ok(Received::Silence) => return Ok(Ok(Answer::Silence)),
+            Ok(Received::Frame(b)) => (None, b),
+            Ok(Received::Http { status, body }) => {
+                if !(200..300).contains(&status) {
+                    ctx.note(format!("HTTP status {status} (informational, AGP-A10)"));
+                }
+                if body.is_empty() && status < 400 {
+                    ctx.log_frame("recv", &who, &format!("HTTP {status} with no body"));
+                    return Ok(Ok(Answer::Empty(status)));
+                }
+                (Some(status), body)
+            }
+        };
+        ctx.log_frame("recv", &who, &String::from_utf8_lossy(&body));
+        let v = read_reply(ctx, &body, status, &asked, &mut self.seen_ids)?;
+        Ok(Ok(Answer::Reply(v)))
+    }
+
+    /// Sends `msg` and returns what came back within `wait`; a transport failure
+    /// blocks the case.
+    pub async fn send_answer(
+        &mut self,
+        ctx: &mut Ctx,
+        msg: &Value,
+        wait: Duration,
+    ) -> Step<Answer> {
+        let bytes = serde_json::to_vec(msg).unwrap_or_default();
+        match self.exchange(ctx, bytes, wait).await? {
+            Ok(a) => Ok(a),
+            Err(e) => Err(ctx.block(transport_finding(&e))),
+        }
+    }
+
+    /// Sends `msg` as it is; returns the reply within `wait`, or `None` when nothing
+    /// came (silence, or an HTTP 2xx with no body).
     pub async fn send_wait(
         &mut self,
         ctx: &mut Ctx,
         msg: &Value,
         wait: Duration,
     ) -> Step<Option<Value>> {
-        let bytes = serde_json::to_vec(msg).unwrap_or_default();
-        self.send_bytes_wait(ctx, bytes, wait).await
+        Ok(match self.send_answer(ctx, msg, wait).await? {
+            Answer::Reply(v) => Some(v),
+            Answer::Empty(_) | Answer::Silence => None,
+        })
     }
 
-    pub async fn send_bytes_wait(
-        &mut self,
-        ctx: &mut Ctx,
-        bytes: Vec<u8>,
-        wait: Duration,
-    ) -> Step<Option<Value>> {
-        ctx.log_frame(
-            "send",
-            &ctx.transport.to_string(),
-            &String::from_utf8_lossy(&bytes),
-        );
-        let limits = Limits {
-            timeout: wait,
-            max_bytes: ctx.profile().timing.max_response_bytes,
-        };
-        let r = match self.drv.exchange(bytes, limits).await {
-            Ok(r) => r,
-            Err(e) => return fail(describe_drive_error(&e)),
-        };
-        let body = match r {
-            Received::Http { status, body } => {
-                if !(200..300).contains(&status) {
-                    ctx.note(format!("HTTP status {status} (informational, AGP-A10)"));
-                }
-                if body.is_empty() {
-                    return Ok(None);
-                }
-                body
-            }
-            Received::Frame(b) => b,
-            Received::Silence => return Ok(None),
-        };
-        ctx.log_frame(
-            "recv",
-            &ctx.transport.to_string(),
-            &String::from_utf8_lossy(&body),
-        );
-        let v = match json::parse(&body) {
-            Ok(t) => t.to_serde(),
-            Err(e) => return fail(format!("the reply is not JSON: {e}")),
-        };
-        self.check(ctx, &body, &v)?;
-        Ok(Some(v))
-    }
-
-    /// Sends and requires a reply within the case timeout.
+    /// Sends and requires a reply within the case timeout: nothing is a transport
+    /// finding that blocks the case (silence is never a pass).
     pub async fn send(&mut self, ctx: &mut Ctx, msg: &Value) -> Step<Value> {
-        let wait = Duration::from_millis(ctx.profile().timing.case_timeout_ms);
-        match self.send_wait(ctx, msg, wait).await? {
-            Some(v) => Ok(v),
-            None => fail(format!("no reply within {} ms", wait.as_millis())),
+        let wait = case_wait(ctx);
+        match self.send_answer(ctx, msg, wait).await? {
+            Answer::Reply(v) => Ok(v),
+            other => Err(ctx.block(no_answer(&other, wait))),
         }
     }
 
-    /// The checks every target message gets (AGP-001…005, 007…012, 022, 030, 031).
-    fn check(&mut self, ctx: &mut Ctx, bytes: &[u8], v: &Value) -> Step<()> {
-        if let Err(e) = ctx.shared.schemas.check("agentprotocol/message", v) {
-            return fail(format!("the reply violates the message schema: {e}"));
-        }
-        for k in ["signature", "to"] {
-            if v.get(k).is_none() && k == "to" {
-                ctx.warn("the reply carries no `to` (AGP-A22)");
-            }
-        }
-        if v["protocol"] != PROTOCOL {
-            return fail(format!(
-                "protocol {} is not {PROTOCOL:?} (AGP-002)",
-                v["protocol"]
-            ));
-        }
-        let id = v["id"].as_str().unwrap_or_default().to_string();
-        if !reference_impl::wire::is_uuid(&id) {
-            return fail(format!("reply id {id:?} is not a UUID (AGP-003)"));
-        }
-        if !self.seen_ids.insert(id.clone()) {
-            return fail(format!("reply id {id} was used twice (AGP-003)"));
-        }
-        match v["timestamp"].as_str().map(parse_timestamp) {
-            Some(Ok(t)) => {
-                let skew = (time::OffsetDateTime::now_utc() - t).whole_seconds().abs();
-                if skew > 60 {
-                    ctx.note(format!("reply timestamp is {skew} s off the harness clock (informational, AGP-A12)"));
-                }
-            }
-            _ => {
-                return fail(format!(
-                    "timestamp {} is not an ISO 8601 UTC date-time (AGP-004)",
-                    v["timestamp"]
-                ))
-            }
-        }
-        let from = v["from"]["agentId"].as_str().unwrap_or_default();
-        if message::key_of(from).is_none() {
-            return fail(format!(
-                "from.agentId {from:?} is not a base64 Ed25519 public key (AGP-005)"
-            ));
-        }
-        match (v.get("signature"), message::verify_bytes(bytes)) {
-            (None, _) => ctx.warn("the reply is unsigned (AGP-030)"),
-            (Some(_), Ok(())) => ctx.checked("reply signature verifies over its RFC 8785 form"),
-            (Some(_), Err(e)) => {
-                return fail(format!(
-                    "the reply's signature: {e} (AGP-005, AGP-012, AGP-031)"
-                ))
-            }
-        }
-        if let Some(to) = v.get("to") {
-            if to["agentId"] != self.id.as_str() {
-                return fail(format!(
-                    "the reply is addressed to {}, not to the sender {} (AGP-008, AGP-009)",
-                    to["agentId"], self.id
-                ));
-            }
-            if to.get("broadcast").is_some_and(|b| b != false) {
-                return fail("a reply has broadcast true (AGP-008)");
-            }
-        }
-        if let Some(t) = &self.target {
-            if from != t {
-                return fail(format!(
-                    "the reply comes from {from}, not the agent that said hello ({t}) (AGP-009)"
-                ));
-            }
-        }
-        let caps = v["from"]["capabilities"].as_array();
-        if caps.is_none()
-            && v["type"] != "hello"
-            && !ctx.warnings().iter().any(|w| w.contains("AGP-007"))
-        {
-            ctx.warn("replies carry no from.capabilities (AGP-007)");
-        }
-        if v["type"] == "error" {
-            let code = v["payload"]["code"].as_str().unwrap_or_default();
-            if !CODES.contains(&code) {
-                ctx.warn(format!(
-                    "error code {code} is not in agentprotocol.md's table (AGP-022)"
-                ));
-            }
-        }
-        Ok(())
+    /// Whether the target answers a valid echo request right now: what proves that a
+    /// silence before was the target's choice. The reply, when one came.
+    pub async fn probe(&mut self, ctx: &mut Ctx) -> Step<Option<Value>> {
+        let echo = ctx.profile().agentprotocol.echo_action.clone();
+        let req = self.request(&echo, json!({"probe": "alive"}), json!({}));
+        ctx.note("liveness probe: a valid echo request on the same binding");
+        let wait = case_wait(ctx);
+        let bytes = serde_json::to_vec(&req).unwrap_or_default();
+        Ok(match self.exchange(ctx, bytes, wait).await? {
+            Ok(Answer::Reply(v)) => Some(v),
+            Ok(Answer::Empty(s)) => Some(json!({"type": format!("HTTP {s} with no body")})),
+            Ok(Answer::Silence) | Err(_) => None,
+        })
     }
 
-    /// hello → hello; learns the target's id, capabilities and features.
+    /// hello → hello; learns the target's id, capabilities and features. A hello
+    /// answered otherwise is the hello case's finding; the others go on with what
+    /// the answer tells (AGP-A9).
     pub async fn hello(&mut self, ctx: &mut Ctx) -> Step<Value> {
+        if let Some(t) = self.addressed.clone() {
+            if let Some(f) = agent_id_form(&t, "the profile's [agentprotocol] agent_id").1 {
+                ctx.finding(f);
+            }
+            ctx.note(format!(
+                "the first hello is addressed to the profile's agent_id {t}"
+            ));
+        }
         let mut h = self.message(
             "hello",
             json!({"version": "0.1", "features": ["signed-messages"]}),
         );
         self.sign(&mut h);
-        let r = self.send(ctx, &h).await?;
-        if r["type"] != "hello" {
-            return fail(format!(
-                "hello was answered with {} (AGP-013): {}",
-                r["type"], r["payload"]
-            ));
+        let wait = case_wait(ctx);
+        let r = match self.send_answer(ctx, &h, wait).await? {
+            Answer::Reply(r) => {
+                if r["type"] != "hello" {
+                    ctx.finding(
+                        Finding::new(
+                            key("hello:not-hello"),
+                            &["AGP-013"],
+                            format!("hello was answered with {} (AGP-013)", describe(&r)),
+                        )
+                        .owned_by(HELLO),
+                    );
+                }
+                r
+            }
+            other => {
+                // No hello reply is a warning if the target is alive (AGP-A9).
+                let Some(r) = self.probe(ctx).await? else {
+                    return Err(ctx.block(no_answer(&other, wait)));
+                };
+                ctx.finding(
+                    Finding::new(
+                        key("hello:no-reply"),
+                        &["AGP-013", "AGP-A9"],
+                        format!(
+                            "hello drew {}, while a request is answered (AGP-013; a warning, AGP-A9)",
+                            answer_text(&other)
+                        ),
+                    )
+                    .at(Level::Should)
+                    .owned_by(HELLO),
+                );
+                r
+            }
+        };
+        let from = r["from"]["agentId"].as_str().map(String::from);
+        if let (Some(t), Some(f)) = (&self.addressed, &from) {
+            if !same_agent(t, f) {
+                ctx.finding(
+                    Finding::new(
+                        key("from:not-the-addressee"),
+                        &["AGP-009"],
+                        format!("the hello addressed to {t} (the profile's agent_id) was answered by {f} (AGP-009)"),
+                    )
+                    .owned_by(HELLO),
+                );
+            }
         }
-        self.target = r["from"]["agentId"].as_str().map(String::from);
+        self.target = from.or(self.target.take());
         self.target_capabilities = strings(&r["from"]["capabilities"]);
         self.target_features = strings(&r["payload"]["features"]);
         Ok(r)
     }
 
-    /// Sends and requires an error with `code` (and the correlationId, when sent).
-    pub async fn expect_error(
+    /// Sends `msg`, which the target must refuse with error `code`. `Ok(Ok(reply))`
+    /// when it did; `Ok(Err(what came instead))`, in the target's words, when it
+    /// answered otherwise or stayed silent while it answers other requests. A silent
+    /// target blocks the case; so does an error whose code cannot be read.
+    pub async fn refusal(
         &mut self,
         ctx: &mut Ctx,
         msg: &Value,
         code: &str,
         what: &str,
-    ) -> Step<Value> {
-        let r = self.send(ctx, msg).await?;
-        if r["type"] != "error" || r["payload"]["code"] != code {
-            return fail(format!(
-                "{what}: expected error {code}, got {} {}",
-                r["type"], r["payload"]
-            ));
+    ) -> Step<Result<Value, Other>> {
+        let wait = case_wait(ctx);
+        let other = |text: String| Other {
+            text,
+            carried_out: false,
+        };
+        let r = match self.send_answer(ctx, msg, wait).await? {
+            Answer::Reply(r) => r,
+            Answer::Empty(s) => return Ok(Err(other(format!("HTTP {s} with no body")))),
+            Answer::Silence => {
+                // Silence is not a refusal unless the target is shown alive.
+                return match self.probe(ctx).await? {
+                    Some(_) => Ok(Err(other(format!(
+                        "no reply within {} ms (the target answers other requests)",
+                        wait.as_millis()
+                    )))),
+                    None => Err(ctx.block(no_answer(&Answer::Silence, wait))),
+                };
+            }
+        };
+        if r["type"] == "error" && !r["payload"]["code"].is_string() {
+            return Err(ctx.block(no_code(&r["payload"])));
         }
-        if let Some(c) = msg["payload"]["correlationId"].as_str() {
-            if r["payload"]["correlationId"] != c {
-                return fail(format!(
-                    "{what}: the error does not echo correlationId {c} (AGP-020)"
-                ));
+        if r["type"] == "error" && r["payload"]["code"] == code {
+            ctx.checked(format!("{what}: {code}"));
+            return Ok(Ok(r));
+        }
+        Ok(Err(Other {
+            text: describe(&r),
+            carried_out: r["type"] == "response",
+        }))
+    }
+}
+
+/// JSON the target sent, shortened to fit one report line (unlike [`quote`], not
+/// escaped again).
+pub fn shown(text: &str) -> String {
+    const MAX: usize = 200;
+    let t = text.trim().replace(['\n', '\r'], " ");
+    if t.len() <= MAX {
+        return t;
+    }
+    let mut end = MAX;
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &t[..end])
+}
+
+/// What came instead of the refusal a message should draw.
+#[derive(Debug, Clone)]
+pub struct Other {
+    /// In the target's words (see [`describe`]).
+    pub text: String,
+    /// The target answered with a response: it carried the message out.
+    pub carried_out: bool,
+}
+
+impl std::fmt::Display for Other {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+fn case_wait(ctx: &Ctx) -> Duration {
+    Duration::from_millis(ctx.profile().timing.case_timeout_ms)
+}
+
+/// A transport failure as the suite's transport finding (the keys `Ctx` uses).
+pub fn transport_finding(e: &DriveError) -> Finding {
+    let kind = match e {
+        DriveError::Timeout(_) => "no-answer",
+        DriveError::TooLarge(_) => "reply-too-large",
+        DriveError::Connect(_) => "unreachable",
+        DriveError::Io(_) => "transport-error",
+        DriveError::Closed => "connection-closed",
+    };
+    Finding::new(
+        key(&format!("transport:{kind}")),
+        &[],
+        describe_drive_error(e),
+    )
+}
+
+/// Nothing came where a reply was needed.
+fn no_answer(a: &Answer, wait: Duration) -> Finding {
+    let text = match a {
+        Answer::Empty(s) => format!(
+            "HTTP {s} with no body: no reply message in the response (AGP-040; delivery elsewhere, AGP-A10, is not something the profile can declare)"
+        ),
+        _ => format!("the target did not answer within {} ms", wait.as_millis()),
+    };
+    Finding::new(key("transport:no-answer"), &[], text)
+}
+
+fn answer_text(a: &Answer) -> String {
+    match a {
+        Answer::Reply(v) => describe(v),
+        Answer::Empty(s) => format!("HTTP {s} with no body"),
+        Answer::Silence => "no reply".into(),
+    }
+}
+
+/// What a reply says, in the target's words: its type, and the code and message of
+/// an error or the status of a response.
+pub fn describe(r: &Value) -> String {
+    let p = &r["payload"];
+    match r["type"].as_str() {
+        Some("error") => {
+            let code = p["code"].as_str().unwrap_or("(no code)");
+            match p["message"].as_str() {
+                Some(m) => format!("error {code}: {}", quote(m)),
+                None => format!("error {code}"),
             }
         }
-        ctx.checked(format!("{what}: {code}"));
-        Ok(r)
+        Some("response") => format!(
+            "a response with status {} and result {}",
+            p["status"],
+            shown(&p["result"].to_string())
+        ),
+        Some(t) => format!("{t} {}", shown(&p.to_string())),
+        None => shown(&r.to_string()),
     }
+}
+
+fn no_code(p: &Value) -> Finding {
+    let text = match p.get("code") {
+        None => format!("an error carries no code: {}", shown(&p.to_string())),
+        Some(c) => format!("an error's code is {c}, not a string"),
+    };
+    Finding::new(
+        key("error-payload:code"),
+        &["AGP-020"],
+        format!("{text} (AGP-020)"),
+    )
+    .owned_by(UNKNOWN_ACTION)
+}
+
+/// Whether two agent ids name the same agent: equal, or the same key bytes in two
+/// base64 flavours (AGP-A4 accepts both).
+pub fn same_agent(a: &str, b: &str) -> bool {
+    if a == b {
+        return true;
+    }
+    match (keys::b64_decode_any(a), keys::b64_decode_any(b)) {
+        (Some((x, _)), Some((y, _))) => x == y && x.len() == 32,
+        _ => false,
+    }
+}
+
+/// How an agent id spells its key, and the finding when that is not base64 of a
+/// 32-byte Ed25519 key (AGP-005): base58 is a warning (AGP-A4), hex or did:key a
+/// deviation read past, anything else a deviation with no key to verify against.
+/// `whose` names where the id came from. The first value says whether a key was read.
+pub fn agent_id_form(id: &str, whose: &str) -> (bool, Option<Finding>) {
+    let finding = |reqs: &[&str], text: String| {
+        Finding::new(key("agent-id:encoding"), reqs, text).owned_by(HELLO)
+    };
+    match keys::candidate_keys(id) {
+        Err(_) => (
+            false,
+            Some(finding(
+                &["AGP-005"],
+                format!("{whose} {} is not an Ed25519 public key in base64 (AGP-005)", quote(id)),
+            )),
+        ),
+        Ok(c) if c.iter().any(|(_, f)| matches!(f, KeyForm::RawBase64(_))) => (true, None),
+        Ok(c) if c.iter().all(|(_, f)| *f == KeyForm::RawBase58) => (
+            true,
+            Some(
+                finding(
+                    &["AGP-005", "AGP-A4"],
+                    format!("{whose} {} is a key in base58, accepted as a last resort (AGP-005; a warning, AGP-A4)", quote(id)),
+                )
+                .at(Level::Should),
+            ),
+        ),
+        Ok(c) => (
+            true,
+            Some(finding(
+                &["AGP-005"],
+                format!(
+                    "{whose} {} is a {}, not base64 (AGP-005); read as such to go on",
+                    quote(id),
+                    c.first().map(|(_, f)| f.to_string()).unwrap_or_default()
+                ),
+            )),
+        ),
+    }
+}
+
+/// Whether `sig` (base64 in any flavour) verifies over `bytes` with a key `id` names.
+fn verifies(id: &str, sig: &str, bytes: &[u8]) -> bool {
+    let Ok((sig, _)) = keys::decode_signature(sig) else {
+        return false;
+    };
+    keys::candidate_keys(id)
+        .map(|c| c.iter().any(|(k, _)| keys::verify(k, bytes, &sig)))
+        .unwrap_or(false)
+}
+
+/// Members some implementations use for `correlationId`.
+const CORRELATION_SPELLINGS: [&str; 5] = [
+    "correlation_id",
+    "correlationID",
+    "CorrelationId",
+    "correlation-id",
+    "correlation",
+];
+
+/// The table code a respelled code means (`invalid_message`, `InvalidMessage`).
+fn table_code(code: &str) -> Option<&'static str> {
+    let mut norm = String::new();
+    let mut prev_lower = false;
+    for c in code.trim().chars() {
+        if c.is_ascii_uppercase() && prev_lower {
+            norm.push('_');
+        }
+        prev_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        norm.push(match c {
+            '-' | ' ' | '.' => '_',
+            c => c.to_ascii_uppercase(),
+        });
+    }
+    CODES.iter().copied().find(|k| *k == norm)
+}
+
+/// Reads one target reply (`status`: the HTTP status, when HTTP carried it). Every
+/// deviation becomes a finding in `ctx`; the reply comes back as the target meant it.
+/// A reply that is not JSON, not a message, or has no type blocks the case.
+pub fn read_reply(
+    ctx: &mut Ctx,
+    body: &[u8],
+    status: Option<u16>,
+    asked: &Asked,
+    seen: &mut HashSet<String>,
+) -> Step<Value> {
+    let at = status.map(|s| format!("HTTP {s}: ")).unwrap_or_default();
+    let text = String::from_utf8_lossy(body);
+    let errorish_status = status.is_some_and(|s| s >= 400);
+    let not_a_message = |error_like: bool, why: String| {
+        if error_like {
+            Finding::new(
+                key("error:not-a-message"),
+                &["AGP-001", "AGP-020"],
+                format!("{at}{why}: {} (an error is a message of type error, AGP-020; the status is not judged, AGP-A10)", shown(&text)),
+            )
+            .owned_by(INVALID)
+        } else {
+            Finding::new(
+                key("reply:not-a-message"),
+                &["AGP-001"],
+                format!("{at}{why}: {} (AGP-001)", shown(&text)),
+            )
+            .owned_by(HELLO)
+        }
+    };
+    let raw = match json::parse(body) {
+        Ok(t) => t.to_serde(),
+        Err(e) => {
+            let f = if errorish_status || body.is_empty() {
+                not_a_message(
+                    true,
+                    format!("the reply is not an agentprotocol message ({e})"),
+                )
+            } else {
+                Finding::new(
+                    key("reply:not-json"),
+                    &["AGP-001"],
+                    format!(
+                        "{at}the reply is not JSON ({e}): {} (AGP-001)",
+                        shown(&text)
+                    ),
+                )
+                .owned_by(HELLO)
+            };
+            return Err(ctx.block(f));
+        }
+    };
+    let Some(obj) = raw.as_object() else {
+        return Err(ctx.block(not_a_message(
+            errorish_status,
+            "the reply is not a JSON object".into(),
+        )));
+    };
+    let looks_like_message = obj.get("type").is_some_and(Value::is_string)
+        || ["protocol", "from", "payload", "signature"]
+            .iter()
+            .filter(|k| obj.contains_key(**k))
+            .count()
+            >= 2;
+    if !looks_like_message {
+        let error_like = errorish_status
+            || ["detail", "error", "errors", "message", "code"]
+                .iter()
+                .any(|k| obj.contains_key(*k));
+        return Err(ctx.block(not_a_message(
+            error_like,
+            "the reply is not an agentprotocol message".into(),
+        )));
+    }
+    let ty = match obj.get("type") {
+        Some(Value::String(t)) => t.clone(),
+        other => {
+            let what = match other {
+                None => "has no `type`".to_string(),
+                Some(t) => format!("has type {t}, not a string"),
+            };
+            return Err(ctx.block(
+                Finding::new(
+                    key("envelope:type"),
+                    &["AGP-001", "AGP-010"],
+                    format!("{at}the reply {what}: {} (AGP-001, AGP-010)", shown(&text)),
+                )
+                .owned_by(HELLO),
+            ));
+        }
+    };
+    let what = match ty.as_str() {
+        "response" => "response".to_string(),
+        t => format!("{t} reply"),
+    };
+    let hello_owned = |ctx: &mut Ctx, rule: &str, reqs: &[&str], summary: String| {
+        ctx.finding(Finding::new(key(rule), reqs, summary).owned_by(HELLO));
+    };
+
+    // The envelope (AGP-001, AGP-A6: target output carries all of it).
+    for m in ["protocol", "id", "timestamp", "from", "payload"] {
+        if !obj.contains_key(m) {
+            hello_owned(
+                ctx,
+                &format!("envelope:{m}"),
+                &["AGP-001"],
+                format!("the {what} has no `{m}` (AGP-001, AGP-A6)"),
+            );
+        }
+    }
+    if !TYPES.contains(&ty.as_str()) {
+        hello_owned(
+            ctx,
+            "type",
+            &["AGP-010"],
+            format!("a reply has type {ty:?}, not one of {TYPES:?} (AGP-010)"),
+        );
+    }
+    if let Some(p) = obj.get("protocol") {
+        if p != PROTOCOL {
+            hello_owned(
+                ctx,
+                "protocol",
+                &["AGP-002"],
+                format!("the {what} has protocol {p}, not {PROTOCOL:?} (AGP-002)"),
+            );
+        }
+    }
+    match obj.get("id") {
+        Some(Value::String(id)) => {
+            if !is_uuid(id) {
+                ctx.finding(
+                    Finding::new(
+                        key("id:not-uuid"),
+                        &["AGP-003"],
+                        format!("the {what} has id {id:?}, not a UUID (AGP-003)"),
+                    )
+                    .owned_by(IDS),
+                );
+            }
+            if !seen.insert(id.clone()) {
+                ctx.finding(
+                    Finding::new(
+                        key("id:reused"),
+                        &["AGP-003"],
+                        format!("reply id {id:?} was used twice (AGP-003)"),
+                    )
+                    .owned_by(IDS),
+                );
+            }
+        }
+        Some(other) => ctx.finding(
+            Finding::new(
+                key("id:not-uuid"),
+                &["AGP-003"],
+                format!("the {what} has id {other}, not a UUID string (AGP-003)"),
+            )
+            .owned_by(IDS),
+        ),
+        None => {}
+    }
+    if let Some(t) = obj.get("timestamp") {
+        let parsed = t.as_str().and_then(|s| {
+            time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+        });
+        match parsed {
+            Some(when) => {
+                // Neither UTC nor freshness is required (AGP-A12).
+                if when.offset() != time::UtcOffset::UTC {
+                    ctx.note(format!(
+                        "reply timestamp {t} is not in UTC (informational, AGP-A12)"
+                    ));
+                }
+                let skew = (time::OffsetDateTime::now_utc() - when)
+                    .whole_seconds()
+                    .abs();
+                if skew > 60 {
+                    ctx.note(format!("reply timestamp is {skew} s off the harness clock (informational, AGP-A12)"));
+                }
+            }
+            None => hello_owned(
+                ctx,
+                "timestamp",
+                &["AGP-004"],
+                format!("the {what} has timestamp {t}, not an ISO 8601 date-time (AGP-004)"),
+            ),
+        }
+    }
+
+    // from: the sender's key (AGP-005), capabilities (AGP-007), the agent that said
+    // hello (AGP-009).
+    let mut v = raw.clone();
+    let from_id = obj
+        .get("from")
+        .and_then(|f| f.get("agentId"))
+        .and_then(Value::as_str)
+        .map(String::from);
+    let mut key_read = false;
+    match (obj.get("from"), &from_id) {
+        (Some(Value::Object(_)), Some(id)) => {
+            let (read, f) = agent_id_form(id, "from.agentId");
+            key_read = read;
+            if let Some(f) = f {
+                ctx.finding(f);
+            }
+        }
+        (Some(Value::Object(_)), None) => hello_owned(
+            ctx,
+            "envelope:from.agentId",
+            &["AGP-001", "AGP-005"],
+            format!(
+                "the {what}'s `from` names no agentId: {} (AGP-005)",
+                obj["from"]
+            ),
+        ),
+        (Some(f), _) => hello_owned(
+            ctx,
+            "envelope:from",
+            &["AGP-001"],
+            format!(
+                "the {what}'s `from` is {}, not an object (AGP-001)",
+                shown(&f.to_string())
+            ),
+        ),
+        (None, _) => {}
+    }
+    if let (Some(t), Some(f)) = (&asked.target, &from_id) {
+        if !same_agent(t, f) {
+            hello_owned(
+                ctx,
+                "from:not-the-target",
+                &["AGP-009"],
+                format!("the {what} comes from {f}, not the agent that said hello ({t}) (AGP-009)"),
+            );
+        }
+    }
+    if let Some(Value::Object(from)) = v.get_mut("from") {
+        let caps = from.get("capabilities").cloned();
+        let list: Option<Vec<String>> = match &caps {
+            None => {
+                if ty != "hello" {
+                    ctx.finding(
+                        Finding::new(
+                            key("capabilities:missing"),
+                            &["AGP-007", "AGP-A6"],
+                            "replies carry no from.capabilities (AGP-007; a warning outside hello, AGP-A6)",
+                        )
+                        .at(Level::Should)
+                        .owned_by(HELLO),
+                    );
+                }
+                None
+            }
+            Some(Value::Array(a)) => {
+                if !a.iter().all(Value::is_string) {
+                    hello_owned(
+                        ctx,
+                        "capabilities:not-strings",
+                        &["AGP-007"],
+                        format!(
+                            "from.capabilities holds more than strings: {} (AGP-007)",
+                            shown(&caps.clone().unwrap_or_default().to_string())
+                        ),
+                    );
+                }
+                Some(
+                    a.iter()
+                        .filter_map(|x| x.as_str().map(String::from))
+                        .collect(),
+                )
+            }
+            Some(other) => {
+                hello_owned(
+                    ctx,
+                    "capabilities:not-a-list",
+                    &["AGP-007"],
+                    format!(
+                        "from.capabilities is {}, not a list of capability URIs (AGP-007)",
+                        shown(&other.to_string())
+                    ),
+                );
+                Some(match other {
+                    Value::Object(o) => o
+                        .iter()
+                        .filter(|(_, x)| !matches!(x, Value::Bool(false) | Value::Null))
+                        .map(|(k, _)| k.clone())
+                        .collect(),
+                    Value::String(s) => s
+                        .split([',', ' '])
+                        .filter(|x| !x.is_empty())
+                        .map(String::from)
+                        .collect(),
+                    _ => Vec::new(),
+                })
+            }
+        };
+        if let Some(list) = list {
+            from.insert("capabilities".into(), json!(list));
+        }
+    }
+
+    // to: the sender (AGP-008, AGP-009); the broadcast flag is only typed (AGP-A13).
+    match obj.get("to") {
+        None => ctx.finding(
+            Finding::new(
+                key("envelope:to"),
+                &["AGP-001", "AGP-A22"],
+                format!("the {what} carries no `to` (a warning, AGP-A22)"),
+            )
+            .at(Level::Should)
+            .owned_by(HELLO),
+        ),
+        Some(Value::Object(to)) => {
+            match to.get("agentId") {
+                Some(Value::String(t)) => {
+                    if let Some(s) = &asked.sender {
+                        if !same_agent(t, s) {
+                            hello_owned(
+                                ctx,
+                                "to:not-the-sender",
+                                &["AGP-008", "AGP-009"],
+                                format!("the {what} is addressed to {t}, not to the sender {s} (AGP-008, AGP-009)"),
+                            );
+                        }
+                    }
+                }
+                None => ctx.finding(
+                    Finding::new(
+                        key("envelope:to"),
+                        &["AGP-008", "AGP-A22"],
+                        format!("the {what}'s `to` names no agentId (a warning, AGP-A22)"),
+                    )
+                    .at(Level::Should)
+                    .owned_by(HELLO),
+                ),
+                Some(other) => hello_owned(
+                    ctx,
+                    "to:agentId",
+                    &["AGP-008"],
+                    format!("the {what}'s to.agentId is {other}, not a string (AGP-008)"),
+                ),
+            }
+            match to.get("broadcast") {
+                None | Some(Value::Bool(false)) => {}
+                Some(Value::Bool(true)) => ctx.finding(
+                    Finding::new(
+                        key("to:broadcast-true"),
+                        &["AGP-A13"],
+                        format!("the {what} has to.broadcast true (informational: its meaning is undefined, AGP-A13)"),
+                    )
+                    .owned_by(HELLO),
+                ),
+                Some(other) => hello_owned(
+                    ctx,
+                    "to:broadcast",
+                    &["AGP-008"],
+                    format!("the {what}'s to.broadcast is {other}, not a boolean (AGP-008)"),
+                ),
+            }
+        }
+        Some(other) => hello_owned(
+            ctx,
+            "to",
+            &["AGP-008"],
+            format!(
+                "the {what}'s `to` is {}, not an object (AGP-008)",
+                shown(&other.to_string())
+            ),
+        ),
+    }
+
+    // The signature (AGP-012, AGP-030, AGP-031; base64 flavours accepted, AGP-A4).
+    match obj.get("signature") {
+        None | Some(Value::Null) => ctx.finding(unsigned(&ty)),
+        Some(Value::String(s)) if s.is_empty() => ctx.finding(unsigned(&ty)),
+        Some(Value::String(s)) => {
+            let sig = if keys::decode_signature(s).is_ok() {
+                Some(s.clone())
+            } else if s.len() == 128 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+                hello_owned(
+                    ctx,
+                    "signature:encoding",
+                    &["AGP-012"],
+                    format!("the {what}'s signature is hex, not base64 (AGP-012); read as such to go on"),
+                );
+                hex(s).map(|b| keys::b64std(&b))
+            } else {
+                let why = keys::decode_signature(s)
+                    .err()
+                    .map(|e| e.to_string())
+                    .unwrap_or_default();
+                hello_owned(
+                    ctx,
+                    "signature:encoding",
+                    &["AGP-012"],
+                    format!("the {what}'s signature {} is not a base64 Ed25519 signature: {why} (AGP-012)", quote(s)),
+                );
+                None
+            };
+            if let (Some(sig), Some(id), true) = (sig, &from_id, key_read) {
+                signature_verdict(ctx, body, &raw, id, &sig, &what);
+            }
+        }
+        Some(other) => hello_owned(
+            ctx,
+            "signature:encoding",
+            &["AGP-012"],
+            format!("the {what}'s signature is {other}, not a string (AGP-012)"),
+        ),
+    }
+
+    // The payload (AGP-011) and its members by type.
+    if !v.get("payload").is_none_or(Value::is_object) {
+        hello_owned(
+            ctx,
+            "payload",
+            &["AGP-011"],
+            format!(
+                "the {what}'s payload is {}, not an object (AGP-011)",
+                shown(&v["payload"].to_string())
+            ),
+        );
+    }
+    if !v["payload"].is_object() {
+        v["payload"] = json!({});
+    }
+    let top_level_corr = obj.get("correlationId").cloned();
+    if let Some(Value::Object(p)) = v.get_mut("payload") {
+        read_payload(ctx, p, &ty, &what, asked, top_level_corr);
+    }
+    Ok(v)
+}
+
+fn unsigned(ty: &str) -> Finding {
+    if ty == "hello" {
+        Finding::new(
+            key("signature:missing"),
+            &["AGP-001", "AGP-030", "AGP-A6"],
+            "the hello reply carries no signature (AGP-001: target output carries the full envelope, AGP-A6)",
+        )
+        .owned_by(HELLO)
+    } else {
+        Finding::new(
+            key("signature:missing"),
+            &["AGP-030", "AGP-A3"],
+            format!("a {ty} reply carries no signature (AGP-030; a warning, AGP-A3)"),
+        )
+        .owned_by(HELLO)
+    }
+}
+
+fn hex(s: &str) -> Option<Vec<u8>> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(s.get(2 * i..2 * i + 2)?, 16).ok())
+        .collect()
+}
+
+/// Verifies a reply's signature over its RFC 8785 form without `signature`; when it
+/// does not verify, says which other signing input it verifies over, if any.
+fn signature_verdict(ctx: &mut Ctx, body: &[u8], raw: &Value, id: &str, sig: &str, what: &str) {
+    let canonical = json::parse(body)
+        .map_err(|e| e.to_string())
+        .and_then(|t| message::signing_bytes(t).map_err(|e| e.to_string()));
+    let why = match canonical {
+        Ok(c) if verifies(id, sig, &c) => {
+            ctx.checked("reply signature verifies over its RFC 8785 form");
+            return;
+        }
+        Ok(_) => {
+            let mut stripped = raw.clone();
+            if let Some(o) = stripped.as_object_mut() {
+                o.remove("signature");
+            }
+            let forms = [
+                ("Python's json.dumps(sort_keys=True) with its default separators \", \" and \": \"", message::python_sorted_json(&stripped, false)),
+                ("Python's json.dumps(sort_keys=True, separators=(\",\", \":\")), non-ASCII escaped", message::python_sorted_json(&stripped, true)),
+                ("the message as the target wrote it, key order kept", serde_json::to_string(&stripped).unwrap_or_default()),
+            ];
+            match forms.iter().find(|(_, text)| verifies(id, sig, text.as_bytes())) {
+                Some((name, _)) => format!("it verifies over {name}, not over the RFC 8785 form"),
+                None => "it verifies over neither the RFC 8785 form nor a sorted-key JSON.stringify or json.dumps form".into(),
+            }
+        }
+        Err(e) => format!("the reply has no canonical form: {e}"),
+    };
+    ctx.finding(
+        Finding::new(
+            key("signature:mismatch"),
+            &["AGP-005", "AGP-031"],
+            format!("the {what}'s signature does not verify with from.agentId's key: {why} (AGP-005, AGP-031)"),
+        )
+        .owned_by(HELLO),
+    );
+}
+
+/// The payload of a reply: correlationId where the target put it (AGP-019, AGP-020,
+/// AGP-A7), an error's code and message (AGP-020, AGP-022), then the payload schema
+/// of the type for the rest.
+fn read_payload(
+    ctx: &mut Ctx,
+    p: &mut Map<String, Value>,
+    ty: &str,
+    what: &str,
+    asked: &Asked,
+    top_level_corr: Option<Value>,
+) {
+    if !p.contains_key("correlationId") {
+        if let Some((name, val)) = CORRELATION_SPELLINGS
+            .iter()
+            .find_map(|n| p.get(*n).map(|x| (*n, x.clone())))
+        {
+            ctx.finding(
+                Finding::new(
+                    key("correlationId:renamed"),
+                    &["AGP-019", "AGP-020"],
+                    format!(
+                        "the {what} spells correlationId as `{name}` ({val}) (AGP-019, AGP-020)"
+                    ),
+                )
+                .owned_by(ECHO),
+            );
+            p.insert("correlationId".into(), val);
+        } else if let Some(val) = top_level_corr {
+            ctx.finding(
+                Finding::new(
+                    key("correlationId:misplaced"),
+                    &["AGP-019", "AGP-020"],
+                    format!("the {what} carries correlationId {val} at the top level, not in its payload (AGP-019, AGP-020)"),
+                )
+                .owned_by(ECHO),
+            );
+            p.insert("correlationId".into(), val);
+        }
+    }
+    if let Some(c) = &asked.correlation {
+        if (ty == "response" || ty == "error") && p.get("correlationId") != Some(&json!(c)) {
+            let carried = match p.get("correlationId") {
+                Some(x) => format!("correlationId {x}"),
+                None => "no correlationId".into(),
+            };
+            let f = if ty == "response" {
+                Finding::new(
+                    key("correlationId:not-echoed"),
+                    &["AGP-019", "AGP-A7"],
+                    format!(
+                        "a response carries {carried}, not the request's {c:?} (AGP-019, AGP-A7)"
+                    ),
+                )
+                .owned_by(ECHO)
+            } else {
+                Finding::new(
+                    key("correlationId:not-echoed-in-errors"),
+                    &["AGP-020", "AGP-A7"],
+                    format!(
+                        "an error carries {carried}, not the request's {c:?} (AGP-020, AGP-A7)"
+                    ),
+                )
+                .owned_by(UNKNOWN_ACTION)
+            };
+            ctx.finding(f);
+        }
+    }
+    if ty == "error" {
+        read_error_payload(ctx, p);
+    }
+    let schema = match ty {
+        "hello" => Some(("agentprotocol/hello-payload", "AGP-014", HELLO)),
+        "response" => Some(("agentprotocol/response-payload", "AGP-019", ECHO)),
+        "error" => Some(("agentprotocol/error-payload", "AGP-020", UNKNOWN_ACTION)),
+        _ => None,
+    };
+    if ty == "response" && !p.get("status").is_some_and(Value::is_string) {
+        ctx.finding(
+            Finding::new(
+                key("response-payload:status"),
+                &["AGP-019"],
+                format!(
+                    "a response's status is {}, not a string (AGP-019)",
+                    p.get("status")
+                        .map(|s| s.to_string())
+                        .unwrap_or("missing".into())
+                ),
+            )
+            .owned_by(ECHO),
+        );
+    }
+    if let Some((name, req, owner)) = schema {
+        let value = Value::Object(p.clone());
+        // Members judged above are left out: one deviation, one finding.
+        let judged = ["/", "/correlationId", "/code", "/message", "/status"];
+        for f in schema_findings(&ctx.shared.schemas, name, &value, &[req]) {
+            if judged.iter().any(|j| f.key.ends_with(&format!(":{j}"))) {
+                continue;
+            }
+            ctx.finding(f.owned_by(owner));
+        }
+    }
+    if ty == "hello" {
+        // Features as a list, however the target wrote them (the schema finding
+        // above reports another shape).
+        match p.get("features").cloned() {
+            Some(Value::String(s)) => {
+                let list: Vec<&str> = s.split([',', ' ']).filter(|x| !x.is_empty()).collect();
+                p.insert("features".into(), json!(list));
+            }
+            Some(Value::Object(o)) => {
+                let list: Vec<&String> = o.keys().collect();
+                p.insert("features".into(), json!(list));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// An error payload: code and message where the target put them, the code's
+/// spelling against the table (a warning otherwise, AGP-022).
+fn read_error_payload(ctx: &mut Ctx, p: &mut Map<String, Value>) {
+    if !p.contains_key("code") {
+        match p.get("error").cloned() {
+            Some(Value::Object(e)) => {
+                ctx.finding(
+                    Finding::new(
+                        key("error-payload:nested"),
+                        &["AGP-020"],
+                        format!(
+                            "the error payload nests its members under payload.error: {} (AGP-020)",
+                            shown(&Value::Object(e.clone()).to_string())
+                        ),
+                    )
+                    .owned_by(UNKNOWN_ACTION),
+                );
+                for (k, x) in e {
+                    p.entry(k).or_insert(x);
+                }
+            }
+            Some(Value::String(code)) => {
+                ctx.finding(
+                    Finding::new(
+                        key("error-payload:nested"),
+                        &["AGP-020"],
+                        format!("the error payload names its code in `error` ({code:?}), not `code` (AGP-020)"),
+                    )
+                    .owned_by(UNKNOWN_ACTION),
+                );
+                p.insert("code".into(), json!(code));
+            }
+            _ => {}
+        }
+    }
+    let message = p.get("message").and_then(Value::as_str).map(String::from);
+    match p.get("code").cloned() {
+        Some(Value::String(code)) if CODES.contains(&code.as_str()) => {}
+        Some(Value::String(code)) => {
+            let said = message
+                .as_deref()
+                .map(|m| format!(": {}", quote(m)))
+                .unwrap_or_default();
+            match table_code(&code) {
+                Some(known) => {
+                    ctx.finding(
+                        Finding::new(
+                            key("error-code:spelling"),
+                            &["AGP-022"],
+                            format!("error code {code:?} is {known} spelled another way (AGP-022, a warning){said}"),
+                        )
+                        .at(Level::Should)
+                        .owned_by(UNKNOWN_ACTION),
+                    );
+                    p.insert("code".into(), json!(known));
+                }
+                None => ctx.finding(unknown_code(&code, message.as_deref())),
+            }
+        }
+        _ => ctx.finding(no_code(&Value::Object(p.clone()))),
+    }
+    if !p.get("message").is_some_and(Value::is_string) {
+        ctx.finding(
+            Finding::new(
+                key("error-payload:message"),
+                &["AGP-020"],
+                format!(
+                    "an error's message is {}, not a string (AGP-020)",
+                    p.get("message")
+                        .map(|m| m.to_string())
+                        .unwrap_or("missing".into())
+                ),
+            )
+            .owned_by(UNKNOWN_ACTION),
+        );
+    }
+}
+
+/// The verdict on an error code outside agentprotocol.md's table: a warning
+/// (AGP-022: "any other code is a warning"). The live fuzzer takes the same verdict.
+pub fn unknown_code(code: &str, message: Option<&str>) -> Finding {
+    let said = message
+        .map(|m| format!(": {}", quote(m)))
+        .unwrap_or_default();
+    Finding::new(
+        key("error-code:unknown"),
+        &["AGP-022"],
+        format!(
+            "error code {code:?} is not in agentprotocol.md's table (AGP-022, a warning){said}"
+        ),
+    )
+    .at(Level::Should)
+    .owned_by(UNKNOWN_ACTION)
 }
 
 pub fn strings(v: &Value) -> Vec<String> {
@@ -290,4 +1275,41 @@ pub fn strings(v: &Value) -> Vec<String> {
                 .collect()
         })
         .unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn respelled_codes_are_read_as_the_table_code() {
+        assert_eq!(table_code("invalid_message"), Some("INVALID_MESSAGE"));
+        assert_eq!(table_code("InvalidSignature"), Some("INVALID_SIGNATURE"));
+        assert_eq!(table_code("rate-limited"), Some("RATE_LIMITED"));
+        assert_eq!(table_code("NOT_FOUND"), None);
+    }
+
+    #[test]
+    fn unknown_codes_warn() {
+        let f = unknown_code("NOT_FOUND", Some("no"));
+        assert_eq!(f.outcome, crate::finding::Verdict::Warn);
+    }
+
+    #[test]
+    fn agent_id_forms() {
+        let k = Keypair::from_seed(&[7; 32]);
+        assert_eq!(agent_id_form(&agent_id(&k), "x"), (true, None));
+        let url = keys::b64url(k.public().as_bytes());
+        assert_eq!(agent_id_form(&url, "x"), (true, None));
+        let hex: String = k
+            .public()
+            .as_bytes()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        let (read, f) = agent_id_form(&hex, "x");
+        assert!(read && f.is_some_and(|f| f.outcome == crate::finding::Verdict::Fail));
+        assert!(!agent_id_form("nope", "x").0);
+        assert!(same_agent(&agent_id(&k), &url));
+    }
 }

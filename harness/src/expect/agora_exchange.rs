@@ -1,28 +1,117 @@
 //! agora-exchange expectations: requests, reply checks, the protocol fixture.
+//!
+//! Every reply is read leniently. A deviation that leaves it readable (another
+//! Content-Type, a status word in another case or another word, the failure text in
+//! `message` instead of `error`, a conversation without `conversationExpires`, a
+//! protocol named by another hash form) is one typed finding with a stable key,
+//! owned by the case whose subject that rule is, and the reply is read on, so that
+//! the case that met it still judges its own subject. Only a reply with nothing
+//! usable left (not JSON, not an object, no recognisable status) blocks the case.
 
-use crate::case::{fail, skip, Step};
+use crate::case::{fail, skip, Level, Step, Stop};
 use crate::drive::http::HttpReply;
+use crate::finding::{quote, Finding, Verdict};
 use crate::schemas::Schemas;
 use crate::script::Ctx;
-use reference_impl::agora_exchange::document::{self, is_sha1_hex, sha1_hex};
+use reference_impl::agora_exchange::document::{self, hash_form, is_sha1_hex, sha1_hex, HashForm};
 use reference_impl::wire::{jcs, json};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
-/// A reply after the checks every reply must pass.
+/// The case that owns the shape every reply shares (Content-Type, JSON, status word,
+/// body type).
+pub const SHAPE_OWNER: &str = "agora-exchange/single-round";
+/// The case that owns the shape of success and failure replies (AEX-010…012).
+pub const FAILURE_OWNER: &str = "agora-exchange/reply-shape";
+/// The case that owns the conversation members of replies (AEX-021, 022, 027).
+pub const CONVERSATION_OWNER: &str = "agora-exchange/multiround-start";
+/// The case that owns /wellknown and the form of protocol hashes (AEX-038, 039, 045).
+pub const WELLKNOWN_OWNER: &str = "agora-exchange/wellknown";
+/// The case that owns the supported-ness of listed protocols (AEX-046).
+pub const LISTED_OWNER: &str = "agora-exchange/wellknown-hashes-supported";
+/// The case that owns the transport-level error replies (AEX-048, A15).
+pub const TRANSPORT_OWNER: &str = "agora-exchange/malformed-json";
+/// The case that owns the reply to an unsupported protocol (AEX-041, 052).
+pub const UNSUPPORTED_OWNER: &str = "agora-exchange/unsupported-protocol";
+
+pub const KEY_CONTENT_TYPE: &str = "agora-exchange/reply:content-type";
+pub const KEY_ERROR_CONTENT_TYPE: &str = "agora-exchange/reply:error-content-type";
+pub const KEY_NOT_JSON: &str = "agora-exchange/reply:not-json";
+pub const KEY_NOT_OBJECT: &str = "agora-exchange/reply:not-object";
+pub const KEY_DUPLICATE: &str = "agora-exchange/reply:duplicate-member";
+pub const KEY_STATUS: &str = "agora-exchange/reply:status";
+pub const KEY_STATUS_CASE: &str = "agora-exchange/reply:status-case";
+pub const KEY_BODY_TYPE: &str = "agora-exchange/reply:body-type";
+pub const KEY_FAILURE_SHAPE: &str = "agora-exchange/reply:failure-shape";
+pub const KEY_SUCCESS_NO_BODY: &str = "agora-exchange/reply:success-without-body";
+pub const KEY_SUCCESS_ERROR: &str = "agora-exchange/reply:success-with-error";
+pub const KEY_FAILURE_BODY: &str = "agora-exchange/reply:failure-with-body";
+pub const KEY_CONVERSATION_ID: &str = "agora-exchange/reply:conversation-id";
+pub const KEY_EXPIRES: &str = "agora-exchange/reply:conversation-expires";
+pub const KEY_EXPIRES_MS: &str = "agora-exchange/reply:conversation-expires-ms";
+pub const KEY_HASH_FORM: &str = "agora-exchange/protocol-hash:form";
+pub const KEY_WELLKNOWN_SOURCES: &str = "agora-exchange/wellknown:sources";
+pub const KEY_LISTED_UNSUPPORTED: &str = "agora-exchange/wellknown:listed-unsupported";
+pub const KEY_UNSUPPORTED_REPLY: &str = "agora-exchange/unsupported-protocol:reply";
+
+/// The findings that are the subject of the reply-shape case.
+pub const FAILURE_SHAPE_KEYS: &[&str] = &[
+    KEY_FAILURE_SHAPE,
+    KEY_SUCCESS_NO_BODY,
+    KEY_SUCCESS_ERROR,
+    KEY_FAILURE_BODY,
+];
+/// The findings that are the subject of the single-round case.
+pub const SHAPE_KEYS: &[&str] = &[
+    KEY_CONTENT_TYPE,
+    KEY_NOT_JSON,
+    KEY_NOT_OBJECT,
+    KEY_DUPLICATE,
+    KEY_STATUS,
+    KEY_STATUS_CASE,
+    KEY_BODY_TYPE,
+];
+/// The findings that are the subject of the multiround-start case.
+pub const CONVERSATION_KEYS: &[&str] = &[KEY_CONVERSATION_ID, KEY_EXPIRES, KEY_EXPIRES_MS];
+
+/// Status words other than "failure" that servers use for a failure.
+const FAILURE_WORDS: &[&str] = &["error", "fail", "failed", "err", "ko", "rejected"];
+/// Status words other than "success" that servers use for a success.
+const SUCCESS_WORDS: &[&str] = &["ok", "succeeded", "done"];
+
+/// What a reply says, read leniently.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Said {
+    Success,
+    Failure,
+    /// No status to read (a transport-level reply without one, or not JSON).
+    Unknown,
+}
+
+/// A reply after the checks every reply gets.
 #[derive(Debug, Clone)]
 pub struct Reply {
     pub http: u16,
     /// The JSON body, when there is one.
     pub json: Option<Value>,
+    /// The status, read leniently ("Success", "error" and the like count).
+    pub said: Said,
 }
 
 impl Reply {
-    pub fn status(&self) -> Option<&str> {
-        self.json.as_ref()?.get("status")?.as_str()
+    /// The status read leniently: "success" or "failure".
+    pub fn status(&self) -> Option<&'static str> {
+        match self.said {
+            Said::Success => Some("success"),
+            Said::Failure => Some("failure"),
+            Said::Unknown => None,
+        }
     }
 
+    /// The failure text, wherever the target put it (`error`, `error.message`,
+    /// `message`, `detail`, or on a failure its `body`).
     pub fn error(&self) -> Option<&str> {
-        self.json.as_ref()?.get("error")?.as_str()
+        let v = self.json.as_ref()?;
+        failure_text(v, self.said == Said::Failure).map(|(_, t)| t)
     }
 
     pub fn get(&self, key: &str) -> Option<&Value> {
@@ -30,11 +119,27 @@ impl Reply {
     }
 
     pub fn is_success(&self) -> bool {
-        self.http == 200 && self.status() == Some("success")
+        self.http == 200 && self.said == Said::Success
     }
 
     pub fn is_agora_failure(&self) -> bool {
-        self.http == 200 && self.status() == Some("failure")
+        self.http == 200 && self.said == Said::Failure
+    }
+
+    /// A transport-level refusal: any 4xx (the spec names a code only for some).
+    pub fn is_client_error(&self) -> bool {
+        (400..500).contains(&self.http)
+    }
+
+    pub fn conversation_id(&self) -> Option<&str> {
+        self.get("conversationId")?.as_str()
+    }
+
+    /// conversationExpires read leniently: an integer, a whole float or a numeric
+    /// string (the reply checks report the form).
+    pub fn expires(&self) -> Option<i64> {
+        let e = self.get("conversationExpires")?;
+        integer(e).or_else(|| e.as_str()?.trim().parse().ok())
     }
 
     pub fn describe(&self) -> String {
@@ -45,9 +150,41 @@ impl Reply {
     }
 }
 
+fn integer(v: &Value) -> Option<i64> {
+    v.as_i64().or_else(|| {
+        v.as_f64()
+            .filter(|f| f.fract() == 0.0 && f.abs() < 9e15)
+            .map(|f| f as i64)
+    })
+}
+
+/// The failure text and the member it came from.
+fn failure_text(v: &Value, failure: bool) -> Option<(&'static str, &str)> {
+    let at = |p: &str| v.pointer(p).and_then(Value::as_str);
+    let mut places: Vec<(&'static str, &str)> = vec![
+        ("error", "/error"),
+        ("error.message", "/error/message"),
+        ("message", "/message"),
+        ("detail", "/detail"),
+        ("detail[0].msg", "/detail/0/msg"),
+        ("reason", "/reason"),
+        ("description", "/description"),
+    ];
+    if failure {
+        places.extend([("body", "/body"), ("body.error", "/body/error")]);
+    }
+    places
+        .into_iter()
+        .find_map(|(name, p)| at(p).map(|t| (name, t)))
+}
+
 fn is_json_media_type(ct: Option<&str>) -> bool {
     ct.and_then(|c| c.split(';').next())
         .is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn said_bytes(body: &[u8]) -> String {
+    quote(&String::from_utf8_lossy(body))
 }
 
 /// POSTs a JSON request to `path` (empty: the base URL).
@@ -71,74 +208,249 @@ pub async fn post_bytes(
     check_reply(ctx, &r)
 }
 
-/// What the reply checks found: the reply, or why it fails; warnings and notes.
+/// Everything the reply checks found in one reply.
 #[derive(Debug, Clone)]
-pub struct Judged {
-    pub reply: Reply,
-    pub warnings: Vec<String>,
+pub struct Reading {
+    /// The reply read leniently, or the finding that leaves nothing usable.
+    pub reply: Result<Reply, Finding>,
+    /// Deviations read past.
+    pub findings: Vec<Finding>,
     pub notes: Vec<String>,
 }
 
-/// The checks every reply gets (AEX-004, 009, 010, 011, 012, 020, 022, 023, 027, 058),
-/// without a case context, so that vectors can be judged the same way.
-pub fn judge(schemas: &Schemas, r: &HttpReply) -> Result<Judged, String> {
-    let mut warnings = Vec::new();
+/// The checks every reply gets (AEX-004, 009, 010, 011, 012, 020, 021, 022, 023,
+/// 027, 058; ambiguities A4, A11, A15, A22), without a case context.
+///
+/// HTTP 200 replies are Agora replies and are judged; other statuses are
+/// transport-level replies, of which only the Content-Type is judged (a warning,
+/// AEX-A15) and whose JSON body, if any, is read for its failure text.
+pub fn read_reply(schemas: &Schemas, r: &HttpReply) -> Reading {
+    let mut findings = Vec::new();
     let mut notes = Vec::new();
+    let ct = r.content_type.as_deref();
     if r.status != 200 {
-        if !is_json_media_type(r.content_type.as_deref()) {
-            warnings.push(format!(
-                "HTTP {} reply has Content-Type {:?}, not application/json (AEX-A15)",
-                r.status, r.content_type
-            ));
+        if !is_json_media_type(ct) {
+            findings.push(
+                Finding::new(
+                    KEY_ERROR_CONTENT_TYPE,
+                    &["AEX-004", "AEX-A15"],
+                    format!(
+                        "an HTTP {} reply has Content-Type {}, not application/json",
+                        r.status,
+                        quote(ct.unwrap_or("(none)"))
+                    ),
+                )
+                .at(Level::Should)
+                .owned_by(TRANSPORT_OWNER),
+            );
         }
-        let json = serde_json::from_slice(&r.body).ok();
-        return Ok(Judged {
-            reply: Reply {
+        let json: Option<Value> = serde_json::from_slice(&r.body).ok();
+        let said = json.as_ref().map_or(Said::Unknown, |v| lenient_status(v).0);
+        return Reading {
+            reply: Ok(Reply {
                 http: r.status,
                 json,
-            },
-            warnings,
+                said,
+            }),
+            findings,
             notes,
-        });
+        };
     }
-    if !is_json_media_type(r.content_type.as_deref()) {
-        return Err(format!(
-            "HTTP 200 reply has Content-Type {:?}, not application/json (AEX-004)",
-            r.content_type
-        ));
+    if !is_json_media_type(ct) {
+        findings.push(content_type_finding(ct));
     }
-    let tree = json::parse(&r.body).map_err(|e| format!("the reply is not JSON (AEX-058): {e}"))?;
+    let blocked = |findings: Vec<Finding>, notes: Vec<String>, f: Finding| Reading {
+        reply: Err(f.owned_by(SHAPE_OWNER)),
+        findings,
+        notes,
+    };
+    let tree = match json::parse(&r.body) {
+        Ok(t) => t,
+        Err(e) => {
+            let f = Finding::new(
+                KEY_NOT_JSON,
+                &["AEX-058"],
+                format!(
+                    "an HTTP 200 reply is not JSON ({e}): {}",
+                    said_bytes(&r.body)
+                ),
+            );
+            return blocked(findings, notes, f);
+        }
+    };
     if let Err(e) = jcs::canonicalize(&r.body) {
         if matches!(e.kind, jcs::CanonErrorKind::DuplicateName(_)) {
-            warnings.push(format!("the reply repeats a member name (AEX-058): {e}"));
+            findings.push(
+                Finding::new(
+                    KEY_DUPLICATE,
+                    &["AEX-058"],
+                    format!("a reply repeats a member name: {e}"),
+                )
+                .at(Level::Should)
+                .owned_by(SHAPE_OWNER),
+            );
         }
     }
     let v = tree.to_serde();
     if !v.is_object() {
-        return Err("the reply is not a JSON object (AEX-009)".into());
+        let f = Finding::new(
+            KEY_NOT_OBJECT,
+            &["AEX-009"],
+            format!(
+                "an HTTP 200 reply is not a JSON object: {}",
+                said_bytes(&r.body)
+            ),
+        );
+        return blocked(findings, notes, f);
     }
-    schemas.check("agora-exchange/response", &v).map_err(|e| {
-        format!("the reply violates the response schema (AEX-009/010/022/027): {e}")
-    })?;
-    let status = v["status"].as_str().unwrap_or_default();
-    let (has_body, has_error) = (v.get("body").is_some(), v.get("error").is_some());
-    match status {
-        "success" if !has_body => {
-            warnings.push("a success reply without body (AEX-011, AEX-A4)".into())
+    let shown = quote(&v.to_string());
+    let (said, word) = lenient_status(&v);
+    match &word {
+        Word::Exact => {}
+        Word::Case(w) => findings.push(
+            Finding::new(
+                KEY_STATUS_CASE,
+                &["AEX-009", "AEX-A22"],
+                format!(
+                    "replies spell the status {w:?}, not exactly \"success\" or \"failure\" in lower case: {shown}"
+                ),
+            )
+            .owned_by(SHAPE_OWNER),
+        ),
+        // Judged with the rest of the failure shape below.
+        Word::Failure(_) => {}
+        Word::Other(_) if said == Said::Failure => {}
+        Word::Other(what) => {
+            let f = Finding::new(
+                KEY_STATUS,
+                &["AEX-009"],
+                format!("a reply's status is {what}, not \"success\" or \"failure\": {shown}"),
+            )
+            .owned_by(SHAPE_OWNER);
+            if said == Said::Unknown {
+                return blocked(findings, notes, f);
+            }
+            findings.push(f);
         }
-        "success" if has_error => {
-            warnings.push("a success reply that carries error (AEX-012, AEX-A4)".into())
-        }
-        "failure" if has_body => {
-            warnings.push("a failure reply that carries body (AEX-011, AEX-A4)".into())
-        }
-        _ => {}
     }
-    if let Some(e) = v.get("conversationExpires").and_then(Value::as_i64) {
-        if e >= 1_000_000_000_000 {
-            warnings.push(format!(
-                "conversationExpires {e} looks like milliseconds, not Unix seconds (AEX-A11)"
-            ));
+    let has_body = v.get("body").is_some();
+    match said {
+        Said::Failure => {
+            let error_ok = v["error"].is_string();
+            let mut parts = Vec::new();
+            let mut ids = Vec::new();
+            match &word {
+                Word::Failure(w) => {
+                    parts.push(format!("status {w:?} instead of \"failure\""));
+                    ids.push("AEX-009");
+                }
+                Word::Other(what) => {
+                    parts.push(format!("status {what} instead of \"failure\""));
+                    ids.push("AEX-009");
+                }
+                Word::Exact | Word::Case(_) => {}
+            }
+            if !error_ok {
+                ids.push("AEX-010");
+                parts.push(match (v.get("error"), failure_text(&v, true)) {
+                    (Some(e), _) => format!("error is {e}, not a string"),
+                    (None, Some((member, _))) => {
+                        format!("the failure is described in {member:?}, not in a string \"error\"")
+                    }
+                    (None, None) => "no error member describes the failure".to_string(),
+                });
+            }
+            if !parts.is_empty() {
+                findings.push(
+                    Finding::new(
+                        KEY_FAILURE_SHAPE,
+                        &ids,
+                        format!(
+                            "failure replies read {shown}: {}; agora-exchange.txt §5.2 wants {{\"status\": \"failure\", \"error\": \"…\"}}",
+                            parts.join("; ")
+                        ),
+                    )
+                    .owned_by(FAILURE_OWNER),
+                );
+            } else if has_body {
+                findings.push(
+                    Finding::new(
+                        KEY_FAILURE_BODY,
+                        &["AEX-011", "AEX-A4"],
+                        format!("a failure reply carries body: {shown}"),
+                    )
+                    .at(Level::Should)
+                    .owned_by(FAILURE_OWNER),
+                );
+            }
+        }
+        Said::Success => {
+            if !has_body {
+                findings.push(
+                    Finding::new(
+                        KEY_SUCCESS_NO_BODY,
+                        &["AEX-011", "AEX-A4"],
+                        format!("a success reply without body: {shown}"),
+                    )
+                    .at(Level::Should)
+                    .owned_by(FAILURE_OWNER),
+                );
+            }
+            if v.get("error").is_some() {
+                findings.push(
+                    Finding::new(
+                        KEY_SUCCESS_ERROR,
+                        &["AEX-012", "AEX-A4"],
+                        format!("a success reply carries error: {shown}"),
+                    )
+                    .at(Level::Should)
+                    .owned_by(FAILURE_OWNER),
+                );
+            }
+        }
+        Said::Unknown => {}
+    }
+    if let Some(b) = v.get("body") {
+        if !(b.is_string() || b.is_object()) {
+            findings.push(
+                Finding::new(
+                    KEY_BODY_TYPE,
+                    &["AEX-020"],
+                    format!("a reply's body is {b}, not a string or an object: {shown}"),
+                )
+                .owned_by(SHAPE_OWNER),
+            );
+        }
+    }
+    conversation_checks(&v, &shown, &mut findings);
+    // The schema, for anything the explicit checks above do not judge: every member
+    // it constrains is judged above, so this only speaks if the schema grows.
+    const JUDGED: [&str; 6] = [
+        "",
+        "status",
+        "error",
+        "body",
+        "conversationId",
+        "conversationExpires",
+    ];
+    if let Ok(list) = schemas.violations("agora-exchange/response", &v) {
+        for viol in list {
+            let top = viol.pointer.split('/').nth(1).unwrap_or("");
+            if JUDGED.contains(&top) {
+                continue;
+            }
+            let key = format!("agora-exchange/schema:response:{}", viol.shape());
+            if findings.iter().any(|f| f.key == key) {
+                continue;
+            }
+            findings.push(
+                Finding::new(
+                    key,
+                    &["AEX-009"],
+                    format!("reply at {}: {}", viol.pointer, viol.message),
+                )
+                .owned_by(SHAPE_OWNER),
+            );
         }
     }
     let known = [
@@ -154,29 +466,216 @@ pub fn judge(schemas: &Schemas, r: &HttpReply) -> Result<Judged, String> {
             notes.push(format!("extra reply members (allowed, AEX-023): {extra:?}"));
         }
     }
-    Ok(Judged {
-        reply: Reply {
+    Reading {
+        reply: Ok(Reply {
             http: 200,
             json: Some(v),
-        },
-        warnings,
+            said,
+        }),
+        findings,
         notes,
+    }
+}
+
+/// How the status word deviates, if it does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum Word {
+    Exact,
+    /// "Success", "FAILURE": the right word in another case.
+    Case(String),
+    /// "error", "fail": another word for a failure.
+    Failure(String),
+    /// Missing, not a string, or a word read only by the reply's other members.
+    Other(String),
+}
+
+/// Reads the status leniently: the right word in any case, the failure and success
+/// words servers use, else what the other members say (an error text without body
+/// is a failure, a body without error is a success).
+fn lenient_status(v: &Value) -> (Said, Word) {
+    let word = v.get("status");
+    match word.and_then(Value::as_str) {
+        Some("success") => return (Said::Success, Word::Exact),
+        Some("failure") => return (Said::Failure, Word::Exact),
+        Some(s) if s.eq_ignore_ascii_case("success") => {
+            return (Said::Success, Word::Case(s.to_string()))
+        }
+        Some(s) if s.eq_ignore_ascii_case("failure") => {
+            return (Said::Failure, Word::Case(s.to_string()))
+        }
+        Some(s) if FAILURE_WORDS.contains(&s.to_ascii_lowercase().as_str()) => {
+            return (Said::Failure, Word::Failure(s.to_string()))
+        }
+        Some(s) if SUCCESS_WORDS.contains(&s.to_ascii_lowercase().as_str()) => {
+            return (Said::Success, Word::Other(format!("{s:?}")))
+        }
+        _ => {}
+    }
+    let what = match word {
+        None => "missing".to_string(),
+        Some(w) => w.to_string(),
+    };
+    let has_body = v.get("body").is_some();
+    let said = if has_body && v.get("error").is_none() {
+        Said::Success
+    } else if failure_text(v, false).is_some() {
+        Said::Failure
+    } else {
+        Said::Unknown
+    };
+    (said, Word::Other(what))
+}
+
+fn conversation_checks(v: &Value, shown: &str, findings: &mut Vec<Finding>) {
+    let id = v.get("conversationId");
+    let exp = v.get("conversationExpires");
+    match id {
+        Some(Value::String(s)) if !s.is_empty() => {}
+        Some(other) => findings.push(
+            Finding::new(
+                KEY_CONVERSATION_ID,
+                &["AEX-021"],
+                format!("conversationId is {other}, not a non-empty string: {shown}"),
+            )
+            .owned_by(CONVERSATION_OWNER),
+        ),
+        None => {
+            if exp.is_some() {
+                findings.push(
+                    Finding::new(
+                        KEY_CONVERSATION_ID,
+                        &["AEX-021", "AEX-022"],
+                        format!(
+                            "a reply carries conversationExpires without conversationId: {shown}"
+                        ),
+                    )
+                    .owned_by(CONVERSATION_OWNER),
+                );
+            }
+        }
+    }
+    if id.is_none() {
+        return;
+    }
+    match exp {
+        None => findings.push(expires_finding(&format!(
+            "a reply carries conversationId but no conversationExpires: {shown}"
+        ))),
+        Some(e) => match integer(e) {
+            None => findings.push(
+                Finding::new(
+                    KEY_EXPIRES,
+                    &["AEX-022", "AEX-027"],
+                    format!("conversationExpires is {e}, not an integer Unix timestamp: {shown}"),
+                )
+                .owned_by(CONVERSATION_OWNER),
+            ),
+            Some(n) if n >= 1_000_000_000_000 => findings.push(
+                Finding::new(
+                    KEY_EXPIRES_MS,
+                    &["AEX-022", "AEX-A11"],
+                    format!("conversationExpires {n} looks like milliseconds, not Unix seconds"),
+                )
+                .at(Level::Should)
+                .owned_by(CONVERSATION_OWNER),
+            ),
+            Some(_) => {}
+        },
+    }
+}
+
+/// An approved conversation without conversationExpires (AEX-027).
+pub fn expires_finding(summary: &str) -> Finding {
+    Finding::new(KEY_EXPIRES, &["AEX-027"], summary).owned_by(CONVERSATION_OWNER)
+}
+
+/// An HTTP 200 reply that is not application/json (AEX-004; AEX-A15: the row fails).
+fn content_type_finding(ct: Option<&str>) -> Finding {
+    Finding::new(
+        KEY_CONTENT_TYPE,
+        &["AEX-004", "AEX-A15"],
+        format!(
+            "HTTP 200 replies have Content-Type {}, not application/json",
+            quote(ct.unwrap_or("(none)"))
+        ),
+    )
+    .owned_by(SHAPE_OWNER)
+}
+
+/// What the reply checks make of one reply, for the vectors: `Err` with every failing
+/// finding, or the reply with the warnings.
+#[derive(Debug, Clone)]
+pub struct Judged {
+    pub reply: Reply,
+    pub warnings: Vec<String>,
+    pub notes: Vec<String>,
+}
+
+/// [`read_reply`] as a verdict: invalid (`Err`), warning (`Ok` with warnings) or
+/// valid. The vectors judge replies with it.
+pub fn judge(schemas: &Schemas, r: &HttpReply) -> Result<Judged, String> {
+    let reading = read_reply(schemas, r);
+    let mut failing: Vec<String> = reading
+        .findings
+        .iter()
+        .filter(|f| f.outcome == Verdict::Fail)
+        .map(|f| format!("{}: {}", f.key, f.summary))
+        .collect();
+    let reply = match reading.reply {
+        Ok(r) => r,
+        Err(f) => {
+            failing.push(format!("{}: {}", f.key, f.summary));
+            return Err(failing.join("; "));
+        }
+    };
+    if !failing.is_empty() {
+        return Err(failing.join("; "));
+    }
+    Ok(Judged {
+        reply,
+        warnings: reading
+            .findings
+            .iter()
+            .map(|f| format!("{}: {}", f.key, f.summary))
+            .collect(),
+        notes: reading.notes,
     })
 }
 
-/// [`judge`] inside a case: warnings and notes go to the case.
+/// [`read_reply`] inside a case: the findings and notes go to the case, which reads
+/// on unless nothing usable is left.
 pub fn check_reply(ctx: &mut Ctx, r: &HttpReply) -> Step<Reply> {
-    match judge(&ctx.shared.schemas, r) {
-        Ok(j) => {
-            for w in j.warnings {
-                ctx.warn(w);
-            }
-            for n in j.notes {
-                ctx.note(n);
-            }
-            Ok(j.reply)
-        }
-        Err(m) => fail(m),
+    let reading = read_reply(&ctx.shared.schemas, r);
+    for f in reading.findings {
+        ctx.finding(f);
+    }
+    for n in reading.notes {
+        ctx.note(n);
+    }
+    match reading.reply {
+        Ok(r) => Ok(r),
+        Err(f) => Err(ctx.block(f)),
+    }
+}
+
+/// Records a deviation of the case's own subject and notes it (the case goes on).
+pub fn own(ctx: &mut Ctx, f: Finding) {
+    ctx.note(format!("{}: {}", f.key, f.summary));
+    ctx.deviation(f);
+}
+
+/// Takes the findings of `keys` the case met as its own subject, and notes what they
+/// say (failing ones last, so that the case's message names one).
+pub fn claim(ctx: &mut Ctx, keys: &[&str]) {
+    let mut mine: Vec<Finding> = ctx
+        .findings()
+        .iter()
+        .filter(|m| keys.contains(&m.finding.key.as_str()))
+        .map(|m| m.finding.clone())
+        .collect();
+    mine.sort_by_key(|f| f.outcome == Verdict::Fail);
+    for f in mine {
+        own(ctx, f);
     }
 }
 
@@ -192,14 +691,15 @@ pub fn expect_success(r: &Reply, what: &str) -> Step<()> {
     }
 }
 
-/// A rejection: HTTP 400 or HTTP 200 with status failure; a success fails.
+/// A rejection: any HTTP 4xx (the spec names no code for most invalid requests;
+/// AEX-A1, A3, A14) or HTTP 200 with status failure. A success or a 5xx fails.
 pub fn expect_rejected(ctx: &mut Ctx, r: &Reply, what: &str) -> Step<()> {
-    if r.http == 400 || r.is_agora_failure() {
+    if r.is_client_error() || r.is_agora_failure() {
         ctx.checked(format!("{what}: rejected ({})", r.describe()));
         Ok(())
     } else {
         fail(format!(
-            "{what}: expected HTTP 400 or HTTP 200 with status failure, got {}",
+            "{what}: expected an HTTP 4xx or HTTP 200 with status failure, got {}",
             r.describe()
         ))
     }
@@ -213,82 +713,195 @@ pub struct Fixture {
     pub text: Option<String>,
     pub valid_body: Value,
     pub invalid_body: Option<Value>,
+    /// The hash names the agentconform echo document (in any form).
+    pub echo: bool,
+    /// The hash comes from the profile, not from /wellknown.
+    pub from_profile: bool,
 }
 
-/// Reads `GET {url}/wellknown`: `Ok(None)` when the target has no such endpoint.
-pub async fn wellknown(ctx: &mut Ctx) -> Step<Option<serde_json::Map<String, Value>>> {
+/// A protocol identifier that is not 40 hex digits (AEX-039): one finding however it
+/// is met (in /wellknown, in the profile), owned by the wellknown case.
+pub fn hash_form_finding(what: &str, form: Option<HashForm>) -> Finding {
+    let how = match form {
+        Some(f) => format!("; it is the {f} form of the SHA1 of its document"),
+        None => "; it is no form of the SHA1 of its document the harness recognises".into(),
+    };
+    Finding::new(
+        KEY_HASH_FORM,
+        &["AEX-039"],
+        format!("{what} is not the 40 hex digits of a SHA1 digest{how}"),
+    )
+    .owned_by(WELLKNOWN_OWNER)
+}
+
+/// The profile's protocol_hash, when it is not 40 hex digits: used as given, and
+/// reported once (AEX-039).
+pub fn check_profile_hash(ctx: &mut Ctx) {
+    let p = ctx.profile().agora_exchange.clone();
+    let Some(hash) = p.protocol_hash else {
+        return;
+    };
+    if is_sha1_hex(&hash) {
+        return;
+    }
+    let form = p
+        .protocol_document
+        .as_deref()
+        .and_then(|t| hash_form(&hash, t.as_bytes()))
+        .or_else(|| hash_form(&hash, document::ECHO_DOCUMENT.as_bytes()));
+    ctx.finding(hash_form_finding(
+        &format!("the protocol hash {hash:?} (profile [agora-exchange] protocol_hash)"),
+        form,
+    ));
+}
+
+/// An unsupported protocol refused otherwise than with HTTP 200 and status failure
+/// (AEX-041, AEX-052), owned by the unsupported-protocol case.
+pub fn unsupported_reply_finding(r: &Reply) -> Finding {
+    Finding::new(
+        KEY_UNSUPPORTED_REPLY,
+        &["AEX-041", "AEX-052"],
+        format!(
+            "an unsupported protocolHash drew {}; an Agora-level error needs HTTP 200 with {{\"status\": \"failure\", \"error\": \"Unsupported protocol\"}}",
+            r.describe()
+        ),
+    )
+    .owned_by(UNSUPPORTED_OWNER)
+}
+
+/// Reads `GET {url}/wellknown`: `Ok(None)` when the target has no such endpoint
+/// (404, 405, 501). Its deviations are findings of the wellknown case; a reply with
+/// nothing usable blocks.
+pub async fn wellknown(ctx: &mut Ctx) -> Step<Option<Map<String, Value>>> {
     let r = ctx
         .http(reqwest::Method::GET, "wellknown", &[], None)
         .await?;
-    if r.status == 404 {
+    if matches!(r.status, 404 | 405 | 501) {
+        ctx.note(format!("GET /wellknown: HTTP {} (no endpoint)", r.status));
         return Ok(None);
     }
+    let block = |ctx: &mut Ctx, key: &str, ids: &[&str], summary: String| -> Stop {
+        ctx.block(Finding::new(key.to_string(), ids, summary).owned_by(WELLKNOWN_OWNER))
+    };
     if r.status != 200 {
-        return fail(format!("GET /wellknown answered HTTP {}", r.status));
+        return Err(block(
+            ctx,
+            "agora-exchange/wellknown:http-status",
+            &["AEX-045"],
+            format!(
+                "GET /wellknown answered HTTP {}: {}",
+                r.status,
+                said_bytes(&r.body)
+            ),
+        ));
     }
     if !is_json_media_type(r.content_type.as_deref()) {
-        return fail(format!(
-            "GET /wellknown has Content-Type {:?} (AEX-004)",
-            r.content_type
-        ));
+        ctx.finding(content_type_finding(r.content_type.as_deref()));
     }
     let v: Value = match json::parse(&r.body) {
         Ok(t) => t.to_serde(),
-        Err(e) => return fail(format!("/wellknown is not JSON: {e}")),
+        Err(e) => {
+            return Err(block(
+                ctx,
+                "agora-exchange/wellknown:not-json",
+                &["AEX-045"],
+                format!("/wellknown is not JSON ({e}): {}", said_bytes(&r.body)),
+            ))
+        }
     };
-    if let Err(e) = ctx.shared.schemas.check("agora-exchange/wellknown", &v) {
-        return fail(format!("/wellknown (AEX-039/045): {e}"));
+    let Value::Object(map) = v else {
+        return Err(block(
+            ctx,
+            "agora-exchange/wellknown:not-object",
+            &["AEX-045"],
+            format!("/wellknown is not a JSON object: {}", quote(&v.to_string())),
+        ));
+    };
+    for (key, sources) in &map {
+        let ok = sources
+            .as_array()
+            .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string));
+        if !ok {
+            ctx.finding(
+                Finding::new(
+                    KEY_WELLKNOWN_SOURCES,
+                    &["AEX-045"],
+                    format!(
+                        "/wellknown maps {key:?} to {}, not a non-empty list of document sources",
+                        quote(&sources.to_string())
+                    ),
+                )
+                .owned_by(WELLKNOWN_OWNER),
+            );
+        }
+        if !is_sha1_hex(key) {
+            let list = sources.as_array().cloned().unwrap_or_default();
+            let form = identify(key, &list).map(|(_, f)| f);
+            ctx.finding(hash_form_finding(
+                &format!("the /wellknown protocol key {key:?}"),
+                form,
+            ));
+        }
     }
-    match v {
-        Value::Object(m) => Ok(Some(m)),
-        _ => fail("/wellknown is not a JSON object (AEX-045)"),
-    }
+    Ok(Some(map))
 }
 
-/// The strings of a /wellknown entry that hash to `key` (AEX-A7: each alone, the
-/// concatenation, the newline-joined concatenation).
-pub fn document_for(key: &str, sources: &[Value]) -> Option<String> {
+/// The text among a /wellknown entry's sources that `key` names, and the form in
+/// which it names it (AEX-A7: each string alone, the concatenation, the
+/// newline-joined concatenation; AEX-A8: hex in either case).
+pub fn identify(key: &str, sources: &[Value]) -> Option<(String, HashForm)> {
     let strings: Vec<&str> = sources.iter().filter_map(Value::as_str).collect();
     let mut candidates: Vec<String> = strings.iter().map(|s| s.to_string()).collect();
     candidates.push(strings.concat());
     candidates.push(strings.join("\n"));
     candidates
         .into_iter()
-        .find(|c| sha1_hex(c.as_bytes()).eq_ignore_ascii_case(key))
+        .find_map(|c| hash_form(key, c.as_bytes()).map(|f| (c, f)))
+}
+
+/// The strings of a /wellknown entry that `key` names (see [`identify`]).
+pub fn document_for(key: &str, sources: &[Value]) -> Option<String> {
+    identify(key, sources).map(|(t, _)| t)
 }
 
 /// The protocol the cases use: the profile's, else the agentconform echo document when
 /// the target lists it, else the first /wellknown entry. Skips when there is none.
+/// A hash in another form than 40 hex digits is used as the target spells it, and
+/// reported once.
 pub async fn fixture(ctx: &mut Ctx) -> Step<Fixture> {
-    let echo = document::ProtocolDocument::new(document::ECHO_DOCUMENT);
+    let echo_text = document::ECHO_DOCUMENT;
+    let names_echo = |k: &str| hash_form(k, echo_text.as_bytes()).is_some();
     let p = ctx.profile().agora_exchange.clone();
     let parse = |s: &Option<String>| {
         s.as_deref()
             .and_then(|t| serde_json::from_str::<Value>(t).ok())
     };
     if let Some(hash) = p.protocol_hash {
-        let is_echo = hash.eq_ignore_ascii_case(&echo.hash);
+        check_profile_hash(ctx);
+        let is_echo = names_echo(&hash);
         return Ok(Fixture {
-            text: p.protocol_document.or(is_echo.then(|| echo.text.clone())),
+            text: p
+                .protocol_document
+                .or(is_echo.then(|| echo_text.to_string())),
             valid_body: parse(&p.valid_body).unwrap_or_else(|| json!({"text": "hi"})),
             invalid_body: parse(&p.invalid_body).or(is_echo.then(|| json!({"txt": 1}))),
             hash,
+            echo: is_echo,
+            from_profile: true,
         });
     }
     let Some(known) = wellknown(ctx).await? else {
         return skip("the target has no /wellknown and the profile names no protocol_hash");
     };
-    let key = if known.keys().any(|k| k.eq_ignore_ascii_case(&echo.hash)) {
-        echo.hash.clone()
-    } else {
-        match known.keys().next() {
-            Some(k) => k.clone(),
-            None => {
-                return skip("/wellknown lists no protocol and the profile names no protocol_hash")
-            }
-        }
+    let key = match known
+        .keys()
+        .find(|k| names_echo(k))
+        .or_else(|| known.keys().next())
+    {
+        Some(k) => k.clone(),
+        None => return skip("/wellknown lists no protocol and the profile names no protocol_hash"),
     };
-    let is_echo = key == echo.hash;
+    let is_echo = names_echo(&key);
     let text = known
         .get(&key)
         .and_then(Value::as_array)
@@ -304,7 +917,56 @@ pub async fn fixture(ctx: &mut Ctx) -> Step<Fixture> {
             }
         }),
         invalid_body: parse(&p.invalid_body).or(is_echo.then(|| json!({"txt": 1}))),
+        echo: is_echo,
+        from_profile: false,
     })
+}
+
+/// Whether a reply refuses a protocol as unsupported (HTTP 200 failure, or a 4xx,
+/// whose text says so).
+pub fn refuses_as_unsupported(r: &Reply) -> bool {
+    (r.is_agora_failure() || r.is_client_error())
+        && r.error()
+            .is_some_and(|e| e.to_ascii_lowercase().contains("unsupported"))
+}
+
+/// A listed protocol refused as unsupported (AEX-046), owned by the
+/// wellknown-hashes-supported case.
+pub fn listed_unsupported(hash: &str, r: &Reply) -> Finding {
+    Finding::new(
+        KEY_LISTED_UNSUPPORTED,
+        &["AEX-046"],
+        format!(
+            "protocol {hash:?} is listed in /wellknown but refused: {}",
+            r.describe()
+        ),
+    )
+    .owned_by(LISTED_OWNER)
+}
+
+/// A request under the fixture protocol that the target refuses as unsupported: the
+/// case cannot judge its subject under that protocol and is blocked by the finding
+/// that says so (a listed protocol refused, or a profile protocol the target does
+/// not support).
+pub fn fixture_refused(ctx: &mut Ctx, fx: &Fixture, r: &Reply) -> Step<()> {
+    if !refuses_as_unsupported(r) {
+        return Ok(());
+    }
+    let f = if fx.from_profile {
+        Finding::new(
+            "agora-exchange/profile:protocol-unsupported",
+            &[],
+            format!(
+                "the profile's protocol_hash {:?} is refused as unsupported ({}); set [agora-exchange] protocol_hash to a protocol the target supports",
+                fx.hash,
+                r.describe()
+            ),
+        )
+        .at(Level::Profile)
+    } else {
+        listed_unsupported(&fx.hash, r)
+    };
+    Err(ctx.block(f))
 }
 
 /// A random 40-hex hash no target supports.
@@ -312,21 +974,22 @@ pub fn random_hash() -> String {
     sha1_hex(reference_impl::wire::new_id().as_bytes())
 }
 
-/// Opens a conversation; skips when the target declines multi-round mode.
+/// Opens a conversation (under the fixture protocol when `fx` is given); skips when
+/// the target declines multi-round mode.
 pub async fn open_conversation(
     ctx: &mut Ctx,
+    fx: Option<&Fixture>,
     request: Value,
 ) -> Step<(String, Option<i64>, Reply)> {
     let r = post(ctx, "", &request).await?;
+    if let Some(fx) = fx {
+        fixture_refused(ctx, fx, &r)?;
+    }
     expect_success(&r, "multi-round request")?;
-    let Some(id) = r
-        .get("conversationId")
-        .and_then(Value::as_str)
-        .map(String::from)
-    else {
+    let Some(id) = r.conversation_id().map(String::from) else {
         return skip("the target declined multi-round mode (no conversationId; allowed, AEX-028)");
     };
-    let expires = r.get("conversationExpires").and_then(Value::as_i64);
+    let expires = r.expires();
     Ok((id, expires, r))
 }
 
@@ -343,4 +1006,90 @@ pub fn unix_now() -> i64 {
 
 pub fn is_hex40(s: &str) -> bool {
     is_sha1_hex(s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(status: u16, ct: &str, body: &str) -> Reading {
+        let schemas = Schemas::load().expect("schemas");
+        read_reply(
+            &schemas,
+            &HttpReply {
+                status,
+                content_type: Some(ct.to_string()),
+                body: body.as_bytes().to_vec(),
+            },
+        )
+    }
+
+    fn keys(r: &Reading) -> Vec<&str> {
+        r.findings.iter().map(|f| f.key.as_str()).collect()
+    }
+
+    #[test]
+    fn another_failure_shape_is_one_finding_and_still_a_failure() {
+        let r = read(
+            200,
+            "application/json",
+            r#"{"status":"error","message":"Unsupported protocol"}"#,
+        );
+        assert_eq!(keys(&r), [KEY_FAILURE_SHAPE]);
+        let f = &r.findings[0];
+        assert_eq!(f.requirements, ["AEX-009", "AEX-010"]);
+        assert!(f.summary.contains("message"), "{}", f.summary);
+        let reply = r.reply.expect("readable");
+        assert!(reply.is_agora_failure());
+        assert_eq!(reply.error(), Some("Unsupported protocol"));
+    }
+
+    #[test]
+    fn lenient_readings() {
+        // A capitalised status is a success still.
+        let r = read(
+            200,
+            "application/json",
+            r#"{"status":"Success","body":"x"}"#,
+        );
+        assert_eq!(keys(&r), [KEY_STATUS_CASE]);
+        assert!(r.reply.expect("readable").is_success());
+        // A 200 without application/json is read on.
+        let r = read(200, "text/plain", r#"{"status":"success","body":"x"}"#);
+        assert_eq!(keys(&r), [KEY_CONTENT_TYPE]);
+        // A framework's 422 is a transport-level refusal with its text.
+        let r = read(
+            422,
+            "application/json",
+            r#"{"detail":[{"msg":"Field required"}]}"#,
+        );
+        assert!(r.findings.is_empty());
+        let reply = r.reply.expect("readable");
+        assert!(reply.is_client_error() && !reply.is_agora_failure());
+        assert_eq!(reply.error(), Some("Field required"));
+        // A 4xx as text/html warns only.
+        let r = read(404, "text/html", "<h1>Not Found</h1>");
+        assert_eq!(keys(&r), [KEY_ERROR_CONTENT_TYPE]);
+        assert_eq!(r.findings[0].outcome, Verdict::Warn);
+        // Nothing usable: blocked.
+        let r = read(200, "application/json", r#"{"status":7}"#);
+        assert!(r.reply.is_err());
+    }
+
+    #[test]
+    fn conversation_members() {
+        let r = read(
+            200,
+            "application/json",
+            r#"{"status":"success","body":"x","conversationId":"c1"}"#,
+        );
+        assert_eq!(keys(&r), [KEY_EXPIRES]);
+        let r = read(
+            200,
+            "application/json",
+            r#"{"status":"success","body":"x","conversationId":"c1","conversationExpires":"1741910401"}"#,
+        );
+        assert_eq!(keys(&r), [KEY_EXPIRES]);
+        assert_eq!(r.reply.expect("readable").expires(), Some(1741910401));
+    }
 }

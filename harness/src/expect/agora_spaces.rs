@@ -1,12 +1,29 @@
 //! agora-spaces expectations: peers (one WebSocket connection each, as one agent),
-//! frame checks, and the delta-stream judge.
+//! the lenient reading of server events, refusals, and the delta-stream judge.
+//!
+//! Every server frame is read once, by [`Peer`], through [`check_frame`]. A
+//! deviation of its shape (a schema breach, an error code in another member, the
+//! member list under another name, a connection id that is a number) is an
+//! *incidental* finding, owned by the case whose subject that shape is, and the frame
+//! is read on in its canonical form, so that every other case still judges its own
+//! subject. A frame that cannot be read at all (not JSON, no type) is skipped; a case
+//! that then waits in vain is blocked by it rather than failed.
+//!
+//! Connecting and registering (the handshake), and joining a space, are the subjects
+//! of `handshake` and `join-general`: when they go wrong, every other case is blocked
+//! by one finding instead of failing with a message of its own.
+//!
+//! A refusal is an HTTP 4xx on upgrade or an error event (ambiguity ASP-A21). A
+//! timeout, a reset or a dropped connection is not one; a close without an error
+//! counts only once a valid connection is shown to be answered right after.
 
-use crate::case::{fail, Step};
+use crate::case::{fail, skip, Level, Step, Stop};
 use crate::drive::ws::WsDriver;
 use crate::drive::{DriveError, Limits};
+use crate::finding::{quote, Finding};
 use crate::script::{describe_drive_error, Ctx};
 use reference_impl::wire::{json, new_id};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
@@ -19,7 +36,28 @@ pub const CODES: [&str; 6] = [
     "RATE_LIMITED",
 ];
 
-/// The schema of a server event, by its type.
+/// The event types a server sends (agora-spaces.zh.md, 事件类型).
+pub const SERVER_TYPES: [&str; 10] = [
+    "agent.registered",
+    "agent.heartbeat",
+    "space.joined",
+    "space.members",
+    "space.event",
+    "space.event.delta",
+    "space.event.done",
+    "space.event.cancel",
+    "space.list",
+    "error",
+];
+
+/// The cases that own the rules the shared reading meets.
+const HANDSHAKE: &str = "agora-spaces/handshake";
+const JOIN: &str = "agora-spaces/join-general";
+const MEMBERS: &str = "agora-spaces/member-updates";
+const ERRORS: &str = "agora-spaces/invalid-requests";
+const REQUEST_ID: &str = "agora-spaces/join-missing";
+const HEARTBEAT: &str = "agora-spaces/heartbeat-keepalive";
+
 /// The schema of a server frame, by its type.
 pub fn schema_for(v: &Value) -> Option<&'static str> {
     Some(match v["type"].as_str()? {
@@ -37,6 +75,22 @@ pub fn schema_for(v: &Value) -> Option<&'static str> {
     })
 }
 
+/// The case that owns a schema's shape, and the requirements the shape comes from.
+fn owner_of(schema: &str) -> (&'static str, &'static [&'static str]) {
+    match schema {
+        "agent-registered" => (HANDSHAKE, &["ASP-008"]),
+        "agent-heartbeat" => (HEARTBEAT, &["ASP-017"]),
+        "space-joined" => (JOIN, &["ASP-023"]),
+        "space-members" => (MEMBERS, &["ASP-026"]),
+        "space-event" => ("agora-spaces/publish-fanout", &["ASP-029"]),
+        "space-event-delta" => ("agora-spaces/delta-stream", &["ASP-032"]),
+        "space-event-done" => ("agora-spaces/delta-stream", &["ASP-034"]),
+        "space-event-cancel" => ("agora-spaces/delta-cancel", &["ASP-036"]),
+        "space-list-reply" => ("agora-spaces/space-list", &["ASP-039"]),
+        _ => (ERRORS, &["ASP-041"]),
+    }
+}
+
 /// A fresh agent id for a case.
 pub fn agent_id(tag: &str) -> String {
     format!("h-{tag}-{}", &new_id()[..8])
@@ -45,6 +99,14 @@ pub fn agent_id(tag: &str) -> String {
 /// A fresh user space name.
 pub fn user_space() -> String {
     format!("h_{}", &new_id().replace('-', "")[..16])
+}
+
+/// Whether `space` is a fresh name of [`user_space`] (possibly under `task.`).
+fn is_fresh(space: &str) -> bool {
+    space
+        .strip_prefix("task.")
+        .unwrap_or(space)
+        .starts_with("h_")
 }
 
 pub fn now_s() -> i64 {
@@ -73,12 +135,92 @@ pub fn url_for(base: &str, agent_id: Option<&str>, token: Option<&str>) -> Strin
     format!("{base}{sep}{}", params.join("&"))
 }
 
+/// The HTTP status of a refused upgrade (the driver names it in its error).
+pub fn refused_status(e: &DriveError) -> Option<u16> {
+    match e {
+        DriveError::Connect(m) => m
+            .strip_prefix("the upgrade was refused with HTTP ")?
+            .trim()
+            .parse()
+            .ok(),
+        _ => None,
+    }
+}
+
+/// A connection with agent_id and the profile's token that did not open: one finding
+/// of the handshake case, whichever case met it.
+fn connect_finding(e: &DriveError, agent_id: &str) -> Finding {
+    let (kind, what) = match (e, refused_status(e)) {
+        (DriveError::Timeout(ms), _) => (
+            "no-answer",
+            format!("the target did not complete the WebSocket upgrade within {ms} ms"),
+        ),
+        (_, Some(s @ (401 | 403))) => (
+            "refused",
+            format!(
+                "the upgrade was refused with HTTP {s} (does the target want another token? [target] token in the profile)"
+            ),
+        ),
+        (_, Some(s)) => ("refused", format!("the upgrade was refused with HTTP {s}")),
+        (DriveError::Connect(m), None) => ("unreachable", format!("cannot connect: {m}")),
+        (other, None) => ("failed", describe_drive_error(other)),
+    };
+    Finding::new(
+        format!("agora-spaces/connect:{kind}"),
+        &["ASP-003"],
+        format!("connecting as {agent_id} with the profile's token: {what}"),
+    )
+    .owned_by(HANDSHAKE)
+}
+
+/// A transport failure on an open connection: one finding per kind, no owner (the
+/// first case that meets it fails for it), and the case cannot go on.
+fn transport_block(ctx: &mut Ctx, who: &str, e: &DriveError) -> Stop {
+    let kind = match e {
+        DriveError::Timeout(_) => "no-answer",
+        DriveError::TooLarge(_) => "reply-too-large",
+        DriveError::Connect(_) => "unreachable",
+        DriveError::Io(_) => "transport-error",
+        DriveError::Closed => "connection-closed",
+    };
+    ctx.block(Finding::new(
+        format!("agora-spaces/transport:{kind}"),
+        &[],
+        format!("[{who}] {}", describe_drive_error(e)),
+    ))
+}
+
+/// How a connection attempt ended.
+pub enum Attempt {
+    /// The upgrade completed.
+    Open(Peer),
+    /// The upgrade was answered with this HTTP status instead of 101.
+    Refused(u16),
+    /// No answer, a reset or another failure: not a refusal.
+    Failed(DriveError),
+}
+
+/// What a connection that must not be registered got (ambiguity ASP-A21).
+pub enum Refusal {
+    /// An HTTP 4xx on upgrade.
+    Http(u16),
+    /// An error event, read leniently.
+    Error(Value),
+    /// A close without an error event; a valid connection was answered right after.
+    Closed,
+}
+
 /// One connection, as one agent. Frames that a wait did not want stay queued.
 pub struct Peer {
     pub agent_id: String,
     drv: WsDriver,
     inbox: VecDeque<Value>,
     pub closed: bool,
+    /// The finding of the last frame that could not be read at all: a wait that ends
+    /// empty-handed after it is blocked by it (the awaited answer may have been it).
+    unreadable: Option<Finding>,
+    /// When the harness last sent on this connection (or opened it).
+    last_sent: Instant,
 }
 
 impl Peer {
@@ -89,30 +231,30 @@ impl Peer {
         }
     }
 
-    /// Connects as `agent_id` with the profile's token.
+    fn case_wait(ctx: &Ctx) -> Duration {
+        Duration::from_millis(ctx.profile().timing.case_timeout_ms)
+    }
+
+    /// Connects as `agent_id` with the profile's token. A connection that does not
+    /// open blocks the case by one `agora-spaces/connect:*` finding, owned by the
+    /// handshake case.
     pub async fn connect(ctx: &mut Ctx, agent_id: &str) -> Step<Peer> {
         let token = ctx.profile().target.token.clone();
         match Peer::connect_raw(ctx, Some(agent_id), token.as_deref()).await? {
             Ok(p) => Ok(p),
-            Err(e) => fail(format!(
-                "cannot connect as {agent_id}: {}",
-                describe_drive_error(&e)
-            )),
+            Err(e) => Err(ctx.block(connect_finding(&e, agent_id))),
         }
     }
 
-    /// Connects with explicit query values; a refusal is returned, not failed.
+    /// Connects with explicit query values; a failure is returned, not judged.
     pub async fn connect_raw(
         ctx: &mut Ctx,
         agent_id: Option<&str>,
         token: Option<&str>,
     ) -> Step<Result<Peer, DriveError>> {
         let url = url_for(&ctx.url, agent_id, token);
-        let mut drv = WsDriver::new(&url);
-        let limits = Peer::limits(
-            ctx,
-            Duration::from_millis(ctx.profile().timing.case_timeout_ms),
-        );
+        let mut drv = WsDriver::new(&url, &ctx.shared.tls);
+        let limits = Peer::limits(ctx, Peer::case_wait(ctx));
         ctx.log_frame("send", agent_id.unwrap_or("-"), &format!("connect {url}"));
         Ok(match drv.open(limits).await {
             Ok(()) => Ok(Peer {
@@ -120,11 +262,28 @@ impl Peer {
                 drv,
                 inbox: VecDeque::new(),
                 closed: false,
+                unreadable: None,
+                last_sent: Instant::now(),
             }),
             Err(e) => {
                 ctx.log_frame("note", agent_id.unwrap_or("-"), &describe_drive_error(&e));
                 Err(e)
             }
+        })
+    }
+
+    /// A connection attempt for a case that judges refusals.
+    pub async fn attempt(
+        ctx: &mut Ctx,
+        agent_id: Option<&str>,
+        token: Option<&str>,
+    ) -> Step<Attempt> {
+        Ok(match Peer::connect_raw(ctx, agent_id, token).await? {
+            Ok(p) => Attempt::Open(p),
+            Err(e) => match refused_status(&e) {
+                Some(s) => Attempt::Refused(s),
+                None => Attempt::Failed(e),
+            },
         })
     }
 
@@ -134,46 +293,48 @@ impl Peer {
 
     pub async fn send_text(&mut self, ctx: &mut Ctx, text: String) -> Step<()> {
         ctx.log_frame("send", &self.agent_id, &text);
-        let limits = Peer::limits(
-            ctx,
-            Duration::from_millis(ctx.profile().timing.case_timeout_ms),
-        );
-        self.drv
-            .send_text(text, limits)
-            .await
-            .or_else(|e| fail(format!("[{}] {}", self.agent_id, describe_drive_error(&e))))
+        self.last_sent = Instant::now();
+        let limits = Peer::limits(ctx, Peer::case_wait(ctx));
+        match self.drv.send_text(text, limits).await {
+            Ok(()) => Ok(()),
+            Err(e) => {
+                if matches!(e, DriveError::Closed) {
+                    self.closed = true;
+                }
+                Err(transport_block(ctx, &self.agent_id, &e))
+            }
+        }
     }
 
-    /// Reads one frame from the socket within `wait`, checking it; `None` on silence
-    /// or close.
+    /// Reads the next readable frame from the socket within `wait`, in its canonical
+    /// form; `None` on silence or close. Unreadable frames are recorded and skipped.
     async fn read(&mut self, ctx: &mut Ctx, wait: Duration) -> Step<Option<Value>> {
-        if self.closed {
-            return Ok(None);
-        }
-        let limits = Peer::limits(ctx, wait);
-        match self.drv.recv(limits).await {
-            Ok(Some(bytes)) => {
-                let text = String::from_utf8_lossy(&bytes).into_owned();
-                ctx.log_frame("recv", &self.agent_id, &text);
-                let v = match json::parse(&bytes) {
-                    Ok(t) => t.to_serde(),
-                    Err(e) => {
-                        return fail(format!(
-                            "[{}] a server frame is not JSON (ASP-001): {e}",
-                            self.agent_id
-                        ))
+        let deadline = Instant::now() + wait;
+        loop {
+            if self.closed {
+                return Ok(None);
+            }
+            let limits = Peer::limits(ctx, deadline.saturating_duration_since(Instant::now()));
+            match self.drv.recv(limits).await {
+                Ok(Some(bytes)) => {
+                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    ctx.log_frame("recv", &self.agent_id, &text);
+                    match read_frame(ctx, &bytes) {
+                        Ok(v) => return Ok(Some(v)),
+                        Err(f) => {
+                            ctx.finding(f.clone());
+                            self.unreadable = Some(f);
+                        }
                     }
-                };
-                check_frame(ctx, &v)?;
-                Ok(Some(v))
+                }
+                Ok(None) => return Ok(None),
+                Err(DriveError::Closed) => {
+                    self.closed = true;
+                    ctx.log_frame("note", &self.agent_id, "connection closed by the server");
+                    return Ok(None);
+                }
+                Err(e) => return Err(transport_block(ctx, &self.agent_id, &e)),
             }
-            Ok(None) => Ok(None),
-            Err(DriveError::Closed) => {
-                self.closed = true;
-                ctx.log_frame("note", &self.agent_id, "connection closed by the server");
-                Ok(None)
-            }
-            Err(e) => fail(format!("[{}] {}", self.agent_id, describe_drive_error(&e))),
         }
     }
 
@@ -205,6 +366,32 @@ impl Peer {
         }
     }
 
+    /// Whether the harness has been silent on this connection for the profile's
+    /// heartbeat timeout, so that a close is the server's heartbeat rule (ASP-015).
+    fn silent_too_long(&self, ctx: &Ctx) -> bool {
+        self.last_sent.elapsed() >= Duration::from_secs(ctx.profile().timing.heartbeat_timeout_s)
+    }
+
+    /// Why a wait ended empty-handed, when that is not the case's to judge: a frame
+    /// that could not be read (it may have been the answer), or a closed connection
+    /// (unless the harness itself was silent for the heartbeat timeout).
+    fn not_ours(&self, ctx: &mut Ctx, what: &str) -> Option<Stop> {
+        if let Some(f) = self.unreadable.clone() {
+            return Some(ctx.block(f));
+        }
+        if self.closed && !self.silent_too_long(ctx) {
+            return Some(ctx.block(Finding::new(
+                "agora-spaces/transport:connection-closed",
+                &[],
+                format!(
+                    "[{}] the target closed the connection while the harness waited for {what}",
+                    self.agent_id
+                ),
+            )));
+        }
+        None
+    }
+
     /// A frame matching `pred` must arrive within the case timeout.
     pub async fn expect(
         &mut self,
@@ -212,21 +399,24 @@ impl Peer {
         what: &str,
         pred: impl Fn(&Value) -> bool,
     ) -> Step<Value> {
-        let wait = Duration::from_millis(ctx.profile().timing.case_timeout_ms);
+        let wait = Peer::case_wait(ctx);
         match self.wait_for(ctx, wait, pred).await? {
             Some(v) => {
                 ctx.checked(format!("[{}] {what}", self.agent_id));
                 Ok(v)
             }
-            None if self.closed => fail(format!(
-                "[{}] expected {what}; the server closed the connection",
-                self.agent_id
-            )),
-            None => fail(format!(
-                "[{}] expected {what} within {} ms",
-                self.agent_id,
-                wait.as_millis()
-            )),
+            None => match self.not_ours(ctx, what) {
+                Some(stop) => Err(stop),
+                None if self.closed => fail(format!(
+                    "[{}] expected {what}; none came before the server closed the connection, silent for the heartbeat timeout",
+                    self.agent_id
+                )),
+                None => fail(format!(
+                    "[{}] expected {what} within {} ms",
+                    self.agent_id,
+                    wait.as_millis()
+                )),
+            },
         }
     }
 
@@ -280,29 +470,82 @@ impl Peer {
     }
 
     /// Connects and completes the handshake: `agent.registered` unsolicited within
-    /// 5 s, else in answer to `agent.register` (ASP-A3). Returns the registered event
-    /// and whether it came unsolicited.
+    /// 5 s (or half the heartbeat timeout, if shorter), else in answer to
+    /// `agent.register` (ASP-A3). Returns the registered event
+    /// and whether it came unsolicited. A handshake that fails blocks the case by one
+    /// finding of the handshake case.
     pub async fn join_as(ctx: &mut Ctx, agent_id: &str) -> Step<(Peer, Value, bool)> {
         let mut p = Peer::connect(ctx, agent_id).await?;
-        let registered = |v: &Value| v["type"] == "agent.registered";
-        if let Some(v) = p.wait_for(ctx, Duration::from_secs(5), registered).await? {
-            return Ok((p, v, true));
+        let answer = |v: &Value| v["type"] == "agent.registered" || v["type"] == "error";
+        // ASP-007's 5 s, but within half the heartbeat timeout, so that a server does
+        // not drop the connection as silent while the harness waits.
+        let heartbeat_ms = ctx.profile().timing.heartbeat_timeout_s * 1000 / 2;
+        let unsolicited = Duration::from_millis(heartbeat_ms.clamp(500, 5000));
+        let first = p.wait_for(ctx, unsolicited, answer).await?;
+        match first {
+            Some(v) if v["type"] == "agent.registered" => return Ok((p, v, true)),
+            Some(v) => {
+                let hint = if v["code"] == "UNAUTHORIZED" {
+                    " (does the target want another token? [target] token in the profile)"
+                } else {
+                    ""
+                };
+                let f = handshake_finding(
+                    "refused",
+                    &["ASP-003"],
+                    format!(
+                        "a connection as {agent_id} with the profile's token drew {}{hint}",
+                        said_error(&v)
+                    ),
+                );
+                return Err(ctx.block(f));
+            }
+            None if p.closed => {
+                let f = handshake_finding(
+                    "refused",
+                    &["ASP-003"],
+                    format!(
+                        "the target closed a connection as {agent_id} with the profile's token without agent.registered or an error"
+                    ),
+                );
+                return Err(ctx.block(f));
+            }
+            None => {}
         }
         let id = format!("reg-{}", &new_id()[..8]);
         let reg = json!({"type": "agent.register", "id": id, "timestamp": now_s(),
                          "agent": {"id": agent_id, "type": "process", "capabilities": ["text"], "metadata": {}}});
         p.send(ctx, &reg).await?;
-        let v = p
-            .expect(
-                ctx,
-                "agent.registered in answer to agent.register",
-                registered,
-            )
-            .await?;
-        Ok((p, v, false))
+        let wait = Peer::case_wait(ctx);
+        match p.wait_for(ctx, wait, answer).await? {
+            Some(v) if v["type"] == "agent.registered" => Ok((p, v, false)),
+            Some(v) => Err(ctx.block(handshake_finding(
+                "no-registered",
+                &["ASP-010", "ASP-A3"],
+                format!(
+                    "no agent.registered within {} ms of connecting as {agent_id}, and agent.register drew {}",
+                    unsolicited.as_millis(),
+                    said_error(&v)
+                ),
+            ))),
+            None => match p.not_ours(ctx, "agent.registered") {
+                Some(stop) => Err(stop),
+                None => Err(ctx.block(handshake_finding(
+                    "no-registered",
+                    &["ASP-010", "ASP-A3"],
+                    format!(
+                        "no agent.registered for {agent_id}: none within {} ms of connecting, none within {} ms of agent.register (ASP-007, ASP-010)",
+                        unsolicited.as_millis(),
+                        wait.as_millis()
+                    ),
+                ))),
+            },
+        }
     }
 
-    /// Joins `space`; returns the space.joined event.
+    /// Joins `space`; returns the space.joined event. A join that is not answered, or
+    /// refused, blocks the case by one finding of the join-general case; a fresh user
+    /// space the target will not create skips it (ambiguity ASP-A8 allows that).
     pub async fn join(&mut self, ctx: &mut Ctx, space: &str) -> Step<Value> {
         let id = format!("join-{}", &new_id()[..8]);
         self.send(
@@ -311,20 +554,57 @@ impl Peer {
         )
         .await?;
         let want = id.clone();
-        let v = self
-            .expect(ctx, &format!("an answer to joining {space}"), move |v| {
-                (v["type"] == "space.joined" && v["id"] == want.as_str())
-                    || (v["type"] == "error" && v["request_id"] == want.as_str())
-                    || (v["type"] == "space.joined" && v.get("id").is_none())
+        let wait = Peer::case_wait(ctx);
+        let got = self
+            .wait_for(ctx, wait, move |v| {
+                (v["type"] == "space.joined" && (v["id"] == want.as_str() || v.get("id").is_none()))
+                    || (v["type"] == "error"
+                        && (v["request_id"] == want.as_str() || v.get("request_id").is_none()))
             })
             .await?;
+        let Some(v) = got else {
+            let what = format!("an answer to joining {space}");
+            return Err(self.not_ours(ctx, &what).unwrap_or_else(|| {
+                ctx.block(
+                    Finding::new(
+                        "agora-spaces/join:no-answer",
+                        &["ASP-022"],
+                        format!(
+                            "space.join {space:?} drew no answer within {} ms",
+                            wait.as_millis()
+                        ),
+                    )
+                    .owned_by(JOIN),
+                )
+            }));
+        };
         if v["type"] == "error" {
-            return fail(format!("[{}] joining {space} drew {}", self.agent_id, v));
+            if v["code"] == "SPACE_NOT_FOUND" && is_fresh(space) {
+                return skip(format!(
+                    "the target does not create the space {space:?} on join (SPACE_NOT_FOUND; ambiguity ASP-A8 allows it), and this case needs a space of its own"
+                ));
+            }
+            return Err(ctx.block(
+                Finding::new(
+                    "agora-spaces/join:refused",
+                    &["ASP-022"],
+                    format!("joining {space:?} drew {}", said_error(&v)),
+                )
+                .owned_by(JOIN),
+            ));
         }
         if v["id"] != id.as_str() {
-            return fail(format!(
-                "space.joined does not echo the join id {id} (ASP-021, ASP-023): {v}"
-            ));
+            ctx.finding(
+                Finding::new(
+                    "agora-spaces/joined:id",
+                    &["ASP-021", "ASP-023"],
+                    format!(
+                        "space.joined does not echo the join id {id:?}: its id is {}",
+                        v.get("id").map_or("absent".to_string(), Value::to_string)
+                    ),
+                )
+                .owned_by(JOIN),
+            );
         }
         Ok(v)
     }
@@ -334,57 +614,815 @@ impl Peer {
                          "data": {"from": self.agent_id, "text": text, "timestamp": now_s()}, "timestamp": now_s()});
         self.send(ctx, &msg).await
     }
+
+    /// After an error that closed the connection (allowed, ambiguity ASP-A21), goes on
+    /// with a fresh connection as a new agent.
+    pub async fn reopen_if_closed(&mut self, ctx: &mut Ctx, tag: &str) -> Step<()> {
+        if self.closed {
+            ctx.note(format!(
+                "the target closed the connection of {} after an error (allowed, ASP-A21); going on as a new agent",
+                self.agent_id
+            ));
+            let (p, _, _) = Peer::join_as(ctx, &agent_id(tag)).await?;
+            *self = p;
+        }
+        Ok(())
+    }
+
+    /// Judges a connection that must not be registered (`what`, rule `req`): an HTTP
+    /// 4xx on upgrade, an error event, or a close is a refusal (ambiguity ASP-A21);
+    /// registration fails the case. Silence, a timeout, a reset or another HTTP status
+    /// fails it only once a valid connection is shown to be answered (else the case is
+    /// blocked); a close without an error counts only then. `register`: the agent id
+    /// to send agent.register for when nothing arrives unprompted (ambiguity ASP-A3).
+    pub async fn expect_refusal(
+        ctx: &mut Ctx,
+        attempt: Attempt,
+        what: &str,
+        req: &str,
+        register: Option<&str>,
+    ) -> Step<Refusal> {
+        let mut p = match attempt {
+            Attempt::Refused(s) if (400..500).contains(&s) => {
+                ctx.checked(format!("{what}: the upgrade was refused with HTTP {s}"));
+                return Ok(Refusal::Http(s));
+            }
+            Attempt::Refused(s) => {
+                prove_alive(ctx).await?;
+                return fail(format!(
+                    "{what}: the upgrade was answered with HTTP {s}, which is neither a 4xx refusal nor an error event ({req}, ASP-A21)"
+                ));
+            }
+            Attempt::Failed(e) => {
+                prove_alive(ctx).await?;
+                return fail(format!(
+                    "{what} was not refused: {} (a timeout, a reset or a dropped connection is not a refusal; {req}, ASP-A21)",
+                    describe_drive_error(&e)
+                ));
+            }
+            Attempt::Open(p) => p,
+        };
+        let answer = |v: &Value| v["type"] == "agent.registered" || v["type"] == "error";
+        let heartbeat_ms = ctx.profile().timing.heartbeat_timeout_s * 1000 / 2;
+        let first = Duration::from_millis(heartbeat_ms.clamp(500, 2000));
+        let mut got = p.wait_for(ctx, first, answer).await?;
+        if got.is_none() && !p.closed {
+            if let Some(id) = register {
+                let reg = json!({"type": "agent.register", "id": format!("reg-{}", &new_id()[..8]), "timestamp": now_s(),
+                                 "agent": {"id": id, "type": "process", "capabilities": ["text"], "metadata": {}}});
+                p.send(ctx, &reg).await?;
+                got = p.wait_for(ctx, Peer::case_wait(ctx), answer).await?;
+            }
+        }
+        let out = match got {
+            Some(v) if v["type"] == "agent.registered" => {
+                return fail(format!("{what} was registered ({req}): {v}"));
+            }
+            Some(v) => {
+                ctx.checked(format!("{what}: refused with {}", said_error(&v)));
+                Refusal::Error(v)
+            }
+            // A close after the harness was silent for the heartbeat timeout is the
+            // heartbeat rule, not a refusal.
+            None if p.closed && !p.silent_too_long(ctx) => {
+                prove_alive(ctx).await?;
+                ctx.note(format!(
+                    "{what}: the target closed the connection without an error event (a close counts as a refusal, ASP-A21)"
+                ));
+                Refusal::Closed
+            }
+            None => {
+                if let Some(f) = p.unreadable.clone() {
+                    return Err(ctx.block(f));
+                }
+                prove_alive(ctx).await?;
+                return fail(format!(
+                    "{what} drew neither an error nor a close ({req}, ASP-A21)"
+                ));
+            }
+        };
+        p.close().await;
+        Ok(out)
+    }
 }
 
-/// The checks every server frame gets (ASP-001, ASP-018, ASP-020, ASP-042).
-pub fn check_frame(ctx: &mut Ctx, v: &Value) -> Step<()> {
-    if !v.is_object() || v["type"].as_str().is_none_or(str::is_empty) {
-        return fail(format!(
-            "a server frame is not an object with a string type (ASP-001, ASP-018): {v}"
-        ));
-    }
-    if let Some(schema) = schema_for(v) {
-        if let Err(e) = ctx
-            .shared
-            .schemas
-            .check(&format!("agora-spaces/{schema}"), v)
-        {
-            return fail(format!("a {} event violates its schema: {e}", v["type"]));
-        }
-    }
-    if !v.get("timestamp").is_some_and(Value::is_number)
-        && !ctx.warnings().iter().any(|w| w.contains("ASP-020"))
-    {
-        ctx.warn(format!(
-            "server events carry no numeric timestamp, e.g. {} (ASP-020, ASP-A6)",
-            v["type"]
-        ));
-    }
-    if v["type"] == "error" {
-        let code = v["code"].as_str().unwrap_or_default();
-        if !CODES.contains(&code) {
-            ctx.warn(format!(
-                "error code {code} is not in the table of agora-spaces.zh.md (ASP-042)"
-            ));
-        }
-    }
+/// Shows that the target answers a valid connection (agent_id and the profile's
+/// token) right now, or blocks the case: a case that takes a close, a timeout or
+/// silence as meaningful calls it first, since a dead target refuses everything.
+pub async fn prove_alive(ctx: &mut Ctx) -> Step<()> {
+    let (mut p, _, _) = Peer::join_as(ctx, &agent_id("alive")).await?;
+    ctx.checked("a valid connection is answered with agent.registered: the target is alive");
+    p.close().await;
     Ok(())
 }
 
-/// An error event with `code` answering the message `request_id`.
+/// The handshake's one finding (ASP-003, ASP-010), whichever case met it.
+fn handshake_finding(kind: &str, reqs: &[&str], summary: String) -> Finding {
+    Finding::new(format!("agora-spaces/handshake:{kind}"), reqs, summary).owned_by(HANDSHAKE)
+}
+
+/// A frame as the target sent it (compact JSON), shortened to fit one report line.
+pub fn shown(v: &Value) -> String {
+    const MAX: usize = 240;
+    let t = v.to_string();
+    if t.len() <= MAX {
+        return t;
+    }
+    let mut end = MAX;
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &t[..end])
+}
+
+/// An error event in a few words: its code and message, as the target said them.
+pub fn said_error(v: &Value) -> String {
+    if v["type"] != "error" {
+        return v["type"].as_str().unwrap_or("an untyped frame").to_string();
+    }
+    let code = match &v["code"] {
+        Value::String(s) => s.clone(),
+        Value::Null => "(no code)".into(),
+        other => other.to_string(),
+    };
+    match v["message"].as_str() {
+        Some(m) => format!("error {code} {}", quote(m)),
+        None => format!("error {code}"),
+    }
+}
+
+/// Whether `v` answers the message `id`: it echoes the id, or it is an error whose
+/// request_id is that id or absent (an error without it is still read as the answer;
+/// the missing request_id is the finding of [`check_request_id`]).
+pub fn answers(v: &Value, id: &str) -> bool {
+    v["id"] == id
+        || (v["type"] == "error" && (v["request_id"] == id || v.get("request_id").is_none()))
+}
+
+/// An error event with `code`.
 pub fn is_error(v: &Value, code: &str) -> bool {
     v["type"] == "error" && v["code"] == code
 }
 
-/// Checks an error event's request_id (ASP-041).
-pub fn check_request_id(v: &Value, request_id: &str) -> Step<()> {
+/// The code of an error event a case judges. An error without a code the harness can
+/// read blocks the case: the error's shape is the subject of another case.
+pub fn code_of(ctx: &mut Ctx, v: &Value) -> Step<String> {
+    match v["code"].as_str() {
+        Some(c) => Ok(c.to_string()),
+        None => Err(ctx.block(
+            Finding::new(
+                "agora-spaces/error:code",
+                &["ASP-041"],
+                format!(
+                    "an error event carries no code the harness can read: {}",
+                    shown(v)
+                ),
+            )
+            .owned_by(ERRORS),
+        )),
+    }
+}
+
+/// Checks that an error answering the message `request_id` carries it (ASP-041);
+/// a miss is a finding of the join-missing case, and the case goes on.
+pub fn check_request_id(ctx: &mut Ctx, v: &Value, request_id: &str) {
     if v["request_id"] == request_id {
-        Ok(())
+        ctx.checked(format!("the error carries request_id {request_id:?}"));
+        return;
+    }
+    let carried = match v.get("request_id") {
+        None => "no request_id".to_string(),
+        Some(x) => format!("request_id {x}"),
+    };
+    ctx.finding(
+        Finding::new(
+            "agora-spaces/error:request-id",
+            &["ASP-041"],
+            format!(
+                "{} answering the message {request_id:?} carries {carried}",
+                said_error(v)
+            ),
+        )
+        .owned_by(REQUEST_ID),
+    );
+}
+
+/// The connection id of an agent.registered event, for a case that compares them.
+pub fn connection_id(ctx: &mut Ctx, reg: &Value) -> Step<String> {
+    match reg["agent"]["connection_id"].as_str() {
+        Some(c) => Ok(c.to_string()),
+        None => Err(ctx.block(
+            Finding::new(
+                "agora-spaces/registered:connection-id",
+                &["ASP-008"],
+                format!("agent.registered carries no connection_id: {}", shown(reg)),
+            )
+            .owned_by(HANDSHAKE),
+        )),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Reading server frames.
+
+/// Reads one frame: its canonical form, or the finding that it cannot be read.
+fn read_frame(ctx: &mut Ctx, bytes: &[u8]) -> Result<Value, Finding> {
+    match json::parse(bytes) {
+        Ok(t) => check_frame(ctx, t.to_serde()),
+        Err(e) => Err(Finding::new(
+            "agora-spaces/frame:not-json",
+            &["ASP-001"],
+            format!(
+                "a server frame is not JSON ({e}): {}",
+                quote(&String::from_utf8_lossy(bytes))
+            ),
+        )
+        .owned_by(HANDSHAKE)),
+    }
+}
+
+fn nonempty_str(v: Option<&Value>) -> bool {
+    v.and_then(Value::as_str).is_some_and(|s| !s.is_empty())
+}
+
+/// The first of `names` in `m` whose value `ok` accepts, with its name.
+fn first_of<'a>(
+    m: &'a Map<String, Value>,
+    names: &[&'static str],
+    ok: impl Fn(&Value) -> bool,
+) -> Option<(&'static str, &'a Value)> {
+    names
+        .iter()
+        .find_map(|n| m.get(*n).filter(|v| ok(v)).map(|v| (*n, v)))
+}
+
+/// An error code in the table's form: upper-case words joined by underscores.
+fn code_like(v: &Value) -> bool {
+    v.as_str().is_some_and(|s| {
+        !s.is_empty()
+            && s.bytes().next().is_some_and(|b| b.is_ascii_uppercase())
+            && s.bytes()
+                .all(|b| b.is_ascii_uppercase() || b.is_ascii_digit() || b == b'_')
+    })
+}
+
+/// Checks every server frame (ASP-001, ASP-018, ASP-020, ASP-041, ASP-042 and each
+/// event's schema) and returns its canonical form. Deviations that leave the frame
+/// readable are incidental findings, owned by the case whose subject they are; a
+/// frame that is not an object with a type is returned as the finding that says so.
+pub fn check_frame(ctx: &mut Ctx, v: Value) -> Result<Value, Finding> {
+    let whole = shown(&v);
+    let Value::Object(mut m) = v else {
+        return Err(Finding::new(
+            "agora-spaces/frame:not-object",
+            &["ASP-001"],
+            format!("a server frame is not a JSON object: {whole}"),
+        )
+        .owned_by(HANDSHAKE));
+    };
+    if !nonempty_str(m.get("type")) {
+        match unwrap_jsonrpc(&m) {
+            Some((inner, how)) => {
+                // Informational (ambiguity ASP-A1): reported, never scored.
+                ctx.finding(Finding::new(
+                    "agora-spaces/frame:json-rpc",
+                    &["ASP-A1"],
+                    format!("events come in JSON-RPC framing ({how}), e.g. {whole}"),
+                ));
+                m = inner;
+            }
+            None => {
+                return Err(Finding::new(
+                    "agora-spaces/frame:no-type",
+                    &["ASP-018"],
+                    format!("a server frame has no string type: {whole}"),
+                )
+                .owned_by(ERRORS))
+            }
+        }
+    }
+    let ty = m["type"].as_str().unwrap_or_default().to_string();
+    match m.get("timestamp") {
+        None => ctx.finding(
+            Finding::new(
+                "agora-spaces/event:no-timestamp",
+                &["ASP-020", "ASP-A6"],
+                format!("server events carry no timestamp, e.g. {ty}"),
+            )
+            .at(Level::Should)
+            .owned_by(HANDSHAKE),
+        ),
+        Some(t) if t.is_number() => {}
+        Some(t) => ctx.finding(
+            Finding::new(
+                "agora-spaces/event:timestamp",
+                &["ASP-020", "ASP-A6"],
+                format!(
+                    "{ty} carries the timestamp {t}, not a number (Unix seconds or milliseconds)"
+                ),
+            )
+            .owned_by(HANDSHAKE),
+        ),
+    }
+    // Pointers judged here, which the schema check below passes over.
+    let mut judged: Vec<&'static str> = vec!["/timestamp"];
+    match ty.as_str() {
+        "error" => read_error(ctx, &mut m, &mut judged),
+        "agent.registered" => read_registered(ctx, &mut m, &mut judged),
+        "space.joined" => read_members(
+            ctx,
+            &mut m,
+            &mut judged,
+            "joined:members",
+            &["ASP-023"],
+            JOIN,
+        ),
+        "space.members" => read_members(
+            ctx,
+            &mut m,
+            &mut judged,
+            "members:list",
+            &["ASP-026"],
+            MEMBERS,
+        ),
+        "space.event" => read_data(
+            ctx,
+            &mut m,
+            &mut judged,
+            "event:data",
+            &["ASP-029"],
+            "agora-spaces/publish-fanout",
+        ),
+        "space.event.delta" => read_data(
+            ctx,
+            &mut m,
+            &mut judged,
+            "delta:data",
+            &["ASP-032"],
+            "agora-spaces/delta-stream",
+        ),
+        t if !SERVER_TYPES.contains(&t) => {
+            let lower = t.to_ascii_lowercase();
+            if [
+                "heartbeat",
+                "pong",
+                "ping",
+                "ack",
+                "keepalive",
+                "keep_alive",
+                "keep-alive",
+            ]
+            .iter()
+            .any(|w| lower.contains(w))
+            {
+                ctx.finding(
+                    Finding::new(
+                        "agora-spaces/heartbeat:shape",
+                        &["ASP-017"],
+                        format!(
+                            "a heartbeat comes as {whole}; agent.heartbeat has the form {{type: \"agent.heartbeat\", timestamp}}"
+                        ),
+                    )
+                    .owned_by(HEARTBEAT),
+                );
+            } else {
+                ctx.note(format!(
+                    "a server event of a type the spec does not define: {whole}"
+                ));
+            }
+        }
+        _ => {}
+    }
+    let v = Value::Object(m);
+    if let Some(schema) = schema_for(&v) {
+        shape_findings(ctx, schema, &v, &judged);
+    }
+    Ok(v)
+}
+
+/// The event inside JSON-RPC framing (ambiguity ASP-A1), and how it was framed.
+fn unwrap_jsonrpc(m: &Map<String, Value>) -> Option<(Map<String, Value>, &'static str)> {
+    if let Some(method) = m.get("method").and_then(Value::as_str) {
+        let mut inner = m
+            .get("params")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
+        inner.insert("type".into(), json!(method));
+        for k in ["id", "timestamp"] {
+            if let (Some(x), false) = (m.get(k), inner.contains_key(k)) {
+                inner.insert(k.into(), x.clone());
+            }
+        }
+        return Some((inner, "the type in method, the members in params"));
+    }
+    if let Some(result) = m.get("result").and_then(Value::as_object) {
+        if nonempty_str(result.get("type")) {
+            let mut inner = result.clone();
+            if let (Some(x), false) = (m.get("id"), inner.contains_key("id")) {
+                inner.insert("id".into(), x.clone());
+            }
+            return Some((inner, "the event in result"));
+        }
+    }
+    if let Some(err) = m.get("error").and_then(Value::as_object) {
+        let mut inner = Map::new();
+        inner.insert("type".into(), json!("error"));
+        for k in ["code", "message"] {
+            if let Some(x) = err.get(k) {
+                inner.insert(k.into(), x.clone());
+            }
+        }
+        if let Some(x) = err.get("data").and_then(|d| d.get("request_id")) {
+            inner.insert("request_id".into(), x.clone());
+        } else if let Some(x) = m.get("id").filter(|x| x.is_string()) {
+            inner.insert("request_id".into(), x.clone());
+        }
+        if let Some(x) = m.get("timestamp") {
+            inner.insert("timestamp".into(), x.clone());
+        }
+        return Some((inner, "a JSON-RPC error object"));
+    }
+    None
+}
+
+/// An error event: code, message and request_id, wherever the target put them
+/// (ASP-041). Each deviation is one finding of the invalid-requests case (the
+/// request id's of join-missing).
+fn read_error(ctx: &mut Ctx, m: &mut Map<String, Value>, judged: &mut Vec<&'static str>) {
+    let whole = shown(&Value::Object(m.clone()));
+    let nested = m.get("error").and_then(Value::as_object).cloned();
+    if !m.get("code").is_some_and(Value::is_string) {
+        judged.push("/code");
+        let summary = if let Some(c) = m.get("code") {
+            format!("the error code is {c}, not a string such as INVALID_REQUEST: {whole}")
+        } else if let Some((name, c)) = first_of(
+            m,
+            &["error_code", "errorCode", "error", "err", "status"],
+            code_like,
+        ) {
+            let c = c.clone();
+            m.insert("code".into(), c.clone());
+            format!("the error event carries its code {c} in `{name}`, not in `code`: {whole}")
+        } else if let Some(c) = nested
+            .as_ref()
+            .and_then(|e| e.get("code"))
+            .filter(|c| code_like(c))
+            .cloned()
+        {
+            m.insert("code".into(), c.clone());
+            format!("the error event carries its code {c} in `error.code`, not in `code`: {whole}")
+        } else {
+            format!("the error event has no code: {whole}")
+        };
+        ctx.finding(
+            Finding::new("agora-spaces/error:code", &["ASP-041"], summary).owned_by(ERRORS),
+        );
+    }
+    if !m.get("message").is_some_and(Value::is_string) {
+        judged.push("/message");
+        let text = |v: &Value| v.is_string() && !code_like(v);
+        let summary = if let Some(x) = m.get("message") {
+            format!("the error message is {x}, not a string: {whole}")
+        } else if let Some((name, x)) = first_of(
+            m,
+            &[
+                "detail",
+                "error",
+                "msg",
+                "description",
+                "reason",
+                "error_message",
+            ],
+            text,
+        ) {
+            let x = x.clone();
+            m.insert("message".into(), x);
+            format!("the error event carries its message in `{name}`, not in `message`: {whole}")
+        } else if let Some(x) = nested
+            .as_ref()
+            .and_then(|e| e.get("message"))
+            .filter(|x| x.is_string())
+            .cloned()
+        {
+            m.insert("message".into(), x);
+            format!(
+                "the error event carries its message in `error.message`, not in `message`: {whole}"
+            )
+        } else {
+            format!("the error event has no message: {whole}")
+        };
+        ctx.finding(
+            Finding::new("agora-spaces/error:message", &["ASP-041"], summary).owned_by(ERRORS),
+        );
+    }
+    if !m.contains_key("request_id") {
+        if let Some((name, x)) = first_of(
+            m,
+            &["requestId", "request-id", "req_id", "reqId"],
+            Value::is_string,
+        ) {
+            let x = x.clone();
+            m.insert("request_id".into(), x);
+            judged.push("/request_id");
+            ctx.finding(
+                Finding::new(
+                    "agora-spaces/error:request-id",
+                    &["ASP-041"],
+                    format!("the error event carries the request id in `{name}`, not in `request_id`: {whole}"),
+                )
+                .owned_by(REQUEST_ID),
+            );
+        }
+    }
+    if let Some(code) = m.get("code").and_then(Value::as_str) {
+        if !CODES.contains(&code) {
+            ctx.finding(
+                Finding::new(
+                    format!("agora-spaces/error:unknown-code:{code}"),
+                    &["ASP-042"],
+                    format!(
+                        "error code {code} is not in the table of agora-spaces.zh.md ({})",
+                        quote(m.get("message").and_then(Value::as_str).unwrap_or_default())
+                    ),
+                )
+                .at(Level::Should)
+                .owned_by(ERRORS),
+            );
+        }
+    }
+}
+
+/// agent.registered: agent.id and agent.connection_id, wherever the target put them,
+/// a connection id of another type as its text (ASP-008). Findings of the handshake.
+fn read_registered(ctx: &mut Ctx, m: &mut Map<String, Value>, judged: &mut Vec<&'static str>) {
+    let whole = shown(&Value::Object(m.clone()));
+    judged.extend(["/agent", "/agent/id", "/agent/connection_id"]);
+    let mut agent = match m.get("agent") {
+        Some(Value::Object(a)) => a.clone(),
+        _ => Map::new(),
+    };
+    let f = |key: &str, summary: String| {
+        Finding::new(
+            format!("agora-spaces/registered:{key}"),
+            &["ASP-008"],
+            summary,
+        )
+        .owned_by(HANDSHAKE)
+    };
+    if !nonempty_str(agent.get("id")) {
+        let top = m.get("agent").filter(|a| nonempty_str(Some(a)));
+        let found = if let Some(a) = top {
+            Some(("agent (a string)", a.clone()))
+        } else if let Some((n, x)) = first_of(&agent, &["agent_id", "agentId", "name"], |x| {
+            nonempty_str(Some(x))
+        }) {
+            Some((n, x.clone()))
+        } else {
+            first_of(m, &["agent_id", "agentId"], |x| nonempty_str(Some(x)))
+                .map(|(n, x)| (n, x.clone()))
+        };
+        let summary = match (&found, agent.get("id")) {
+            (_, Some(x)) => {
+                format!("agent.registered names the agent as {x}, not a non-empty string: {whole}")
+            }
+            (Some((n, x)), None) => {
+                format!("agent.registered names the agent {x} in `{n}`, not in `agent.id`: {whole}")
+            }
+            (None, None) => {
+                format!("agent.registered does not name the agent (no agent.id): {whole}")
+            }
+        };
+        if let (Some((_, x)), None) = (found, agent.get("id")) {
+            agent.insert("id".into(), x);
+        }
+        ctx.finding(f("agent-id", summary));
+    }
+    if !nonempty_str(agent.get("connection_id")) {
+        let found = match agent.get("connection_id") {
+            Some(x) => Some(("agent.connection_id", x.clone())),
+            None => first_of(&agent, &["connectionId", "conn_id", "connection"], |x| {
+                !x.is_null()
+            })
+            .map(|(n, x)| (n, x.clone()))
+            .or_else(|| {
+                first_of(m, &["connection_id", "connectionId"], |x| !x.is_null())
+                    .map(|(n, x)| (n, x.clone()))
+            }),
+        };
+        let summary = match &found {
+            Some((_, Value::String(s))) if s.is_empty() => {
+                format!("agent.registered carries an empty connection_id: {whole}")
+            }
+            Some(("agent.connection_id", x)) => {
+                format!("agent.registered carries the connection_id {x}, not a string: {whole}")
+            }
+            Some((n, x)) => format!(
+                "agent.registered carries the connection id {x} in `{n}`, not in `agent.connection_id`: {whole}"
+            ),
+            None => format!("agent.registered carries no connection_id: {whole}"),
+        };
+        match found {
+            Some((_, Value::String(s))) if !s.is_empty() => {
+                agent.insert("connection_id".into(), json!(s));
+            }
+            Some((_, x @ (Value::Number(_) | Value::Bool(_)))) => {
+                agent.insert("connection_id".into(), json!(x.to_string()));
+            }
+            _ => {
+                agent.remove("connection_id");
+            }
+        }
+        ctx.finding(f("connection-id", summary));
+    }
+    m.insert("agent".into(), Value::Object(agent));
+}
+
+/// The data of space.event or space.event.delta: text and from, wherever the target
+/// put them (in `data` under another name, or beside it).
+fn read_data(
+    ctx: &mut Ctx,
+    m: &mut Map<String, Value>,
+    judged: &mut Vec<&'static str>,
+    key: &str,
+    reqs: &[&str],
+    owner: &'static str,
+) {
+    let text_ok = m
+        .get("data")
+        .and_then(|d| d.get("text"))
+        .is_some_and(Value::is_string);
+    let from_ok = m
+        .get("data")
+        .is_some_and(|d| d.get("from").is_none_or(Value::is_string));
+    if text_ok && from_ok {
+        return;
+    }
+    judged.extend(["/data", "/data/text", "/data/from"]);
+    let ty = m["type"].as_str().unwrap_or_default().to_string();
+    let whole = shown(&Value::Object(m.clone()));
+    let outer = m.clone();
+    let mut data = match m.get("data") {
+        Some(Value::Object(d)) => d.clone(),
+        _ => Map::new(),
+    };
+    let mut moved: Vec<String> = Vec::new();
+    if !text_ok {
+        let inner = first_of(
+            &data,
+            &["content", "message", "body", "msg"],
+            Value::is_string,
+        )
+        .map(|(n, x)| (format!("data.{n}"), x.clone()));
+        let found = inner.or_else(|| {
+            first_of(
+                &outer,
+                &["text", "content", "message", "body"],
+                Value::is_string,
+            )
+            .map(|(n, x)| (n.to_string(), x.clone()))
+        });
+        if let Some((n, x)) = found {
+            data.insert("text".into(), x);
+            moved.push(format!("the text in `{n}`"));
+        }
+    }
+    let from_given = data.get("from").cloned();
+    if from_given.as_ref().is_none_or(|f| !f.is_string()) {
+        let inner = first_of(
+            &data,
+            &["sender", "agent_id", "agentId", "from_agent"],
+            Value::is_string,
+        )
+        .map(|(n, x)| (format!("data.{n}"), x.clone()));
+        let found = inner.or_else(|| {
+            first_of(&outer, &["from", "sender", "agent_id"], Value::is_string)
+                .map(|(n, x)| (n.to_string(), x.clone()))
+        });
+        if let Some((n, x)) = found {
+            data.insert("from".into(), x);
+            moved.push(format!("the sender in `{n}`"));
+        }
+    }
+    let summary = if !data.get("text").is_some_and(Value::is_string) {
+        format!("{ty} carries no text (data.text): {whole}")
+    } else if !moved.is_empty() {
+        format!(
+            "{ty} carries {}, not in data.text and data.from: {whole}",
+            moved.join(" and ")
+        )
     } else {
-        fail(format!(
-            "error {} does not carry request_id {request_id:?} (ASP-041): {v}",
-            v["code"]
-        ))
+        format!(
+            "{ty} carries data.from {}, not a string: {whole}",
+            from_given.unwrap_or(Value::Null)
+        )
+    };
+    m.insert("data".into(), Value::Object(data));
+    ctx.finding(Finding::new(format!("agora-spaces/{key}"), reqs, summary).owned_by(owner));
+}
+
+/// The agent ids of a member list in another form: objects with an id, or an object
+/// keyed by agent id.
+fn ids_of(list: &Value) -> Option<Vec<Value>> {
+    match list {
+        Value::Array(a) => a
+            .iter()
+            .map(|x| match x {
+                Value::String(_) => Some(x.clone()),
+                Value::Object(o) => first_of(o, &["id", "agent_id", "agentId"], |v| v.is_string())
+                    .map(|(_, v)| v.clone()),
+                _ => None,
+            })
+            .collect(),
+        Value::Object(o) => Some(o.keys().map(|k| json!(k)).collect()),
+        _ => None,
+    }
+}
+
+/// The member list of space.joined or space.members, wherever the target put it.
+fn read_members(
+    ctx: &mut Ctx,
+    m: &mut Map<String, Value>,
+    judged: &mut Vec<&'static str>,
+    key: &str,
+    reqs: &[&str],
+    owner: &'static str,
+) {
+    let fine = m
+        .get("members")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().all(Value::is_string));
+    if fine {
+        return;
+    }
+    judged.extend(["/members", "/members/*"]);
+    let ty = m["type"].as_str().unwrap_or_default().to_string();
+    let whole = shown(&Value::Object(m.clone()));
+    let found = match m.get("members") {
+        Some(list) => ids_of(list).map(|ids| ("members", ids)),
+        None => [
+            "agents",
+            "member_list",
+            "memberList",
+            "member_ids",
+            "memberIds",
+            "users",
+            "participants",
+        ]
+        .iter()
+        .find_map(|n| m.get(*n).and_then(ids_of).map(|ids| (*n, ids))),
+    };
+    let summary = match &found {
+        Some(("members", _)) => format!(
+            "{ty} lists its members as {}, not as an array of agent ids: {whole}",
+            m["members"]
+        ),
+        Some((n, _)) => format!("{ty} lists its members in `{n}`, not in `members`: {whole}"),
+        None => format!("{ty} carries no members list: {whole}"),
+    };
+    if let Some((_, ids)) = found {
+        m.insert("members".into(), Value::Array(ids));
+    }
+    ctx.finding(Finding::new(format!("agora-spaces/{key}"), reqs, summary).owned_by(owner));
+}
+
+/// The schema violations of a frame in its canonical form, one finding each, keyed by
+/// schema and pointer (a missing member by its own pointer), passing over the
+/// pointers `judged` already.
+fn shape_findings(ctx: &mut Ctx, schema: &str, v: &Value, judged: &[&str]) {
+    let (owner, reqs) = owner_of(schema);
+    let list = match ctx
+        .shared
+        .schemas
+        .violations(&format!("agora-spaces/{schema}"), v)
+    {
+        Ok(list) => list,
+        Err(e) => {
+            ctx.finding(Finding::new(
+                format!("agora-spaces/schema:{schema}"),
+                reqs,
+                e,
+            ));
+            return;
+        }
+    };
+    for viol in list {
+        // A missing member comes keyed at its own pointer (`Schemas::violations`).
+        let at = viol.shape();
+        if judged
+            .iter()
+            .any(|j| at == *j || at.starts_with(&format!("{j}/")))
+        {
+            continue;
+        }
+        ctx.finding(
+            Finding::new(
+                format!("agora-spaces/schema:{schema}:{at}"),
+                reqs,
+                format!("{} at {}: {}", v["type"], viol.pointer, viol.message),
+            )
+            .owned_by(owner),
+        );
     }
 }
 
@@ -436,4 +1474,48 @@ pub fn judge_stream(frames: &[Value], published: &str) -> Result<String, String>
         ));
     }
     Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn refusals_are_read_from_the_driver_error() {
+        let e = DriveError::Connect("the upgrade was refused with HTTP 400".into());
+        assert_eq!(refused_status(&e), Some(400));
+        assert_eq!(refused_status(&DriveError::Timeout(300)), None);
+        assert_eq!(
+            refused_status(&DriveError::Connect("connection refused".into())),
+            None
+        );
+    }
+
+    #[test]
+    fn member_lists_in_other_forms() {
+        assert_eq!(
+            ids_of(&json!([{"id": "a"}, {"agent_id": "b"}, "c"])),
+            Some(vec![json!("a"), json!("b"), json!("c")])
+        );
+        assert_eq!(ids_of(&json!({"a": {}})), Some(vec![json!("a")]));
+        assert_eq!(ids_of(&json!([1])), None);
+    }
+
+    #[test]
+    fn codes_look_like_the_table() {
+        assert!(code_like(&json!("SPACE_NOT_FOUND")));
+        assert!(!code_like(&json!("Space not found")));
+        assert!(!code_like(&json!(404)));
+    }
+
+    #[test]
+    fn jsonrpc_framing_is_unwrapped() {
+        let m = json!({"jsonrpc": "2.0", "method": "agent.registered", "params": {"agent": {"id": "a"}}});
+        let (inner, _) = unwrap_jsonrpc(m.as_object().expect("object")).expect("unwrapped");
+        assert_eq!(inner["type"], "agent.registered");
+        let m = json!({"jsonrpc": "2.0", "id": "x", "error": {"code": "INVALID_REQUEST", "message": "m"}});
+        let (inner, _) = unwrap_jsonrpc(m.as_object().expect("object")).expect("unwrapped");
+        assert_eq!(inner["request_id"], "x");
+        assert_eq!(inner["code"], "INVALID_REQUEST");
+    }
 }

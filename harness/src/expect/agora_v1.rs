@@ -3,21 +3,47 @@
 //! Verdicts come from the project's schemas and the checks here, using only the wire
 //! primitives of reference-impl (canonical form, keys), never the reference agent's
 //! own validation.
+//!
+//! Every rule a reply can break on the way to a case's subject is a typed finding
+//! with one owner case (see [`check_reply`]); the reply is then read leniently (a
+//! code nested in `error`, `data` spelled `result`, a type in lower case) so that
+//! each case still judges its own subject.
 
 use crate::case::{fail, skip, Level, Step};
 use crate::drive::Received;
-use crate::finding::{quote, schema_findings, Finding};
+use crate::finding::{quote, Finding};
+use crate::profile::{HttpStatusRule, OfferIdSource};
 use crate::script::Ctx;
-use reference_impl::agora_v1::envelope::{self, SigVariant, ERROR_CODES, PROTOCOL};
+use reference_impl::agora_v1::envelope::{self, SigVariant, ERROR_CODES, PROTOCOL, TYPES};
 use reference_impl::wire::clock::{format_timestamp, parse_timestamp};
 use reference_impl::wire::keys::{B64Flavor, KeyForm, Keypair};
 use reference_impl::wire::{jcs, json, new_id};
 use serde_json::{json, Value};
 use time::{Duration, OffsetDateTime};
 
-/// A reply that passed the checks every target message must pass.
+/// The case that owns the shape of every target message: a reply that breaks it is
+/// one finding of that case, whichever case met it.
+pub const SHAPE_OWNER: &str = "agora-v1/echo-direct";
+/// Owns id uniqueness (AV1-004).
+pub const IDS_OWNER: &str = "agora-v1/ids-unique";
+/// Owns the timestamp form and freshness of replies (AV1-006).
+pub const TIMESTAMP_OWNER: &str = "agora-v1/reply-timestamp-fresh";
+/// Owns the signature encoding of replies (AV1-021, AV1-A1).
+pub const ENCODING_OWNER: &str = "agora-v1/reply-signature-encoding";
+/// Owns the OFFER payload and its link to the REQUEST (AV1-037, AV1-038).
+pub const OFFER_OWNER: &str = "agora-v1/negotiated-flow";
+/// Owns the ERROR payload shape (AV1-045).
+pub const ERROR_OWNER: &str = "agora-v1/error-unknown-resource";
+/// The key of a target that did not answer: the same key the context gives a
+/// transport timeout, so that a silent target is one deviation.
+pub const NO_ANSWER: &str = "agora-v1/transport:no-answer";
+
+/// A reply read as an envelope: every rule it breaks is a finding already (see
+/// [`check_reply`]), and what follows is read leniently.
 #[derive(Debug, Clone)]
 pub struct Env {
+    /// The type, in upper case when the target spelled a known type in another case
+    /// (a finding says so).
     pub ty: String,
     pub id: String,
     pub payload: Value,
@@ -25,9 +51,63 @@ pub struct Env {
     pub http_status: Option<u16>,
     /// How the signature verified; `None` when it did not (a finding says so).
     pub verified: Option<(SigVariant, KeyForm)>,
+    /// The base64 flavour of the signature, when it was base64 of 64 bytes.
     pub sig_flavor: Option<B64Flavor>,
+    /// Why the signature could not be judged, when it did not verify: the finding
+    /// recorded for it, which blocks a case whose subject needs the signature.
+    pub sig_problem: Option<Finding>,
+    /// For an OFFER: the id the target knows it by, when that is not the id the
+    /// profile says to quote (learned from a refused ACCEPT, see [`accept_offer`]).
+    pub offer_ref: Option<String>,
     /// When the harness had read and checked it.
     pub received_at: std::time::Instant,
+}
+
+/// Members where real implementations put an ERROR's code when not in `code`.
+const CODE_PLACES: &[&[&str]] = &[
+    &["code"],
+    &["error", "code"],
+    &["error_code"],
+    &["errorCode"],
+    &["status_code"],
+    &["status"],
+];
+/// Members where real implementations put an ERROR's message when not in `message`.
+const MESSAGE_PLACES: &[&[&str]] = &[
+    &["message"],
+    &["error", "message"],
+    &["error"],
+    &["detail"],
+    &["msg"],
+    &["description"],
+];
+
+fn at<'a>(v: &'a Value, path: &[&str]) -> Option<&'a Value> {
+    path.iter().try_fold(v, |v, k| v.get(*k))
+}
+
+fn pointer(path: &[&str]) -> String {
+    path.iter().map(|k| format!("/{k}")).collect()
+}
+
+/// An ERROR payload's code, read leniently: an integer (or a string of digits) in
+/// `code` or one of the other members real implementations use, with where it was.
+pub fn error_code_of(payload: &Value) -> Option<(i64, String)> {
+    CODE_PLACES.iter().find_map(|path| {
+        let code = match at(payload, path)? {
+            Value::Number(n) => n.as_i64(),
+            Value::String(s) => s.trim().parse::<i64>().ok(),
+            _ => None,
+        }?;
+        Some((code, pointer(path)))
+    })
+}
+
+/// An ERROR payload's message, read leniently, with where it was.
+pub fn error_message_of(payload: &Value) -> Option<(&str, String)> {
+    MESSAGE_PLACES
+        .iter()
+        .find_map(|path| Some((at(payload, path)?.as_str()?, pointer(path))))
 }
 
 impl Env {
@@ -35,12 +115,45 @@ impl Env {
         self.payload.get(key).and_then(Value::as_str)
     }
 
-    /// The ERROR code, if this is an ERROR with an integer code.
+    /// The ERROR code, if this is an ERROR (read leniently: a finding says where the
+    /// code was when not an integer in `code`; with no code at all, an HTTP status
+    /// of 400 or more stands for it).
     pub fn error_code(&self) -> Option<i64> {
-        if self.ty == "ERROR" {
-            self.payload.get("code").and_then(Value::as_i64)
-        } else {
-            None
+        if self.ty != "ERROR" {
+            return None;
+        }
+        error_code_of(&self.payload)
+            .map(|(c, _)| c)
+            .or_else(|| self.http_status.filter(|s| *s >= 400).map(i64::from))
+    }
+
+    /// The ERROR message, read leniently.
+    pub fn error_message(&self) -> Option<&str> {
+        error_message_of(&self.payload).map(|(m, _)| m)
+    }
+
+    /// A RESULT's output: `data`, else the member a target put it in instead
+    /// (`result`, `output`; the schema finding says so).
+    pub fn data(&self) -> &Value {
+        ["data", "result", "output"]
+            .iter()
+            .find_map(|k| self.payload.get(*k))
+            .unwrap_or(&Value::Null)
+    }
+
+    /// The reply in the target's own words, for a report line: the type, and for
+    /// an ERROR its code and message.
+    pub fn said(&self) -> String {
+        if self.ty != "ERROR" {
+            return self.ty.clone();
+        }
+        let code = self
+            .error_code()
+            .map(|c| c.to_string())
+            .unwrap_or_else(|| "without a code".into());
+        match self.error_message() {
+            Some(m) => format!("ERROR {code} {}", quote(m)),
+            None => format!("ERROR {code}"),
         }
     }
 }
@@ -100,110 +213,216 @@ fn reply_bytes(r: &Received) -> Option<(&[u8], Option<u16>)> {
     }
 }
 
-/// The case that owns the shape of every target message: a reply that breaks it is
-/// one finding of that case, whichever case met it.
-pub const SHAPE_OWNER: &str = "agora-v1/echo-direct";
+/// What a reply turned out to be.
+enum Read {
+    Env(Box<Env>),
+    /// Not an envelope at all: the finding that says so, the HTTP status, and the
+    /// bare object when it is one (`{"type": "ERROR", "code": 401, …}`).
+    Bare(Finding, Option<u16>, Option<Value>),
+}
 
-/// Checks what every target message must be (AV1-001…003, 006, 009, 012, 014…017,
-/// 019, 020, 021, 046 and the profile's HTTP status rule). `Ok(None)` on silence.
-///
-/// A deviation that leaves the message readable (a schema breach, another protocol
-/// string, a timestamp out of the window, a signature that does not verify, an HTTP
-/// status off the profile's rule) is recorded as a finding and the message is read
-/// on, so that the case still judges its own subject. Only a reply that is not a
-/// JSON object, or has no string `type`, blocks the case.
-pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
-    let Some((bytes, http_status)) = reply_bytes(r) else {
-        return Ok(None);
-    };
-    let said = |b: &[u8]| quote(&String::from_utf8_lossy(b));
-    let tree = match json::parse(bytes) {
-        Ok(t) => t,
+/// The requirement ids and owner of an envelope member.
+fn envelope_rule(ptr: &str) -> (&'static [&'static str], &'static str) {
+    match ptr {
+        "/protocol" => (&["AV1-003"], SHAPE_OWNER),
+        "/id" => (&["AV1-004"], IDS_OWNER),
+        "/type" => (&["AV1-009"], SHAPE_OWNER),
+        "/sender/id" => (&["AV1-012"], SHAPE_OWNER),
+        "/sender/signature" | "/signature" => (&["AV1-014", "AV1-016"], SHAPE_OWNER),
+        "/payload" => (&["AV1-015"], SHAPE_OWNER),
+        _ => (&["AV1-002"], SHAPE_OWNER),
+    }
+}
+
+/// The schema, requirement ids and owner of a payload member of a reply type whose
+/// payload every case may meet (RESULT, OFFER, ERROR); `None` for the others, which
+/// their own cases judge.
+fn payload_rule(
+    ty: &str,
+    member: &str,
+) -> Option<(&'static str, &'static [&'static str], &'static str)> {
+    Some(match (ty, member) {
+        ("RESULT", "request_id") => ("result", &["AV1-042"], SHAPE_OWNER),
+        ("RESULT", "status") => ("result", &["AV1-043"], SHAPE_OWNER),
+        ("RESULT", _) => ("result", &["AV1-044"], SHAPE_OWNER),
+        ("OFFER", "request_id") => ("offer", &["AV1-037"], OFFER_OWNER),
+        ("OFFER", _) => ("offer", &["AV1-038"], OFFER_OWNER),
+        ("ERROR", _) => ("error", &["AV1-045"], ERROR_OWNER),
+        _ => return None,
+    })
+}
+
+/// One schema violation with the member at fault (a missing member is named by its
+/// own pointer, `/data`, not by the object that lacks it).
+struct Violation {
+    ptr: String,
+    missing: bool,
+    message: String,
+}
+
+fn violations(ctx: &Ctx, schema: &str, value: &Value) -> Vec<Violation> {
+    let list = match ctx.shared.schemas.violations(schema, value) {
+        Ok(l) => l,
         Err(e) => {
-            let f = Finding::new(
-                "agora-v1/reply:not-json",
-                &["AV1-001"],
-                format!("the reply is not JSON ({e}): {}", said(bytes)),
-            );
-            return Err(ctx.block(f.owned_by(SHAPE_OWNER)));
+            return vec![Violation {
+                ptr: "/".into(),
+                missing: false,
+                message: e,
+            }]
         }
     };
-    let whole = tree.to_serde();
-    if !whole.is_object() {
-        let f = Finding::new(
-            "agora-v1/reply:not-object",
-            &["AV1-001"],
-            format!("the reply is not a JSON object: {}", said(bytes)),
-        );
-        return Err(ctx.block(f.owned_by(SHAPE_OWNER)));
+    let mut out: Vec<Violation> = Vec::new();
+    for v in list {
+        // The schemas module names a missing member by its own pointer already.
+        let missing = v.message.ends_with(" is a required property");
+        let ptr = v.shape();
+        if !out.iter().any(|o| o.ptr == ptr) {
+            out.push(Violation {
+                ptr,
+                missing,
+                message: v.message,
+            });
+        }
     }
-    let shape = schema_findings(
-        &ctx.shared.schemas,
-        "agora-v1/envelope",
-        &whole,
-        &["AV1-002"],
-    );
-    // A member the schema already found at fault is not judged again below.
-    let flagged = |member: &str| {
-        shape
-            .iter()
-            .any(|f| f.key.ends_with(&format!(":/{member}")))
+    out
+}
+
+fn members(v: &Value) -> String {
+    v.as_object()
+        .map(|o| o.keys().cloned().collect::<Vec<_>>().join(", "))
+        .unwrap_or_default()
+}
+
+/// The envelope schema's findings, one per member at fault. Payload members are
+/// judged per type ([`payload_findings`]) and the timestamp by its own check.
+fn envelope_findings(ctx: &Ctx, whole: &Value) -> Vec<Finding> {
+    let payload_is_object = whole.get("payload").is_some_and(Value::is_object);
+    let list = violations(ctx, "agora-v1/envelope", whole);
+    // A signature at the top level is one deviation, not also a missing
+    // sender.signature.
+    let top_signature = list.iter().any(|v| v.ptr == "/signature");
+    let mut out = Vec::new();
+    for v in list {
+        let ptr = v.ptr.as_str();
+        if ptr == "/timestamp"
+            || (ptr.starts_with("/payload") && (payload_is_object || ptr != "/payload"))
+            || (top_signature && ptr == "/sender/signature" && v.missing)
+        {
+            continue;
+        }
+        let (ids, owner) = envelope_rule(ptr);
+        let summary = if ptr == "/signature" {
+            format!(
+                "the signature is a top-level member ({}), not sender.signature",
+                quote(&whole["signature"].to_string())
+            )
+        } else if v.missing {
+            format!("the reply has no {ptr} member (it has: {})", members(whole))
+        } else {
+            format!("reply at {ptr}: {}", v.message)
+        };
+        out.push(
+            Finding::new(format!("agora-v1/schema:envelope:{ptr}"), ids, summary).owned_by(owner),
+        );
+    }
+    out
+}
+
+/// The findings of a RESULT, OFFER or ERROR payload against its schema, keyed
+/// `agora-v1/schema:<type>:<member>`. An ERROR whose code and message sit elsewhere
+/// (`error.code`, `error_code`, …) is one finding at `/code`, not one per member.
+fn payload_findings(ctx: &Ctx, ty: &str, payload: &Value) -> Vec<Finding> {
+    let Some((name, _, _)) = payload_rule(ty, "") else {
+        return Vec::new();
     };
-    let protocol_flagged = flagged("protocol");
-    for f in shape {
-        ctx.finding(f.owned_by(SHAPE_OWNER));
+    if !payload.is_object() {
+        return Vec::new();
     }
-    let Some(ty) = whole["type"].as_str().map(String::from) else {
-        let f = Finding::new(
-            "agora-v1/reply:no-type",
-            &["AV1-002"],
-            format!("the reply has no string type: {}", said(bytes)),
+    let mut list = violations(ctx, &format!("agora-v1/{name}"), payload);
+    let mut out = Vec::new();
+    if ty == "ERROR" {
+        if let Some(i) = list.iter().position(|v| v.ptr == "/code") {
+            let v = list.remove(i);
+            let msg = error_message_of(payload);
+            let summary = match error_code_of(payload) {
+                Some((code, place)) if place != "/code" => {
+                    if msg.as_ref().is_some_and(|(_, p)| p != "/message") {
+                        list.retain(|v| v.ptr != "/message");
+                    }
+                    format!(
+                        "the ERROR payload has no integer code: the code {code} is at {place}{}",
+                        msg.map(|(m, p)| format!(", the message {} at {p}", quote(m)))
+                            .unwrap_or_default()
+                    )
+                }
+                Some((code, _)) => format!(
+                    "the ERROR code is {} (the code {code} as a {}), not an integer",
+                    payload["code"],
+                    if payload["code"].is_string() {
+                        "string"
+                    } else {
+                        "number"
+                    }
+                ),
+                None if v.missing => format!(
+                    "the ERROR payload has no code (it has: {}){}",
+                    members(payload),
+                    msg.map(|(m, _)| format!("; its message: {}", quote(m)))
+                        .unwrap_or_default()
+                ),
+                None => format!("ERROR payload at /code: {}", v.message),
+            };
+            out.push(
+                Finding::new("agora-v1/schema:error:/code", &["AV1-045"], summary)
+                    .owned_by(ERROR_OWNER),
+            );
+        }
+    }
+    for v in list {
+        let member = v
+            .ptr
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or("");
+        let Some((_, ids, owner)) = payload_rule(ty, member) else {
+            continue;
+        };
+        let summary = if v.missing {
+            format!(
+                "the {ty} payload has no {} member (it has: {})",
+                v.ptr,
+                members(payload)
+            )
+        } else {
+            format!("{ty} payload at {}: {}", v.ptr, v.message)
+        };
+        out.push(
+            Finding::new(format!("agora-v1/schema:{name}:{}", v.ptr), ids, summary).owned_by(owner),
         );
-        return Err(ctx.block(f.owned_by(SHAPE_OWNER)));
+    }
+    out
+}
+
+/// Judges the reply's timestamp: RFC 3339 in UTC (`Z` or `+00:00`, AV1-A8) and
+/// inside the replay window of the harness clock.
+fn check_timestamp(ctx: &mut Ctx, whole: &Value) {
+    let bad = |said: String| {
+        Finding::new("agora-v1/reply:timestamp-format", &["AV1-006"], said)
+            .owned_by(TIMESTAMP_OWNER)
     };
-    // The schema pins protocol, types, member types; these are the rest.
-    let protocol = whole["protocol"].as_str().unwrap_or_default();
-    if protocol != PROTOCOL && !protocol_flagged {
-        ctx.finding(
-            Finding::new(
-                "agora-v1/reply:protocol",
-                &["AV1-003"],
-                format!("reply protocol is {}, not \"agora/1.0\"", whole["protocol"]),
-            )
-            .owned_by(SHAPE_OWNER),
-        );
-    }
-    let id = whole["id"].as_str().unwrap_or_default().to_string();
-    if ctx.sent_ids.contains(&id) {
-        ctx.finding(
-            Finding::new(
-                "agora-v1/reply:id-reused",
-                &["AV1-004"],
-                format!("the reply reuses the id {id:?} of a message the harness sent"),
-            )
-            .owned_by("agora-v1/ids-unique"),
-        );
-    }
-    if !ctx.reply_ids.insert(id.clone()) {
-        ctx.finding(
-            Finding::new(
-                "agora-v1/reply:id-repeated",
-                &["AV1-004"],
-                format!("the reply id {id:?} was already used by an earlier reply"),
-            )
-            .owned_by("agora-v1/ids-unique"),
-        );
-    }
-    let ts_text = whole["timestamp"].as_str().unwrap_or_default();
-    match parse_timestamp(ts_text) {
-        Err(e) => ctx.finding(
-            Finding::new(
-                "agora-v1/reply:timestamp-format",
-                &["AV1-006"],
-                format!("reply timestamp {}: {e}", whole["timestamp"]),
-            )
-            .owned_by("agora-v1/reply-timestamp-fresh"),
-        ),
+    let Some(text) = whole.get("timestamp").and_then(Value::as_str) else {
+        let said = match whole.get("timestamp") {
+            None => "the reply has no timestamp".to_string(),
+            Some(v) => format!("the reply timestamp is {v}, not an ISO 8601 UTC date-time string"),
+        };
+        return ctx.finding(bad(said));
+    };
+    match parse_timestamp(text) {
+        Err(e) => ctx.finding(bad(format!(
+            "reply timestamp {}: {e} (agora-v1.md §1: ISO 8601 UTC date-time)",
+            quote(text)
+        ))),
         Ok(ts) => {
             let window = Duration::seconds(ctx.profile().timing.replay_window_s as i64);
             let skew = now() - ts;
@@ -212,38 +431,226 @@ pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
                     "agora-v1/reply:timestamp-skew",
                     &["AV1-006"],
                     format!(
-                        "reply timestamp {ts_text} is {} s away from the harness clock ({}), outside the {} s window a peer accepts",
+                        "reply timestamp {text} is {} s away from the harness clock ({}), outside the {} s window a peer accepts",
                         skew.whole_seconds(),
                         format_timestamp(now()),
                         window.whole_seconds()
                     ),
-                ).owned_by("agora-v1/reply-timestamp-fresh"));
+                ).owned_by(TIMESTAMP_OWNER));
             }
         }
     }
-    let v = envelope::verify_tree(tree);
-    match v.verified {
-        Some((sig_variant, key_form)) => ctx.checked(format!(
-            "signature verifies ({sig_variant}, key {key_form}, {})",
-            v.signature_flavor
-                .map(|f| f.to_string())
-                .unwrap_or_default()
-        )),
-        None => ctx.finding(
-            Finding::new(
-                "agora-v1/reply:signature",
-                &["AV1-016", "AV1-017", "AV1-020"],
-                format!(
-                    "the reply's signature does not verify: {}",
-                    v.problem.clone().unwrap_or_default()
-                ),
-            )
-            .owned_by(SHAPE_OWNER),
-        ),
+}
+
+/// 64 bytes in hex, the encoding real implementations use instead of Base64Url.
+fn hex_signature(text: &str) -> Option<Vec<u8>> {
+    if text.len() != 128 || !text.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
     }
-    let payload = whole["payload"].clone();
-    if let Some(status) = http_status {
-        let code = payload.get("code").and_then(Value::as_i64);
+    (0..64)
+        .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16).ok())
+        .collect()
+}
+
+/// Verifies the reply's signature (either variant, any key form of `sender.id`).
+/// A signature that verifies but is spelled in another encoding is a finding of the
+/// encoding, not of the signature. When the envelope schema already found the
+/// sender at fault, that finding says why the signature cannot be judged.
+fn check_signature(
+    ctx: &mut Ctx,
+    tree: json::Value<'_>,
+    whole: &Value,
+    sender_finding: Option<Finding>,
+) -> (
+    Option<(SigVariant, KeyForm)>,
+    Option<B64Flavor>,
+    Option<Finding>,
+) {
+    let v = envelope::verify_tree(tree);
+    if let Some((variant, form)) = v.verified {
+        let flavor = v.signature_flavor;
+        ctx.checked(format!(
+            "signature verifies ({variant}, key {form}, {})",
+            flavor.map(|f| f.to_string()).unwrap_or_default()
+        ));
+        if flavor == Some(B64Flavor::Standard) {
+            ctx.finding(
+                Finding::new(
+                    "agora-v1/reply:signature-encoding:standard-base64",
+                    &["AV1-021", "AV1-A1"],
+                    format!(
+                        "the signature is in standard base64 ({}), not Base64Url: a warning (AV1-A1)",
+                        quote(whole["sender"]["signature"].as_str().unwrap_or_default())
+                    ),
+                )
+                .at(Level::Should)
+                .owned_by(ENCODING_OWNER),
+            );
+        }
+        return (v.verified, flavor, None);
+    }
+    let sig = whole["sender"]["signature"].as_str().unwrap_or_default();
+    if let Some(bytes) = hex_signature(sig) {
+        let mut recoded = whole.clone();
+        recoded["sender"]["signature"] = json!(reference_impl::wire::keys::b64url(&bytes));
+        let again = envelope::verify_tree(json::Value::from_serde(&recoded));
+        if let Some((variant, form)) = again.verified {
+            ctx.checked(format!(
+                "signature verifies once read as hex ({variant}, key {form})"
+            ));
+            ctx.finding(
+                Finding::new(
+                    "agora-v1/reply:signature-encoding",
+                    &["AV1-021"],
+                    format!(
+                        "the signature is 128 hex digits ({}), not Base64Url (agora-v1.md §2, signing step 5)",
+                        quote(sig)
+                    ),
+                )
+                .owned_by(ENCODING_OWNER),
+            );
+            return (again.verified, None, None);
+        }
+    }
+    if let Some(f) = sender_finding {
+        return (None, v.signature_flavor, Some(f));
+    }
+    let f = Finding::new(
+        "agora-v1/reply:signature",
+        &["AV1-016", "AV1-017", "AV1-020"],
+        format!(
+            "the reply's signature does not verify: {}",
+            v.problem.clone().unwrap_or_default()
+        ),
+    )
+    .owned_by(SHAPE_OWNER);
+    ctx.finding(f.clone());
+    (None, v.signature_flavor, Some(f))
+}
+
+/// Reads a reply and records every rule it breaks that some case owns. `None` on
+/// silence; `Read::Bare` when it is no envelope at all.
+fn read_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Read>> {
+    let Some((bytes, http_status)) = reply_bytes(r) else {
+        return Ok(None);
+    };
+    let said = quote(&String::from_utf8_lossy(bytes));
+    let status = http_status
+        .map(|s| format!("HTTP {s}: "))
+        .unwrap_or_default();
+    // A refusal outside the envelope (a web framework's error body, a bare
+    // `{"error": …, "code": …}`) belongs to the ERROR shape's case; anything else
+    // that is no envelope to the shape's case.
+    let bare = |key: &str, text: String, value: Option<Value>| {
+        let error_like = http_status.is_some_and(|s| s >= 400)
+            || value
+                .as_ref()
+                .is_some_and(|v| error_code_of(v).is_some() || error_message_of(v).is_some());
+        let f = if error_like {
+            Finding::new(
+                "agora-v1/reply:error-not-envelope",
+                &["AV1-001", "AV1-045"],
+                format!("{status}a refusal outside the ERROR envelope: {text}"),
+            )
+            .owned_by(ERROR_OWNER)
+        } else {
+            Finding::new(key, &["AV1-001"], format!("{status}{text}")).owned_by(SHAPE_OWNER)
+        };
+        Ok(Some(Read::Bare(f, http_status, value)))
+    };
+    let tree = match json::parse(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            return bare(
+                "agora-v1/reply:not-json",
+                format!("the reply is not JSON ({e}): {said}"),
+                None,
+            )
+        }
+    };
+    let whole = tree.to_serde();
+    let Some(obj) = whole.as_object() else {
+        return bare(
+            "agora-v1/reply:not-object",
+            format!("the reply is not a JSON object: {said}"),
+            None,
+        );
+    };
+    // A bare object (an error in a web framework's shape, a flat
+    // `{"type": "ERROR", "code": …}`) is one deviation, not one per missing member.
+    if !obj.contains_key("sender") && !obj.contains_key("payload") {
+        return bare(
+            "agora-v1/reply:not-envelope",
+            format!("the reply is a JSON object but no envelope (no sender, no payload): {said}"),
+            Some(whole.clone()),
+        );
+    }
+    let Some(ty_said) = whole["type"].as_str() else {
+        let f = Finding::new(
+            "agora-v1/reply:no-type",
+            &["AV1-002", "AV1-009"],
+            format!("{status}the reply has no string type: {said}"),
+        )
+        .owned_by(SHAPE_OWNER);
+        return Ok(Some(Read::Bare(f, http_status, None)));
+    };
+    // A known type in another case is read as that type (the schema finding at
+    // /type says so).
+    let upper = ty_said.to_ascii_uppercase();
+    let ty = if TYPES.contains(&upper.as_str()) {
+        upper
+    } else {
+        ty_said.to_string()
+    };
+    let shape = envelope_findings(ctx, &whole);
+    let flagged = |ptr: &str| shape.iter().any(|f| f.key.ends_with(&format!(":{ptr}")));
+    let id_flagged = flagged("/id");
+    let protocol_flagged = flagged("/protocol");
+    let sender_finding = shape
+        .iter()
+        .find(|f| f.key.contains(":/sender") || f.key.ends_with(":/signature"))
+        .cloned();
+    for f in shape {
+        ctx.finding(f);
+    }
+    let payload = whole.get("payload").cloned().unwrap_or(Value::Null);
+    for f in payload_findings(ctx, &ty, &payload) {
+        ctx.finding(f);
+    }
+    let id = whole["id"].as_str().unwrap_or_default().to_string();
+    if !id_flagged {
+        if ctx.sent_ids.contains(&id) {
+            ctx.finding(
+                Finding::new(
+                    "agora-v1/reply:id-reused",
+                    &["AV1-004"],
+                    format!("the reply reuses the id {id:?} of a message the harness sent"),
+                )
+                .owned_by(IDS_OWNER),
+            );
+        }
+        if !ctx.reply_ids.insert(id.clone()) {
+            ctx.finding(
+                Finding::new(
+                    "agora-v1/reply:id-repeated",
+                    &["AV1-004"],
+                    format!("the reply id {id:?} was already used by an earlier reply"),
+                )
+                .owned_by(IDS_OWNER),
+            );
+        }
+    }
+    check_timestamp(ctx, &whole);
+    let (verified, sig_flavor, sig_problem) = check_signature(ctx, tree, &whole, sender_finding);
+    let code = if ty == "ERROR" {
+        error_code_of(&payload)
+            .map(|(c, _)| c)
+            .or_else(|| http_status.filter(|s| *s >= 400).map(i64::from))
+    } else {
+        None
+    };
+    let judge_status = ctx.profile().agora_v1.http_status == HttpStatusRule::CodeOr200;
+    if let Some(status) = http_status.filter(|_| judge_status) {
         let ok = status == 200 || (ty == "ERROR" && code == Some(i64::from(status)));
         if !ok {
             ctx.finding(
@@ -251,8 +658,8 @@ pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
                     "agora-v1/reply:http-status",
                     &[],
                     format!(
-                        "HTTP status {status} for a {ty} reply (code {}): the profile requires 200 or the ERROR code",
-                        payload.get("code").cloned().unwrap_or(Value::Null)
+                        "HTTP status {status} for a {ty} reply{}: the profile requires 200 or the ERROR code (set [agora-v1] http_status = \"any\" if the target's binding uses other statuses)",
+                        code.map(|c| format!(" with code {c}")).unwrap_or_default()
                     ),
                 )
                 .at(Level::Profile)
@@ -260,40 +667,83 @@ pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
             );
         }
     }
-    if ty == "ERROR" {
-        if let Some(code) = payload.get("code").and_then(Value::as_i64) {
-            if !ERROR_CODES.contains(&code) {
-                ctx.finding(
-                    Finding::new(
-                        format!("agora-v1/reply:error-code:{code}"),
-                        &["AV1-046"],
-                        format!(
-                            "ERROR code {code} is not in the table of agora-v1.md §5 ({})",
-                            quote(payload["message"].as_str().unwrap_or_default())
-                        ),
+    if let Some(code) = code.filter(|c| !ERROR_CODES.contains(c)) {
+        ctx.finding(
+            Finding::new(
+                format!("agora-v1/reply:error-code:{code}"),
+                &["AV1-046", "AV1-A20"],
+                format!(
+                    "ERROR code {code} is not in the table of agora-v1.md §5 ({})",
+                    quote(
+                        error_message_of(&payload)
+                            .map(|(m, _)| m)
+                            .unwrap_or_default()
                     )
-                    .at(Level::Should),
-                );
-            }
-        }
+                ),
+            )
+            .at(Level::Should),
+        );
     }
-    Ok(Some(Env {
+    if whole["protocol"].as_str() != Some(PROTOCOL) && !protocol_flagged {
+        // Unreachable while the schema pins the protocol; kept so that a schema
+        // change cannot let another protocol string through unseen.
+        ctx.finding(
+            Finding::new(
+                "agora-v1/schema:envelope:/protocol",
+                &["AV1-003"],
+                format!("reply protocol is {}, not \"agora/1.0\"", whole["protocol"]),
+            )
+            .owned_by(SHAPE_OWNER),
+        );
+    }
+    Ok(Some(Read::Env(Box::new(Env {
         ty,
         id,
         payload,
         whole,
         http_status,
-        verified: v.verified,
-        sig_flavor: v.signature_flavor,
+        verified,
+        sig_flavor,
+        sig_problem,
+        offer_ref: None,
         received_at: std::time::Instant::now(),
-    }))
+    }))))
+}
+
+/// Checks what every target message must be (AV1-001…006, 009, 012, 014…017, 019,
+/// 020, 021, 042…046 and the profile's HTTP status rule). `Ok(None)` on silence.
+///
+/// A deviation that leaves the message readable (a schema breach, another protocol
+/// string, a timestamp out of the window or in another form, a signature that does
+/// not verify, an HTTP status off the profile's rule, a payload member spelled
+/// another way) is recorded as a finding with its owner case and the message is
+/// read on, so that the case still judges its own subject. Only a reply that is not
+/// an envelope at all (not JSON, not an object, no envelope member, no string
+/// `type`) blocks the case.
+pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
+    match read_reply(ctx, r)? {
+        None => Ok(None),
+        Some(Read::Env(env)) => Ok(Some(*env)),
+        Some(Read::Bare(f, _, _)) => Err(ctx.block(f)),
+    }
+}
+
+/// The target said nothing where an answer was due: the case is blocked by the
+/// one finding every silent exchange shares.
+fn no_answer(ctx: &mut Ctx, what: &str) -> crate::case::Stop {
+    let ms = ctx.profile().timing.case_timeout_ms;
+    ctx.block(Finding::new(
+        NO_ANSWER,
+        &[],
+        format!("the target did not answer within {ms} ms{what}"),
+    ))
 }
 
 /// A reply must be there and pass [`check_reply`].
 pub fn expect_reply(ctx: &mut Ctx, r: &Received) -> Step<Env> {
     match check_reply(ctx, r)? {
         Some(env) => Ok(env),
-        None => fail("no reply within the deadline"),
+        None => Err(no_answer(ctx, "")),
     }
 }
 
@@ -301,37 +751,25 @@ pub fn expect_reply(ctx: &mut Ctx, r: &Received) -> Step<Env> {
 pub fn expect_type(ctx: &mut Ctx, r: &Received, types: &[&str]) -> Step<Env> {
     let env = expect_reply(ctx, r)?;
     if !types.contains(&env.ty.as_str()) {
-        let detail = if env.ty == "ERROR" {
-            format!(
-                " (code {}, {:?})",
-                env.payload["code"],
-                env.payload["message"].as_str().unwrap_or("")
-            )
-        } else {
-            String::new()
-        };
         return fail(format!(
-            "expected {}, got {}{detail}",
+            "expected {}, got {}",
             types.join(" or "),
-            env.ty
+            env.said()
         ));
     }
     ctx.checked(format!("reply is {}", env.ty));
     Ok(env)
 }
 
-/// The reply must be an ERROR with exactly `code`.
+/// The reply must be an ERROR with exactly `code` (read leniently: a code in
+/// another member is the ERROR shape's finding, not this case's).
 pub fn expect_error(ctx: &mut Ctx, r: &Received, code: i64) -> Step<Env> {
-    let env = expect_type(ctx, r, &["ERROR"])?;
-    match env.error_code() {
-        Some(c) if c == code => {
-            ctx.checked(format!("ERROR code {code}"));
-            Ok(env)
-        }
-        _ => fail(format!(
-            "expected ERROR code {code}, got code {}",
-            env.payload["code"]
-        )),
+    let env = expect_reply(ctx, r)?;
+    if env.error_code() == Some(code) {
+        ctx.checked(format!("ERROR code {code}"));
+        Ok(env)
+    } else {
+        fail(format!("expected ERROR {code}, got {}", env.said()))
     }
 }
 
@@ -344,52 +782,138 @@ pub enum CodeRule {
     Lenient,
 }
 
-/// The target must not process the message: an ERROR (with one of `codes`) or
-/// silence passes; an OFFER or RESULT (or any non-ERROR reply) fails.
-pub fn expect_rejection(
+fn judge_code(
+    ctx: &mut Ctx,
+    code: Option<i64>,
+    said: &str,
+    codes: &[i64],
+    rule: CodeRule,
+    what: &str,
+) -> Step<()> {
+    if code.is_some_and(|c| codes.contains(&c)) {
+        ctx.checked(format!("{what}: rejected with {said}"));
+        return Ok(());
+    }
+    let want = codes
+        .iter()
+        .map(|c| c.to_string())
+        .collect::<Vec<_>>()
+        .join(" or ");
+    let msg = format!("{what}: rejected, but with {said} instead of code {want}");
+    match rule {
+        CodeRule::Strict => fail(msg),
+        CodeRule::Lenient => {
+            ctx.warn(msg);
+            Ok(())
+        }
+    }
+}
+
+/// The target must not process the message: an ERROR (with one of `codes`) passes,
+/// and so does a refusal outside the envelope that carries a code or a refusing
+/// HTTP status (a finding records the shape; one with neither blocks the case). An
+/// OFFER or RESULT (any non-ERROR envelope) fails.
+///
+/// Silence is a refusal (AV1-A5) only from a target that is alive: the harness then
+/// sends a valid REQUEST on the same connection, and the case passes only if that is
+/// answered. A target silent to both blocks the case; a late OFFER or RESULT for the
+/// rejected message fails it.
+pub async fn expect_rejection(
     ctx: &mut Ctx,
     r: &Received,
     codes: &[i64],
     rule: CodeRule,
     what: &str,
 ) -> Step<()> {
-    let Some(env) = check_reply(ctx, r)? else {
-        ctx.note(format!(
-            "{what}: no reply (a silent drop counts as a rejection)"
-        ));
-        return Ok(());
-    };
-    if env.ty != "ERROR" {
-        return fail(format!(
-            "{what}: the target processed it and answered {}",
-            env.ty
-        ));
-    }
-    let code = env.error_code();
-    match code {
-        Some(c) if codes.contains(&c) => {
-            ctx.checked(format!("{what}: rejected with ERROR {c}"));
-            Ok(())
-        }
-        _ => {
-            let msg = format!(
-                "{what}: rejected, but with code {} instead of {}",
-                env.payload["code"],
-                codes
-                    .iter()
-                    .map(|c| c.to_string())
-                    .collect::<Vec<_>>()
-                    .join(" or ")
-            );
-            match rule {
-                CodeRule::Strict => fail(msg),
-                CodeRule::Lenient => {
-                    ctx.warn(msg);
-                    Ok(())
-                }
+    match read_reply(ctx, r)? {
+        None => silence_as_refusal(ctx, what).await,
+        Some(Read::Bare(f, status, value)) => {
+            let said = f.summary.clone();
+            let ty = value
+                .as_ref()
+                .and_then(|v| v["type"].as_str())
+                .map(str::to_ascii_uppercase);
+            if matches!(ty.as_deref(), Some("RESULT" | "OFFER")) {
+                ctx.finding(f);
+                return fail(format!(
+                    "{what}: the target processed it and answered {said}"
+                ));
             }
+            let code = value
+                .as_ref()
+                .and_then(|v| error_code_of(v).map(|(c, _)| c))
+                .or_else(|| status.filter(|s| *s >= 400).map(i64::from));
+            // Without a code or a refusing status, nothing says the message was
+            // refused rather than processed.
+            if code.is_none() {
+                return Err(ctx.block(f));
+            }
+            ctx.finding(f);
+            judge_code(ctx, code, &said, codes, rule, what)
+        }
+        Some(Read::Env(env)) => {
+            if env.ty != "ERROR" {
+                return fail(format!(
+                    "{what}: the target processed it and answered {}",
+                    env.said()
+                ));
+            }
+            judge_code(ctx, env.error_code(), &env.said(), codes, rule, what)
         }
     }
+}
+
+/// After a silence: proves the target alive with a valid REQUEST on the same
+/// connection, or blocks the case.
+async fn silence_as_refusal(ctx: &mut Ctx, what: &str) -> Step<()> {
+    ctx.note(format!(
+        "{what}: no reply within the deadline; a silent drop is a refusal only from a live target: sending a valid REQUEST on the same connection"
+    ));
+    let probe = request_with(ctx, |p| p["params"] = json!({"probe": "alive"}));
+    let probe_id = probe["id"].as_str().unwrap_or_default().to_string();
+    let r = send(ctx, probe).await?;
+    let mut reply = read_reply(ctx, &r)?;
+    for _ in 0..2 {
+        let env = match reply {
+            None => {
+                return Err(no_answer(
+                    ctx,
+                    &format!(
+                        ": {what} drew no reply, and neither did a valid REQUEST sent right after on the same connection (silence is a refusal only from a live target)"
+                    ),
+                ))
+            }
+            Some(Read::Bare(f, _, _)) => {
+                ctx.finding(f);
+                break;
+            }
+            Some(Read::Env(env)) => env,
+        };
+        let about = env.str("request_id").unwrap_or_default();
+        let late = about != probe_id && ctx.sent_ids.contains(about);
+        if !late {
+            break;
+        }
+        if env.ty != "ERROR" {
+            return fail(format!(
+                "{what}: no reply within the deadline, then a late {} for it: the target processed it",
+                env.said()
+            ));
+        }
+        ctx.note(format!(
+            "{what}: refused late with {}; waiting for the answer to the REQUEST",
+            env.said()
+        ));
+        let limits = ctx.limits().timeout;
+        reply = match ctx.listen(limits).await? {
+            Some(b) => read_reply(ctx, &Received::Frame(b))?,
+            None => None,
+        };
+    }
+    ctx.checked(format!(
+        "{what}: dropped silently, and the target answered a valid REQUEST right after: a silent refusal (AV1-A5)"
+    ));
+    Ok(())
 }
 
 /// Sends a REQUEST for the direct resource and completes it, following an OFFER
@@ -399,68 +923,171 @@ pub async fn complete_request(ctx: &mut Ctx, params: Value) -> Step<(String, Env
     let req = message(ctx, "REQUEST", request_payload(&resource, params));
     let req_id = req["id"].as_str().unwrap_or_default().to_string();
     let r = send(ctx, req).await?;
-    let first = expect_type(ctx, &r, &["RESULT", "OFFER"])?;
+    let mut first = expect_type(ctx, &r, &["RESULT", "OFFER"])?;
     let result = if first.ty == "OFFER" {
         ctx.note("the target negotiates the direct resource (OFFER first); accepting it");
-        let r = accept_offer(ctx, &first, json!({})).await?;
-        expect_type(ctx, &r, &["RESULT"])?
+        check_offer(ctx, &first, &req_id);
+        let r = accept_offer(ctx, &mut first, json!({})).await?;
+        let result = expect_type(ctx, &r, &["RESULT"])?;
+        check_result(ctx, &result, &req_id, true);
+        result
     } else {
+        check_result(ctx, &first, &req_id, false);
         first
     };
-    check_result(ctx, &result, &req_id)?;
     Ok((req_id, result))
 }
 
-/// RESULT rules: schema, link to the request, status, data (AV1-042…044).
-pub fn check_result(ctx: &mut Ctx, env: &Env, req_id: &str) -> Step<()> {
-    if let Err(e) = ctx.shared.schemas.check("agora-v1/result", &env.payload) {
-        return fail(format!("RESULT payload: {e}"));
-    }
-    let linked = env.str("request_id").unwrap_or_default();
-    if linked != req_id {
-        return fail(format!(
-            "RESULT.request_id is {linked:?}, not the REQUEST's id {req_id:?} (AV1-042)"
-        ));
-    }
-    ctx.checked("RESULT links to the REQUEST and has status and data");
-    Ok(())
-}
-
-/// OFFER rules: schema, link, cost/ttl/eta (AV1-037, AV1-038).
-pub fn check_offer(ctx: &mut Ctx, env: &Env, req_id: &str) -> Step<()> {
-    if let Err(e) = ctx.shared.schemas.check("agora-v1/offer", &env.payload) {
-        return fail(format!("OFFER payload (AV1-038): {e}"));
-    }
-    let linked = env.str("request_id").unwrap_or_default();
-    if linked != req_id {
-        return fail(format!(
-            "OFFER.request_id is {linked:?}, not the REQUEST's id {req_id:?} (AV1-037)"
-        ));
-    }
-    ctx.checked("OFFER links to the REQUEST; cost, ttl and eta are well formed");
-    Ok(())
-}
-
-/// Sends an ACCEPT of `offer` with `payload` (offer_id added). When the target answers
-/// ERROR 408 but the harness itself needed longer than the offer's ttl to send the
-/// ACCEPT, the case cannot judge the target and is skipped with that reason.
-pub async fn accept_offer(ctx: &mut Ctx, offer: &Env, mut payload: Value) -> Step<Received> {
-    payload["offer_id"] = json!(offer.id);
-    let accept = message(ctx, "ACCEPT", payload);
-    let waited = offer.received_at.elapsed();
-    let r = send(ctx, accept).await?;
-    let ttl = offer.payload["ttl"].as_u64().unwrap_or(u64::MAX);
-    if waited.as_millis() >= u128::from(ttl) {
-        if let Ok(Some(env)) = check_reply(ctx, &r) {
-            if env.error_code() == Some(408) {
-                return skip(format!(
-                    "the harness needed {} ms to ACCEPT an offer whose ttl is {ttl} ms; the expiry is not the target's fault",
-                    waited.as_millis()
-                ));
-            }
+/// RESULT.request_id names the REQUEST (AV1-042); `after_accept` says whether the
+/// RESULT ends a negotiated flow. The payload's schema is judged by
+/// [`check_reply`]; a missing request_id is that finding, not this one.
+pub fn check_result(ctx: &mut Ctx, env: &Env, req_id: &str, after_accept: bool) {
+    match env.str("request_id") {
+        Some(linked) if linked != req_id => {
+            let what = if ctx.reply_ids.contains(linked) {
+                " (an id the target gave an earlier reply, such as the OFFER)"
+            } else if ctx.sent_ids.contains(linked) {
+                " (an id of another message the harness sent)"
+            } else {
+                ""
+            };
+            let (key, owner) = if after_accept {
+                ("agora-v1/result:request-id-after-accept", OFFER_OWNER)
+            } else {
+                ("agora-v1/result:request-id", SHAPE_OWNER)
+            };
+            ctx.finding(
+                Finding::new(
+                    key,
+                    &["AV1-042"],
+                    format!(
+                        "RESULT.request_id is {linked:?}{what}, not the REQUEST's id {req_id:?}"
+                    ),
+                )
+                .owned_by(owner),
+            );
         }
+        Some(_) => ctx.checked("RESULT links to the REQUEST"),
+        None => {}
+    }
+}
+
+/// OFFER.request_id names the REQUEST (AV1-037). The payload's schema is judged by
+/// [`check_reply`].
+pub fn check_offer(ctx: &mut Ctx, env: &Env, req_id: &str) {
+    match env.str("request_id") {
+        Some(linked) if linked != req_id => ctx.finding(
+            Finding::new(
+                "agora-v1/offer:request-id",
+                &["AV1-037"],
+                format!("OFFER.request_id is {linked:?}, not the REQUEST's id {req_id:?}"),
+            )
+            .owned_by(OFFER_OWNER),
+        ),
+        Some(_) => ctx.checked("OFFER links to the REQUEST"),
+        None => {}
+    }
+}
+
+/// The ERROR code of a reply, read without recording anything (the caller judges
+/// the reply itself afterwards).
+fn peek_error_code(r: &Received) -> Option<i64> {
+    let (bytes, _) = reply_bytes(r)?;
+    let v: Value = serde_json::from_slice(bytes).ok()?;
+    if !v["type"].as_str()?.eq_ignore_ascii_case("ERROR") {
+        return None;
+    }
+    error_code_of(&v["payload"]).map(|(c, _)| c)
+}
+
+/// The id an ACCEPT quotes for `offer`: the one learned from a refused ACCEPT, else
+/// the OFFER's envelope id (AV1-A11) or, with `[agora-v1] offer_id = "payload"`, the
+/// `offer_id` in its payload.
+pub fn offer_ref(ctx: &Ctx, offer: &Env) -> String {
+    if let Some(r) = &offer.offer_ref {
+        return r.clone();
+    }
+    match ctx.profile().agora_v1.offer_id {
+        OfferIdSource::Payload => offer.str("offer_id").unwrap_or(&offer.id).to_string(),
+        OfferIdSource::Envelope => offer.id.clone(),
+    }
+}
+
+fn refused_as_unknown(r: &Received) -> bool {
+    matches!(peek_error_code(r), Some(400 | 404))
+}
+
+/// Sends an ACCEPT of `offer` with `payload` (offer_id added, see [`offer_ref`]).
+///
+/// When the target refuses it (400 or 404) and the OFFER's payload names another
+/// `offer_id`, the harness ACCEPTs by that one; if the target takes it, the profile's
+/// assumption (AV1-A11) is what failed: one finding names the key to set, and the
+/// case goes on with the id the target knows.
+async fn send_accept(ctx: &mut Ctx, offer: &mut Env, payload: &Value) -> Step<Received> {
+    let quoted = offer_ref(ctx, offer);
+    let mut p = payload.clone();
+    p["offer_id"] = json!(quoted);
+    let accept = message(ctx, "ACCEPT", p);
+    let r = send(ctx, accept).await?;
+    // The other id the OFFER gives: its payload's offer_id, or its envelope id.
+    let other = if quoted == offer.id {
+        offer.str("offer_id").map(String::from)
+    } else {
+        Some(offer.id.clone())
+    }
+    .filter(|o| *o != quoted);
+    let Some(other) = other.filter(|_| offer.offer_ref.is_none() && refused_as_unknown(&r)) else {
+        return Ok(r);
+    };
+    ctx.note(format!(
+        "the ACCEPT quoting {quoted:?} was refused; the OFFER's payload names offer_id {other:?}: trying that"
+    ));
+    let mut p = payload.clone();
+    p["offer_id"] = json!(other);
+    let again = message(ctx, "ACCEPT", p);
+    let again = send(ctx, again).await?;
+    if refused_as_unknown(&again) {
+        return Ok(again);
+    }
+    let (by, other_by, key_value) = if quoted == offer.id {
+        ("its envelope id", "payload.offer_id", "payload")
+    } else {
+        ("payload.offer_id", "its envelope id", "envelope")
+    };
+    ctx.finding(
+        Finding::new(
+            "agora-v1/offer:id-source",
+            &["AV1-040", "AV1-A11"],
+            format!(
+                "the target refused an ACCEPT quoting the OFFER by {by} ({quoted:?}) and took one quoting {other_by} ({other:?}); the profile follows AV1-A11 unless told otherwise: set [agora-v1] offer_id = \"{key_value}\" if that is the target's design"
+            ),
+        )
+        .at(Level::Profile)
+        .owned_by(OFFER_OWNER),
+    );
+    offer.offer_ref = Some(other);
+    Ok(again)
+}
+
+/// Sends an ACCEPT of `offer` with `payload` (see [`send_accept`]). When the target
+/// answers ERROR 408 but the harness itself needed longer than the offer's ttl to
+/// send the ACCEPT, the case cannot judge the target and is skipped with that reason.
+pub async fn accept_offer(ctx: &mut Ctx, offer: &mut Env, payload: Value) -> Step<Received> {
+    let waited = offer.received_at.elapsed();
+    let r = send_accept(ctx, offer, &payload).await?;
+    let ttl = offer.payload["ttl"].as_u64().unwrap_or(u64::MAX);
+    if waited.as_millis() >= u128::from(ttl) && peek_error_code(&r) == Some(408) {
+        return skip(format!(
+            "the harness needed {} ms to ACCEPT an offer whose ttl is {ttl} ms; the expiry is not the target's fault",
+            waited.as_millis()
+        ));
     }
     Ok(r)
+}
+
+/// Sends an ACCEPT of `offer` on purpose after its ttl (see [`send_accept`]).
+pub async fn accept_offer_late(ctx: &mut Ctx, offer: &mut Env) -> Step<Received> {
+    send_accept(ctx, offer, &json!({})).await
 }
 
 /// Obtains an OFFER for the negotiated resource. Returns (request id, OFFER).
@@ -474,7 +1101,7 @@ pub async fn obtain_offer(ctx: &mut Ctx) -> Step<(String, Env)> {
     let req_id = req["id"].as_str().unwrap_or_default().to_string();
     let r = send(ctx, req).await?;
     let offer = expect_type(ctx, &r, &["OFFER"])?;
-    check_offer(ctx, &offer, &req_id)?;
+    check_offer(ctx, &offer, &req_id);
     Ok((req_id, offer))
 }
 

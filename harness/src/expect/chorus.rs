@@ -1,13 +1,22 @@
 //! chorus expectations: registry, discovery, jobs, ledger and outcome helpers, and
 //! the harness's own reputation calculator (kept apart from the reference's on
 //! purpose: a bug there must not hide the same bug in a target).
+//!
+//! Every rule that several cases meet is checked here once and reported as a typed
+//! finding owned by the case whose subject it is; the reply is then read leniently
+//! (a discovery entry with a `skills` list instead of one `skill`, an agent id in
+//! another encoding, a result status in lower case, a refusal answered with HTTP
+//! 200), so that each case still reaches its own subject. What the profile assumes
+//! and a target does not do (the fixture's output, funded owners, the outcome
+//! request) is a PROFILE finding that names the key to set.
 
-use crate::case::{fail, skip, Step};
+use crate::case::{fail, skip, Level, Step, Stop};
 use crate::drive::callback::CallbackListener;
-use crate::profile::ResultDelivery;
+use crate::finding::{quote, schema_findings, Finding};
+use crate::profile::{ChorusSection, ResultDelivery, SetupBase, SetupEvent};
 use crate::script::Ctx;
 use reference_impl::wire::clock::{format_timestamp, parse_timestamp};
-use reference_impl::wire::{json, new_id};
+use reference_impl::wire::{is_uuid, json, new_id};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -19,22 +28,50 @@ pub const CODES: [&str; 5] = [
     "TRANSFER_FAILED",
 ];
 
-/// A reply: HTTP status and the JSON body, if any.
-#[derive(Debug, Clone)]
+// The cases that own the rules several cases meet.
+pub const REGISTER: &str = "chorus/register";
+pub const INITIAL_REPUTATION: &str = "chorus/register-initial-reputation";
+pub const REJECTS_INVALID: &str = "chorus/register-rejects-invalid";
+pub const DISCOVER: &str = "chorus/discover-by-skill";
+pub const RANKING: &str = "chorus/discover-ranking";
+pub const JOB_ECHO: &str = "chorus/job-echo";
+pub const SKILL_MISMATCH_CASE: &str = "chorus/job-skill-mismatch";
+pub const BUDGET_CASE: &str = "chorus/job-budget-insufficient";
+pub const TRANSFER: &str = "chorus/transfer";
+pub const TRANSFER_INSUFFICIENT: &str = "chorus/transfer-insufficient";
+pub const REPUTATION_SUCCESS: &str = "chorus/reputation-success";
+pub const REPUTATION_FAILURE: &str = "chorus/reputation-failure";
+pub const REPUTATION_CLAMP: &str = "chorus/reputation-clamp";
+
+/// Differences up to this are the same score; up to `ROUNDED` a two-decimal
+/// rounding, which chorus.md leaves open (CHO-A10).
+const EXACT: f64 = 1e-9;
+const ROUNDED: f64 = 0.005 + 1e-9;
+
+/// A reply: HTTP status, the JSON body if any, and the body as text.
+#[derive(Debug, Clone, Default)]
 pub struct Resp {
     pub http: u16,
     pub json: Option<Value>,
+    pub raw: String,
 }
+
+/// Status words a refusal may carry in a 2xx reply.
+const FAILURE_WORDS: [&str; 8] = [
+    "error", "failed", "failure", "fail", "rejected", "refused", "denied", "declined",
+];
 
 impl Resp {
     pub fn ok(&self) -> bool {
         (200..300).contains(&self.http)
     }
 
+    /// The status and what the target said, shortened.
     pub fn describe(&self) -> String {
         match &self.json {
-            Some(j) => format!("HTTP {} {j}", self.http),
-            None => format!("HTTP {} (no JSON body)", self.http),
+            Some(j) => format!("HTTP {} {}", self.http, short(&j.to_string())),
+            None if self.raw.trim().is_empty() => format!("HTTP {} (empty body)", self.http),
+            None => format!("HTTP {} {} (not JSON)", self.http, quote(&self.raw)),
         }
     }
 
@@ -42,32 +79,116 @@ impl Resp {
         self.json.as_ref()?.get(k)
     }
 
-    /// Upper-case code strings in top-level string members, and in the
-    /// error_message of a FAILURE result (CHO-A5).
+    /// The `status` member, upper-cased.
+    fn status_upper(&self) -> Option<String> {
+        self.get("status")
+            .and_then(Value::as_str)
+            .map(|s| s.to_ascii_uppercase())
+    }
+
+    /// A job result with status FAILURE (in any case).
+    pub fn is_failure_result(&self) -> bool {
+        self.status_upper().as_deref() == Some("FAILURE")
+    }
+
+    /// A 2xx reply that says no: a failure status word (not a job result's), or
+    /// `success: false`, or a code of chorus.md §5.
+    pub fn refusal_in_2xx(&self) -> bool {
+        if !self.ok() {
+            return false;
+        }
+        let Some(Value::Object(o)) = &self.json else {
+            return false;
+        };
+        let status = o
+            .get("status")
+            .and_then(Value::as_str)
+            .map(str::to_ascii_lowercase);
+        if matches!(status.as_deref(), Some("success" | "pending")) {
+            return false;
+        }
+        status
+            .as_deref()
+            .is_some_and(|s| FAILURE_WORDS.contains(&s) && s != "failure")
+            || o.get("success") == Some(&Value::Bool(false))
+            || o.get("ok") == Some(&Value::Bool(false))
+            || (!self.is_failure_result()
+                && self.codes().iter().any(|c| CODES.contains(&c.as_str())))
+    }
+
+    /// A refusal in any form: a 4xx/5xx, a FAILURE result, or a 2xx that says no.
+    pub fn is_refusal(&self) -> bool {
+        self.http >= 400 || self.is_failure_result() || self.refusal_in_2xx()
+    }
+
+    /// Error codes the reply carries (CHO-A5): an upper-case code string that is a
+    /// whole top-level member, or one of chorus.md §5 named inside a top-level
+    /// string (`{"detail": "SKILL_MISMATCH: …"}`, a FAILURE result's error_message)
+    /// or one level down in an `error`, `errors` or `detail` member.
     pub fn codes(&self) -> Vec<String> {
         let Some(Value::Object(o)) = &self.json else {
             return Vec::new();
         };
-        let is_code =
-            |s: &str| s.len() > 3 && s.bytes().all(|b| b.is_ascii_uppercase() || b == b'_');
-        let mut out: Vec<String> = o
-            .values()
-            .filter_map(Value::as_str)
-            .filter(|s| is_code(s) && !["SUCCESS", "FAILURE", "PENDING"].contains(s))
-            .map(String::from)
-            .collect();
-        if o.get("status").and_then(Value::as_str) == Some("FAILURE") {
-            if let Some(m) = o.get("error_message").and_then(Value::as_str) {
-                out.extend(
-                    CODES
-                        .iter()
-                        .filter(|c| m.contains(*c))
-                        .map(|c| c.to_string()),
-                );
+        let mut out: Vec<String> = Vec::new();
+        let mut scan = |v: &Value| {
+            let Some(s) = v.as_str() else {
+                return;
+            };
+            if is_code_token(s) {
+                if !["SUCCESS", "FAILURE", "PENDING"].contains(&s) && !out.iter().any(|c| c == s) {
+                    out.push(s.to_string());
+                }
+                return;
+            }
+            for c in CODES {
+                if s.contains(c) && !out.iter().any(|x| x == c) {
+                    out.push(c.to_string());
+                }
+            }
+        };
+        for (k, v) in o {
+            if k == "output_data" || k == "input_data" {
+                continue;
+            }
+            scan(v);
+            if matches!(k.as_str(), "error" | "errors" | "detail") {
+                match v {
+                    Value::Object(inner) => inner.values().for_each(&mut scan),
+                    Value::Array(items) => {
+                        for item in items {
+                            match item {
+                                Value::Object(inner) => inner.values().for_each(&mut scan),
+                                other => scan(other),
+                            }
+                        }
+                    }
+                    _ => {}
+                }
             }
         }
         out
     }
+}
+
+/// JSON the target sent, shortened to fit one report line.
+pub fn short(text: &str) -> String {
+    const MAX: usize = 200;
+    let t = text.trim();
+    if t.len() <= MAX {
+        return t.to_string();
+    }
+    let mut end = MAX;
+    while !t.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &t[..end])
+}
+
+fn is_code_token(s: &str) -> bool {
+    s.len() > 3
+        && s.bytes()
+            .all(|b| b.is_ascii_uppercase() || b == b'_' || b.is_ascii_digit())
+        && s.bytes().any(|b| b.is_ascii_uppercase())
 }
 
 pub enum Base {
@@ -76,7 +197,8 @@ pub enum Base {
     Url(String),
 }
 
-/// One request; a 2xx reply must be JSON.
+/// One request. The reply is read as JSON where it is JSON; callers that need JSON
+/// say so ([`need_json`]).
 pub async fn call(
     ctx: &mut Ctx,
     base: Base,
@@ -102,21 +224,27 @@ pub async fn call(
     };
     let r = ctx.http_at(&base, method, path, headers, bytes).await?;
     let parsed = json::parse(&r.body).ok().map(|t| t.to_serde());
-    if (200..300).contains(&r.status) && parsed.is_none() {
-        return fail(format!(
-            "HTTP {} reply to {path} is not JSON (CHO-001)",
-            r.status
-        ));
-    }
     let resp = Resp {
         http: r.status,
         json: parsed,
+        raw: String::from_utf8_lossy(&r.body).into_owned(),
     };
-    for code in resp.codes() {
-        if !CODES.contains(&code.as_str()) {
-            ctx.warn(format!(
-                "error code {code} is not one of chorus.md §5 (CHO-046)"
-            ));
+    if resp.is_refusal() {
+        for code in resp.codes() {
+            if !CODES.contains(&code.as_str()) {
+                ctx.finding(
+                    Finding::new(
+                        format!("chorus/error-code:{code}"),
+                        &["CHO-046"],
+                        format!(
+                            "a refusal carries the code {code}, which is not one of chorus.md §5: {}",
+                            resp.describe()
+                        ),
+                    )
+                    .at(Level::Should)
+                    .owned_by(SKILL_MISMATCH_CASE),
+                );
+            }
         }
     }
     Ok(resp)
@@ -126,51 +254,380 @@ pub async fn post(ctx: &mut Ctx, base: Base, path: &str, body: &Value) -> Step<R
     call(ctx, base, reqwest::Method::POST, path, Some(body)).await
 }
 
-/// Schema check of a value against `chorus/<name>`.
-pub fn schema(ctx: &Ctx, name: &str, v: &Value) -> Step<()> {
-    ctx.shared
-        .schemas
-        .check(&format!("chorus/{name}"), v)
-        .or_else(fail)
+/// POSTs raw bytes, labelled JSON, to the registry.
+pub async fn post_raw(ctx: &mut Ctx, path: &str, bytes: Vec<u8>) -> Step<Resp> {
+    let r = ctx
+        .http(
+            reqwest::Method::POST,
+            path,
+            &[("content-type", "application/json")],
+            Some(bytes),
+        )
+        .await?;
+    Ok(Resp {
+        http: r.status,
+        json: json::parse(&r.body).ok().map(|t| t.to_serde()),
+        raw: String::from_utf8_lossy(&r.body).into_owned(),
+    })
 }
 
-/// The rejection must be a 4xx/5xx or a FAILURE result carrying `code` (CHO-A5).
-pub fn expect_code(ctx: &mut Ctx, r: &Resp, code: &str, what: &str) -> Step<()> {
-    let failure_result =
-        r.http == 200 && r.get("status").and_then(Value::as_str) == Some("FAILURE");
-    if !(r.http >= 400 || failure_result) {
-        return fail(format!(
-            "{what}: expected a rejection with {code}, got {}",
-            r.describe()
-        ));
+/// The JSON body of a reply the spec defines as JSON (CHO-001); blocks when there
+/// is none.
+pub fn need_json(ctx: &mut Ctx, r: &Resp, what: &str) -> Step<Value> {
+    match &r.json {
+        Some(v) => Ok(v.clone()),
+        None => {
+            let f = Finding::new(
+                "chorus/reply:not-json",
+                &["CHO-001"],
+                format!("the reply to {what} is not JSON: {}", r.describe()),
+            )
+            .owned_by(REGISTER);
+            Err(ctx.block(f))
+        }
     }
-    if !r.codes().iter().any(|c| c == code) {
-        return fail(format!(
-            "{what}: rejected, but {code} appears nowhere in {}",
-            r.describe()
-        ));
+}
+
+/// Records the violations of schema `chorus/<name>` as findings owned by `owner`,
+/// except those `skip` leaves to another check.
+pub fn shape_findings(
+    ctx: &mut Ctx,
+    name: &str,
+    v: &Value,
+    ids: &[&str],
+    owner: &'static str,
+    skip: impl Fn(&Finding) -> bool,
+) {
+    let found = schema_findings(&ctx.shared.schemas, &format!("chorus/{name}"), v, ids);
+    for f in found {
+        if !skip(&f) {
+            ctx.finding(f.owned_by(owner));
+        }
     }
-    ctx.checked(format!("{what}: {code}"));
+}
+
+/// Blocks on a finding already recorded under `key`, or on `fallback`.
+fn block_on(ctx: &mut Ctx, key_prefix: &str, fallback: Finding) -> Stop {
+    let known = ctx
+        .findings()
+        .iter()
+        .find(|m| m.finding.key.starts_with(key_prefix))
+        .map(|m| m.finding.clone());
+    ctx.block(known.unwrap_or(fallback))
+}
+
+// ---------------------------------------------------------------------------
+// Templates of the profile
+
+/// Fills the placeholders `{name}` of a template. In a JSON template (`json_text`)
+/// a placeholder inside a string literal becomes the value's text, JSON-escaped;
+/// elsewhere it becomes the value's JSON. In a path it becomes the value's text.
+/// A `{word}` that names no value is an error.
+pub fn render(template: &str, vars: &[(&str, Value)], json_text: bool) -> Result<String, String> {
+    let mut out = String::with_capacity(template.len() + 32);
+    let mut in_string = false;
+    let mut chars = template.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '\\' if json_text && in_string => {
+                out.push(c);
+                if let Some((_, n)) = chars.next() {
+                    out.push(n);
+                }
+            }
+            '"' if json_text => {
+                in_string = !in_string;
+                out.push(c);
+            }
+            '{' => {
+                let rest = &template[i + 1..];
+                let name_len = rest
+                    .bytes()
+                    .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
+                    .count();
+                let name = &rest[..name_len];
+                let closed = rest.as_bytes().get(name_len) == Some(&b'}');
+                let word = closed && !name.is_empty() && name.as_bytes()[0].is_ascii_alphabetic();
+                if !word {
+                    out.push(c);
+                    continue;
+                }
+                let Some((_, v)) = vars.iter().find(|(k, _)| *k == name) else {
+                    let known: Vec<String> = vars.iter().map(|(k, _)| format!("{{{k}}}")).collect();
+                    return Err(format!(
+                        "unknown placeholder {{{name}}}; known here: {}",
+                        known.join(", ")
+                    ));
+                };
+                let text = match v {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                if json_text && in_string {
+                    let quoted = serde_json::to_string(&text).unwrap_or_default();
+                    out.push_str(&quoted[1..quoted.len().saturating_sub(1)]);
+                } else if json_text {
+                    out.push_str(&v.to_string());
+                } else {
+                    out.push_str(&text);
+                }
+                for _ in 0..=name_len {
+                    chars.next();
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+/// A JSON template filled in and parsed.
+pub fn render_json(template: &str, vars: &[(&str, Value)]) -> Result<Value, String> {
+    let text = render(template, vars, true)?;
+    serde_json::from_str(&text).map_err(|e| format!("{text:?} is not JSON once filled in: {e}"))
+}
+
+/// The placeholders of the outcome request and body.
+const OUTCOME_NAMES: [&str; 16] = [
+    "agent_id",
+    "owner_id",
+    "reputation",
+    "job_id",
+    "orchestrator_id",
+    "hirer_id",
+    "hirer_owner_id",
+    "hirer_reputation",
+    "outcome",
+    "OUTCOME",
+    "output_data",
+    "error_message",
+    "execution_cost",
+    "timestamp_utc",
+    "uuid",
+    "case_id",
+];
+
+/// The placeholders of a setup request sent on `event`.
+fn setup_names(event: SetupEvent) -> &'static [&'static str] {
+    match event {
+        SetupEvent::Case => &["case_id", "uuid", "timestamp_utc"],
+        SetupEvent::Owner => &["owner_id", "amount", "uuid", "timestamp_utc", "case_id"],
+        SetupEvent::Agent => &[
+            "agent_id",
+            "owner_id",
+            "skill_name",
+            "cost_per_call",
+            "reputation",
+            "uuid",
+            "timestamp_utc",
+            "case_id",
+        ],
+        SetupEvent::Job => &[
+            "job_id",
+            "orchestrator_id",
+            "skill_name",
+            "budget",
+            "callback_url",
+            "uuid",
+            "timestamp_utc",
+            "case_id",
+        ],
+        SetupEvent::Transfer => &[
+            "transfer_id",
+            "from_owner",
+            "to_owner",
+            "amount",
+            "job_id",
+            "uuid",
+            "timestamp_utc",
+            "case_id",
+        ],
+    }
+}
+
+/// Stand-in values of the right kind, to check templates when the profile loads.
+fn sample_vars(names: &[&'static str]) -> Vec<(&'static str, Value)> {
+    names
+        .iter()
+        .map(|n| {
+            let v = match *n {
+                "amount" | "cost_per_call" | "reputation" | "budget" | "hirer_reputation"
+                | "execution_cost" => json!(1.5),
+                "output_data" => json!({}),
+                "error_message" => Value::Null,
+                _ => json!("x"),
+            };
+            (*n, v)
+        })
+        .collect()
+}
+
+/// Checks the chorus section of a profile: every template fills in and parses.
+pub fn check_profile(c: &ChorusSection) -> Result<(), String> {
+    let method_ok = |m: &str| reqwest::Method::from_bytes(m.as_bytes()).is_ok();
+    let o = &c.outcome_request;
+    let outcome = sample_vars(&OUTCOME_NAMES);
+    match o.split_once(' ') {
+        Some((m, path)) if method_ok(m) && path.starts_with('/') => {
+            render(path, &outcome, false).map_err(|e| format!("outcome_request: {e}"))?;
+        }
+        _ => return Err(format!("outcome_request {o:?} must read \"METHOD /path\"")),
+    }
+    if !c.outcome_body.trim().is_empty() {
+        render_json(&c.outcome_body, &outcome).map_err(|e| format!("outcome_body: {e}"))?;
+    }
+    let text = [("text", json!("x"))];
+    for (key, t) in [
+        ("fixture_input", &c.fixture_input),
+        ("fixture_output", &c.fixture_output),
+    ] {
+        render_json(t, &text).map_err(|e| format!("{key}: {e}"))?;
+    }
+    serde_json::from_str::<Value>(&c.fixture_failing_input)
+        .map_err(|e| format!("fixture_failing_input is not JSON: {e}"))?;
+    if !(c.initial_credits.is_finite() && c.initial_credits >= 0.0) {
+        return Err("initial_credits must be a non-negative number".into());
+    }
+    for (i, s) in c.setup_requests.iter().enumerate() {
+        let at = format!("setup_requests[{i}]");
+        if !method_ok(&s.method) {
+            return Err(format!("{at}: method {:?} is not an HTTP method", s.method));
+        }
+        let vars = sample_vars(setup_names(s.on));
+        render(&s.path, &vars, false).map_err(|e| format!("{at} path: {e}"))?;
+        if let Some(b) = &s.body {
+            render_json(b, &vars).map_err(|e| format!("{at} body: {e}"))?;
+        }
+    }
     Ok(())
 }
 
-/// Rejected: a 4xx, or a FAILURE result.
-pub fn expect_rejected(ctx: &mut Ctx, r: &Resp, what: &str) -> Step<()> {
-    let failure_result = r.get("status").and_then(Value::as_str) == Some("FAILURE");
-    if (400..500).contains(&r.http) || (r.http == 200 && failure_result) {
-        ctx.checked(format!("{what}: rejected ({})", r.http));
-        Ok(())
-    } else {
-        fail(format!(
-            "{what}: expected a 4xx or a FAILURE result, got {}",
-            r.describe()
-        ))
+/// Sends the profile's setup requests for `event` with `vars` (the case id, a
+/// fresh UUID and the time are added). A refusal blocks the case with a PROFILE
+/// finding that names the request.
+pub async fn setup(ctx: &mut Ctx, event: SetupEvent, vars: &[(&'static str, Value)]) -> Step<()> {
+    let wanted: Vec<crate::profile::SetupRequest> = ctx
+        .profile()
+        .chorus
+        .setup_requests
+        .iter()
+        .filter(|r| r.on == event)
+        .cloned()
+        .collect();
+    for (i, s) in wanted.into_iter().enumerate() {
+        let mut all: Vec<(&str, Value)> = vars.to_vec();
+        all.push(("uuid", json!(new_id())));
+        all.push(("timestamp_utc", json!(now_utc())));
+        all.push(("case_id", json!(ctx.case_id.unwrap_or("chorus"))));
+        let path = render(&s.path, &all, false).or_else(skip)?;
+        let body = match &s.body {
+            Some(b) => Some(render_json(b, &all).or_else(skip)?),
+            None => None,
+        };
+        let method =
+            reqwest::Method::from_bytes(s.method.as_bytes()).unwrap_or(reqwest::Method::POST);
+        let base = match s.base {
+            SetupBase::Registry => Base::Registry,
+            SetupBase::Ledger => Base::Ledger,
+        };
+        let r = call(ctx, base, method, &path, body.as_ref()).await?;
+        if !r.ok() || r.refusal_in_2xx() {
+            let event = format!("{event:?}").to_ascii_lowercase();
+            let f = Finding::new(
+                format!("chorus/profile:setup_requests:{event}"),
+                &[],
+                format!(
+                    "the setup request {} {path} (on = \"{event}\", [[chorus.setup_requests]] #{}) answered {}: fix it in the profile",
+                    s.method,
+                    i + 1,
+                    r.describe()
+                ),
+            )
+            .at(Level::Profile);
+            return Err(ctx.block(f));
+        }
+    }
+    Ok(())
+}
+
+/// The setup requests sent once before a case.
+pub async fn setup_case(ctx: &mut Ctx) -> Step<()> {
+    setup(ctx, SetupEvent::Case, &[]).await
+}
+
+// ---------------------------------------------------------------------------
+// Ids and times
+
+/// An id in the canonical 8-4-4-4-12 lower-case form, from a UUID written another
+/// way (upper case, no hyphens, braces, `urn:uuid:`).
+pub fn canonical_id(s: &str) -> Option<String> {
+    let t = s.trim();
+    let t = t.strip_prefix("urn:uuid:").unwrap_or(t);
+    let t = t.trim_start_matches('{').trim_end_matches('}');
+    let hex: String = t.chars().filter(|c| *c != '-').collect();
+    if hex.len() != 32 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let h = hex.to_ascii_lowercase();
+    Some(format!(
+        "{}-{}-{}-{}-{}",
+        &h[0..8],
+        &h[8..12],
+        &h[12..16],
+        &h[16..20],
+        &h[20..32]
+    ))
+}
+
+/// The same UUID, however written.
+pub fn same_id(a: &str, b: &str) -> bool {
+    a == b || matches!((canonical_id(a), canonical_id(b)), (Some(x), Some(y)) if x == y)
+}
+
+/// An agent id the registry wrote in an encoding other than a UUID string
+/// (CHO-002): one finding, owned by the registration case; the id is read as the
+/// UUID it encodes.
+fn note_id_encoding(ctx: &mut Ctx, got: &str, sent: &str, where_: &str) {
+    if got != sent && !is_uuid(got) && same_id(got, sent) {
+        ctx.finding(
+            Finding::new(
+                "chorus/agent-id:encoding",
+                &["CHO-002"],
+                format!(
+                    "{where_} writes the agent id {got:?} for the UUID {sent:?}: not a UUID string"
+                ),
+            )
+            .owned_by(REGISTER),
+        );
     }
 }
 
 pub fn now_utc() -> String {
     format_timestamp(time::OffsetDateTime::now_utc())
 }
+
+/// ISO 8601 UTC as chorus.md §2 says: a date-time with `Z`, or with an offset of
+/// zero (`+00:00`, `-00:00`, as RFC 3339 writes UTC too).
+pub fn is_utc_timestamp(v: &Value) -> bool {
+    v.as_str().is_some_and(|s| {
+        let zero = ["Z", "z", "+00:00", "-00:00"]
+            .iter()
+            .any(|z| s.ends_with(z));
+        let normal = match s.strip_suffix('z') {
+            Some(head) => format!("{head}Z"),
+            None => s.to_string(),
+        };
+        zero && parse_timestamp(&normal).is_ok()
+    })
+}
+
+/// Credits with at most two decimals (CHO-005).
+pub fn two_decimals(x: f64) -> bool {
+    ((x * 100.0).round() - x * 100.0).abs() < 1e-6
+}
+
+// ---------------------------------------------------------------------------
+// Registration
 
 /// A complete registration with fresh ids.
 pub fn registration(skills: &[(&str, f64)]) -> Value {
@@ -189,16 +646,75 @@ pub fn registration(skills: &[(&str, f64)]) -> Value {
     })
 }
 
-/// Registers a test agent; returns its id. Any 2xx is accepted here (CHO-012 has
-/// its own case).
-pub async fn register(ctx: &mut Ctx, skills: &[(&str, f64)]) -> Step<String> {
-    let body = registration(skills);
-    let id = body["agent_id"].as_str().unwrap_or_default().to_string();
-    let r = post(ctx, Base::Registry, "register", &body).await?;
-    if !r.ok() {
-        return fail(format!("registering a test agent failed: {}", r.describe()));
+/// A test agent the harness registered.
+#[derive(Debug, Clone)]
+pub struct TestAgent {
+    pub id: String,
+    pub owner_id: String,
+    /// Its first skill.
+    pub skill: String,
+    /// The score the registration reply gave, if it gave one.
+    pub reputation: Option<f64>,
+}
+
+/// Reads what a registration reply says that other cases own: the agent id (its
+/// encoding) and the initial reputation (CHO-014). Returns the reputation.
+pub fn registration_reply(ctx: &mut Ctx, sent: &Value, r: &Resp) -> Option<f64> {
+    let sent_id = sent["agent_id"].as_str().unwrap_or_default();
+    if let Some(got) = r.get("agent_id").and_then(Value::as_str) {
+        note_id_encoding(ctx, got, sent_id, "the registration reply");
     }
-    Ok(id)
+    let rep = r.get("reputation_score").and_then(Value::as_f64);
+    if let Some(x) = rep {
+        if (x - 50.0).abs() > ROUNDED {
+            ctx.finding(
+                Finding::new(
+                    "chorus/reputation:initial",
+                    &["CHO-014"],
+                    format!("a new agent is registered at reputation_score {x}, not 50.0"),
+                )
+                .owned_by(INITIAL_REPUTATION),
+            );
+        }
+    }
+    rep
+}
+
+/// Registers a test agent. A refusal of a complete registration blocks the case
+/// (the registration case owns it).
+pub async fn register(ctx: &mut Ctx, skills: &[(&str, f64)]) -> Step<TestAgent> {
+    let body = registration(skills);
+    let r = post(ctx, Base::Registry, "register", &body).await?;
+    if !r.ok() || r.refusal_in_2xx() {
+        let f = Finding::new(
+            "chorus/register:refused",
+            &["CHO-008", "CHO-012"],
+            format!("a complete registration was refused: {}", r.describe()),
+        )
+        .owned_by(REGISTER);
+        return Err(ctx.block(f));
+    }
+    let reputation = registration_reply(ctx, &body, &r);
+    let agent = TestAgent {
+        id: body["agent_id"].as_str().unwrap_or_default().to_string(),
+        owner_id: body["owner_id"].as_str().unwrap_or_default().to_string(),
+        skill: skills.first().map(|s| s.0.to_string()).unwrap_or_default(),
+        reputation,
+    };
+    let cost = skills.first().map_or(0.0, |s| s.1);
+    setup(
+        ctx,
+        SetupEvent::Agent,
+        &[
+            ("agent_id", json!(agent.id)),
+            ("owner_id", json!(agent.owner_id)),
+            ("skill_name", json!(agent.skill)),
+            ("cost_per_call", json!(cost)),
+            ("reputation", json!(reputation.unwrap_or(50.0))),
+        ],
+    )
+    .await?;
+    Ok(agent)
 }
 
 /// A unique skill name, so that concurrent cases never see each other's agents.
@@ -206,9 +722,21 @@ pub fn unique_skill() -> String {
     format!("h_skill_{}", new_id().replace('-', ""))
 }
 
-/// `GET /discover` with a query; the entries, schema-checked. A 404 is read as
-/// no match, with a warning (CHO-A12).
+// ---------------------------------------------------------------------------
+// Discovery
+
+fn query_skill(query: &str) -> Option<&str> {
+    query.split('&').find_map(|kv| kv.strip_prefix("skill="))
+}
+
+/// `GET /discover` with a query: the entries, read leniently. A 404 is read as no
+/// match, with a warning (CHO-A12). The body is judged once here, each deviation a
+/// finding owned by the case whose subject it is: the list's shape, each entry's
+/// shape (a `skills` list instead of one `skill`, the agent id's encoding), the
+/// schema, scores in [0, 100] (CHO-007, CHO-045) and the ranking (CHO-021). The
+/// entries come back normalized: a `skill` object, canonical agent ids.
 pub async fn discover(ctx: &mut Ctx, query: &str) -> Step<Vec<Value>> {
+    let what = format!("GET /discover?{query}");
     let r = call(
         ctx,
         Base::Registry,
@@ -218,36 +746,254 @@ pub async fn discover(ctx: &mut Ctx, query: &str) -> Step<Vec<Value>> {
     )
     .await?;
     if r.http == 404 {
-        ctx.warn(
-            "discover answered 404 for no match; 200 with an empty list is expected (CHO-A12)",
+        ctx.finding(
+            Finding::new(
+                "chorus/discover:404-for-no-match",
+                &["CHO-016", "CHO-A12"],
+                format!(
+                    "{what} answered {} where 200 with an empty list is expected",
+                    r.describe()
+                ),
+            )
+            .at(Level::Should)
+            .owned_by(DISCOVER),
         );
         return Ok(Vec::new());
     }
-    if r.http != 200 {
-        return fail(format!(
-            "GET /discover?{query} answered {} (CHO-016)",
-            r.describe()
-        ));
+    if !r.ok() {
+        let f = Finding::new(
+            "chorus/discover:refused",
+            &["CHO-016"],
+            format!("{what} answered {}", r.describe()),
+        )
+        .owned_by(DISCOVER);
+        return Err(ctx.block(f));
     }
-    let body = r.json.unwrap_or_default();
-    schema(ctx, "discover-response", &body)?;
-    Ok(body["agents"].as_array().cloned().unwrap_or_default())
+    if r.http != 200 {
+        ctx.finding(
+            Finding::new(
+                "chorus/discover:status",
+                &["CHO-016"],
+                format!("{what} answered HTTP {}, not 200 OK", r.http),
+            )
+            .owned_by(DISCOVER),
+        );
+    }
+    let body = need_json(ctx, &r, &what)?;
+    // Whether a list of agents was found (under "agents" or read past its shape).
+    let mut found = true;
+    let raw_agents = match &body {
+        Value::Object(o) => match o.get("agents") {
+            Some(Value::Array(a)) => a.clone(),
+            Some(_) => {
+                found = false;
+                Vec::new()
+            }
+            None => {
+                let lists: Vec<(&String, &Vec<Value>)> = o
+                    .iter()
+                    .filter_map(|(k, v)| v.as_array().map(|a| (k, a)))
+                    .collect();
+                match lists.as_slice() {
+                    [(k, a)] => {
+                        ctx.finding(
+                            Finding::new(
+                                "chorus/discover:list-shape",
+                                &["CHO-017"],
+                                format!("{what} lists the agents under {k:?}, not \"agents\""),
+                            )
+                            .owned_by(DISCOVER),
+                        );
+                        (*a).clone()
+                    }
+                    _ => {
+                        found = false;
+                        Vec::new()
+                    }
+                }
+            }
+        },
+        Value::Array(a) => {
+            ctx.finding(
+                Finding::new(
+                    "chorus/discover:list-shape",
+                    &["CHO-017"],
+                    format!("{what} answered a bare list, not {{\"agents\": [...]}}"),
+                )
+                .owned_by(DISCOVER),
+            );
+            a.clone()
+        }
+        _ => {
+            found = false;
+            Vec::new()
+        }
+    };
+    let wanted_skill = query_skill(query).map(String::from);
+    let agents: Vec<Value> = raw_agents
+        .into_iter()
+        .map(|e| normalize_entry(ctx, e, wanted_skill.as_deref(), &what))
+        .collect();
+    // The list is judged by the schema once its shape is read past; the original
+    // when no list was found, so that the schema says so.
+    let judged = if found {
+        json!({"agents": agents})
+    } else {
+        body.clone()
+    };
+    let out_of_range = check_scores(ctx, &agents, &what);
+    shape_findings(
+        ctx,
+        "discover-response",
+        &judged,
+        &["CHO-017"],
+        DISCOVER,
+        |f| out_of_range && f.key.ends_with("/reputation_score"),
+    );
+    Ok(agents)
+}
+
+/// One discovery entry, normalized: a `skill` object (from a `skills` list or a
+/// skill name), the agent id in canonical form.
+fn normalize_entry(ctx: &mut Ctx, mut e: Value, skill: Option<&str>, what: &str) -> Value {
+    let Some(o) = e.as_object_mut() else {
+        return e;
+    };
+    if let Some(id) = o.get("agent_id").and_then(Value::as_str).map(String::from) {
+        if let Some(c) = canonical_id(&id) {
+            note_id_encoding(ctx, &id, &c, &format!("{what} (an entry)"));
+            o.insert("agent_id".into(), json!(c));
+        }
+    }
+    let has_skill = o.get("skill").is_some_and(Value::is_object);
+    if !has_skill {
+        if let Some(Value::Array(list)) = o.get("skills").cloned() {
+            let pick = list
+                .iter()
+                .find(|s| skill.is_some_and(|k| s["skill_name"] == k || s.as_str() == Some(k)))
+                .or(list.first())
+                .cloned();
+            if let Some(p) = pick {
+                let sk = match p {
+                    Value::String(name) => {
+                        json!({"skill_name": name, "cost_per_call": o.get("cost_per_call").cloned().unwrap_or(Value::Null)})
+                    }
+                    other => other,
+                };
+                ctx.finding(
+                    Finding::new(
+                        "chorus/discover-entry:skills-list",
+                        &["CHO-017", "CHO-018"],
+                        format!(
+                            "{what}: entries carry a `skills` list ({}) instead of the one matched `skill` object",
+                            short(&Value::Array(list.clone()).to_string())
+                        ),
+                    )
+                    .owned_by(DISCOVER),
+                );
+                o.insert("skill".into(), sk);
+            }
+        } else if let Some(Value::String(name)) = o.get("skill").cloned() {
+            ctx.finding(
+                Finding::new(
+                    "chorus/discover-entry:skill-name-only",
+                    &["CHO-017", "CHO-018"],
+                    format!("{what}: an entry's `skill` is the name {name:?}, not an object {{skill_name, cost_per_call}}"),
+                )
+                .owned_by(DISCOVER),
+            );
+            let cost = o.get("cost_per_call").cloned().unwrap_or(Value::Null);
+            o.insert(
+                "skill".into(),
+                json!({"skill_name": name, "cost_per_call": cost}),
+            );
+        }
+    }
+    e
+}
+
+/// Scores outside [0, 100] (CHO-007, CHO-045) and the ranking (CHO-021). Returns
+/// whether a score was out of range (the schema then leaves it to this check).
+fn check_scores(ctx: &mut Ctx, agents: &[Value], what: &str) -> bool {
+    let scores: Vec<f64> = agents
+        .iter()
+        .filter_map(|e| e["reputation_score"].as_f64())
+        .collect();
+    let mut out = false;
+    for e in agents {
+        if let Some(s) = e["reputation_score"].as_f64() {
+            if !(0.0..=100.0).contains(&s) {
+                out = true;
+                ctx.finding(
+                    Finding::new(
+                        "chorus/reputation:clamp",
+                        &["CHO-007", "CHO-045"],
+                        format!(
+                            "{what} shows agent {} at reputation_score {s}, outside [0.0, 100.0]",
+                            e["agent_id"]
+                        ),
+                    )
+                    .owned_by(REPUTATION_CLAMP),
+                );
+            }
+        }
+    }
+    if scores.windows(2).any(|w| w[1] > w[0] + EXACT) {
+        ctx.finding(
+            Finding::new(
+                "chorus/discover:ranking",
+                &["CHO-021"],
+                format!("{what} does not rank by reputation, highest first: the scores come as {scores:?}"),
+            )
+            .owned_by(RANKING),
+        );
+    }
+    out
 }
 
 pub fn entry<'a>(entries: &'a [Value], agent_id: &str) -> Option<&'a Value> {
-    entries.iter().find(|e| e["agent_id"] == agent_id)
+    entries.iter().find(|e| {
+        e["agent_id"]
+            .as_str()
+            .is_some_and(|id| same_id(id, agent_id))
+    })
 }
 
-/// An agent's score as discovery shows it under `skill`.
+/// A registered agent that discovery does not list under its skill (CHO-015).
+pub fn agent_missing(agent_id: &str, skill: &str, listed: usize) -> Finding {
+    Finding::new(
+        "chorus/discover:agent-missing",
+        &["CHO-015"],
+        format!(
+            "agent {agent_id}, registered with skill {skill}, is not listed by GET /discover?skill={skill} ({listed} entries)"
+        ),
+    )
+    .owned_by(DISCOVER)
+}
+
+/// An agent's score as discovery shows it under `skill`. An agent missing from the
+/// list, or listed without a score, blocks the case.
 pub async fn score(ctx: &mut Ctx, agent_id: &str, skill: &str) -> Step<f64> {
     let entries = discover(ctx, &format!("skill={skill}")).await?;
-    match entry(&entries, agent_id).and_then(|e| e["reputation_score"].as_f64()) {
+    let Some(e) = entry(&entries, agent_id) else {
+        return Err(ctx.block(agent_missing(agent_id, skill, entries.len())));
+    };
+    match e["reputation_score"].as_f64() {
         Some(s) => Ok(s),
-        None => fail(format!(
-            "agent {agent_id} is not discoverable under skill {skill}"
-        )),
+        None => {
+            let f = Finding::new(
+                "chorus/discover:no-score",
+                &["CHO-017"],
+                format!("agent {agent_id} is listed without a numeric reputation_score: {e}"),
+            )
+            .owned_by(DISCOVER);
+            Err(block_on(ctx, "chorus/schema:discover-response", f))
+        }
     }
 }
+
+// ---------------------------------------------------------------------------
+// Reputation
 
 /// The harness's calculator for chorus.md §4.
 pub fn expected_after(old: f64, success: bool, hirer: f64) -> f64 {
@@ -259,74 +1005,258 @@ pub fn expected_after(old: f64, success: bool, hirer: f64) -> f64 {
     new.clamp(0.0, 100.0)
 }
 
-/// Exact to 1e-9 passes; within 0.005 (two-decimal rounding, CHO-A10) warns.
+/// Exact to 1e-9 passes; within 0.005 (two-decimal rounding, CHO-A10) is noted.
+/// The live fuzzer's check; the cases use [`after_outcomes`].
 pub fn check_score(ctx: &mut Ctx, got: f64, want: f64, what: &str) -> Step<()> {
     let d = (got - want).abs();
-    if d <= 1e-9 {
+    if d <= EXACT {
         ctx.checked(format!("{what}: {got}"));
         Ok(())
-    } else if d <= 0.005 + 1e-9 {
-        ctx.warn(format!(
-            "{what}: {got}, the formula gives {want} (rounded? CHO-A10)"
+    } else if d <= ROUNDED {
+        ctx.note(format!(
+            "{what}: {got}, the formula gives {want}: rounded to two decimals, accepted (CHO-A10)"
         ));
         Ok(())
+    } else if outcome_tells_hirer(&ctx.profile().chorus) {
+        fail(format!(
+            "{what}: discovery shows {got}; chorus.md §4 gives {want}"
+        ))
     } else {
         fail(format!(
-            "{what}: discovery shows {got}, the formula of chorus.md §4 gives {want}"
+            "{what}: discovery shows {got}, not {want}; the outcome request does not tell the target the hirer's reputation: if its registry takes it from the request, put {{hirer_reputation}} in [chorus] outcome_body or outcome_request"
         ))
     }
 }
 
-/// Reports an outcome through the profile's outcome channel.
-pub async fn report_outcome(
-    ctx: &mut Ctx,
-    agent_id: &str,
-    orchestrator_id: &str,
-    success: bool,
-) -> Step<()> {
+/// One outcome the harness reports to the registry.
+pub struct Report<'a> {
+    pub agent_id: &'a str,
+    /// The agent's owner; empty where the harness does not know it.
+    pub agent_owner: &'a str,
+    /// The agent's score before the outcome, as the harness last saw it.
+    pub reputation: f64,
+    pub hirer_id: &'a str,
+    pub hirer_owner: &'a str,
+    /// The hirer's score, which weighs a SUCCESS (chorus.md §4).
+    pub hirer_reputation: f64,
+    pub success: bool,
+}
+
+/// Whether the outcome request tells the target the hirer's reputation.
+fn outcome_tells_hirer(c: &ChorusSection) -> bool {
+    c.outcome_request.contains("{hirer_reputation}")
+        || c.outcome_body.contains("{hirer_reputation}")
+}
+
+/// Reports an outcome through the profile's outcome request (CHO-A1). A refusal
+/// blocks the case with a PROFILE finding: the request is the profile's.
+pub async fn report_outcome(ctx: &mut Ctx, o: &Report<'_>) -> Step<()> {
     let job_id = new_id();
-    let (lower, upper) = if success {
+    let (lower, upper) = if o.success {
         ("success", "SUCCESS")
     } else {
         ("failure", "FAILURE")
     };
-    let template = ctx.profile().chorus.outcome_request.clone();
-    let Some((method, path)) = template.split_once(' ') else {
+    let vars: Vec<(&str, Value)> = vec![
+        ("agent_id", json!(o.agent_id)),
+        ("owner_id", json!(o.agent_owner)),
+        ("reputation", json!(o.reputation)),
+        ("job_id", json!(job_id)),
+        ("orchestrator_id", json!(o.hirer_id)),
+        ("hirer_id", json!(o.hirer_id)),
+        ("hirer_owner_id", json!(o.hirer_owner)),
+        ("hirer_reputation", json!(o.hirer_reputation)),
+        ("outcome", json!(lower)),
+        ("OUTCOME", json!(upper)),
+        (
+            "output_data",
+            if o.success { json!({}) } else { Value::Null },
+        ),
+        (
+            "error_message",
+            if o.success {
+                Value::Null
+            } else {
+                json!("harness-reported failure")
+            },
+        ),
+        ("execution_cost", json!(0.0)),
+        ("timestamp_utc", json!(now_utc())),
+        ("uuid", json!(new_id())),
+        ("case_id", json!(ctx.case_id.unwrap_or("chorus"))),
+    ];
+    let c = ctx.profile().chorus.clone();
+    let Some((method, path)) = c.outcome_request.split_once(' ') else {
         return skip(format!(
-            "outcome_request {template:?} is not \"METHOD /path\""
+            "outcome_request {:?} is not \"METHOD /path\"",
+            c.outcome_request
         ));
     };
-    let path = path
-        .replace("{agent_id}", agent_id)
-        .replace("{outcome}", lower)
-        .replace("{OUTCOME}", upper)
-        .replace("{job_id}", &job_id);
-    let body = json!({
-        "job_id": job_id, "agent_id": agent_id, "status": upper,
-        "output_data": if success { json!({}) } else { Value::Null },
-        "execution_cost": 0.0, "execution_time_ms": 1,
-        "error_message": if success { Value::Null } else { json!("harness-reported failure") },
-        "timestamp_utc": now_utc(), "orchestrator_id": orchestrator_id,
-    });
+    let path = render(path, &vars, false).or_else(skip)?;
+    let body = if c.outcome_body.trim().is_empty() {
+        None
+    } else {
+        Some(render_json(&c.outcome_body, &vars).or_else(skip)?)
+    };
     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::POST);
-    let r = call(ctx, Base::Registry, method, &path, Some(&body)).await?;
-    if !r.ok() {
-        return fail(format!(
-            "reporting an outcome through {template:?} failed: {}",
-            r.describe()
-        ));
+    let shown = format!("{method} {path}");
+    let r = call(ctx, Base::Registry, method, &path, body.as_ref()).await?;
+    if !r.ok() || r.refusal_in_2xx() {
+        let f = Finding::new(
+            "chorus/profile:outcome_request",
+            &[],
+            format!(
+                "the outcome request {shown} answered {}: set [chorus] outcome_request and outcome_body to the request the target's registry takes for job outcomes (CHO-A1)",
+                r.describe()
+            ),
+        )
+        .at(Level::Profile)
+        .owned_by(REPUTATION_SUCCESS);
+        return Err(ctx.block(f));
     }
     Ok(())
 }
 
-/// The fixture agent: its discovery entry and its jobs URL (CHO-A3).
+/// Which rule of chorus.md §4 a score broke.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Rule {
+    SuccessGain,
+    FailurePenalty,
+    Clamp,
+    /// The gain is off and the outcome request did not tell the hirer's reputation.
+    HirerUnknown,
+}
+
+/// A test agent and its score as the harness last saw it.
+#[derive(Debug, Clone)]
+pub struct Scored {
+    pub agent: TestAgent,
+    pub score: f64,
+}
+
+/// Registers a test agent and takes its starting score from the registration
+/// reply, else from discovery.
+pub async fn scored(ctx: &mut Ctx, skill: &str) -> Step<Scored> {
+    let agent = register(ctx, &[(skill, 0.1)]).await?;
+    let score = match agent.reputation {
+        Some(s) => s,
+        None => score(ctx, &agent.id, skill).await?,
+    };
+    Ok(Scored { agent, score })
+}
+
+/// Reports `n` outcomes for `who`, hired by `hirer`, then reads `who`'s score back
+/// and judges it by chorus.md §4 from the score last seen. A deviation is recorded
+/// as the finding of the rule it breaks (owned by that rule's case) and returned;
+/// `who.score` becomes what discovery shows, so that the case reads on from there.
+pub async fn after_outcomes(
+    ctx: &mut Ctx,
+    who: &mut Scored,
+    hirer: &Scored,
+    success: bool,
+    n: usize,
+    what: &str,
+) -> Step<Option<Rule>> {
+    for _ in 0..n {
+        report_outcome(
+            ctx,
+            &Report {
+                agent_id: &who.agent.id,
+                agent_owner: &who.agent.owner_id,
+                reputation: who.score,
+                hirer_id: &hirer.agent.id,
+                hirer_owner: &hirer.agent.owner_id,
+                hirer_reputation: hirer.score,
+                success,
+            },
+        )
+        .await?;
+    }
+    let got = score(ctx, &who.agent.id, &who.agent.skill).await?;
+    let old = who.score;
+    who.score = got;
+    let h = hirer.score;
+    let (mut want, mut raw) = (old, old);
+    for _ in 0..n {
+        want = expected_after(want, success, h);
+        raw += if success { 2.0 * h / 100.0 } else { -4.5 };
+    }
+    let d = (got - want).abs();
+    if d <= EXACT {
+        ctx.checked(format!("{what}: {got}"));
+        return Ok(None);
+    }
+    if d <= ROUNDED {
+        ctx.note(format!(
+            "{what}: {got}, chorus.md §4 gives {want}: rounded to two decimals, accepted (CHO-A10)"
+        ));
+        return Ok(None);
+    }
+    let kind = if success { "SUCCESS" } else { "FAILURE" };
+    let steps = format!("from {old}, {n} {kind} from a hirer at {h}");
+    let clamped = (raw - want).abs() > EXACT || !(0.0..=100.0).contains(&got);
+    let (rule, key, ids, owner, summary): (Rule, &str, &[&str], &'static str, String) = if clamped {
+        (
+            Rule::Clamp,
+            "chorus/reputation:clamp",
+            &["CHO-045"],
+            REPUTATION_CLAMP,
+            format!("{what}: discovery shows {got}; {steps} give {want}, clamped to [0.0, 100.0] (chorus.md §4)"),
+        )
+    } else if success && !outcome_tells_hirer(&ctx.profile().chorus) {
+        (
+            Rule::HirerUnknown,
+            "chorus/profile:hirer_reputation",
+            &[],
+            REPUTATION_SUCCESS,
+            format!(
+                "{what}: discovery shows {got}, not the {want} that {steps} give; the outcome request does not tell the target the hirer's reputation: if its registry takes it from the request, put {{hirer_reputation}} in [chorus] outcome_body or outcome_request"
+            ),
+        )
+    } else if success {
+        (
+            Rule::SuccessGain,
+            "chorus/reputation:success-gain",
+            &["CHO-042", "CHO-043"],
+            REPUTATION_SUCCESS,
+            format!("{what}: discovery shows {got}; {steps} give {want} (+2.0 × {h} / 100 each, chorus.md §4)"),
+        )
+    } else {
+        (
+            Rule::FailurePenalty,
+            "chorus/reputation:failure-penalty",
+            &["CHO-044"],
+            REPUTATION_FAILURE,
+            format!("{what}: discovery shows {got}; {steps} give {want} (−4.5 each, chorus.md §4)"),
+        )
+    };
+    let mut f = Finding::new(key, ids, summary).owned_by(owner);
+    if rule == Rule::HirerUnknown {
+        f = f.at(Level::Profile);
+    }
+    ctx.finding(f);
+    Ok(Some(rule))
+}
+
+// ---------------------------------------------------------------------------
+// Jobs
+
+/// The fixture agent: its discovery entry and its jobs URL (CHO-A3). No agent with
+/// the fixture skill blocks the case with a PROFILE finding.
 pub async fn fixture_agent(ctx: &mut Ctx) -> Step<(Value, String)> {
     let skill = ctx.profile().chorus.fixture_skill.clone();
     let entries = discover(ctx, &format!("skill={skill}")).await?;
     let Some(e) = entries.first().cloned() else {
-        return skip(format!(
-            "no agent with the fixture skill {skill:?} is registered"
-        ));
+        let f = Finding::new(
+            "chorus/profile:fixture_skill",
+            &[],
+            format!(
+                "no agent is listed under the fixture skill {skill:?}: set [chorus] fixture_skill to the skill of the agent the target registers at start-up"
+            ),
+        )
+        .at(Level::Profile)
+        .owned_by(JOB_ECHO);
+        return Err(ctx.block(f));
     };
     let endpoint = e["api_endpoint"]
         .as_str()
@@ -342,6 +1272,35 @@ pub async fn fixture_agent(ctx: &mut Ctx) -> Step<(Value, String)> {
     Ok((e, url))
 }
 
+/// The fixture's `input_data` for `text` ([chorus] fixture_input).
+pub fn fixture_input(ctx: &Ctx, text: &str) -> Value {
+    render_json(
+        &ctx.profile().chorus.fixture_input,
+        &[("text", json!(text))],
+    )
+    .unwrap_or_else(|_| json!({"text": text}))
+}
+
+/// What the fixture returns for `text` ([chorus] fixture_output).
+pub fn fixture_output(ctx: &Ctx, text: &str) -> Value {
+    render_json(
+        &ctx.profile().chorus.fixture_output,
+        &[("text", json!(text))],
+    )
+    .unwrap_or_else(|_| json!({"text": text}))
+}
+
+/// `got` holds every member of `want` with its value (objects member by member,
+/// anything else equal).
+pub fn contains(got: &Value, want: &Value) -> bool {
+    match (got, want) {
+        (Value::Object(g), Value::Object(w)) => w
+            .iter()
+            .all(|(k, v)| g.get(k).is_some_and(|x| contains(x, v))),
+        _ => got == want,
+    }
+}
+
 /// A complete job request for the fixture agent.
 pub fn job(ctx: &Ctx, input: Value, budget: f64, callback_url: &str) -> Value {
     json!({
@@ -353,7 +1312,7 @@ pub fn job(ctx: &Ctx, input: Value, budget: f64, callback_url: &str) -> Value {
 
 /// What a job came to.
 pub enum JobOutcome {
-    /// A final result, how it came, and the round trip observed.
+    /// A final result (its status upper-cased), how it came, and the round trip.
     Result {
         result: Value,
         via: &'static str,
@@ -364,7 +1323,26 @@ pub enum JobOutcome {
 }
 
 fn is_final(v: &Value) -> bool {
-    matches!(v["status"].as_str(), Some("SUCCESS" | "FAILURE"))
+    v["status"]
+        .as_str()
+        .is_some_and(|s| s.eq_ignore_ascii_case("SUCCESS") || s.eq_ignore_ascii_case("FAILURE"))
+}
+
+/// A final result, judged once by the schema (findings owned by the echo case) and
+/// read on with its status upper-cased.
+fn read_result(ctx: &mut Ctx, v: &Value) -> Value {
+    shape_findings(ctx, "job-result", v, &["CHO-029"], JOB_ECHO, |_| false);
+    let mut out = v.clone();
+    if let Some(s) = v["status"].as_str() {
+        out["status"] = json!(s.to_ascii_uppercase());
+    }
+    out
+}
+
+fn delivery_finding(summary: String) -> Finding {
+    Finding::new("chorus/profile:result_delivery", &[], summary)
+        .at(Level::Profile)
+        .owned_by(JOB_ECHO)
 }
 
 /// Sends a job and waits for its result, synchronously or through a callback
@@ -377,36 +1355,54 @@ pub async fn run_job(
     let mut listener = CallbackListener::start(ctx.profile().timing.max_response_bytes)
         .await
         .or_else(skip)?;
-    let mut body = job(ctx, json!({"text": "hello chorus"}), 0.15, &listener.url);
+    let input = fixture_input(ctx, "hello chorus");
+    let mut body = job(ctx, input, 0.15, &listener.url);
     mutate(&mut body);
+    let pick = |k: &str| body.get(k).cloned().unwrap_or(Value::Null);
+    let vars = [
+        ("job_id", pick("job_id")),
+        ("orchestrator_id", pick("orchestrator_id")),
+        ("skill_name", pick("skill_name")),
+        ("budget", pick("budget")),
+        ("callback_url", pick("callback_url")),
+    ];
+    setup(ctx, SetupEvent::Job, &vars).await?;
     let delivery = ctx.profile().chorus.result_delivery;
     let started = Instant::now();
     let r = post(ctx, Base::Url(jobs_url.to_string()), "", &body).await?;
-    if r.http >= 400 {
+    if !r.ok() {
         return Ok((body, JobOutcome::Rejected(r)));
     }
     if let Some(j) = r.json.as_ref().filter(|j| is_final(j)) {
         if delivery == ResultDelivery::Callback {
-            return fail("the result came in the /jobs response; the profile says result_delivery = callback");
+            ctx.finding(delivery_finding(format!(
+                "the result came in the /jobs response ({}); the profile says result_delivery = callback: set it to sync or either",
+                r.describe()
+            )));
         }
-        if j["status"] == "FAILURE" && !r.codes().is_empty() {
+        let result = read_result(ctx, j);
+        if result["status"] == "FAILURE" && !r.codes().is_empty() {
             return Ok((body, JobOutcome::Rejected(r)));
         }
         let rtt = started.elapsed();
         return Ok((
             body,
             JobOutcome::Result {
-                result: j.clone(),
+                result,
                 via: "sync",
                 rtt,
             },
         ));
     }
+    if r.refusal_in_2xx() {
+        return Ok((body, JobOutcome::Rejected(r)));
+    }
     if delivery == ResultDelivery::Sync {
-        return fail(format!(
-            "no result in the /jobs response ({}); the profile says result_delivery = sync",
+        let f = delivery_finding(format!(
+            "no result in the /jobs response ({}); the profile says result_delivery = sync: set it to callback or either",
             r.describe()
         ));
+        return Err(ctx.block(f));
     }
     ctx.note(format!(
         "/jobs answered {}; waiting for the callback",
@@ -417,23 +1413,42 @@ pub async fn run_job(
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let Some(bytes) = listener.next(left).await else {
-            return fail(format!(
-                "no result was POSTed to callback_url within {} ms (CHO-026)",
-                wait.as_millis()
-            ));
+            let f = Finding::new(
+                "chorus/job:no-callback",
+                &["CHO-026"],
+                format!(
+                    "/jobs answered {}, and no result was POSTed to callback_url within {} ms",
+                    r.describe(),
+                    wait.as_millis()
+                ),
+            )
+            .owned_by(JOB_ECHO);
+            return Err(ctx.block(f));
         };
         let text = String::from_utf8_lossy(&bytes).into_owned();
+        ctx.note(format!("callback received: {text}"));
         let v: Value = match json::parse(&bytes) {
             Ok(t) => t.to_serde(),
-            Err(e) => return fail(format!("the callback body is not JSON: {e}: {text}")),
+            Err(e) => {
+                let f = Finding::new(
+                    "chorus/job:callback-not-json",
+                    &["CHO-001", "CHO-026"],
+                    format!(
+                        "the body POSTed to callback_url is not JSON ({e}): {}",
+                        quote(&text)
+                    ),
+                )
+                .owned_by(JOB_ECHO);
+                return Err(ctx.block(f));
+            }
         };
-        ctx.note(format!("callback received: {text}"));
         if is_final(&v) {
             let rtt = started.elapsed();
+            let result = read_result(ctx, &v);
             return Ok((
                 body,
                 JobOutcome::Result {
-                    result: v,
+                    result,
                     via: "callback",
                     rtt,
                 },
@@ -442,15 +1457,99 @@ pub async fn run_job(
     }
 }
 
-/// Credits with at most two decimals (CHO-005).
-pub fn two_decimals(x: f64) -> bool {
-    ((x * 100.0).round() - x * 100.0).abs() < 1e-6
+// ---------------------------------------------------------------------------
+// Refusals
+
+/// The case that owns a code's rule, and the requirement that defines the code.
+fn code_rule(code: &str) -> (&'static str, &'static str) {
+    match code {
+        "BUDGET_INSUFFICIENT" => (BUDGET_CASE, "CHO-028"),
+        "TRANSFER_FAILED" => (TRANSFER_INSUFFICIENT, "CHO-040"),
+        "AGENT_OFFLINE" => (SKILL_MISMATCH_CASE, "CHO-037"),
+        "EXECUTION_ERROR" => (SKILL_MISMATCH_CASE, "CHO-036"),
+        _ => (SKILL_MISMATCH_CASE, "CHO-027"),
+    }
 }
 
-pub fn is_utc_timestamp(v: &Value) -> bool {
-    v.as_str()
-        .is_some_and(|s| s.ends_with('Z') && parse_timestamp(s).is_ok())
+/// A refusal that came with a 2xx status and no FAILURE result: chorus.md names no
+/// status, and a 4xx/5xx or a FAILURE result is what its codes come with (CHO-A5).
+fn refusal_status_finding(ctx: &mut Ctx, r: &Resp, code: Option<&str>, what: &str) {
+    let f = match code {
+        Some(c) => {
+            let (owner, id) = code_rule(c);
+            Finding::new(
+                format!("chorus/refusal-http-200:{c}"),
+                &[id, "CHO-A5"],
+                format!(
+                    "{what}: the refusal with {c} came as {}: a 4xx/5xx status, or a FAILURE job result, carries a chorus.md §5 code",
+                    r.describe()
+                ),
+            )
+            .owned_by(owner)
+        }
+        None => Finding::new(
+            "chorus/refusal-http-200",
+            &["CHO-A5"],
+            format!(
+                "{what}: the refusal came as {}, not as a 4xx/5xx status or a FAILURE job result",
+                r.describe()
+            ),
+        )
+        .owned_by(REJECTS_INVALID),
+    };
+    ctx.finding(f);
 }
+
+/// The case's own rule: a refusal that carries `code` (CHO-A5: in any top-level
+/// member, or a FAILURE result's error_message; any 4xx/5xx status).
+pub fn expect_code(ctx: &mut Ctx, r: &Resp, code: &str, what: &str) -> Step<()> {
+    let (_, id) = code_rule(code);
+    let has = r.codes().iter().any(|c| c == code);
+    if r.http >= 400 || r.is_failure_result() {
+        if !has {
+            return fail(format!(
+                "{what}: refused with {}, which carries no {code} ({id})",
+                r.describe()
+            ));
+        }
+    } else if r.refusal_in_2xx() {
+        if !has {
+            return fail(format!(
+                "{what}: refused with {}, which carries no {code} ({id})",
+                r.describe()
+            ));
+        }
+        refusal_status_finding(ctx, r, Some(code), what);
+    } else {
+        return fail(format!(
+            "{what}: expected a refusal with {code}, got {} ({id})",
+            r.describe()
+        ));
+    }
+    ctx.checked(format!("{what}: {code}"));
+    Ok(())
+}
+
+/// Rejected: a 4xx, or a FAILURE result; a 2xx that says no is read as a refusal,
+/// with a finding.
+pub fn expect_rejected(ctx: &mut Ctx, r: &Resp, what: &str) -> Step<()> {
+    if (400..500).contains(&r.http) || (r.ok() && r.is_failure_result()) {
+        ctx.checked(format!("{what}: rejected ({})", r.http));
+        Ok(())
+    } else if r.refusal_in_2xx() {
+        let code = r.codes().into_iter().find(|c| CODES.contains(&c.as_str()));
+        refusal_status_finding(ctx, r, code.as_deref(), what);
+        Ok(())
+    } else {
+        fail(format!(
+            "{what}: expected a 4xx or a FAILURE result, got {}",
+            r.describe()
+        ))
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Ledger
 
 /// A transfer body.
 pub fn transfer(from: &str, to: &str, amount: f64) -> Value {
@@ -458,7 +1557,183 @@ pub fn transfer(from: &str, to: &str, amount: f64) -> Value {
            "job_id": new_id(), "timestamp_utc": now_utc()})
 }
 
-/// A fresh owner, whose balance is the profile's initial credits.
+/// A fresh owner name (no setup requests sent).
 pub fn fresh_owner() -> String {
     format!("h-owner-{}", new_id())
+}
+
+/// A fresh owner, set up by the profile's `owner` requests to hold
+/// `initial_credits`.
+pub async fn funded_owner(ctx: &mut Ctx) -> Step<String> {
+    let owner = fresh_owner();
+    let amount = ctx.profile().chorus.initial_credits;
+    setup(
+        ctx,
+        SetupEvent::Owner,
+        &[("owner_id", json!(owner)), ("amount", json!(amount))],
+    )
+    .await?;
+    Ok(owner)
+}
+
+/// `POST /transfer` on the ledger, after the profile's `transfer` requests.
+pub async fn send_transfer(ctx: &mut Ctx, body: &Value) -> Step<Resp> {
+    let pick = |k: &str| body.get(k).cloned().unwrap_or(Value::Null);
+    let vars = [
+        ("transfer_id", pick("transfer_id")),
+        ("from_owner", pick("from_owner")),
+        ("to_owner", pick("to_owner")),
+        ("amount", pick("amount")),
+        ("job_id", pick("job_id")),
+    ];
+    setup(ctx, SetupEvent::Transfer, &vars).await?;
+    post(ctx, Base::Ledger, "transfer", body).await
+}
+
+/// The transfer was taken: a 2xx that does not say no. The body is the ledger's
+/// own (chorus.md defines none, CHO-A14).
+pub fn taken(r: &Resp) -> bool {
+    r.ok() && !r.refusal_in_2xx()
+}
+
+/// A transfer within a fresh owner's credits must be taken. When it is not, the
+/// case cannot go on: refused for want of credits, the owners were not funded as
+/// the profile says (PROFILE); refused otherwise, the ledger does not take valid
+/// transfers (CHO-038). Both owned by the transfer case.
+pub fn expect_taken(ctx: &mut Ctx, r: &Resp, amount: f64, what: &str) -> Step<()> {
+    if taken(r) {
+        ctx.checked(format!("{what}: taken ({})", r.http));
+        return Ok(());
+    }
+    let initial = ctx.profile().chorus.initial_credits;
+    let f = if r.codes().iter().any(|c| c == "TRANSFER_FAILED") {
+        Finding::new(
+            "chorus/profile:initial_credits",
+            &[],
+            format!(
+                "{what}: a transfer of {amount} from a fresh owner was refused with {}: fresh owners do not hold the {initial} credits of [chorus] initial_credits here. Add [[chorus.setup_requests]] with on = \"owner\" that open and fund each owner's account ({{owner_id}}, {{amount}}), or set initial_credits to what a fresh owner holds",
+                r.describe()
+            ),
+        )
+        .at(Level::Profile)
+    } else {
+        Finding::new(
+            "chorus/transfer:refused",
+            &["CHO-038", "CHO-039"],
+            format!(
+                "{what}: a complete transfer of {amount} was refused: {}",
+                r.describe()
+            ),
+        )
+    };
+    Err(ctx.block(f.owned_by(TRANSFER)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_fill_strings_and_values() {
+        let vars = [
+            ("owner_id", json!("o\"1")),
+            ("amount", json!(12.5)),
+            ("output_data", Value::Null),
+        ];
+        let v = render_json(
+            r#"{"owner": "{owner_id}", "credits": {amount}, "note": "at {amount}", "out": {output_data}}"#,
+            &vars,
+        )
+        .unwrap();
+        assert_eq!(
+            v,
+            json!({"owner": "o\"1", "credits": 12.5, "note": "at 12.5", "out": null})
+        );
+        assert_eq!(
+            render("/a/{owner_id}?n={amount}", &vars, false).unwrap(),
+            "/a/o\"1?n=12.5"
+        );
+        let e = render_json(r#"{"x": "{nope}"}"#, &vars).unwrap_err();
+        assert!(e.contains("{nope}") && e.contains("{amount}"), "{e}");
+        // Braces that are no placeholder stay as they are.
+        assert_eq!(
+            render_json(r#"{"a": {"b": "{}"}}"#, &vars).unwrap(),
+            json!({"a": {"b": "{}"}})
+        );
+    }
+
+    #[test]
+    fn codes_are_found_where_targets_put_them() {
+        let r = |http: u16, v: Value| Resp {
+            http,
+            json: Some(v),
+            raw: String::new(),
+        };
+        assert_eq!(
+            r(400, json!({"error": "SKILL_MISMATCH"})).codes(),
+            ["SKILL_MISMATCH"]
+        );
+        assert_eq!(
+            r(400, json!({"detail": "SKILL_MISMATCH: no skill x"})).codes(),
+            ["SKILL_MISMATCH"]
+        );
+        assert_eq!(
+            r(
+                402,
+                json!({"error": {"code": "BUDGET_INSUFFICIENT", "message": "low"}})
+            )
+            .codes(),
+            ["BUDGET_INSUFFICIENT"]
+        );
+        assert!(r(404, json!({"detail": "Skill 'x' not found"}))
+            .codes()
+            .is_empty());
+        let echo = r(
+            200,
+            json!({"status": "SUCCESS", "output_data": {"text": "TRANSFER_FAILED"}}),
+        );
+        assert!(echo.codes().is_empty() && !echo.is_refusal());
+        let failed = r(200, json!({"status": "failed", "error": "TRANSFER_FAILED"}));
+        assert!(failed.refusal_in_2xx() && failed.is_refusal());
+        assert!(!r(200, json!({"status": "completed"})).is_refusal());
+        assert!(r(200, json!({"status": "FAILURE", "error_message": "x"})).is_failure_result());
+    }
+
+    #[test]
+    fn utc_is_z_or_a_zero_offset() {
+        for ok in [
+            "2026-02-11T14:15:09Z",
+            "2026-02-11T14:15:09.123Z",
+            "2026-02-11T14:15:09+00:00",
+            "2026-02-11T14:15:09-00:00",
+            "2026-02-11T14:15:09z",
+        ] {
+            assert!(is_utc_timestamp(&json!(ok)), "{ok}");
+        }
+        for bad in [
+            "2026-02-11T16:15:09+02:00",
+            "2026-02-11T14:15:09",
+            "yesterday",
+        ] {
+            assert!(!is_utc_timestamp(&json!(bad)), "{bad}");
+        }
+    }
+
+    #[test]
+    fn ids_in_other_encodings() {
+        let id = "a3b8d1b6-0b3b-4b1a-9c1a-1a2b3c4d5e6f";
+        assert!(same_id("a3b8d1b60b3b4b1a9c1a1a2b3c4d5e6f", id));
+        assert!(same_id("{A3B8D1B6-0B3B-4B1A-9C1A-1A2B3C4D5E6F}", id));
+        assert!(same_id(&format!("urn:uuid:{id}"), id));
+        assert!(!same_id("123", id));
+        assert_eq!(
+            canonical_id("A3B8D1B60B3B4B1A9C1A1A2B3C4D5E6F").as_deref(),
+            Some(id)
+        );
+    }
+
+    #[test]
+    fn the_default_profile_checks() {
+        check_profile(&ChorusSection::default()).unwrap();
+    }
 }

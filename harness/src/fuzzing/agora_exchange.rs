@@ -2,14 +2,16 @@
 //! target's own protocol fixture, mutated field by field, respelled, or edited byte
 //! by byte; follow-ups in live conversations; `/wellknown` read back.
 //!
-//! Oracles, beyond the reply checks every case makes (`expect::agora_exchange::judge`:
-//! JSON object, status, Content-Type, schema):
+//! Oracles, beyond the reply checks every case makes (`expect::agora_exchange::read_reply`:
+//! JSON object, status word, failure shape, Content-Type, conversation members; a
+//! failing finding it reads past fails the fuzz case):
 //! - never a 5xx;
 //! - a failure reply carries a string `error` (AEX-010);
 //! - the verdict the spec fixes for the request as sent: success for a well-formed
 //!   request (extra members are ignored, AEX-019), HTTP 200 with status failure for
-//!   an unsupported protocol (AEX-040, AEX-052), a rejection for a missing body or a
-//!   malformed hash (AEX-008, AEX-040), and for the echo protocol the protocol-level
+//!   an unsupported protocol (AEX-040, AEX-052), a rejection (any 4xx or a 200
+//!   failure) for a missing body or a malformed hash (AEX-008, AEX-040), HTTP 400 for
+//!   malformed JSON that draws a 4xx (AEX-049), and for the echo protocol the protocol-level
 //!   error inside `body` (AEX-053, AEX-054); where the spec leaves the choice open
 //!   the verdict is not judged;
 //! - conversation fields only on multi-round replies, and `conversationExpires`
@@ -323,7 +325,8 @@ fn judge(r: &Reply, want: Expect, what: &str) -> Step<()> {
     let verdict = || format!("{what}: {}", r.describe());
     match want {
         Expect::Open => Ok(()),
-        Expect::Rejected if r.http == 400 || r.is_agora_failure() => Ok(()),
+        // Any 4xx: the spec names no code for most invalid requests.
+        Expect::Rejected if r.is_client_error() || r.is_agora_failure() => Ok(()),
         Expect::Rejected => finding("verdict", format!("expected a rejection; {}", verdict())),
         Expect::AgoraFailure if r.is_agora_failure() => Ok(()),
         Expect::AgoraFailure => finding(
@@ -400,6 +403,14 @@ async fn one_case(f: &mut FuzzCtx) -> Step<()> {
                     "verdict",
                     format!(
                         "malformed JSON was answered with success (AEX-048): {}",
+                        r.describe()
+                    ),
+                ),
+                // §10.1 names 400 for malformed JSON.
+                Err(_) if r.is_client_error() && r.http != 400 => finding(
+                    "verdict",
+                    format!(
+                        "malformed JSON drew {}, not HTTP 400 (AEX-049)",
                         r.describe()
                     ),
                 ),

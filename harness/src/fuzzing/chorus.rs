@@ -49,8 +49,10 @@
 //! - ledger: over a drawn sequence of transfers between two fresh owners, a transfer
 //!   within the balance is accepted (CHO-038), one above it fails with
 //!   TRANSFER_FAILED and moves nothing (CHO-040), a repeated transfer_id is applied
-//!   once (CHO-039, as the transfer-idempotent case reads it), and the balance ends
-//!   where the model says: draining it exactly works, one cent more fails;
+//!   once where the profile declares it (CHO-039, CHO-A14, as the transfer-idempotent
+//!   case reads it), and the balance ends where the model says: draining it exactly
+//!   works, one cent more fails; the owners are set up by the profile's `owner` setup
+//!   requests;
 //! - wire-form: a respelled message (key order, whitespace, escapes) gets the verdict
 //!   of its value.
 
@@ -60,9 +62,9 @@ use super::scripted::{
 use crate::case::{skip, CaseFuture, Step, Stop};
 use crate::drive::Transport;
 use crate::expect::chorus::{
-    call, check_score, discover, expected_after, fixture_agent, fresh_owner, job, now_utc, post,
+    call, check_score, discover, expected_after, fixture_agent, funded_owner, job, now_utc, post,
     registration, report_outcome, run_job, score, transfer, two_decimals, unique_skill, Base,
-    JobOutcome, Resp, CODES,
+    JobOutcome, Report, Resp, CODES,
 };
 use arbitrary::Arbitrary;
 use reference_impl::wire::clock::parse_timestamp;
@@ -1168,7 +1170,29 @@ async fn post_bytes(f: &mut FuzzCtx, base: Base, path: &str, bytes: Vec<u8>) -> 
     Ok(Resp {
         http: r.status,
         json: parsed,
+        raw: String::from_utf8_lossy(&r.body).into_owned(),
     })
+}
+
+/// Reports one outcome for `agent` (at `score`) hired by `hirer` (at `hirer_score`).
+async fn outcome(
+    f: &mut FuzzCtx,
+    agent: &str,
+    score: f64,
+    hirer: &str,
+    hirer_score: f64,
+    success: bool,
+) -> Step<()> {
+    let report = Report {
+        agent_id: agent,
+        agent_owner: "",
+        reputation: score,
+        hirer_id: hirer,
+        hirer_owner: "",
+        hirer_reputation: hirer_score,
+        success,
+    };
+    report_outcome(&mut f.ctx, &report).await
 }
 
 fn status_of(r: &Resp) -> Option<&str> {
@@ -1413,7 +1437,8 @@ async fn pool(f: &mut FuzzCtx) -> Step<Pool> {
     for (who, hirer, success, times) in plan {
         for _ in 0..times {
             let (a, h) = (ids[who].clone(), ids[hirer].clone());
-            tagged("outcome", report_outcome(&mut f.ctx, &a, &h, success).await)?;
+            let (s, hs) = (scores[who], scores[hirer]);
+            tagged("outcome", outcome(f, &a, s, &h, hs, success).await)?;
             scores[who] = expected_after(scores[who], success, scores[hirer]);
         }
     }
@@ -1811,7 +1836,7 @@ async fn reputation_case(f: &mut FuzzCtx, c: Reputation) -> Step<()> {
         let hid = hirer.id.clone();
         tagged(
             "outcome",
-            report_outcome(&mut f.ctx, &t, &hid, success).await,
+            outcome(f, &t, want, &hid, hirer_score, success).await,
         )?;
         want = expected_after(want, success, hirer_score);
         if c.check_each || i + 1 == n {
@@ -1843,14 +1868,12 @@ async fn clamp_case(f: &mut FuzzCtx, c: Clamp) -> Step<()> {
     for h in hirers {
         let i = usize::from(h) % p.agents.len();
         let hirer = if i == who {
-            p.agents[H50].id.clone()
+            &p.agents[H50]
         } else {
-            p.agents[i].id.clone()
+            &p.agents[i]
         };
-        tagged(
-            "outcome",
-            report_outcome(&mut f.ctx, &id, &hirer, success).await,
-        )?;
+        let (hid, hs) = (hirer.id.clone(), hirer.score_cents as f64 / 100.0);
+        tagged("outcome", outcome(f, &id, want, &hid, hs, success).await)?;
     }
     let got = tagged("discovery", score(&mut f.ctx, &id, &p.skill).await)?;
     let what = format!(
@@ -1875,6 +1898,7 @@ fn judge_result(
     let r = Resp {
         http: 200,
         json: Some(result.clone()),
+        raw: String::new(),
     };
     codes_fit(&r, m, "the job")?;
     let sent_id = sent["job_id"].as_str().filter(|s| is_uuid(s));
@@ -2031,7 +2055,9 @@ struct Sent {
 
 async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> Step<()> {
     let initial = (f.ctx.profile().chorus.initial_credits * 100.0).round() as i64;
-    let (a, b) = (fresh_owner(), fresh_owner());
+    let idempotent = f.ctx.profile().chorus.idempotent_transfers;
+    let a = funded_owner(&mut f.ctx).await?;
+    let b = funded_owner(&mut f.ctx).await?;
     let mut books = Books {
         balance: HashMap::from([(a.clone(), Some(initial)), (b.clone(), Some(initial))]),
     };
@@ -2054,8 +2080,16 @@ async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> Step<()> {
                     Some(w) => respell(&value, w),
                     None => prev.bytes.clone(),
                 };
-                let (mut m, effect) = transfer_model(&value, &books);
-                if was_accepted {
+                let (mut m, mut effect) = transfer_model(&value, &books);
+                if was_accepted && !idempotent {
+                    // The profile does not declare idempotency (CHO-A14): whatever
+                    // the repeat does, the balances are no longer known.
+                    m.note(
+                        Class::Open,
+                        "a repeated transfer_id ([chorus] idempotent_transfers = false)",
+                    );
+                    effect = Effect::Unknown(vec![a.clone(), b.clone()]);
+                } else if was_accepted {
                     // Applied once: accepted again, nothing moves (CHO-039).
                     m = Model::default();
                 } else if m.verdict() == Verdict::Accept {
@@ -2069,7 +2103,7 @@ async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> Step<()> {
                     "ledger",
                 )?;
                 let ok = r.ok() && !is_rejection(&r);
-                if ok && !was_accepted {
+                if ok && (!was_accepted || !idempotent) {
                     books.apply(&effect);
                 }
                 history.push(Sent {

@@ -1,9 +1,18 @@
 //! The agentprotocol suite (agentprotocol.md): the cases, nothing else. Every case
 //! runs over each binding the target offers (HTTP, WebSocket, files).
+//!
+//! Each case judges its own subject. What every reply is held to (envelope,
+//! signature, addressee, correlationId, error payload) is read by
+//! `expect::agentprotocol::read_reply`, whose findings are owned by one case each
+//! (hello, echo-request, unknown-action, invalid-message, ids-unique); the other
+//! cases list them and go on. Silence is never a pass: where no reply is the
+//! expected or an allowed answer, a liveness probe on the same binding must be
+//! answered, or the case is blocked.
 
-use crate::case::{fail, Bindings, Case, Suite, Untestable};
+use crate::case::{Bindings, Case, Level, Step, Stop, Suite, Untestable};
 use crate::drive::Transport;
 use crate::expect::agentprotocol::*;
+use crate::finding::Finding;
 use crate::script::Ctx;
 use reference_impl::wire::keys::Keypair;
 use serde_json::{json, Value};
@@ -40,42 +49,95 @@ fn echo(ctx: &Ctx) -> String {
     ctx.profile().agentprotocol.echo_action.clone()
 }
 
+/// JSON equality with numbers compared by value (4 and 4.0 are one number).
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(i), Some(j)) => i == j,
+            _ => x.as_f64() == y.as_f64(),
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, p)| y.get(k).is_some_and(|q| json_eq(p, q)))
+        }
+        _ => a == b,
+    }
+}
+
+/// Ends a case with what it found of its own subject: nothing, or the strongest
+/// finding as its stop (its summary becomes the case's message), the others
+/// recorded beside it.
+fn verdict(ctx: &mut Ctx, mut found: Vec<Finding>) -> Step<()> {
+    found.sort_by_key(|f| std::cmp::Reverse(f.level.strength()));
+    let mut it = found.into_iter();
+    let Some(first) = it.next() else {
+        return Ok(());
+    };
+    for f in it {
+        ctx.deviation(f);
+    }
+    Err(Stop::Finding(first))
+}
+
+const CORE: [&str; 5] = [
+    "agentprotocol:core",
+    "agentprotocol:tasks",
+    "agentprotocol:proofs",
+    "agentprotocol:reputation",
+    "agentprotocol:directory",
+];
+
 pub const CASES: &[Case] = &[
     case!("hello", "hello is answered by a signed hello with the full envelope, version, features and capabilities",
         ["AGP-001", "AGP-002", "AGP-003", "AGP-004", "AGP-005", "AGP-006", "AGP-007", "AGP-008", "AGP-009", "AGP-011", "AGP-012",
          "AGP-013", "AGP-014", "AGP-015", "AGP-016", "AGP-017", "AGP-030", "AGP-031", "AGP-032", "AGP-040", "AGP-041", "AGP-042", "AGP-044"],
         Fact, |ctx| {
+        // The envelope, signature, addressee and payload types of the reply are read
+        // by read_reply, whose findings this case owns.
         let mut me = Me::new(ctx);
+        let mut found: Vec<Finding> = Vec::new();
         let r = me.hello(ctx).await?;
-        for k in ["protocol", "id", "timestamp", "from", "to", "type", "payload", "signature"] {
-            if r.get(k).is_none() {
-                return fail(format!("the hello reply has no `{k}` (AGP-001)"));
-            }
+        if r["type"] != "hello" {
+            // Judged by the hello:not-hello or hello:no-reply finding this case owns.
+            return Ok(());
         }
-        if r["payload"]["version"] != "0.1" || !r["payload"]["features"].is_array() {
-            return fail(format!("hello payload should carry version \"0.1\" and a features array (AGP-014): {}", r["payload"]));
+        let p = &r["payload"];
+        match p.get("version") {
+            None => found.push(Finding::new(key("hello:version"), &["AGP-014"], format!("the hello payload carries no version (AGP-014): {}", shown(&p.to_string())))),
+            Some(Value::String(v)) if v != "0.1" => found.push(Finding::new(key("hello:version"), &["AGP-014"], format!("the hello payload's version is {v:?}, not \"0.1\" (AGP-014)"))),
+            // A version of another type is the payload schema's finding.
+            Some(_) => {}
+        }
+        if p.get("features").is_none() {
+            found.push(Finding::new(key("hello:features"), &["AGP-014"], format!("the hello payload carries no features list (AGP-014): {}", shown(&p.to_string()))));
         }
         if me.target_capabilities.is_empty() {
-            return fail("the target's hello lists no capability (AGP-015)");
+            found.push(Finding::new(key("hello:no-capabilities"), &["AGP-015"], format!("the target's hello lists no capability: from is {} (AGP-015)", shown(&r["from"].to_string()))));
         }
-        let core = ["agentprotocol:core", "agentprotocol:tasks", "agentprotocol:proofs", "agentprotocol:reputation", "agentprotocol:directory"];
         for c in &me.target_capabilities {
-            if c.starts_with("agentprotocol:") && !core.contains(&c.as_str()) {
-                return fail(format!("{c} is not one of the core capabilities (AGP-016)"));
+            if c.starts_with("agentprotocol:") && !CORE.contains(&c.as_str()) {
+                found.push(Finding::new(key("hello:core-capabilities"), &["AGP-016"], format!("{c} is not one of the core capabilities (AGP-016)")));
             }
             if !c.contains(':') {
-                return fail(format!("capability {c:?} is not of the form prefix:name (AGP-007)"));
+                found.push(Finding::new(key("hello:capability-form"), &["AGP-007"], format!("capability {c:?} is not of the form prefix:name (AGP-007)")));
             }
         }
-        if !me.target_capabilities.iter().any(|c| c == "agentprotocol:core") {
-            ctx.warn("the target does not advertise agentprotocol:core (AGP-016)");
+        if !me.target_capabilities.is_empty() && !me.target_capabilities.iter().any(|c| c == "agentprotocol:core") {
+            found.push(Finding::new(key("hello:no-core"), &["AGP-016", "AGP-A20"], "the target does not advertise agentprotocol:core (informational, AGP-A20)").at(Level::Info));
         }
-        ctx.note(format!("over {}: capabilities {:?}, features {:?}", ctx.transport, me.target_capabilities, me.target_features));
-        Ok(())
+        ctx.note(format!("over {}: capabilities {:?}, features {:?} (informational, AGP-A17)", ctx.transport, me.target_capabilities, me.target_features));
+        verdict(ctx, found)
     }),
     case!("echo-request", "a request for the echo action gets a response echoing correlationId, status success and result = params",
         ["AGP-018", "AGP-019", "AGP-043"], Fact, |ctx| {
+        // The correlationId echo and the response payload are read by read_reply,
+        // whose findings on them this case owns.
         let mut me = Me::new(ctx);
+        let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
         let params = json!({"text": "hello", "n": 3, "nested": {"ok": true}});
         let mut req = me.message("request", json!({"action": echo(ctx), "correlationId": "req-123", "params": params, "timeout": 30000, "x-extra": 1}));
@@ -83,31 +145,31 @@ pub const CASES: &[Case] = &[
         me.sign(&mut req);
         let r = me.send(ctx, &req).await?;
         if r["type"] != "response" {
-            return fail(format!("expected a response, got {} {}", r["type"], r["payload"]));
+            return Err(own("echo-request:not-carried-out", &["AGP-018", "AGP-019", "AGP-043"], format!("an echo request with metadata and an extra payload member drew {} (AGP-018, AGP-043)", describe(&r))));
         }
-        if let Err(e) = ctx.shared.schemas.check("agentprotocol/response-payload", &r["payload"]) {
-            return fail(format!("response payload: {e}"));
+        let p = &r["payload"];
+        if p["status"].is_string() && p["status"] != "success" {
+            found.push(Finding::new(key("echo-request:status"), &["AGP-A11"], format!("the echo response has status {} (informational, AGP-A11)", p["status"])));
         }
-        if r["payload"]["correlationId"] != "req-123" {
-            return fail(format!("the response carries correlationId {}, not req-123 (AGP-019)", r["payload"]["correlationId"]));
+        if !json_eq(&p["result"], &params) {
+            return Err(own("echo-request:result", &["AGP-019"], format!("the echo response's result is {}, not the params {params} (AGP-019)", shown(&p["result"].to_string()))));
         }
-        if r["payload"]["status"] != "success" || r["payload"]["result"] != params {
-            return fail(format!("the echo should succeed with result = params: {}", r["payload"]));
-        }
-        Ok(())
+        verdict(ctx, found)
     }),
     case!("unknown-action", "an action the target lacks draws CAPABILITY_NOT_SUPPORTED with details.requested and details.available",
         ["AGP-020", "AGP-022", "AGP-026"], Fact, |ctx| {
+        // The error payload's shape, its correlationId and its code's spelling are
+        // read by read_reply, whose findings on them this case owns.
         let mut me = Me::new(ctx);
         me.hello(ctx).await?;
         let req = me.request("h-no-such-action", json!({}), json!({}));
-        let r = me.expect_error(ctx, &req, "CAPABILITY_NOT_SUPPORTED", "unknown action").await?;
-        if let Err(e) = ctx.shared.schemas.check("agentprotocol/error-payload", &r["payload"]) {
-            return fail(format!("error payload: {e}"));
-        }
+        let r = match me.refusal(ctx, &req, "CAPABILITY_NOT_SUPPORTED", "unknown action").await? {
+            Ok(r) => r,
+            Err(got) => return Err(own("unknown-action:code", &["AGP-020", "AGP-026"], format!("an action the target lacks drew {got}, not error CAPABILITY_NOT_SUPPORTED (AGP-026)"))),
+        };
         let d = &r["payload"]["details"];
         if d["requested"] != "h-no-such-action" || !d["available"].is_array() {
-            return fail(format!("details should name the requested action and list the available ones (AGP-020): {d}"));
+            return Err(own("unknown-action:details", &["AGP-020"], format!("CAPABILITY_NOT_SUPPORTED details are {}: they should name the requested action and list the available ones (AGP-020)", shown(&d.to_string()))));
         }
         Ok(())
     }),
@@ -115,21 +177,26 @@ pub const CASES: &[Case] = &[
         let mut me = Me::new(ctx);
         me.hello(ctx).await?;
         let base = me.request(&echo(ctx), json!({"a": 1}), json!({}));
-        let variants: Vec<(&str, Value)> = vec![
-            ("no type", { let mut m = base.clone(); m.as_object_mut().map(|o| o.remove("type")); m }),
-            ("id 123", { let mut m = base.clone(); m["id"] = json!(123); m }),
-            ("type \"bogus\"", { let mut m = base.clone(); m["type"] = json!("bogus"); m }),
-            ("params as a string", { let mut m = base.clone(); m["payload"]["params"] = json!("a=1"); m }),
+        let variants: Vec<(&str, &str, Value)> = vec![
+            ("no type", "AGP-023", { let mut m = base.clone(); m.as_object_mut().map(|o| o.remove("type")); m }),
+            ("id 123", "AGP-023", { let mut m = base.clone(); m["id"] = json!(123); m }),
+            ("type \"bogus\"", "AGP-010", { let mut m = base.clone(); m["type"] = json!("bogus"); m }),
+            ("params as a string", "AGP-018", { let mut m = base.clone(); m["payload"]["params"] = json!("a=1"); m }),
         ];
-        for (what, mut m) in variants {
+        for (what, req, mut m) in variants {
             m["id"] = if what == "id 123" { json!(123) } else { json!(reference_impl::wire::new_id()) };
+            m["payload"]["correlationId"] = json!(format!("im-{}", &reference_impl::wire::new_id()[..8]));
             me.sign(&mut m);
-            me.expect_error(ctx, &m, "INVALID_MESSAGE", what).await?;
+            if let Err(got) = me.refusal(ctx, &m, "INVALID_MESSAGE", what).await? {
+                let ids: &[&str] = if req == "AGP-023" { &["AGP-023"] } else { &[req, "AGP-023"] };
+                return Err(own("invalid-message:accepted", ids, format!("a request with {what} drew {got}, not error INVALID_MESSAGE ({req})")));
+            }
         }
         Ok(())
     }),
     case!("input-validation", "odd payloads draw INVALID_MESSAGE, never INTERNAL_ERROR or a dropped connection", ["AGP-038"], Should, |ctx| {
         let mut me = Me::new(ctx);
+        let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
         for (what, payload) in [
             ("action 7", json!({"action": 7, "correlationId": "c1"})),
@@ -137,20 +204,27 @@ pub const CASES: &[Case] = &[
         ] {
             let mut m = me.message("request", payload);
             me.sign(&mut m);
-            me.expect_error(ctx, &m, "INVALID_MESSAGE", what).await?;
+            if let Err(got) = me.refusal(ctx, &m, "INVALID_MESSAGE", what).await? {
+                found.push(Finding::new(key("input-validation:not-refused"), &["AGP-038"], format!("a request with {what} drew {got}, not error INVALID_MESSAGE (AGP-038)")));
+            }
         }
-        Ok(())
+        verdict(ctx, found)
     }),
     case!("reject-tampered", "a message changed after signing draws INVALID_SIGNATURE and is not carried out", ["AGP-024", "AGP-033", "AGP-035"], Fact, |ctx| {
         let mut me = Me::new(ctx);
+        let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
-        let mut m = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
-        m["payload"]["params"]["text"] = json!("changed");
-        me.expect_error(ctx, &m, "INVALID_SIGNATURE", "tampered payload").await?;
-        let mut m = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
-        m["to"]["broadcast"] = json!(true);
-        me.expect_error(ctx, &m, "INVALID_SIGNATURE", "to.broadcast changed after signing").await?;
-        Ok(())
+        let mut payload_changed = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
+        payload_changed["payload"]["params"]["text"] = json!("changed");
+        let mut to_changed = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
+        to_changed["to"]["broadcast"] = json!(true);
+        for (what, m, req) in [("a payload changed after signing", payload_changed, "AGP-024"), ("to.broadcast changed after signing", to_changed, "AGP-033")] {
+            if let Err(got) = me.refusal(ctx, &m, "INVALID_SIGNATURE", what).await? {
+                let rule = if got.carried_out { "reject-tampered:carried-out" } else { "reject-tampered:code" };
+                found.push(Finding::new(key(rule), &[req, "AGP-035"], format!("a message with {what} drew {got}, not error INVALID_SIGNATURE ({req})")));
+            }
+        }
+        verdict(ctx, found)
     }),
     case!("reject-wrong-key", "a message signed by one key but naming another in from.agentId draws INVALID_SIGNATURE", ["AGP-034", "AGP-035"], Fact, |ctx| {
         let mut me = Me::new(ctx);
@@ -158,61 +232,92 @@ pub const CASES: &[Case] = &[
         let mut m = me.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}}));
         let other = Keypair::generate();
         let _ = reference_impl::agentprotocol::message::sign(&mut m, &other);
-        me.expect_error(ctx, &m, "INVALID_SIGNATURE", "signature by another key").await?;
+        if let Err(got) = me.refusal(ctx, &m, "INVALID_SIGNATURE", "signature by another key").await? {
+            let rule = if got.carried_out { "reject-wrong-key:carried-out" } else { "reject-wrong-key:code" };
+            return Err(own(rule, &["AGP-034", "AGP-035"], format!("a message signed by another key than from.agentId's drew {got}, not error INVALID_SIGNATURE (AGP-034)")));
+        }
         Ok(())
     }),
     case!("unsigned-request", "an unsigned request to a target that advertises signed-messages is refused", ["AGP-030", "AGP-035"], Should, |ctx| {
         let mut me = Me::new(ctx);
+        let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
         let m = me.message("request", json!({"action": echo(ctx), "correlationId": "us", "params": {}}));
-        let r = me.send(ctx, &m).await?;
         let advertises = me.target_features.iter().any(|f| f == "signed-messages");
-        if r["type"] == "response" {
-            if advertises {
-                return fail("the target advertises signed-messages but carried out an unsigned request (AGP-A3)");
+        match me.send_answer(ctx, &m, Duration::from_millis(ctx.profile().timing.case_timeout_ms)).await? {
+            Answer::Reply(r) if r["type"] == "response" => {
+                let why = if advertises { "although the target advertises signed-messages (AGP-A3)" } else { "(a warning, AGP-A3)" };
+                found.push(Finding::new(key("unsigned-request:carried-out"), &["AGP-030", "AGP-035"], format!("an unsigned request was carried out {why}: {}", describe(&r))));
             }
-            ctx.warn("an unsigned request was carried out (AGP-030, AGP-A3)");
+            Answer::Reply(_) | Answer::Empty(_) => {}
+            Answer::Silence => {
+                // A silent refusal, if the target is alive.
+                if me.probe(ctx).await?.is_none() {
+                    return Err(ctx.block(Finding::new(key("transport:no-answer"), &[], "the target did not answer an unsigned request, nor a signed one after it")));
+                }
+            }
         }
-        Ok(())
+        verdict(ctx, found)
     }),
     case!("unknown-agent", "a message addressed to another agent draws UNKNOWN_AGENT", ["AGP-025"], Profile, |ctx| {
         if ctx.transport == Transport::File {
             return crate::case::skip("over the file binding a message reaches only the agent its name addresses, so the target never sees one for another agent");
         }
         let mut me = Me::new(ctx);
+        let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
         let mut m = me.message("request", json!({"action": echo(ctx), "correlationId": "ua", "params": {}}));
         m["to"]["agentId"] = json!(reference_impl::agentprotocol::message::agent_id(&Keypair::generate()));
         me.sign(&mut m);
-        me.expect_error(ctx, &m, "UNKNOWN_AGENT", "to.agentId of another agent").await?;
-        Ok(())
+        if let Err(got) = me.refusal(ctx, &m, "UNKNOWN_AGENT", "to.agentId of another agent").await? {
+            let rule = if got.carried_out { "unknown-agent:carried-out" } else { "unknown-agent:code" };
+            let summary = format!("a request addressed to another agent drew {got}, not error UNKNOWN_AGENT (AGP-025)");
+            if ctx.profile().agentprotocol.unknown_agent_error {
+                return Err(Stop::Finding(Finding::new(key(rule), &["AGP-025"], format!("{summary}; the profile says the target is a hub or relay: set [agentprotocol] unknown_agent_error = false for a single agent")).at(Level::Profile)));
+            }
+            found.push(Finding::new(key(rule), &["AGP-025"], format!("{summary} (informational for a single agent)")).at(Level::Info));
+        }
+        verdict(ctx, found)
     }),
     case!("notify", "a notify draws no response", ["AGP-021"], Fact, |ctx| {
         let mut me = Me::new(ctx);
+        let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
         let mut m = me.message("notify", json!({"event": "harness-ping"}));
         me.sign(&mut m);
-        match me.send_wait(ctx, &m, SHORT).await? {
-            None => Ok(()),
-            Some(r) if r["type"] == "error" => {
-                ctx.warn(format!("a valid notify drew an error: {} (AGP-A14)", r["payload"]));
-                Ok(())
+        match me.send_answer(ctx, &m, SHORT).await? {
+            Answer::Reply(r) if r["type"] == "error" => {
+                found.push(Finding::new(key("notify:error"), &["AGP-021", "AGP-A14"], format!("a valid notify drew {} (a warning, AGP-A14)", describe(&r))).at(Level::Should));
             }
-            Some(r) => {
-                ctx.note(format!("a notify was acknowledged with {} (informational, AGP-A14)", r["type"]));
-                Ok(())
+            Answer::Reply(r) => ctx.note(format!("a notify was acknowledged with {} (informational, AGP-A14)", describe(&r))),
+            Answer::Empty(s) => ctx.checked(format!("the notify drew HTTP {s} with no message")),
+            Answer::Silence => {
+                // No reply is the expected answer; the target must still be alive.
+                if me.probe(ctx).await?.is_none() {
+                    return Err(ctx.block(Finding::new(key("transport:no-answer"), &[], "the target answered neither a notify (as expected) nor a request after it")));
+                }
+                ctx.checked("no reply to the notify; a request after it is answered");
             }
         }
+        verdict(ctx, found)
     }),
     case!("timeout", "a delay longer than the request's timeout draws TIMEOUT", ["AGP-027"], Profile, |ctx| {
         let mut me = Me::new(ctx);
+        let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
         let delay = ctx.profile().agentprotocol.delay_action.clone();
         let req = me.request(&delay, json!({"ms": 2000}), json!({"timeout": 100}));
-        me.expect_error(ctx, &req, "TIMEOUT", "delay 2000 ms with timeout 100 ms").await?;
-        Ok(())
+        if let Err(got) = me.refusal(ctx, &req, "TIMEOUT", "delay 2000 ms with timeout 100 ms").await? {
+            let summary = format!("a {delay} of 2000 ms with timeout 100 ms drew {got}, not error TIMEOUT");
+            if ctx.profile().agentprotocol.timeout_error {
+                return Err(Stop::Finding(Finding::new(key("timeout:not-timed-out"), &["AGP-027"], format!("{summary} (AGP-027); the profile says the target sends TIMEOUT: set [agentprotocol] timeout_error = false if it leaves that to the requester (AGP-A18)")).at(Level::Profile)));
+            }
+            found.push(Finding::new(key("timeout:not-timed-out"), &["AGP-A18"], format!("{summary} (informational, AGP-A18)")));
+        }
+        verdict(ctx, found)
     }),
     case!("ids-unique", "ten replies carry ten distinct UUIDs", ["AGP-003"], Fact, |ctx| {
+        // Each reply's id is read by read_reply, whose id findings this case owns.
         let mut me = Me::new(ctx);
         me.hello(ctx).await?;
         for i in 0..9 {
@@ -224,16 +329,18 @@ pub const CASES: &[Case] = &[
     case!("non-ascii-canonical-form", "a request with non-ASCII text and numbers like 1e21, signed over RFC 8785, is accepted (informational)",
         ["AGP-031"], Fact, |ctx| {
         let mut me = Me::new(ctx);
+        let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
         let req = me.request(&echo(ctx), json!({"text": "café 日本語 🙂", "big": 1e21, "ratio": 0.1, "tiny": 1e-7}), json!({}));
         let r = me.send(ctx, &req).await?;
         if r["type"] == "error" && r["payload"]["code"] == "INVALID_SIGNATURE" {
-            ctx.warn("a request signed over RFC 8785 with non-ASCII text and exponent numbers was rejected: the target's canonical form differs (AGP-A1)");
+            found.push(Finding::new(key("non-ascii-canonical-form:rejected"), &["AGP-031", "AGP-A1"], format!("a request signed over RFC 8785 with non-ASCII text and exponent numbers drew {}: the target's canonical form differs (informational, AGP-A1)", describe(&r))).at(Level::Info));
         }
-        Ok(())
+        verdict(ctx, found)
     }),
     case!("rate-limit", "a burst from one sender: throttled replies use RATE_LIMITED", ["AGP-028", "AGP-037"], Fact, |ctx| {
         let mut me = Me::new(ctx);
+        let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
         let n = 60;
         let (mut ok, mut limited) = (0, 0);
@@ -243,13 +350,13 @@ pub const CASES: &[Case] = &[
             match (r["type"].as_str(), r["payload"]["code"].as_str()) {
                 (Some("response"), _) => ok += 1,
                 (Some("error"), Some("RATE_LIMITED")) => limited += 1,
-                (ty, code) => return fail(format!("a burst request drew {ty:?} {code:?}; throttling must use RATE_LIMITED (AGP-028)")),
+                _ => return Err(own("rate-limit:code", &["AGP-028"], format!("request {} of a burst drew {}; throttling must use RATE_LIMITED (AGP-028)", i + 1, describe(&r)))),
             }
         }
         ctx.note(format!("{n} requests: {ok} answered, {limited} RATE_LIMITED"));
         if limited == 0 {
-            ctx.warn(format!("{n} requests in a burst drew no RATE_LIMITED (AGP-037)"));
+            found.push(Finding::new(key("rate-limit:none"), &["AGP-037"], format!("{n} requests in a burst drew no RATE_LIMITED (AGP-037)")));
         }
-        Ok(())
+        verdict(ctx, found)
     }),
 ];

@@ -3,6 +3,7 @@
 use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
 use crate::drive::Transport;
 use crate::expect::agora_spaces::*;
+use crate::finding::Finding;
 use crate::profile::Profile;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -50,9 +51,10 @@ pub const CASES: &[Case] = &[
         let me = agent_id("hs");
         let (mut p, reg, unsolicited) = Peer::join_as(ctx, &me).await?;
         if !unsolicited {
-            ctx.warn("agent.registered did not arrive within 5 s of connecting; it came only in answer to agent.register (ASP-007)");
+            ctx.warn("agent.registered did not arrive unprompted after connecting; it came only in answer to agent.register (ASP-007)");
         }
-        if reg["agent"]["id"] != me.as_str() {
+        // An agent.id the harness cannot read is already the finding registered:agent-id.
+        if reg["agent"]["id"].is_string() && reg["agent"]["id"] != me.as_str() {
             return fail(format!("agent.registered names {}, not {me} (ASP-008)", reg["agent"]["id"]));
         }
         if reg.get("jsonrpc").is_some() {
@@ -67,21 +69,25 @@ pub const CASES: &[Case] = &[
         let reg = json!({"type": "agent.register", "id": "h-1", "timestamp": now_s(),
                          "agent": {"id": me, "type": "process", "capabilities": ["text", "code_execution"], "metadata": {"version": "1.0.0"}}});
         p.send(ctx, &reg).await?;
-        let v = p.expect(ctx, "an answer to agent.register", |v| v["id"] == "h-1" || v["request_id"] == "h-1").await?;
-        if v["type"] == "error" && v["code"] == "AGENT_EXISTS" {
-            ctx.note("an already registered connection answered AGENT_EXISTS (allowed, ASP-010)");
-            return Ok(());
+        let v = p.expect(ctx, "an answer to agent.register", |v| answers(v, "h-1")).await?;
+        if v["type"] == "error" {
+            if code_of(ctx, &v)? == "AGENT_EXISTS" {
+                ctx.note("an already registered connection answered AGENT_EXISTS (allowed, ASP-010)");
+                return Ok(());
+            }
+            return fail(format!("agent.register drew {}; only AGENT_EXISTS may refuse it (ASP-010)", said_error(&v)));
         }
         if v["type"] != "agent.registered" {
-            return fail(format!("agent.register drew {v}"));
+            return fail(format!("agent.register drew {v} (ASP-010)"));
         }
         Ok(())
     }),
     case!("connection-ids-distinct", "two connections get different connection ids", ["ASP-009"], Fact, false, None, |ctx| {
         let (mut a, ra, _) = Peer::join_as(ctx, &agent_id("c1")).await?;
         let (mut b, rb, _) = Peer::join_as(ctx, &agent_id("c2")).await?;
-        if ra["agent"]["connection_id"] == rb["agent"]["connection_id"] {
-            return fail(format!("both connections got connection_id {}", ra["agent"]["connection_id"]));
+        let (ca, cb) = (connection_id(ctx, &ra)?, connection_id(ctx, &rb)?);
+        if ca == cb {
+            return fail(format!("both connections got connection_id {ca:?} (ASP-009)"));
         }
         a.close().await;
         b.close().await;
@@ -92,68 +98,70 @@ pub const CASES: &[Case] = &[
         let (mut p, _, _) = Peer::join_as(ctx, &me).await?;
         let reg = json!({"type": "agent.register", "id": "h-bad-reg", "agent": {"id": me, "capabilities": "text"}});
         p.send(ctx, &reg).await?;
-        let v = p.expect(ctx, "error INVALID_REQUEST", |v| v["type"] == "error").await?;
-        if !is_error(&v, "INVALID_REQUEST") {
-            return fail(format!("expected INVALID_REQUEST, got {v}"));
+        let v = p.expect(ctx, "an answer to the malformed agent.register", |v| {
+            v["type"] == "error" || (v["type"] == "agent.registered" && v["id"] == "h-bad-reg")
+        }).await?;
+        if v["type"] == "agent.registered" {
+            return fail(format!("an agent.register whose capabilities is a string was registered (ASP-012): {v}"));
         }
-        check_request_id(&v, "h-bad-reg")
+        check_request_id(ctx, &v, "h-bad-reg");
+        let code = code_of(ctx, &v)?;
+        if code != "INVALID_REQUEST" {
+            return fail(format!("the malformed agent.register drew {}, not INVALID_REQUEST (ASP-012)", said_error(&v)));
+        }
+        Ok(())
     }),
     case!("missing-agent-id", "a connection without agent_id is refused and never registered", ["ASP-004"], Must, false, None, |ctx| {
         let token = ctx.profile().target.token.clone();
-        match Peer::connect_raw(ctx, None, token.as_deref()).await? {
-            Err(e) => {
-                ctx.checked(format!("refused: {}", crate::script::describe_drive_error(&e)));
-                Ok(())
-            }
-            Ok(mut p) => {
-                let frames = p.drain(ctx, Duration::from_secs(2)).await?;
-                if frames.iter().any(|f| f["type"] == "agent.registered") {
-                    return fail("a connection without agent_id was registered (ASP-004)");
-                }
-                if !frames.iter().any(|f| is_error(f, "INVALID_REQUEST") || is_error(f, "UNAUTHORIZED")) && !p.closed {
-                    return fail("a connection without agent_id got neither an error nor a close");
-                }
-                Ok(())
+        let attempt = Peer::attempt(ctx, None, token.as_deref()).await?;
+        let what = "a connection without agent_id";
+        if let Refusal::Error(v) = Peer::expect_refusal(ctx, attempt, what, "ASP-004", None).await? {
+            // The refusal is the subject; its code is the error shape's (read leniently).
+            if !(is_error(&v, "INVALID_REQUEST") || is_error(&v, "UNAUTHORIZED")) {
+                ctx.note(format!("{what} was refused with {} (INVALID_REQUEST or UNAUTHORIZED expected, ASP-A21)", said_error(&v)));
             }
         }
+        Ok(())
     }),
     case!("unauthorized", "a wrong token draws UNAUTHORIZED and no registration", ["ASP-006"], Profile, false, None, |ctx| {
         if ctx.profile().target.token.is_none() {
             return skip("the profile sets no token, so the target is taken not to require one ([target] token)");
         }
         let me = agent_id("auth");
-        match Peer::connect_raw(ctx, Some(&me), Some("h-wrong-token")).await? {
-            Err(e) => {
-                ctx.checked(format!("refused: {}", crate::script::describe_drive_error(&e)));
-                Ok(())
-            }
-            Ok(mut p) => {
-                let frames = p.drain(ctx, Duration::from_secs(2)).await?;
-                if frames.iter().any(|f| f["type"] == "agent.registered") {
-                    return fail("a wrong token was registered");
+        let attempt = Peer::attempt(ctx, Some(&me), Some("h-wrong-token")).await?;
+        match Peer::expect_refusal(ctx, attempt, "a connection with a wrong token", "ASP-006", Some(&me)).await? {
+            Refusal::Error(v) => {
+                let code = code_of(ctx, &v)?;
+                if code != "UNAUTHORIZED" {
+                    return fail(format!("a wrong token drew {}, not UNAUTHORIZED (ASP-006)", said_error(&v)));
                 }
-                if !frames.iter().any(|f| is_error(f, "UNAUTHORIZED")) {
-                    return fail(format!("a wrong token drew no UNAUTHORIZED error: {frames:?}"));
-                }
-                Ok(())
             }
+            Refusal::Http(s) if s != 401 && s != 403 => {
+                ctx.note(format!("a wrong token was refused with HTTP {s} (401 or 403 would say UNAUTHORIZED)"));
+            }
+            Refusal::Http(_) | Refusal::Closed => {}
         }
+        Ok(())
     }),
     case!("duplicate-agent", "a second connection with a live agent_id draws AGENT_EXISTS", ["ASP-013"], Fact, false, None, |ctx| {
         let me = agent_id("dup");
-        let (mut a, _, _) = Peer::join_as(ctx, &me).await?;
+        let (mut a, _, unsolicited) = Peer::join_as(ctx, &me).await?;
         let token = ctx.profile().target.token.clone();
-        match Peer::connect_raw(ctx, Some(&me), token.as_deref()).await? {
-            Err(e) => fail(format!("the second connection was refused without AGENT_EXISTS: {}", crate::script::describe_drive_error(&e))),
-            Ok(mut b) => {
-                let frames = b.drain(ctx, Duration::from_secs(2)).await?;
-                if frames.iter().any(|f| is_error(f, "AGENT_EXISTS")) {
-                    a.close().await;
-                    return Ok(());
+        let attempt = Peer::attempt(ctx, Some(&me), token.as_deref()).await?;
+        let what = format!("a second connection as the live agent {me}");
+        let register = (!unsolicited).then_some(me.as_str());
+        match Peer::expect_refusal(ctx, attempt, &what, "ASP-013", register).await? {
+            Refusal::Error(v) => {
+                let code = code_of(ctx, &v)?;
+                if code != "AGENT_EXISTS" {
+                    return fail(format!("{what} drew {}, not AGENT_EXISTS (ASP-013)", said_error(&v)));
                 }
-                fail(format!("a second connection as {me} drew no AGENT_EXISTS: {frames:?}"))
             }
+            Refusal::Http(s) => ctx.note(format!("{what} was refused with HTTP {s} (ASP-A21)")),
+            Refusal::Closed => {}
         }
+        a.close().await;
+        Ok(())
     }),
     case!("join-general", "joining the public space echoes the id and lists the joiner", ["ASP-022", "ASP-023"], Fact, false, None, |ctx| {
         let me = agent_id("join");
@@ -163,8 +171,11 @@ pub const CASES: &[Case] = &[
         if joined["space"] != space.as_str() {
             return fail(format!("space.joined names {}, not {space}", joined["space"]));
         }
-        if !joined["members"].as_array().is_some_and(|m| m.iter().any(|x| x == me.as_str())) {
-            return fail(format!("space.joined members {} do not include the joiner (ASP-023)", joined["members"]));
+        // A members list the harness cannot read is already the finding joined:members.
+        if let Some(members) = joined["members"].as_array() {
+            if !members.iter().any(|x| x == me.as_str()) {
+                return fail(format!("space.joined members {} do not include the joiner (ASP-023)", joined["members"]));
+            }
         }
         p.close().await;
         Ok(())
@@ -174,10 +185,16 @@ pub const CASES: &[Case] = &[
         let missing = ctx.profile().agora_spaces.missing_space.clone();
         p.send(ctx, &json!({"type": "space.join", "id": "h-join-missing", "space": missing})).await?;
         let v = p.expect(ctx, "an answer to the join", |v| v["type"] == "error" || v["type"] == "space.joined").await?;
-        if !is_error(&v, "SPACE_NOT_FOUND") {
-            return fail(format!("joining {missing} drew {v}, not SPACE_NOT_FOUND"));
+        if v["type"] == "space.joined" {
+            return fail(format!("joining the missing space {missing} drew space.joined, not SPACE_NOT_FOUND (ASP-024): {v}"));
         }
-        check_request_id(&v, "h-join-missing")
+        // The request id first: an unreadable code must not hide it.
+        check_request_id(ctx, &v, "h-join-missing");
+        let code = code_of(ctx, &v)?;
+        if code != "SPACE_NOT_FOUND" {
+            return fail(format!("joining the missing space {missing} drew {}, not SPACE_NOT_FOUND (ASP-024)", said_error(&v)));
+        }
+        Ok(())
     }),
     case!("member-updates", "join and leave reach the other members as space.members; a leaver gets no more events",
         ["ASP-025", "ASP-026", "ASP-027"], Fact, false, None, |ctx| {
@@ -188,8 +205,10 @@ pub const CASES: &[Case] = &[
         a.join(ctx, &space).await?;
         b.join(ctx, &space).await?;
         let j = a.expect(ctx, "space.members announcing B", |v| v["type"] == "space.members" && v["joined"] == idb.as_str()).await?;
-        let members = j["members"].as_array().cloned().unwrap_or_default();
-        if !j["left"].is_null() || !members.iter().any(|m| *m == ida.as_str()) || !members.iter().any(|m| *m == idb.as_str()) {
+        // A members list the harness cannot read is already the finding members:list;
+        // `left` absent reads as null (its absence is the schema's finding).
+        let lists = |v: &Value, id: &str| v["members"].as_array().is_none_or(|m| m.iter().any(|x| x == id));
+        if !j["left"].is_null() || !lists(&j, &ida) || !lists(&j, &idb) {
             return fail(format!("the join update should list A and B with left null (ASP-026): {j}"));
         }
         b.send(ctx, &json!({"type": "space.leave", "id": "h-leave", "space": space})).await?;
@@ -197,10 +216,17 @@ pub const CASES: &[Case] = &[
         if !l["joined"].is_null() || l["members"].as_array().is_some_and(|m| m.iter().any(|x| *x == idb.as_str())) {
             return fail(format!("the leave update should have joined null and no B in members (ASP-027): {l}"));
         }
+        // A member that stays shows that publishes are delivered, so that B's silence
+        // after leaving means something.
+        let idc = agent_id("mc");
+        let (mut c, _, _) = Peer::join_as(ctx, &idc).await?;
+        c.join(ctx, &space).await?;
         a.publish(ctx, &space, "after B left").await?;
+        c.expect(ctx, "the event published after B left", |v| v["type"] == "space.event" && v["data"]["text"] == "after B left").await?;
         b.expect_none(ctx, SHORT, "an event of a space it left (ASP-025)", |v| v["type"] == "space.event").await?;
         a.close().await;
         b.close().await;
+        c.close().await;
         Ok(())
     }),
     case!("publish-fanout", "a publish reaches every other member once, and nobody outside", ["ASP-028", "ASP-029", "ASP-030", "ASP-031", "ASP-035"], Fact, false, None, |ctx| {
@@ -316,6 +342,11 @@ pub const CASES: &[Case] = &[
         b.expect_none(ctx, Duration::from_secs(1), "a delta after cancelling its event (ASP-036)", move |v| {
             v["type"] == "space.event.delta" && v["event_id"] == want
         }).await?;
+        if b.closed {
+            // No delta because no connection: not a cancel honoured.
+            return Err(ctx.block(Finding::new("agora-spaces/transport:connection-closed", &[],
+                format!("[{}] the target closed the connection after space.event.cancel", b.agent_id))));
+        }
         b.expect_none(ctx, Duration::ZERO, "an error for the cancel", |v| v["type"] == "error").await?;
         Ok(())
     }),
@@ -327,7 +358,11 @@ pub const CASES: &[Case] = &[
         let joined = b.join(ctx, &space).await?;
         a.send(ctx, &json!({"type": "space.list", "id": "h-5"})).await?;
         let list = a.expect(ctx, "space.list with id h-5", |v| v["type"] == "space.list" && v["id"] == "h-5").await?;
-        let spaces = list["spaces"].as_array().cloned().unwrap_or_default();
+        let Some(spaces) = list["spaces"].as_array().cloned() else {
+            // The schema finding for /spaces says it; nothing to judge the counts on.
+            return Err(ctx.block(Finding::new("agora-spaces/schema:space-list-reply:/spaces", &["ASP-039"],
+                format!("the space.list reply carries no spaces array: {list}")).owned_by("agora-spaces/space-list")));
+        };
         let Some(mine) = spaces.iter().find(|s| s["id"] == space.as_str()) else {
             return fail(format!("the joined space {space} is not listed (ASP-A8)"));
         };
@@ -350,20 +385,21 @@ pub const CASES: &[Case] = &[
         let (mut p, _, _) = Peer::join_as(ctx, &agent_id("bad")).await?;
         p.send_text(ctx, "{not json".into()).await?;
         let v = p.expect(ctx, "INVALID_REQUEST for non-JSON", |v| v["type"] == "error").await?;
-        if !is_error(&v, "INVALID_REQUEST") {
-            return fail(format!("non-JSON drew {v}"));
+        if code_of(ctx, &v)? != "INVALID_REQUEST" {
+            return fail(format!("non-JSON drew {}, not INVALID_REQUEST (ASP-043)", said_error(&v)));
         }
         for (id, msg) in [
             ("h-unknown", json!({"type": "foo.bar", "id": "h-unknown"})),
             ("h-nospace", json!({"type": "space.join", "id": "h-nospace"})),
             ("h-notype", json!({"id": "h-notype", "space": "general"})),
         ] {
+            p.reopen_if_closed(ctx, "bad").await?;
             p.send(ctx, &msg).await?;
             let v = p.expect(ctx, &format!("INVALID_REQUEST for {id}"), |v| v["type"] == "error").await?;
-            if !is_error(&v, "INVALID_REQUEST") {
-                return fail(format!("{msg} drew {v}, not INVALID_REQUEST"));
+            check_request_id(ctx, &v, id);
+            if code_of(ctx, &v)? != "INVALID_REQUEST" {
+                return fail(format!("{msg} drew {}, not INVALID_REQUEST (ASP-018, ASP-043)", said_error(&v)));
             }
-            check_request_id(&v, id)?;
         }
         Ok(())
     }),
@@ -372,14 +408,16 @@ pub const CASES: &[Case] = &[
         p.join(ctx, &format!("{}_test-1", user_space())).await?;
         p.join(ctx, &format!("task.{}", user_space())).await?;
         for bad in ["Bad Name!", "General"] {
+            p.reopen_if_closed(ctx, "names").await?;
             p.send(ctx, &json!({"type": "space.join", "id": "h-badname", "space": bad})).await?;
             let v = p.expect(ctx, &format!("an answer to joining {bad:?}"), |v| v["type"] == "error" || v["type"] == "space.joined").await?;
             if v["type"] == "space.joined" {
                 return fail(format!("the space name {bad:?} was joined (ASP-046)"));
             }
         }
+        p.reopen_if_closed(ctx, "names").await?;
         p.send(ctx, &json!({"type": "space.join", "id": "h-mcp", "space": "mcp.harness"})).await?;
-        if let Some(v) = p.wait_for(ctx, Duration::from_secs(2), |v| v["id"] == "h-mcp" || v["request_id"] == "h-mcp").await? {
+        if let Some(v) = p.wait_for(ctx, Duration::from_secs(2), |v| answers(v, "h-mcp")).await? {
             ctx.note(format!("joining the unlisted system space mcp.harness: {} (informational, ASP-051)", v["type"]));
         }
         Ok(())
@@ -392,11 +430,16 @@ pub const CASES: &[Case] = &[
         let (mut b, _, _) = Peer::join_as(ctx, &agent_id("fb")).await?;
         a.join(ctx, &full).await?;
         b.send(ctx, &json!({"type": "space.join", "id": "h-full", "space": full})).await?;
-        let v = b.expect(ctx, "an answer to the second join", |v| v["id"] == "h-full" || v["request_id"] == "h-full").await?;
-        if !is_error(&v, "SPACE_FULL") {
-            return fail(format!("a second join of {full} (capacity 1) drew {v}, not SPACE_FULL"));
+        let v = b.expect(ctx, "an answer to the second join", |v| answers(v, "h-full")).await?;
+        if v["type"] != "error" {
+            return fail(format!("a second join of {full} (capacity 1) drew {v}, not SPACE_FULL (ASP-044)"));
         }
-        check_request_id(&v, "h-full")
+        check_request_id(ctx, &v, "h-full");
+        let code = code_of(ctx, &v)?;
+        if code != "SPACE_FULL" {
+            return fail(format!("a second join of {full} (capacity 1) drew {}, not SPACE_FULL (ASP-044)", said_error(&v)));
+        }
+        Ok(())
     }),
     case!("heartbeat-keepalive", "client heartbeats draw no error, and server heartbeats are well formed", ["ASP-016", "ASP-017"], Fact, false, None, |ctx| {
         let (mut p, _, _) = Peer::join_as(ctx, &agent_id("hb")).await?;
@@ -407,7 +450,7 @@ pub const CASES: &[Case] = &[
         for _ in 0..rounds {
             p.send(ctx, &json!({"type": "agent.heartbeat", "timestamp": now_s()})).await?;
             if let Some(e) = p.wait_for(ctx, pause, |v| v["type"] == "error").await? {
-                return fail(format!("a heartbeat drew an error: {e}"));
+                return fail(format!("a heartbeat drew {} (ASP-017)", said_error(&e)));
             }
             if p.closed {
                 return fail("the server closed a connection that heartbeats (ASP-016)");
@@ -439,8 +482,10 @@ pub const CASES: &[Case] = &[
         }
         let frames = a.drain(ctx, Duration::from_millis(500)).await?;
         let errors: Vec<&Value> = frames.iter().filter(|v| v["type"] == "error").collect();
-        if errors.iter().any(|e| e["code"] != "RATE_LIMITED") {
-            return fail(format!("the burst drew errors other than RATE_LIMITED: {:?}", errors.first()));
+        for e in &errors {
+            if code_of(ctx, e)? != "RATE_LIMITED" {
+                return fail(format!("the burst drew {}, not RATE_LIMITED (ASP-045)", said_error(e)));
+            }
         }
         ctx.note(format!("500 publishes: {} RATE_LIMITED errors", errors.len()));
         if a.closed {

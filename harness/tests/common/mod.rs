@@ -31,12 +31,14 @@ pub fn rt() -> tokio::runtime::Runtime {
 }
 
 pub fn shared(profile: Profile) -> Arc<RunShared> {
+    let tls = agentconform::drive::Tls::platform().expect("tls");
     Arc::new(RunShared {
         profile,
         key: Keypair::generate(),
         other_key: Keypair::generate(),
         schemas: Schemas::load().expect("schemas"),
-        http: agentconform::drive::http::client().expect("client"),
+        http: tls.http_client().expect("client"),
+        tls,
     })
 }
 

@@ -1,11 +1,155 @@
 //! This suite's part of the verdict-model tests: faults switched on together, and
 //! tests of its own.
 
-use libtest_mimic::Trial;
+use crate::common::*;
+use crate::{describe, failing_keys};
+use agentconform::case::Outcome;
+use agentconform::embedded;
+use agentconform::profile::Profile;
+use agentconform::runner::{self, RunOutput, Selection};
+use agentconform::suites;
+use libtest_mimic::{Failed, Trial};
+use std::collections::BTreeSet;
 
 /// Faults switched on together; each must still be reported.
-pub const COMBINED: &[&[&str]] = &[];
+pub const COMBINED: &[&[&str]] = &[
+    // The cascade of issue 11: another failure shape hid the missing
+    // conversationExpires and the accepted protocol change.
+    &[
+        "failure-status-error",
+        "no-conversation-expires",
+        "allow-protocol-change",
+    ],
+    // A FastAPI-like server: protocols named in base64, protocolHash required,
+    // validation errors as HTTP 422 {"detail": …}.
+    &[
+        "protocol-hash-base64",
+        "require-protocol-hash",
+        "malformed-request-422",
+    ],
+    &[
+        "text-content-type",
+        "status-capitalized",
+        "unsupported-protocol-400",
+    ],
+];
 
 pub fn trials() -> Vec<Trial> {
-    Vec::new()
+    vec![
+        Trial::test(
+            "agora_exchange::failure_shape_blocks_no_case",
+            failure_shape_blocks_no_case,
+        ),
+        Trial::test(
+            "agora_exchange::profile_hash_in_another_form_is_used",
+            profile_hash_in_another_form_is_used,
+        ),
+    ]
+}
+
+async fn run_with(faults: &[&str], profile: Profile) -> Result<RunOutput, String> {
+    let suite = &suites::agora_exchange::SUITE;
+    let server = embedded::start(suite.id, "127.0.0.1:0", &test_options(faults)).await?;
+    let out = runner::run(
+        shared(profile),
+        &[(suite, server.endpoints.clone())],
+        &Selection::default(),
+    )
+    .await;
+    server.stop().await;
+    out
+}
+
+/// Failure replies spelled `{"status": "error", "message": …}`: one finding, owned by
+/// reply-shape, quoting the target's words; every other case reads past it and
+/// judges its own subject (none is blocked, none fails).
+fn failure_shape_blocks_no_case() -> Result<(), Failed> {
+    let out = rt().block_on(run_with(&["failure-status-error"], test_profile()))?;
+    let key = "agora-exchange/reply:failure-shape";
+    let f = out
+        .findings
+        .iter()
+        .find(|f| f.finding.key == key)
+        .ok_or_else(|| format!("no finding {key}\n{}", describe(&out)))?;
+    let mut problems = Vec::new();
+    if f.owners != ["agora-exchange/reply-shape [http]"] {
+        problems.push(format!("owners {:?}", f.owners));
+    }
+    if f.cases.len() < 3 {
+        problems.push(format!("met by only {:?}", f.cases));
+    }
+    if !f.finding.summary.contains("message") || !f.finding.summary.contains("instead of") {
+        problems.push(format!(
+            "the summary does not quote the target: {}",
+            f.finding.summary
+        ));
+    }
+    let stuck: Vec<String> = out
+        .results
+        .iter()
+        .filter(|r| matches!(r.outcome, Outcome::Blocked | Outcome::Fail))
+        .filter(|r| r.id != "agora-exchange/reply-shape")
+        .map(|r| format!("{} {}", r.outcome, r.id))
+        .collect();
+    if !stuck.is_empty() {
+        problems.push(format!(
+            "other cases did not judge their subject: {stuck:?}"
+        ));
+    }
+    let want: BTreeSet<String> = [key.to_string()].into();
+    if failing_keys(&out) != want {
+        problems.push(format!("failing findings {:?}", failing_keys(&out)));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}\n{}", problems.join("\n"), describe(&out)).into())
+    }
+}
+
+/// A profile that names the protocol as the target does (base64, not 40 hex) loads,
+/// is used by the cases, and the form is one finding of the wellknown case.
+fn profile_hash_in_another_form_is_used() -> Result<(), Failed> {
+    let hash = reference_impl::agora_exchange::document::sha1_base64(
+        reference_impl::agora_exchange::document::ECHO_DOCUMENT.as_bytes(),
+    );
+    let text = format!("{TEST_PROFILE_TOML}[agora-exchange]\nprotocol_hash = \"{hash}\"\n");
+    let profile = Profile::from_toml(&text, "base64.toml").map_err(|e| e.to_string())?;
+    if profile.agora_exchange.protocol_hash.as_deref() != Some(hash.as_str()) {
+        return Err("the profile lost protocol_hash".into());
+    }
+    let out = rt().block_on(run_with(&["protocol-hash-base64"], profile))?;
+    let want: BTreeSet<String> = ["agora-exchange/protocol-hash:form".to_string()].into();
+    let mut problems = Vec::new();
+    if failing_keys(&out) != want {
+        problems.push(format!("failing findings {:?}", failing_keys(&out)));
+    }
+    for id in [
+        "agora-exchange/protocol-level-error",
+        "agora-exchange/protocol-sources",
+        "agora-exchange/follow-up",
+        "agora-exchange/protocol-change-rejected",
+    ] {
+        match out.results.iter().find(|r| r.id == id) {
+            Some(r) if r.outcome == Outcome::Pass => {}
+            Some(r) => problems.push(format!("{id} is {}: {}", r.outcome, r.message)),
+            None => problems.push(format!("{id} did not run")),
+        }
+    }
+    match out
+        .results
+        .iter()
+        .find(|r| r.id == "agora-exchange/wellknown")
+    {
+        Some(r) if r.outcome == Outcome::Fail => {}
+        other => problems.push(format!(
+            "wellknown does not fail: {:?}",
+            other.map(|r| (r.outcome, &r.message))
+        )),
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}\n{}", problems.join("\n"), describe(&out)).into())
+    }
 }

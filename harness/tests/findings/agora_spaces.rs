@@ -1,11 +1,208 @@
 //! This suite's part of the verdict-model tests: faults switched on together, and
 //! tests of its own.
 
-use libtest_mimic::Trial;
+use crate::common::*;
+use crate::describe;
+use agentconform::case::Outcome;
+use agentconform::drive::Transport;
+use agentconform::finding::Verdict;
+use agentconform::profile::Profile;
+use agentconform::runner::{self, Endpoints, Selection};
+use agentconform::suites;
+use libtest_mimic::{Failed, Trial};
 
 /// Faults switched on together; each must still be reported.
-pub const COMBINED: &[&[&str]] = &[];
+pub const COMBINED: &[&[&str]] = &[
+    // An error without a code must not hide the member list under another name.
+    &["error-message-only", "members-under-agents"],
+    // Three deviations of the shapes the handshake and heartbeats share.
+    &[
+        "registered-agent-id",
+        "connection-id-number",
+        "heartbeat-pong",
+    ],
+    // Errors with neither code nor request_id: both are reported.
+    &["error-message-only", "error-without-request-id"],
+];
 
 pub fn trials() -> Vec<Trial> {
-    Vec::new()
+    vec![
+        Trial::test(
+            "agora_spaces::silent_target_is_one_finding::ws-hang",
+            || silent_is_one_finding("hang", "agora-spaces/connect:no-answer"),
+        ),
+        Trial::test(
+            "agora_spaces::silent_target_is_one_finding::ws-silent",
+            || silent_is_one_finding("ws-silent", "agora-spaces/handshake:no-registered"),
+        ),
+        Trial::test(
+            "agora_spaces::frames_are_read_leniently",
+            frames_are_read_leniently,
+        ),
+    ]
+}
+
+/// Server frames in shapes real implementations send: each deviation is one finding
+/// with its key (none for what the spec allows), and the frame reads on canonically.
+fn frames_are_read_leniently() -> Result<(), Failed> {
+    use agentconform::expect::agora_spaces::check_frame;
+    use agentconform::script::Ctx;
+    use serde_json::{json, Value};
+    let shared = shared(Profile::default());
+    // (frame, the findings it gives, member to read, its canonical value)
+    let cases: Vec<(Value, Vec<&str>, &str, Value)> = vec![
+        (
+            json!({"type": "error", "code": "SPACE_NOT_FOUND", "message": "m", "request_id": "r",
+                   "timestamp": 1, "jsonrpc": "2.0", "extra": true}),
+            vec![],
+            "/code",
+            json!("SPACE_NOT_FOUND"),
+        ),
+        (
+            json!({"type": "error", "error": "SPACE_NOT_FOUND", "message": "m", "timestamp": 1}),
+            vec!["agora-spaces/error:code"],
+            "/code",
+            json!("SPACE_NOT_FOUND"),
+        ),
+        (
+            json!({"type": "error", "message": "Space 'x' does not exist", "timestamp": 1}),
+            vec!["agora-spaces/error:code"],
+            "/message",
+            json!("Space 'x' does not exist"),
+        ),
+        (
+            json!({"type": "error", "code": "INVALID_REQUEST", "detail": "bad", "requestId": "r", "timestamp": 1}),
+            vec![
+                "agora-spaces/error:message",
+                "agora-spaces/error:request-id",
+            ],
+            "/request_id",
+            json!("r"),
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": "r", "error": {"code": "INVALID_REQUEST", "message": "m"}}),
+            vec![
+                "agora-spaces/frame:json-rpc",
+                "agora-spaces/event:no-timestamp",
+            ],
+            "/request_id",
+            json!("r"),
+        ),
+        (
+            json!({"type": "agent.registered", "agent": {"agent_id": "a", "connection_id": 7}, "timestamp": 1}),
+            vec![
+                "agora-spaces/registered:agent-id",
+                "agora-spaces/registered:connection-id",
+            ],
+            "/agent/connection_id",
+            json!("7"),
+        ),
+        (
+            json!({"type": "space.members", "space": "g", "agents": ["a", "b"], "joined": "b", "left": null, "timestamp": 1}),
+            vec!["agora-spaces/members:list"],
+            "/members/1",
+            json!("b"),
+        ),
+        (
+            json!({"type": "space.joined", "id": "j", "space": "g", "members": [{"id": "a"}], "timestamp": 1}),
+            vec!["agora-spaces/joined:members"],
+            "/members/0",
+            json!("a"),
+        ),
+        (
+            json!({"type": "space.event", "space": "g", "data": {"sender": "a", "content": "hi"}, "timestamp": 1}),
+            vec!["agora-spaces/event:data"],
+            "/data/text",
+            json!("hi"),
+        ),
+        (
+            json!({"type": "agent.heartbeat", "timestamp": "2026-02-01T15:08:00Z"}),
+            vec!["agora-spaces/event:timestamp"],
+            "/type",
+            json!("agent.heartbeat"),
+        ),
+        (
+            json!({"type": "pong", "timestamp": 1}),
+            vec!["agora-spaces/heartbeat:shape"],
+            "/type",
+            json!("pong"),
+        ),
+        (
+            json!({"type": "space.members", "space": "g", "members": ["a"], "joined": "a", "timestamp": 1}),
+            vec!["agora-spaces/schema:space-members:/left"],
+            "/joined",
+            json!("a"),
+        ),
+    ];
+    let mut problems = Vec::new();
+    for (frame, want, at, value) in cases {
+        let mut ctx = Ctx::new(shared.clone(), Transport::Ws, "ws://127.0.0.1:9/");
+        let read = check_frame(&mut ctx, frame.clone());
+        let got: Vec<String> = ctx
+            .findings()
+            .iter()
+            .map(|m| m.finding.key.clone())
+            .collect();
+        match read {
+            Ok(v) if got == want && v.pointer(at) == Some(&value) => {}
+            Ok(v) => problems.push(format!(
+                "{frame}: findings {got:?}, want {want:?}; read as {v}"
+            )),
+            Err(f) => problems.push(format!("{frame}: unreadable: {}", f.key)),
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(problems.join("\n").into())
+    }
+}
+
+/// A target that never completes the upgrade (`hang`), or completes it and then says
+/// nothing (`ws-silent`), is one failing finding of the handshake case, `key`; every
+/// other case is blocked by it, none fails or passes.
+fn silent_is_one_finding(kind: &'static str, key: &str) -> Result<(), Failed> {
+    let out = rt().block_on(async {
+        let url = hostile(kind).await.replacen("http://", "ws://", 1);
+        let mut profile = Profile::default();
+        profile.timing.case_timeout_ms = 300;
+        profile.timing.heartbeat_timeout_s = 1;
+        profile.target.token = Some(TEST_TOKEN.into());
+        profile.agora_spaces.full_space = Some("full".into());
+        runner::run(
+            shared(profile),
+            &[(
+                &suites::agora_spaces::SUITE,
+                Endpoints(vec![(Transport::Ws, url)]),
+            )],
+            &Selection::default(),
+        )
+        .await
+    })?;
+    let failing: Vec<&str> = out
+        .findings
+        .iter()
+        .filter(|f| f.finding.outcome == Verdict::Fail)
+        .map(|f| f.finding.key.as_str())
+        .collect();
+    let handshake = "agora-spaces/handshake";
+    let stray: Vec<String> = out
+        .results
+        .iter()
+        .filter(|r| match r.outcome {
+            Outcome::Fail => r.id != handshake,
+            Outcome::Blocked | Outcome::Skip => false,
+            Outcome::Pass | Outcome::Warn => true,
+        })
+        .map(|r| format!("{} {}", r.outcome, r.id))
+        .collect();
+    if failing == [key] && stray.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "a silent target ({kind}): failing findings {failing:?}, want exactly [{key}]; cases neither blocked nor the owner failing: {stray:?}\n{}",
+            describe(&out)
+        )
+        .into())
+    }
 }

@@ -282,14 +282,7 @@ fn levels_agree(suite: &'static Suite) -> Result<(), Failed> {
 
 /// Tests that fail today and are being worked on, run as ignored so that they stay
 /// in sight (`cargo test --test findings -- --include-ignored` runs them).
-const KNOWN_GAPS: &[&str] = &[
-    "agora_v1::levels_agree_with_the_inventory",
-    "agora_v1::one_finding::unsigned-replies",
-    "agora_v1::one_finding::reuse-request-id",
-    "agora_v1::silent_target_passes_nothing::ws-silent",
-    "agora_spaces::silent_target_passes_nothing::ws-hang",
-    "agora_exchange::levels_agree_with_the_inventory",
-];
+const KNOWN_GAPS: &[&str] = &[];
 
 type SuiteParts = (
     &'static Suite,

@@ -7,6 +7,9 @@
 //! hello → hello; request `echo` → response with result = params; request `delay`
 //! `{ms}` → response after ms, or TIMEOUT when the request's timeout is shorter;
 //! another action → CAPABILITY_NOT_SUPPORTED with `details.available`.
+//!
+//! [`ApAgent::handle_reply`] also says whom a reply is for and the HTTP status it
+//! goes with (200, or what a fault chooses), which the bindings use.
 
 use super::faults::FAULTS;
 use super::message::{self, agent_id, PROTOCOL, TYPES};
@@ -61,6 +64,15 @@ pub struct ApAgent {
     rate: Mutex<HashMap<String, (i64, u32)>>,
 }
 
+/// One reply: the bytes, the agent it is addressed to (what the file binding names
+/// it after) and the HTTP status it goes out with.
+#[derive(Debug, Clone)]
+pub struct ApReply {
+    pub to: String,
+    pub status: u16,
+    pub body: Vec<u8>,
+}
+
 struct Refusal {
     code: &'static str,
     message: String,
@@ -84,7 +96,17 @@ impl ApAgent {
         }
     }
 
+    /// The agent's id: its key in standard base64 (in hex under `agent-id-hex`).
     pub fn agent_id(&self) -> String {
+        if self.fault("agent-id-hex") {
+            return self
+                .key
+                .public()
+                .as_bytes()
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+        }
         agent_id(&self.key)
     }
 
@@ -96,20 +118,46 @@ impl ApAgent {
         self.cfg.faults.has(n)
     }
 
-    /// A signed reply to `to` (an agentId), answering `corr`.
-    fn reply(&self, to: &str, ty: &str, payload: Value) -> Vec<u8> {
+    /// A signed reply to `to` (an agentId).
+    fn reply(&self, to: &str, ty: &str, mut payload: Value) -> Vec<u8> {
         let caps: Vec<String> = if ty == "hello" && self.fault("hello-without-capabilities") {
             Vec::new()
         } else {
             self.cfg.capabilities.clone()
         };
+        // A map of capability → true, as some implementations keep them.
+        let caps = if self.fault("capabilities-as-object") {
+            Value::Object(caps.into_iter().map(|c| (c, Value::Bool(true))).collect())
+        } else {
+            json!(caps)
+        };
+        let id = if self.fault("reply-ids-not-uuid") {
+            format!("msg_{}", new_id().replace('-', ""))
+        } else {
+            new_id()
+        };
+        if self.fault("correlation-id-snake-case") {
+            if let Some(p) = payload.as_object_mut() {
+                if let Some(c) = p.remove("correlationId") {
+                    p.insert("correlation_id".into(), c);
+                }
+            }
+        }
         let mut m = json!({
-            "protocol": PROTOCOL, "id": new_id(), "timestamp": format_timestamp(time::OffsetDateTime::now_utc()),
+            "protocol": PROTOCOL, "id": id, "timestamp": format_timestamp(time::OffsetDateTime::now_utc()),
             "from": {"agentId": self.agent_id(), "name": "agentconform reference", "capabilities": caps},
             "to": {"agentId": to, "broadcast": false},
             "type": ty, "payload": payload,
         });
-        if !self.fault("unsigned-replies") && message::sign(&mut m, &self.key).is_err() {
+        if self.fault("unsigned-replies") {
+            return serde_json::to_vec(&m).unwrap_or_default();
+        }
+        if self.fault("python-json-signing") {
+            // json.dumps(message, sort_keys=True) with its default separators.
+            let text = message::python_sorted_json(&m, false);
+            let sig = crate::wire::keys::b64std(&self.key.sign(text.as_bytes()).to_bytes());
+            m["signature"] = json!(sig);
+        } else if message::sign(&mut m, &self.key).is_err() {
             // Cannot happen: our own messages hold only strings, integers and objects.
             if let Some(o) = m.as_object_mut() {
                 o.remove("signature");
@@ -118,19 +166,43 @@ impl ApAgent {
         serde_json::to_vec(&m).unwrap_or_default()
     }
 
-    fn error(&self, to: &str, corr: Option<&str>, r: Refusal) -> Vec<u8> {
-        let mut p = json!({"code": r.code, "message": r.message});
+    fn error(&self, to: &str, corr: Option<&str>, r: Refusal) -> ApReply {
+        if r.code == "INVALID_MESSAGE" && self.fault("errors-framework-detail") {
+            // A web framework's own validation error, before the agent sees the message.
+            let body =
+                json!({"detail": [{"loc": ["body"], "msg": r.message, "type": "value_error"}]});
+            return ApReply {
+                to: to.into(),
+                status: 422,
+                body: serde_json::to_vec(&body).unwrap_or_default(),
+            };
+        }
+        let mut e = json!({"code": r.code, "message": r.message});
+        if let Some(d) = r.details {
+            e["details"] = d;
+        }
+        let mut p = if self.fault("error-payload-nested") {
+            json!({"error": e})
+        } else {
+            e
+        };
         if let Some(c) = corr {
             p["correlationId"] = json!(c);
         }
-        if let Some(d) = r.details {
-            p["details"] = d;
+        ApReply {
+            to: to.into(),
+            status: 200,
+            body: self.reply(to, "error", p),
         }
-        self.reply(to, "error", p)
     }
 
     /// Handles one message; `None` when nothing is to be sent back.
     pub async fn handle(&self, bytes: &[u8]) -> Option<Vec<u8>> {
+        self.handle_reply(bytes).await.map(|r| r.body)
+    }
+
+    /// Handles one message: the reply, whom it is for and its HTTP status.
+    pub async fn handle_reply(&self, bytes: &[u8]) -> Option<ApReply> {
         if bytes.len() > self.cfg.max_message_bytes {
             return Some(self.error("", None, refuse("INVALID_MESSAGE", "message too large")));
         }
@@ -148,7 +220,11 @@ impl ApAgent {
         let sender = msg["from"]["agentId"].as_str().unwrap_or("").to_string();
         let corr = msg["payload"]["correlationId"].as_str().map(String::from);
         match self.process(tree, &msg, &sender).await {
-            Ok(Some((ty, payload))) => Some(self.reply(&sender, ty, payload)),
+            Ok(Some((ty, payload))) => Some(ApReply {
+                status: 200,
+                body: self.reply(&sender, ty, payload),
+                to: sender,
+            }),
             Ok(None) => None,
             Err(r) => Some(self.error(&sender, corr.as_deref(), r)),
         }

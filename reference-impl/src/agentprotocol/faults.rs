@@ -1,4 +1,6 @@
-//! The agentprotocol fault catalogue.
+//! The agentprotocol fault catalogue. Every fault is judged as exactly the findings it
+//! names (`finding = [...]`): the harness reads replies past each of them, so no other
+//! case fails.
 
 use crate::fault;
 use crate::faults::Fault;
@@ -11,54 +13,115 @@ pub const FAULTS: &[Fault] = &[
         [
             "agentprotocol/reject-tampered",
             "agentprotocol/reject-wrong-key"
+        ],
+        finding = [
+            "agentprotocol/reject-tampered:carried-out",
+            "agentprotocol/reject-wrong-key:carried-out"
         ]
     ),
     fault!(
         "unsigned-replies",
         "reply signing",
         "sends replies without a signature",
-        ["agentprotocol/hello"]
+        ["agentprotocol/hello"],
+        finding = ["agentprotocol/signature:missing"]
     ),
     fault!(
         "wrong-correlation-id",
         "correlation",
         "responses carry a correlationId of their own",
-        ["agentprotocol/echo-request"]
+        ["agentprotocol/echo-request"],
+        finding = ["agentprotocol/correlationId:not-echoed"]
     ),
     fault!(
         "unknown-action-internal-error",
         "unknown action code",
         "an unknown action draws INTERNAL_ERROR instead of CAPABILITY_NOT_SUPPORTED",
-        ["agentprotocol/unknown-action"]
+        ["agentprotocol/unknown-action"],
+        finding = ["agentprotocol/unknown-action:code"]
     ),
     fault!(
         "no-details-available",
         "details.available",
         "CAPABILITY_NOT_SUPPORTED carries no details.available",
-        ["agentprotocol/unknown-action"]
+        ["agentprotocol/unknown-action"],
+        finding = ["agentprotocol/unknown-action:details"]
     ),
     fault!(
         "ignore-to-agent",
         "to.agentId",
         "processes messages addressed to another agent",
-        ["agentprotocol/unknown-agent"]
+        ["agentprotocol/unknown-agent"],
+        finding = ["agentprotocol/unknown-agent:carried-out"]
     ),
     fault!(
         "hello-without-capabilities",
         "hello capabilities",
         "answers hello with an empty from.capabilities",
-        ["agentprotocol/hello"]
+        ["agentprotocol/hello"],
+        finding = ["agentprotocol/hello:no-capabilities"]
     ),
     fault!(
         "ignore-timeout",
         "timeout",
         "runs a delay past the request's timeout and answers success",
-        ["agentprotocol/timeout"]
+        ["agentprotocol/timeout"],
+        finding = ["agentprotocol/timeout:not-timed-out"]
     ),
     fault!(
         "accept-invalid-message",
         "invalid message",
         "accepts unknown types and params that are not objects",
-        ["agentprotocol/invalid-message"]
+        ["agentprotocol/invalid-message"],
+        finding = ["agentprotocol/invalid-message:accepted"]
+    ),
+    fault!(
+        "errors-framework-detail",
+        "error message shape",
+        "refuses malformed messages the way a web framework's validation does, before the agent sees them: HTTP 422 with {\"detail\": [{\"loc\", \"msg\", \"type\"}]} instead of an error message (the same body over WebSocket and files)",
+        ["agentprotocol/invalid-message"],
+        finding = ["agentprotocol/error:not-a-message"]
+    ),
+    fault!(
+        "correlation-id-snake-case",
+        "correlationId spelling",
+        "responses and errors spell the member correlation_id, as Python implementations often do",
+        ["agentprotocol/echo-request"],
+        finding = ["agentprotocol/correlationId:renamed"]
+    ),
+    fault!(
+        "capabilities-as-object",
+        "capabilities shape",
+        "from.capabilities is an object {\"agentprotocol:core\": true, …} instead of a list",
+        ["agentprotocol/hello"],
+        finding = ["agentprotocol/capabilities:not-a-list"]
+    ),
+    fault!(
+        "reply-ids-not-uuid",
+        "message ids",
+        "reply ids are prefixed hex (msg_0f3a…), not UUIDs",
+        ["agentprotocol/ids-unique"],
+        finding = ["agentprotocol/id:not-uuid"]
+    ),
+    fault!(
+        "python-json-signing",
+        "signing input",
+        "signs json.dumps(message, sort_keys=True) with Python's default separators instead of the RFC 8785 form",
+        ["agentprotocol/hello"],
+        finding = ["agentprotocol/signature:mismatch"]
+    ),
+    fault!(
+        "error-payload-nested",
+        "error payload shape",
+        "error payloads nest code, message and details under payload.error",
+        ["agentprotocol/unknown-action"],
+        finding = ["agentprotocol/error-payload:nested"]
+    ),
+    fault!(
+        "agent-id-hex",
+        "agent id encoding",
+        "the agent's id (from.agentId, and the to.agentId it answers to) is its key in hex, not base64",
+        ["agentprotocol/hello"],
+        finding = ["agentprotocol/agent-id:encoding"]
     ),
 ];

@@ -26,15 +26,22 @@ pub fn file_timestamp() -> String {
 
 /// The file name for a message.
 pub fn file_name(msg: &Value) -> String {
-    let from = fs_id(msg["from"]["agentId"].as_str().unwrap_or("unknown"));
-    let to = match msg["to"]["agentId"].as_str() {
-        Some(t) if !t.is_empty() => fs_id(t),
-        _ => "broadcast".into(),
+    file_name_for(
+        msg["from"]["agentId"].as_str().unwrap_or("unknown"),
+        msg["to"]["agentId"].as_str().unwrap_or(""),
+        msg["id"].as_str().unwrap_or("noid"),
+    )
+}
+
+/// The file name for a message from `from` to `to` (empty: a broadcast) with `id`.
+pub fn file_name_for(from: &str, to: &str, id: &str) -> String {
+    let from = fs_id(from);
+    let to = if to.is_empty() {
+        "broadcast".into()
+    } else {
+        fs_id(to)
     };
-    let id = msg["id"]
-        .as_str()
-        .unwrap_or("noid")
-        .replace(['/', '\\'], "_");
+    let id = id.replace(['/', '\\'], "_");
     format!("{from}-{to}-{}-{id}.json", file_timestamp())
 }
 
@@ -101,10 +108,16 @@ pub async fn serve_folder(
             for (_, bytes) in files {
                 let (a, d) = (agent.clone(), dir.clone());
                 tokio::spawn(async move {
-                    if let Some(reply) = a.handle(&bytes).await {
-                        if let Ok(v) = serde_json::from_slice::<Value>(&reply) {
-                            let _ = write_atomic(&d, &file_name(&v), &reply);
-                        }
+                    if let Some(reply) = a.handle_reply(&bytes).await {
+                        // Named after the agent and the addressee, whatever the reply
+                        // holds (a fault may send something that is not a message).
+                        let v = serde_json::from_slice::<Value>(&reply.body).unwrap_or_default();
+                        let id = v["id"]
+                            .as_str()
+                            .map(String::from)
+                            .unwrap_or_else(crate::wire::new_id);
+                        let name = file_name_for(&a.agent_id(), &reply.to, &id);
+                        let _ = write_atomic(&d, &name, &reply.body);
                     }
                 });
             }

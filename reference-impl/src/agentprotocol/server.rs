@@ -1,5 +1,6 @@
 //! HTTP and WebSocket bindings: `POST /agentprotocol` (the reply in the body, or
-//! 202 with no body for a notify) and `/agentprotocol/ws` (one message per text frame).
+//! 202 with no body for a notify; 200 unless a fault picks another status) and
+//! `/agentprotocol/ws` (one message per text frame).
 
 use super::agent::ApAgent;
 use axum::body::{to_bytes, Body};
@@ -18,11 +19,11 @@ async fn post_message(State(a): State<Arc<ApAgent>>, body: Body) -> Response {
         Ok(b) => b,
         Err(_) => return (StatusCode::PAYLOAD_TOO_LARGE, "message too large").into_response(),
     };
-    match a.handle(&bytes).await {
+    match a.handle_reply(&bytes).await {
         Some(reply) => (
-            StatusCode::OK,
+            StatusCode::from_u16(reply.status).unwrap_or(StatusCode::OK),
             [(header::CONTENT_TYPE, "application/json")],
-            reply,
+            reply.body,
         )
             .into_response(),
         None => StatusCode::ACCEPTED.into_response(),

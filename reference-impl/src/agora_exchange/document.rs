@@ -15,6 +15,57 @@ pub fn is_sha1_hex(s: &str) -> bool {
     s.len() == 40 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
+/// Standard base64 (padded) of the SHA1 of `bytes`: how some implementations name a
+/// protocol instead of the 40 hex digits of §8.2.
+pub fn sha1_base64(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(Sha1::digest(bytes))
+}
+
+/// How a protocol identifier spells the SHA1 of a document.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HashForm {
+    /// 40 hex digits (either case): the form of agora-exchange.txt §8.2.
+    Hex,
+    /// Standard base64, with or without padding.
+    Base64,
+    /// base64url, with or without padding.
+    Base64Url,
+}
+
+impl std::fmt::Display for HashForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            HashForm::Hex => "40 hex digits",
+            HashForm::Base64 => "standard base64",
+            HashForm::Base64Url => "base64url",
+        })
+    }
+}
+
+/// The form in which `key` spells the SHA1 of `text`, if it spells it at all.
+pub fn hash_form(key: &str, text: &[u8]) -> Option<HashForm> {
+    use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+    use base64::Engine;
+    let digest = Sha1::digest(text);
+    if is_sha1_hex(key) && sha1_hex(text).eq_ignore_ascii_case(key) {
+        return Some(HashForm::Hex);
+    }
+    if [STANDARD, STANDARD_NO_PAD]
+        .iter()
+        .any(|e| e.encode(digest) == key)
+    {
+        return Some(HashForm::Base64);
+    }
+    if [URL_SAFE, URL_SAFE_NO_PAD]
+        .iter()
+        .any(|e| e.encode(digest) == key)
+    {
+        return Some(HashForm::Base64Url);
+    }
+    None
+}
+
 /// A protocol document and its identifier.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ProtocolDocument {
@@ -119,5 +170,19 @@ mod tests {
         );
         assert!(metadata("name: x\r\ndescription: y\r\nmultiround: false\r\n---\r\ntext").is_ok());
         assert_eq!(sha1_hex(b"abc"), "a9993e364706816aba3e25717850c26c9cd0d89d");
+    }
+
+    #[test]
+    fn hash_forms() {
+        assert_eq!(sha1_base64(b"abc"), "qZk+NkcGgWq6PiVxeFDCbJzQ2J0=");
+        let f = |k: &str| hash_form(k, b"abc");
+        assert_eq!(
+            f("A9993E364706816ABA3E25717850C26C9CD0D89D"),
+            Some(HashForm::Hex)
+        );
+        assert_eq!(f("qZk+NkcGgWq6PiVxeFDCbJzQ2J0="), Some(HashForm::Base64));
+        assert_eq!(f("qZk+NkcGgWq6PiVxeFDCbJzQ2J0"), Some(HashForm::Base64));
+        assert_eq!(f("qZk-NkcGgWq6PiVxeFDCbJzQ2J0"), Some(HashForm::Base64Url));
+        assert_eq!(f("qZk+NkcGgWq6PiVxeFDCbJzQ2J1="), None);
     }
 }

@@ -1,31 +1,45 @@
 //! The agora-exchange fault catalogue.
+//!
+//! Faults declared with `finding = [...]` must be caught as exactly those failing
+//! findings (one for each deviation; only wellknown-bad-hash has two: its keys are
+//! not the SHA1 of the documents it serves, and the keys it lists are refused), and
+//! no case but their owners may fail.
 
 use crate::fault;
 use crate::faults::Fault;
 
 pub const FAULTS: &[Fault] = &[
     fault!("status-capitalized", "failure shape", "replies carry status \"Success\" / \"Failure\"",
-        ["agora-exchange/single-round"]),
+        ["agora-exchange/single-round"], finding = ["agora-exchange/reply:status-case"]),
     fault!("failure-without-error", "body/error exclusivity", "failure replies describe the failure in `body` and carry no `error`",
-        ["agora-exchange/unsupported-protocol"]),
+        ["agora-exchange/reply-shape"], finding = ["agora-exchange/reply:failure-shape"]),
+    fault!("failure-status-error", "failure shape", "failure replies read {\"status\": \"error\", \"message\": …} instead of {\"status\": \"failure\", \"error\": …}, as some servers spell them",
+        ["agora-exchange/reply-shape"], finding = ["agora-exchange/reply:failure-shape"]),
     fault!("no-conversation-expires", "conversation expiry", "multi-round replies carry conversationId but no conversationExpires",
-        ["agora-exchange/multiround-start"]),
+        ["agora-exchange/multiround-start"], finding = ["agora-exchange/reply:conversation-expires"]),
     fault!("ignore-expiry", "conversation expiry", "an expired conversation goes on answering with success",
-        ["agora-exchange/conversation-expiry"]),
+        ["agora-exchange/conversation-expiry"], finding = ["agora-exchange/conversation-expiry"]),
     fault!("allow-protocol-change", "protocol change", "a follow-up that names another protocolHash is processed under the original protocol",
-        ["agora-exchange/protocol-change-rejected"]),
+        ["agora-exchange/protocol-change-rejected"], finding = ["agora-exchange/protocol-change-rejected"]),
     fault!("accept-unknown-conversation", "unknown conversation", "a follow-up to a never-issued conversation id is answered with success",
-        ["agora-exchange/unknown-conversation"]),
+        ["agora-exchange/unknown-conversation"], finding = ["agora-exchange/unknown-conversation"]),
     fault!("unsupported-protocol-400", "unsupported protocol", "an unsupported protocolHash draws HTTP 400 instead of HTTP 200 with status failure",
-        ["agora-exchange/unsupported-protocol"]),
+        ["agora-exchange/unsupported-protocol"], finding = ["agora-exchange/unsupported-protocol:reply"]),
     fault!("text-content-type", "content type", "replies are sent with Content-Type text/plain",
-        ["agora-exchange/single-round"]),
+        ["agora-exchange/single-round"], finding = ["agora-exchange/reply:content-type"]),
     fault!("wellknown-bad-hash", "wellknown hash", "/wellknown lists each document under the SHA1 of its text with CRLF line endings",
-        ["agora-exchange/wellknown"]),
+        ["agora-exchange/wellknown", "agora-exchange/wellknown-hashes-supported"],
+        finding = ["agora-exchange/wellknown:document-hash", "agora-exchange/wellknown:listed-unsupported"]),
+    fault!("protocol-hash-base64", "hash form", "protocols are listed in /wellknown and accepted in protocolHash under the standard base64 of their SHA1, not its 40 hex digits",
+        ["agora-exchange/wellknown"], finding = ["agora-exchange/protocol-hash:form"]),
     fault!("reject-extra-fields", "extra fields", "a request with a member the server does not know draws HTTP 400",
-        ["agora-exchange/extra-fields-ignored"]),
+        ["agora-exchange/extra-fields-ignored"], finding = ["agora-exchange/extra-fields-ignored"]),
+    fault!("require-protocol-hash", "request members", "a new exchange without a protocolHash member draws a web framework's HTTP 422 {\"detail\": [{\"loc\": [\"body\", \"protocolHash\"], \"msg\": \"Field required\"}]} (null is accepted)",
+        ["agora-exchange/single-round"], finding = ["agora-exchange/request:protocol-hash-optional"]),
     fault!("malformed-json-500", "malformed JSON", "malformed JSON draws HTTP 500 instead of 400",
-        ["agora-exchange/malformed-json"]),
+        ["agora-exchange/malformed-json"], finding = ["agora-exchange/malformed-json:status"]),
+    fault!("malformed-request-422", "malformed JSON", "malformed JSON and invalid requests draw a web framework's default HTTP 422 {\"detail\": [...]} instead of HTTP 400",
+        ["agora-exchange/malformed-json"], finding = ["agora-exchange/malformed-json:status"]),
     fault!("protocol-error-as-failure", "protocol-level errors", "a body that breaks the protocol document draws status failure instead of success with body.error",
-        ["agora-exchange/protocol-level-error"]),
+        ["agora-exchange/protocol-level-error"], finding = ["agora-exchange/protocol-level-error"]),
 ];

@@ -14,7 +14,7 @@
 //!                           ──▶ 404 for an id never issued
 //! ```
 
-use super::document::{is_sha1_hex, sha1_hex, ProtocolDocument, ECHO_DOCUMENT};
+use super::document::{is_sha1_hex, sha1_base64, sha1_hex, ProtocolDocument, ECHO_DOCUMENT};
 use super::faults::FAULTS;
 use crate::faults::FaultSet;
 use crate::wire::clock::{SharedClock, SystemClock};
@@ -91,6 +91,15 @@ fn transport_error(status: u16, message: impl Into<String>) -> Reply {
     }
 }
 
+/// A validation error in the default shape of a Python web framework (FastAPI /
+/// pydantic): HTTP 422 with `{"detail": [{"loc", "msg", "type"}]}`.
+fn framework_error(loc: &[&str], msg: &str, kind: &str) -> Reply {
+    Reply {
+        status: 422,
+        body: json!({"detail": [{"loc": loc, "msg": msg, "type": kind}]}),
+    }
+}
+
 const KNOWN_FIELDS: [&str; 4] = ["body", "protocolHash", "protocolSources", "multiround"];
 
 impl Exchange {
@@ -128,7 +137,22 @@ impl Exchange {
 
     /// Applies the reply-shape faults to an outgoing body.
     pub fn finish(&self, mut reply: Reply) -> Reply {
+        if self.fault("malformed-request-422") && reply.status == 400 {
+            let msg = reply.body["error"].as_str().unwrap_or("Invalid request");
+            let kind = if msg.starts_with("Malformed JSON") {
+                "json_invalid"
+            } else {
+                "value_error"
+            };
+            reply = framework_error(&["body"], msg, kind);
+        }
         if let Value::Object(o) = &mut reply.body {
+            if self.fault("failure-status-error") && o.get("status") == Some(&json!("failure")) {
+                o.insert("status".into(), json!("error"));
+                if let Some(e) = o.remove("error") {
+                    o.insert("message".into(), e);
+                }
+            }
             if self.fault("failure-without-error") && o.get("status") == Some(&json!("failure")) {
                 if let Some(e) = o.remove("error") {
                     o.insert("body".into(), e);
@@ -152,6 +176,8 @@ impl Exchange {
         for d in &self.cfg.documents {
             let key = if self.fault("wellknown-bad-hash") {
                 sha1_hex(d.text.replace('\n', "\r\n").as_bytes())
+            } else if self.fault("protocol-hash-base64") {
+                sha1_base64(d.text.as_bytes())
             } else {
                 d.hash.clone()
             };
@@ -160,7 +186,19 @@ impl Exchange {
         Value::Object(map)
     }
 
+    /// The document a well-formed `hash` names, if the server supports it. Under
+    /// `protocol-hash-base64` only the base64 form names a document.
     fn supported(&self, hash: &str) -> Option<&ProtocolDocument> {
+        if self.fault("protocol-hash-base64") {
+            return self
+                .cfg
+                .documents
+                .iter()
+                .find(|d| sha1_base64(d.text.as_bytes()) == hash);
+        }
+        if !is_sha1_hex(hash) {
+            return None;
+        }
         self.cfg
             .documents
             .iter()
@@ -194,6 +232,12 @@ impl Exchange {
         let Value::Object(req) = tree.to_serde() else {
             return transport_error(400, "The request must be a JSON object");
         };
+        if conversation.is_none()
+            && self.fault("require-protocol-hash")
+            && !req.contains_key("protocolHash")
+        {
+            return framework_error(&["body", "protocolHash"], "Field required", "missing");
+        }
         if self.fault("reject-extra-fields") {
             if let Some(k) = req.keys().find(|k| !KNOWN_FIELDS.contains(&k.as_str())) {
                 return transport_error(400, format!("Unknown field '{k}'"));
@@ -220,6 +264,9 @@ impl Exchange {
             }
         }
         let body = match req.get("body") {
+            None if self.fault("malformed-request-422") => {
+                return framework_error(&["body", "body"], "Field required", "missing")
+            }
             None => return self.agora_failure("Missing field 'body'"),
             Some(b @ (Value::String(_) | Value::Object(_))) => b.clone(),
             Some(_) => {
@@ -271,8 +318,8 @@ impl Exchange {
         };
         let document = match &protocol {
             None => None,
-            Some(h) => match (is_sha1_hex(h), self.supported(h)) {
-                (true, Some(d)) => Some(d.clone()),
+            Some(h) => match self.supported(h) {
+                Some(d) => Some(d.clone()),
                 _ if self.fault("unsupported-protocol-400") => {
                     return transport_error(400, "Unsupported protocol")
                 }
@@ -493,5 +540,47 @@ mod tests {
         assert!(proto.body["body"]["error"].is_string());
         let extra = ex.handle(None, br#"{"body":"x","x-harness-extra":{"a":1}}"#);
         assert_eq!(extra.body["status"], "success");
+    }
+
+    fn with(fault: &str) -> Exchange {
+        Exchange::with_config(ExchangeConfig::default().with_faults(&[fault]).unwrap())
+    }
+
+    #[test]
+    fn faults_modelled_on_real_servers() {
+        let unsupported = format!(r#"{{"protocolHash":"{}","body":"x"}}"#, "a".repeat(40));
+        let r = with("failure-status-error").handle(None, unsupported.as_bytes());
+        assert_eq!(
+            r.body,
+            json!({"status": "error", "message": "Unsupported protocol"})
+        );
+        let ex = with("protocol-hash-base64");
+        let key = sha1_base64(ECHO_DOCUMENT.as_bytes());
+        assert!(ex.wellknown().get(&key).is_some());
+        let ok = ex.handle(
+            None,
+            format!(r#"{{"protocolHash":"{key}","body":{{"text":"a"}}}}"#).as_bytes(),
+        );
+        assert_eq!(ok.body["body"]["text"], "a");
+        let hex = ProtocolDocument::new(ECHO_DOCUMENT).hash;
+        let hexed = ex.handle(
+            None,
+            format!(r#"{{"protocolHash":"{hex}","body":{{"text":"a"}}}}"#).as_bytes(),
+        );
+        assert_eq!(hexed.body["error"], "Unsupported protocol");
+        let ex = with("require-protocol-hash");
+        let r = ex.handle(None, br#"{"body":"x"}"#);
+        assert_eq!(r.status, 422);
+        assert_eq!(r.body["detail"][0]["loc"], json!(["body", "protocolHash"]));
+        assert_eq!(
+            ex.handle(None, br#"{"protocolHash":null,"body":"x"}"#)
+                .status,
+            200
+        );
+        let ex = with("malformed-request-422");
+        let r = ex.handle(None, b"{not json");
+        assert_eq!(r.status, 422);
+        assert!(r.body["detail"][0]["msg"].is_string());
+        assert_eq!(ex.handle(None, b"{}").status, 422);
     }
 }

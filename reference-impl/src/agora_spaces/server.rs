@@ -202,6 +202,11 @@ impl Spaces {
     fn error(&self, code: &str, message: impl Into<String>, request_id: Option<&str>) -> String {
         let mut e =
             json!({"type": "error", "code": code, "message": message.into(), "timestamp": now_s()});
+        if self.fault("error-message-only") {
+            if let Some(m) = e.as_object_mut() {
+                m.remove("code");
+            }
+        }
         if let Some(id) = request_id {
             if !self.fault("error-without-request-id") {
                 e["request_id"] = json!(id);
@@ -241,10 +246,15 @@ impl Spaces {
         let Some(space) = hub.spaces.get(name) else {
             return;
         };
-        let frame =
-            json!({"type": "space.members", "space": name, "members": Self::members_of(space),
-                           "joined": joined, "left": left, "timestamp": now_s()})
-            .to_string();
+        let list = if self.fault("members-under-agents") {
+            "agents"
+        } else {
+            "members"
+        };
+        let mut frame = json!({"type": "space.members", "space": name,
+                               "joined": joined, "left": left, "timestamp": now_s()});
+        frame[list] = json!(Self::members_of(space));
+        let frame = frame.to_string();
         let targets: Vec<u64> = space
             .members
             .iter()
@@ -254,6 +264,24 @@ impl Spaces {
         for t in targets {
             Self::send_to(hub, t, frame.clone());
         }
+    }
+
+    /// The agent.registered event for `agent_id` on connection `conn`.
+    fn registered(&self, agent_id: &str, conn: u64, connection_id: &str) -> Value {
+        let cid = if self.fault("connection-id-number") {
+            json!(conn)
+        } else {
+            json!(connection_id)
+        };
+        let id_member = if self.fault("registered-agent-id") {
+            "agent_id"
+        } else {
+            "id"
+        };
+        let mut agent = Map::new();
+        agent.insert(id_member.into(), json!(agent_id));
+        agent.insert("connection_id".into(), cid);
+        json!({"type": "agent.registered", "agent": agent, "timestamp": now_s()})
     }
 
     /// Registers a new connection; an error frame when it must be refused.
@@ -404,16 +432,21 @@ impl Spaces {
                     );
                     return reply(&mut hub, e);
                 }
-                let mut r = json!({"type": "agent.registered", "agent": {"id": want, "connection_id": connection_id}, "timestamp": now_s()});
+                let mut r = self.registered(want, conn, connection_id);
                 if let Some(i) = rid {
                     r["id"] = json!(i);
                 }
                 reply(&mut hub, r.to_string());
             }
             "agent.heartbeat" => {
+                let ty = if self.fault("heartbeat-pong") {
+                    "pong"
+                } else {
+                    "agent.heartbeat"
+                };
                 reply(
                     &mut hub,
-                    json!({"type": "agent.heartbeat", "timestamp": now_s()}).to_string(),
+                    json!({"type": ty, "timestamp": now_s()}).to_string(),
                 );
             }
             "space.join" => {
@@ -687,7 +720,7 @@ async fn session(s: Arc<Spaces>, socket: WebSocket, agent_id: String, token: Opt
         let _ = sink.send(Message::Close(None)).await;
     });
     if !s.fault("no-registered") {
-        let hello = json!({"type": "agent.registered", "agent": {"id": agent_id, "connection_id": connection_id}, "timestamp": now_s()});
+        let hello = s.registered(&agent_id, conn, &connection_id);
         let _ = tx.try_send(hello.to_string());
     }
     drop(tx);

@@ -14,7 +14,7 @@
 //! message and returns the reply and the HTTP status the HTTP binding should use.
 
 use super::envelope::{self, SigVariant, ERROR_CODES, PROTOCOL, TYPES};
-use super::faults::FAULTS;
+use super::faults::{self, FAULTS};
 use crate::faults::FaultSet;
 use crate::wire::clock::{parse_timestamp, SharedClock, SystemClock};
 use crate::wire::keys::{self, Keypair};
@@ -39,6 +39,8 @@ pub struct AgentConfig {
     /// Most offers and ids remembered at once (oldest dropped first).
     pub max_remembered: usize,
     pub faults: FaultSet,
+    /// Behaviours the spec allows or only warns about (`faults::VARIANTS`).
+    pub variants: Vec<&'static str>,
 }
 
 impl Default for AgentConfig {
@@ -53,6 +55,7 @@ impl Default for AgentConfig {
             max_message_bytes: 64 * 1024,
             max_remembered: 100_000,
             faults: FaultSet::none(),
+            variants: Vec::new(),
         }
     }
 }
@@ -60,6 +63,16 @@ impl Default for AgentConfig {
 impl AgentConfig {
     pub fn with_faults<S: AsRef<str>>(mut self, names: &[S]) -> Result<Self, String> {
         self.faults = FaultSet::from_names(FAULTS, names)?;
+        Ok(self)
+    }
+
+    /// Switches on variants by name (see `faults::VARIANTS`).
+    pub fn with_variants<S: AsRef<str>>(mut self, names: &[S]) -> Result<Self, String> {
+        for n in names {
+            let v = faults::variant(n.as_ref())
+                .ok_or_else(|| format!("unknown agora-v1 variant {:?}", n.as_ref()))?;
+            self.variants.push(v.name);
+        }
         Ok(self)
     }
 }
@@ -161,30 +174,66 @@ impl Agent {
         self.cfg.faults.has(name)
     }
 
+    fn variant(&self, name: &str) -> bool {
+        self.cfg.variants.contains(&name)
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Handles one message and returns the reply.
     pub fn handle(&self, bytes: &[u8]) -> Reply {
+        self.reply(self.process(bytes))
+    }
+
+    /// Handles one message from a binding where silence is possible (WebSocket).
+    /// Under the `silent-refusals` variant, a message refused before it reached a
+    /// task (its ERROR would name no request) gets no reply at all (AV1-A5).
+    pub fn handle_frame(&self, bytes: &[u8]) -> Option<Reply> {
         match self.process(bytes) {
+            Err(r) if r.request_id.is_none() && self.variant("silent-refusals") => None,
+            outcome => Some(self.reply(outcome)),
+        }
+    }
+
+    fn reply(&self, outcome: Result<Out, Rejection>) -> Reply {
+        match outcome {
             Ok(out) => Reply {
                 status: 200,
                 body: self.envelope(out.ty, out.payload, Some(&out.answers), out.own_id),
             },
+            Err(r) if self.fault("bare-error-replies") => {
+                // The error a web framework sends: no envelope, no signature.
+                let mut body = json!({"error": r.message, "code": r.code});
+                if let Some(id) = r.request_id {
+                    body["request_id"] = json!(id);
+                }
+                Reply {
+                    status: u16::try_from(r.code).unwrap_or(400),
+                    body: serde_json::to_vec(&body).unwrap_or_default(),
+                }
+            }
             Err(r) => {
                 let code = r.code;
                 let mut payload = json!({"code": code, "message": r.message});
                 if self.fault("error-code-string") {
                     payload["code"] = json!(code.to_string());
                 }
+                if self.fault("error-code-nested") {
+                    payload = json!({"error": {"code": code, "message": r.message}});
+                }
                 if let Some(id) = r.request_id {
                     payload["request_id"] = json!(id);
                 }
-                let status = u16::try_from(code)
-                    .ok()
-                    .filter(|c| ERROR_CODES.contains(&i64::from(*c)))
-                    .unwrap_or(400);
+                let status = if self.fault("error-code-nested") {
+                    200
+                } else {
+                    u16::try_from(code)
+                        .ok()
+                        .filter(|c| ERROR_CODES.contains(&i64::from(*c)))
+                        .unwrap_or(400)
+                };
                 Reply {
                     status,
                     body: self.envelope("ERROR", payload, None, None),
@@ -222,9 +271,30 @@ impl Agent {
             (_, Some(own)) => own,
             _ => new_id(),
         };
-        let mut env = envelope::build(ty, &id, now, &self.key.did(), payload);
+        let sender = if self.variant("raw-key-sender") {
+            keys::b64url(self.key.public().as_bytes())
+        } else {
+            self.key.did()
+        };
+        let mut env = envelope::build(ty, &id, now, &sender, payload);
         if self.fault("wrong-protocol-tag") {
             env["protocol"] = json!("agora/1.1");
+        }
+        if self.fault("naive-timestamps") {
+            let t = now.to_offset(time::UtcOffset::UTC);
+            env["timestamp"] = json!(format!(
+                "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}",
+                t.year(),
+                u8::from(t.month()),
+                t.day(),
+                t.hour(),
+                t.minute(),
+                t.second(),
+                t.microsecond()
+            ));
+        } else if self.variant("offset-timestamps") {
+            let z = crate::wire::clock::format_timestamp(now);
+            env["timestamp"] = json!(format!("{}+00:00", z.trim_end_matches('Z')));
         }
         if self.fault("sign-non-canonical") {
             // Signs the insertion-order text instead of the canonical bytes.
@@ -241,6 +311,20 @@ impl Agent {
                 // reach payloads. Fall back to an unsigned reply rather than panic.
                 env["sender"]["signature"] = json!("");
             }
+        }
+        // Another spelling of the same signature bytes.
+        let sig = env["sender"]["signature"].as_str().unwrap_or_default();
+        let recoded = keys::b64_decode_any(sig).map(|(bytes, _)| {
+            if self.fault("signature-hex") {
+                bytes.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            } else if self.variant("std-base64-signature") {
+                keys::b64std(&bytes)
+            } else {
+                sig.to_string()
+            }
+        });
+        if let Some(r) = recoded.filter(|r| !r.is_empty()) {
+            env["sender"]["signature"] = json!(r);
         }
         // Replies go out in canonical form; canonicalization of our own envelope
         // cannot fail (see above), the plain serialization is the fallback.
@@ -513,7 +597,13 @@ impl Agent {
                     ));
                 }
             }
-            let offer_id = new_id();
+            // Under `reuse-request-id` the OFFER goes out under the REQUEST's id, and
+            // that is the id the agent knows the offer by.
+            let offer_id = if self.fault("reuse-request-id") {
+                id.to_string()
+            } else {
+                new_id()
+            };
             let ttl = self.cfg.offer_ttl_ms;
             {
                 let mut st = self.lock();
@@ -538,11 +628,14 @@ impl Agent {
                 "request_id": id, "cost": cost, "ttl": ttl, "eta": self.cfg.offer_eta_ms,
                 "offer_id": offer_id,
             });
+            // Under `offer-id-in-payload` the envelope gets an id of its own and only
+            // the payload's offer_id names the offer.
+            let own_id = (!self.fault("offer-id-in-payload")).then_some(offer_id);
             Ok(Out {
                 ty: "OFFER",
                 payload,
                 answers: id.to_string(),
-                own_id: Some(offer_id),
+                own_id,
             })
         } else {
             let code = if self.fault("unknown-resource-code-500") {
@@ -563,6 +656,9 @@ impl Agent {
         } else {
             "success"
         };
+        if self.fault("result-data-renamed") {
+            return json!({"request_id": request_id, "status": status, "result": data});
+        }
         json!({"request_id": request_id, "status": status, "data": data})
     }
 

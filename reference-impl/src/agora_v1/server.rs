@@ -57,8 +57,9 @@ async fn ws_session(agent: Arc<Agent>, mut socket: WebSocket) {
             Message::Ping(_) | Message::Pong(_) => continue,
         };
         let a = agent.clone();
-        let reply = match tokio::task::spawn_blocking(move || a.handle(&bytes)).await {
-            Ok(r) => r,
+        let reply = match tokio::task::spawn_blocking(move || a.handle_frame(&bytes)).await {
+            Ok(Some(r)) => r,
+            Ok(None) => continue,
             Err(_) => break,
         };
         let text = String::from_utf8_lossy(&reply.body).into_owned();

@@ -7,7 +7,8 @@
 //!   `POST /reputation/{agent_id}/{outcome}?job_id=…` with the same body. Reputation
 //!   follows chorus.md §4: +2.0 × hirer / 100 on SUCCESS, −4.5 on FAILURE, clamped.
 //! - Ledger (extension; mountable on its own URL): `POST /transfer`,
-//!   `GET /balance/{owner}`. Every owner starts with `initial_credits`; amounts are
+//!   `GET /balance/{owner}`, `POST /accounts` (`{owner_id, credits}`: adds credits to
+//!   an owner's balance). Every owner starts with `initial_credits`; amounts are
 //!   kept in cents; a repeated `transfer_id` is applied once.
 //! - Fixture agent: `POST /agents/echo/jobs`, skill `echo_text` (cost 0.10), results
 //!   in the response body or by POST to `callback_url`.
@@ -51,6 +52,15 @@ pub struct ChorusConfig {
     pub max_records: usize,
     pub max_body_bytes: usize,
     pub faults: FaultSet,
+    /// Outcomes take the hirer's reputation from this member of the outcome body
+    /// (required there) instead of looking the orchestrator up in the registry, as a
+    /// registry does that keeps no score for hirers it did not register.
+    pub hirer_reputation_member: Option<String>,
+    /// Timestamps are written with the offset `+00:00` instead of `Z` (both UTC).
+    pub utc_offset_form: bool,
+    /// The member of `output_data` that carries the echoed text (default `text`),
+    /// as a fixture does whose output has a shape of its own.
+    pub fixture_output_member: Option<String>,
 }
 
 impl Default for ChorusConfig {
@@ -62,6 +72,9 @@ impl Default for ChorusConfig {
             max_records: 100_000,
             max_body_bytes: 64 * 1024,
             faults: FaultSet::none(),
+            hirer_reputation_member: None,
+            utc_offset_form: false,
+            fixture_output_member: None,
         }
     }
 }
@@ -194,6 +207,23 @@ impl Chorus {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// An agent id as the registry writes it (fault agent-ids-hex: 32 hex digits).
+    fn shown_id(&self, id: &str) -> String {
+        if self.fault("agent-ids-hex") {
+            id.replace('-', "")
+        } else {
+            id.to_string()
+        }
+    }
+
+    fn now_text(&self) -> String {
+        let t = format_timestamp(self.clock.now());
+        match t.strip_suffix('Z') {
+            Some(head) if self.cfg.utc_offset_form => format!("{head}+00:00"),
+            _ => t,
+        }
+    }
+
     fn initial_reputation(&self) -> f64 {
         if self.fault("initial-reputation-40") {
             40.0
@@ -276,7 +306,7 @@ impl Chorus {
             let status = if self.fault("register-200") { 200 } else { 201 };
             Ok(Reply {
                 status,
-                body: json!({"status": "registered", "agent_id": agent_id, "reputation_score": reputation}),
+                body: json!({"status": "registered", "agent_id": self.shown_id(agent_id), "reputation_score": reputation}),
             })
         };
         run().unwrap_or_else(|e| e)
@@ -325,14 +355,27 @@ impl Chorus {
         if self.fault("ranking-ascending") {
             hits.reverse();
         }
+        let skills_list = self.fault("discover-skills-list");
         let agents: Vec<Value> = hits
             .iter()
             .map(|(a, s)| {
-                json!({
-                    "agent_id": a.agent_id, "agent_name": a.agent_name, "api_endpoint": a.api_endpoint,
+                let mut e = json!({
+                    "agent_id": self.shown_id(&a.agent_id), "agent_name": a.agent_name, "api_endpoint": a.api_endpoint,
                     "skill": {"skill_name": s.name, "cost_per_call": s.cost},
                     "reputation_score": a.reputation, "status": "online",
-                })
+                });
+                if skills_list {
+                    if let Some(o) = e.as_object_mut() {
+                        o.remove("skill");
+                        let all: Vec<Value> = a
+                            .skills
+                            .iter()
+                            .map(|s| json!({"skill_name": s.name, "cost_per_call": s.cost}))
+                            .collect();
+                        o.insert("skills".into(), Value::Array(all));
+                    }
+                }
+                e
             })
             .collect();
         Reply {
@@ -373,10 +416,24 @@ impl Chorus {
             };
             let job_id = req_str(&o, "job_id")?.to_string();
             let orchestrator = req_str(&o, "orchestrator_id")?;
+            let told = match &self.cfg.hirer_reputation_member {
+                Some(m) => match o.get(m).and_then(Value::as_f64) {
+                    Some(x) if (0.0..=100.0).contains(&x) => Some(x),
+                    _ => {
+                        return Err(err(
+                            422,
+                            "validation",
+                            format!("`{m}` (the hirer's reputation, 0 to 100) is required"),
+                        ))
+                    }
+                },
+                None => None,
+            };
             let mut st = self.lock();
-            let hirer = match st.agents.get(orchestrator) {
-                Some(h) => h.reputation,
-                None => {
+            let hirer = match (told, st.agents.get(orchestrator)) {
+                (Some(x), _) => x,
+                (None, Some(h)) => h.reputation,
+                (None, None) => {
                     return Err(invalid(format!(
                     "orchestrator {orchestrator:?} is not registered; its reputation is unknown"
                 )))
@@ -444,6 +501,34 @@ impl Chorus {
         }
     }
 
+    /// `POST /accounts` (extension): `{owner_id, credits}` adds credits to the owner's
+    /// balance (opening it at `initial_credits` first).
+    pub fn deposit(&self, bytes: &[u8]) -> Reply {
+        let o = match parse_object(bytes) {
+            Ok(o) => o,
+            Err(r) => return r,
+        };
+        let run = || -> Result<Reply, Reply> {
+            let owner = req_str(&o, "owner_id")?.to_string();
+            let amount = credits(o.get("credits"), "credits")?;
+            let cents = (amount * 100.0).round();
+            if (cents - amount * 100.0).abs() > 1e-6 || cents > 1e12 {
+                return Err(invalid("`credits` must have at most two decimals"));
+            }
+            let mut st = self.lock();
+            if !st.balances.contains_key(&owner) && st.balances.len() >= self.cfg.max_records {
+                return Err(err(503, "validation", "the ledger is full"));
+            }
+            let balance = self.balance(&st, &owner) + cents as i64;
+            st.balances.insert(owner.clone(), balance);
+            Ok(Reply {
+                status: 201,
+                body: json!({"owner_id": owner, "balance": balance as f64 / 100.0}),
+            })
+        };
+        run().unwrap_or_else(|e| e)
+    }
+
     /// `POST /transfer`.
     pub fn transfer(&self, bytes: &[u8]) -> Reply {
         let o = match parse_object(bytes) {
@@ -480,14 +565,17 @@ impl Chorus {
             }
             let from_balance = self.balance(&st, &from);
             if from_balance < cents && !self.fault("allow-overdraft") {
-                return Err(err(
-                    409,
-                    "TRANSFER_FAILED",
-                    format!(
-                        "{from} has {:.2} credits, needs {amount:.2}",
-                        from_balance as f64 / 100.0
-                    ),
-                ));
+                let message = format!(
+                    "{from} has {:.2} credits, needs {amount:.2}",
+                    from_balance as f64 / 100.0
+                );
+                if self.fault("transfer-failed-200") {
+                    return Ok(Reply {
+                        status: 200,
+                        body: json!({"status": "failed", "error": "TRANSFER_FAILED", "message": message}),
+                    });
+                }
+                return Err(err(409, "TRANSFER_FAILED", message));
             }
             let to_balance = self.balance(&st, &to);
             st.balances.insert(from.clone(), from_balance - cents);
@@ -527,6 +615,12 @@ impl Chorus {
                     return Err(invalid(format!("currency {c} is not {CURRENCY:?}")));
                 }
             }
+            if skill != FIXTURE_SKILL && self.fault("skill-mismatch-detail-404") {
+                return Err(Reply {
+                    status: 404,
+                    body: json!({"detail": format!("Skill '{skill}' not found")}),
+                });
+            }
             if skill != FIXTURE_SKILL && !self.fault("ignore-skill") {
                 return Err(err(
                     400,
@@ -543,18 +637,28 @@ impl Chorus {
                 ));
             }
             let (status, output, error) = match input.get("text").and_then(Value::as_str) {
-                Some(t) => ("SUCCESS", json!({"text": t}), Value::Null),
+                Some(t) => {
+                    let member = self.cfg.fixture_output_member.as_deref().unwrap_or("text");
+                    let mut out = Map::new();
+                    out.insert(member.to_string(), json!(t));
+                    ("SUCCESS", Value::Object(out), Value::Null)
+                }
                 None => (
                     "FAILURE",
                     Value::Null,
                     json!("input_data.text must be a string"),
                 ),
             };
+            let status = if self.fault("result-status-lowercase") {
+                status.to_ascii_lowercase()
+            } else {
+                status.to_string()
+            };
             let result = json!({
                 "job_id": job_id, "agent_id": self.fixture_id, "status": status,
-                "output_data": output, "execution_cost": if status == "SUCCESS" { FIXTURE_COST } else { 0.0 },
+                "output_data": output, "execution_cost": if output.is_null() { 0.0 } else { FIXTURE_COST },
                 "execution_time_ms": started.elapsed().as_millis() as u64, "error_message": error,
-                "timestamp_utc": format_timestamp(self.clock.now()),
+                "timestamp_utc": self.now_text(),
             });
             let callback = o
                 .get("callback_url")
@@ -645,6 +749,13 @@ async fn post_transfer(State(c): State<Arc<Chorus>>, body: Body) -> Response {
     }
 }
 
+async fn post_accounts(State(c): State<Arc<Chorus>>, body: Body) -> Response {
+    match read(&c, body).await {
+        Ok(b) => respond(c.deposit(&b)),
+        Err(r) => r,
+    }
+}
+
 async fn get_balance(State(c): State<Arc<Chorus>>, Path(owner): Path<String>) -> Response {
     respond(c.balance_of(&owner))
 }
@@ -679,9 +790,10 @@ fn ledger_routes() -> Router<Arc<Chorus>> {
     Router::new()
         .route("/transfer", post(post_transfer))
         .route("/balance/{owner}", get(get_balance))
+        .route("/accounts", post(post_accounts))
 }
 
-/// The ledger alone: `POST /transfer`, `GET /balance/{owner}`.
+/// The ledger alone: `POST /transfer`, `GET /balance/{owner}`, `POST /accounts`.
 pub fn ledger_router(c: Arc<Chorus>) -> Router {
     ledger_routes().fallback(not_found).with_state(c)
 }
@@ -729,5 +841,46 @@ mod tests {
         assert_eq!(c.balance_of("a").body["balance"], 0.0);
         assert_eq!(c.balance_of("b").body["balance"], 200.0);
         assert_eq!(t(&new_id(), 0.155).status, 400);
+    }
+
+    #[test]
+    fn accounts_fund_owners_of_an_empty_ledger() {
+        let c = Chorus::with_config(ChorusConfig {
+            initial_credits_cents: 0,
+            ..ChorusConfig::default()
+        });
+        let t = |amount: f64| {
+            let body = json!({"transfer_id": new_id(), "from_owner": "a", "to_owner": "b", "amount": amount});
+            c.transfer(body.to_string().as_bytes()).status
+        };
+        assert_eq!(t(0.01), 409);
+        let r = c.deposit(br#"{"owner_id": "a", "credits": 5.5}"#);
+        assert_eq!((r.status, &r.body["balance"]), (201, &json!(5.5)));
+        assert_eq!(t(5.5), 200);
+        assert_eq!(
+            c.deposit(br#"{"owner_id": "a", "credits": 0.001}"#).status,
+            400
+        );
+    }
+
+    #[test]
+    fn outcomes_may_take_the_hirer_from_the_body() {
+        let c = Chorus::with_config(ChorusConfig {
+            hirer_reputation_member: Some("contractor_reputation".into()),
+            ..ChorusConfig::default()
+        });
+        let id = new_id();
+        let reg = json!({"agent_id": id, "api_endpoint": "http://x/jobs", "skills": []});
+        assert_eq!(c.register(reg.to_string().as_bytes()).status, 201);
+        let o = |extra: Value| {
+            let mut b = json!({"agent_id": id, "status": "SUCCESS", "job_id": new_id(), "orchestrator_id": "nobody"});
+            if let (Some(m), Value::Object(e)) = (b.as_object_mut(), extra) {
+                m.extend(e);
+            }
+            c.outcome(None, None, b.to_string().as_bytes())
+        };
+        assert_eq!(o(json!({})).status, 422);
+        let r = o(json!({"contractor_reputation": 100.0}));
+        assert_eq!((r.status, &r.body["reputation_score"]), (200, &json!(52.0)));
     }
 }
