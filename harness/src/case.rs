@@ -1,63 +1,12 @@
 //! The case model: what a case is, how it ends, and what it leaves behind.
 
 use crate::drive::Transport;
-use crate::finding::Finding;
 use crate::script::Ctx;
 use serde::Serialize;
 use std::fmt;
-use std::future::Future;
-use std::pin::Pin;
 
-/// How binding a requirement is, which decides what a violation means.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-pub enum Level {
-    /// RFC 2119 MUST: a violation fails.
-    #[serde(rename = "MUST")]
-    Must,
-    /// SHOULD: a violation warns.
-    #[serde(rename = "SHOULD")]
-    Should,
-    /// MAY: optional, but what is there must behave.
-    #[serde(rename = "MAY")]
-    May,
-    /// A plain statement of the spec: a violation fails.
-    #[serde(rename = "FACT")]
-    Fact,
-    /// A choice of the target profile, not of the spec: a violation fails "under
-    /// the profile".
-    #[serde(rename = "PROFILE")]
-    Profile,
-    /// What the inventory treats as informational: recorded, never fails a run.
-    #[serde(rename = "INFO")]
-    Info,
-}
-
-impl Level {
-    /// Order used to pick the level of a deviation that breaks several requirements.
-    pub fn strength(self) -> u8 {
-        match self {
-            Level::Must => 5,
-            Level::Fact => 4,
-            Level::Profile => 3,
-            Level::May => 2,
-            Level::Should => 1,
-            Level::Info => 0,
-        }
-    }
-}
-
-impl fmt::Display for Level {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Level::Must => "MUST",
-            Level::Should => "SHOULD",
-            Level::May => "MAY",
-            Level::Fact => "FACT",
-            Level::Profile => "PROFILE",
-            Level::Info => "INFO",
-        })
-    }
-}
+pub use crate::inventory::Level;
+pub use crate::verdict::{fail, skip, CaseFuture, Entry, Met, Outcome, Step, Stop};
 
 /// Which bindings a case runs over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +16,6 @@ pub enum Bindings {
     Only(Transport),
 }
 
-pub type CaseFuture<'a> = Pin<Box<dyn Future<Output = Step<()>> + Send + 'a>>;
 pub type CaseFn = for<'a> fn(&'a mut Ctx) -> CaseFuture<'a>;
 
 /// One conformance case.
@@ -94,76 +42,6 @@ impl fmt::Debug for Case {
     }
 }
 
-/// Why a case stopped early.
-#[derive(Debug, Clone)]
-pub enum Stop {
-    /// The target broke the rule this case judges, said in text (the requirement
-    /// ids quoted in it, else the case's, make the finding).
-    Fail(String),
-    /// The target broke the rule this case judges, as a typed finding.
-    Finding(Finding),
-    /// The case cannot go on past an incidental finding (its key), which the
-    /// context has recorded. Never a pass; the finding's owner fails for it.
-    Blocked(String),
-    /// The case could not run; the reason says why.
-    Skip(String),
-}
-
-impl Stop {
-    /// The text of a stop, for logs and fuzz findings.
-    pub fn text(&self) -> String {
-        match self {
-            Stop::Fail(m) | Stop::Skip(m) => m.clone(),
-            Stop::Finding(f) => f.summary.clone(),
-            Stop::Blocked(key) => format!("blocked by {key}"),
-        }
-    }
-}
-
-pub type Step<T> = Result<T, Stop>;
-
-pub fn fail<T>(msg: impl Into<String>) -> Step<T> {
-    Err(Stop::Fail(msg.into()))
-}
-
-pub fn skip<T>(msg: impl Into<String>) -> Step<T> {
-    Err(Stop::Skip(msg.into()))
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Outcome {
-    Pass,
-    Fail,
-    Warn,
-    /// Stopped by a deviation another case owns: neither passed nor failed.
-    Blocked,
-    Skip,
-}
-
-impl fmt::Display for Outcome {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Outcome::Pass => "pass",
-            Outcome::Fail => "fail",
-            Outcome::Warn => "warn",
-            Outcome::Blocked => "blocked",
-            Outcome::Skip => "skip",
-        })
-    }
-}
-
-/// One line of a case's wire transcript.
-#[derive(Debug, Clone, Serialize)]
-pub struct Entry {
-    pub at_ms: u64,
-    /// send, recv, note or check.
-    pub kind: &'static str,
-    pub text: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub http_status: Option<u16>,
-}
-
 /// The result of one case over one binding.
 #[derive(Debug, Clone, Serialize)]
 pub struct CaseResult {
@@ -188,15 +66,6 @@ pub struct CaseResult {
     pub met: Vec<Met>,
 }
 
-/// A finding as one case met it.
-#[derive(Debug, Clone)]
-pub struct Met {
-    pub finding: Finding,
-    /// The case judged this rule itself (its own subject), rather than meeting it on
-    /// the way to its subject.
-    pub own: bool,
-}
-
 /// A requirement the suite does not test, and why.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Untestable {
@@ -216,6 +85,25 @@ pub struct Suite {
     /// Where each binding's endpoint lies below the target URL, when not at the URL
     /// itself (the preflight probes it there).
     pub endpoint_paths: &'static [(Transport, &'static str)],
+    /// The fault catalogue of the suite's reference implementation.
+    pub faults: &'static [reference_impl::faults::Fault],
+    /// Starts the suite's reference implementation (`run` without a target, `serve`).
+    pub start: crate::embedded::StartFn,
+    /// How the suite signs and verifies messages (`sign`, `verify`), when it does.
+    pub signing: Option<Signing>,
+    /// The suite's live fuzzer.
+    pub fuzzer: crate::fuzzing::Fuzzer,
+}
+
+/// A suite's signing scheme as the command line offers it.
+#[derive(Clone, Copy)]
+pub struct Signing {
+    /// Signs a message with `key` (setting the sender's id to the key's); returns the
+    /// canonical signed bytes.
+    pub sign:
+        fn(serde_json::Value, &reference_impl::wire::keys::Keypair) -> Result<Vec<u8>, String>,
+    /// Explains the verification of `bytes` on `out`; `Ok(true)` when it verifies.
+    pub verify: fn(&[u8], &mut dyn std::io::Write) -> std::io::Result<bool>,
 }
 
 impl Suite {

@@ -1,15 +1,16 @@
 //! The embedded reference agents: started on loopback when `run` has no target,
 //! and by `serve`.
 
+use crate::drive::Endpoints;
 use crate::drive::Transport;
-use crate::runner::Endpoints;
 use reference_impl::agentprotocol::agent::{ApAgent, ApConfig};
 use reference_impl::agora_exchange::server::{Exchange, ExchangeConfig};
 use reference_impl::agora_spaces::server::{Spaces, SpacesConfig};
 use reference_impl::agora_v1::agent::{Agent, AgentConfig};
 use reference_impl::chorus::server::{self as chorus_server, Chorus, ChorusConfig, Delivery};
-use reference_impl::faults::Fault;
 use reference_impl::serve::{spawn, spawn_tls, Running, TlsIdentity};
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 #[derive(Debug, Clone, Default)]
@@ -77,17 +78,12 @@ impl Server {
     }
 }
 
-/// The fault catalogue of a suite's reference agent.
-pub fn faults(suite: &str) -> Option<&'static [Fault]> {
-    match suite {
-        "agora-v1" => Some(reference_impl::agora_v1::faults::FAULTS),
-        "agora-exchange" => Some(reference_impl::agora_exchange::faults::FAULTS),
-        "chorus" => Some(reference_impl::chorus::faults::FAULTS),
-        "agora-spaces" => Some(reference_impl::agora_spaces::faults::FAULTS),
-        "agentprotocol" => Some(reference_impl::agentprotocol::faults::FAULTS),
-        _ => None,
-    }
-}
+/// Starts a suite's reference agent on `listen` with `opts`: one function per suite,
+/// named in its descriptor (`Suite::start`).
+pub type StartFn = for<'a> fn(
+    &'a str,
+    &'a Options,
+) -> Pin<Box<dyn Future<Output = Result<Server, String>> + Send + 'a>>;
 
 /// Starts the agora-v1 reference agent with `cfg` on `listen`.
 pub async fn start_agora_v1(cfg: AgentConfig, listen: &str) -> Result<Server, String> {
@@ -298,48 +294,73 @@ async fn start_agentprotocol_on(
     })
 }
 
-/// Starts the reference agent of `suite`.
-pub async fn start(suite: &str, listen: &str, opts: &Options) -> Result<Server, String> {
-    match suite {
-        "agora-v1" => {
-            let mut cfg = AgentConfig::default().with_faults(&opts.faults)?;
-            if let Some(ttl) = opts.offer_ttl_ms {
-                cfg.offer_ttl_ms = ttl;
-            }
-            if let Some(w) = opts.replay_window_s {
-                cfg.replay_window = time::Duration::seconds(i64::from(w));
-            }
-            start_agora_v1_on(cfg, listen, opts.tls.as_ref()).await
+/// Starts the agora-v1 reference agent with `opts`.
+pub fn agora_v1<'a>(
+    listen: &'a str,
+    opts: &'a Options,
+) -> Pin<Box<dyn Future<Output = Result<Server, String>> + Send + 'a>> {
+    Box::pin(async move {
+        let mut cfg = AgentConfig::default().with_faults(&opts.faults)?;
+        if let Some(ttl) = opts.offer_ttl_ms {
+            cfg.offer_ttl_ms = ttl;
         }
-        "agora-exchange" => {
-            let mut cfg = ExchangeConfig::default().with_faults(&opts.faults)?;
-            if let Some(ttl) = opts.conversation_ttl_s {
-                cfg.conversation_ttl_s = ttl;
-            }
-            start_agora_exchange_on(cfg, listen, opts.tls.as_ref()).await
+        if let Some(w) = opts.replay_window_s {
+            cfg.replay_window = time::Duration::seconds(i64::from(w));
         }
-        "chorus" => {
-            let mut cfg = ChorusConfig::default().with_faults(&opts.faults)?;
-            if let Some(d) = opts.chorus_delivery {
-                cfg.delivery = d;
-            }
-            start_chorus_on(cfg, listen, opts.separate_ledger, opts.tls.as_ref()).await
+        start_agora_v1_on(cfg, listen, opts.tls.as_ref()).await
+    })
+}
+
+/// Starts the agora-exchange reference server with `opts`.
+pub fn agora_exchange<'a>(
+    listen: &'a str,
+    opts: &'a Options,
+) -> Pin<Box<dyn Future<Output = Result<Server, String>> + Send + 'a>> {
+    Box::pin(async move {
+        let mut cfg = ExchangeConfig::default().with_faults(&opts.faults)?;
+        if let Some(ttl) = opts.conversation_ttl_s {
+            cfg.conversation_ttl_s = ttl;
         }
-        "agora-spaces" => {
-            let mut cfg = SpacesConfig::default().with_faults(&opts.faults)?;
-            cfg.token = opts.token.clone();
-            if let Some(t) = opts.heartbeat_timeout_s {
-                cfg.heartbeat_timeout = std::time::Duration::from_secs(t);
-            }
-            start_agora_spaces_on(cfg, listen, opts.tls.as_ref()).await
+        start_agora_exchange_on(cfg, listen, opts.tls.as_ref()).await
+    })
+}
+
+/// Starts the chorus registry, ledger and fixture agent with `opts`.
+pub fn chorus<'a>(
+    listen: &'a str,
+    opts: &'a Options,
+) -> Pin<Box<dyn Future<Output = Result<Server, String>> + Send + 'a>> {
+    Box::pin(async move {
+        let mut cfg = ChorusConfig::default().with_faults(&opts.faults)?;
+        if let Some(d) = opts.chorus_delivery {
+            cfg.delivery = d;
         }
-        "agentprotocol" => {
-            let cfg = ApConfig::default().with_faults(&opts.faults)?;
-            start_agentprotocol_on(cfg, listen, opts.tls.as_ref()).await
+        start_chorus_on(cfg, listen, opts.separate_ledger, opts.tls.as_ref()).await
+    })
+}
+
+/// Starts the agora-spaces reference server with `opts`.
+pub fn agora_spaces<'a>(
+    listen: &'a str,
+    opts: &'a Options,
+) -> Pin<Box<dyn Future<Output = Result<Server, String>> + Send + 'a>> {
+    Box::pin(async move {
+        let mut cfg = SpacesConfig::default().with_faults(&opts.faults)?;
+        cfg.token = opts.token.clone();
+        if let Some(t) = opts.heartbeat_timeout_s {
+            cfg.heartbeat_timeout = std::time::Duration::from_secs(t);
         }
-        other => Err(format!(
-            "unknown suite {other:?}; known suites: {}",
-            crate::suites::ids().join(", ")
-        )),
-    }
+        start_agora_spaces_on(cfg, listen, opts.tls.as_ref()).await
+    })
+}
+
+/// Starts the agentprotocol reference agent with `opts`.
+pub fn agentprotocol<'a>(
+    listen: &'a str,
+    opts: &'a Options,
+) -> Pin<Box<dyn Future<Output = Result<Server, String>> + Send + 'a>> {
+    Box::pin(async move {
+        let cfg = ApConfig::default().with_faults(&opts.faults)?;
+        start_agentprotocol_on(cfg, listen, opts.tls.as_ref()).await
+    })
 }

@@ -7,8 +7,8 @@
 //! merges findings by key across cases; each is owned by one case, which alone fails
 //! (or warns) for it.
 
-use crate::case::Level;
 use crate::inventory;
+use crate::inventory::Level;
 use serde::Serialize;
 use std::fmt;
 

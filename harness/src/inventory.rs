@@ -2,9 +2,10 @@
 //! each ambiguity's treatment, read once. Findings take their level from here, so a
 //! case can never judge a requirement more strictly than the inventory does.
 
-use crate::case::Level;
 use serde::Deserialize;
+use serde::Serialize;
 use std::collections::HashMap;
+use std::fmt;
 use std::sync::OnceLock;
 
 const REQUIREMENTS: &str = include_str!("../requirements/requirements.json");
@@ -26,6 +27,57 @@ pub struct Ambiguity {
     pub suite: String,
     pub treatment: String,
     pub category: String,
+}
+
+/// How binding a requirement is, which decides what a violation means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Level {
+    /// RFC 2119 MUST: a violation fails.
+    #[serde(rename = "MUST")]
+    Must,
+    /// SHOULD: a violation warns.
+    #[serde(rename = "SHOULD")]
+    Should,
+    /// MAY: optional, but what is there must behave.
+    #[serde(rename = "MAY")]
+    May,
+    /// A plain statement of the spec: a violation fails.
+    #[serde(rename = "FACT")]
+    Fact,
+    /// A choice of the target profile, not of the spec: a violation fails "under
+    /// the profile".
+    #[serde(rename = "PROFILE")]
+    Profile,
+    /// What the inventory treats as informational: recorded, never fails a run.
+    #[serde(rename = "INFO")]
+    Info,
+}
+
+impl Level {
+    /// Order used to pick the level of a deviation that breaks several requirements.
+    pub fn strength(self) -> u8 {
+        match self {
+            Level::Must => 5,
+            Level::Fact => 4,
+            Level::Profile => 3,
+            Level::May => 2,
+            Level::Should => 1,
+            Level::Info => 0,
+        }
+    }
+}
+
+impl fmt::Display for Level {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Level::Must => "MUST",
+            Level::Should => "SHOULD",
+            Level::May => "MAY",
+            Level::Fact => "FACT",
+            Level::Profile => "PROFILE",
+            Level::Info => "INFO",
+        })
+    }
 }
 
 pub struct Inventory {

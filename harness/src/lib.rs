@@ -16,3 +16,5 @@ pub mod runner;
 pub mod schemas;
 pub mod script;
 pub mod suites;
+pub mod template;
+pub mod verdict;

@@ -3,6 +3,7 @@
 //! unknown key is an error that names the key and its line.
 
 use serde::Deserialize;
+use serde_json::{json, Value};
 use std::path::Path;
 
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -352,12 +353,129 @@ impl Profile {
         }
         // [agora-exchange] protocol_hash is used as the target spells it: a hash that
         // is not 40 hex digits is a finding of the run (AEX-039), not a profile error.
-        crate::expect::chorus::check_profile(&self.chorus).map_err(|e| format!("[chorus] {e}"))?;
+        check_profile(&self.chorus).map_err(|e| format!("[chorus] {e}"))?;
         if self.agora_v1.burst_requests > 10_000 {
             return Err("[agora-v1] burst_requests must be at most 10000".into());
         }
         Ok(())
     }
+}
+
+/// The placeholders of the outcome request and body.
+pub const OUTCOME_NAMES: [&str; 16] = [
+    "agent_id",
+    "owner_id",
+    "reputation",
+    "job_id",
+    "orchestrator_id",
+    "hirer_id",
+    "hirer_owner_id",
+    "hirer_reputation",
+    "outcome",
+    "OUTCOME",
+    "output_data",
+    "error_message",
+    "execution_cost",
+    "timestamp_utc",
+    "uuid",
+    "case_id",
+];
+
+/// The placeholders of a setup request sent on `event`.
+pub fn setup_names(event: SetupEvent) -> &'static [&'static str] {
+    match event {
+        SetupEvent::Case => &["case_id", "uuid", "timestamp_utc"],
+        SetupEvent::Owner => &["owner_id", "amount", "uuid", "timestamp_utc", "case_id"],
+        SetupEvent::Agent => &[
+            "agent_id",
+            "owner_id",
+            "skill_name",
+            "cost_per_call",
+            "reputation",
+            "uuid",
+            "timestamp_utc",
+            "case_id",
+        ],
+        SetupEvent::Job => &[
+            "job_id",
+            "orchestrator_id",
+            "skill_name",
+            "budget",
+            "callback_url",
+            "uuid",
+            "timestamp_utc",
+            "case_id",
+        ],
+        SetupEvent::Transfer => &[
+            "transfer_id",
+            "from_owner",
+            "to_owner",
+            "amount",
+            "job_id",
+            "uuid",
+            "timestamp_utc",
+            "case_id",
+        ],
+    }
+}
+
+/// Stand-in values of the right kind, to check templates when the profile loads.
+pub fn sample_vars(names: &[&'static str]) -> Vec<(&'static str, Value)> {
+    names
+        .iter()
+        .map(|n| {
+            let v = match *n {
+                "amount" | "cost_per_call" | "reputation" | "budget" | "hirer_reputation"
+                | "execution_cost" => json!(1.5),
+                "output_data" => json!({}),
+                "error_message" => Value::Null,
+                _ => json!("x"),
+            };
+            (*n, v)
+        })
+        .collect()
+}
+
+/// Checks the chorus section of a profile: every template fills in and parses.
+pub fn check_profile(c: &ChorusSection) -> Result<(), String> {
+    let method_ok = |m: &str| reqwest::Method::from_bytes(m.as_bytes()).is_ok();
+    let o = &c.outcome_request;
+    let outcome = sample_vars(&OUTCOME_NAMES);
+    match o.split_once(' ') {
+        Some((m, path)) if method_ok(m) && path.starts_with('/') => {
+            crate::template::render(path, &outcome, false)
+                .map_err(|e| format!("outcome_request: {e}"))?;
+        }
+        _ => return Err(format!("outcome_request {o:?} must read \"METHOD /path\"")),
+    }
+    if !c.outcome_body.trim().is_empty() {
+        crate::template::render_json(&c.outcome_body, &outcome)
+            .map_err(|e| format!("outcome_body: {e}"))?;
+    }
+    let text = [("text", json!("x"))];
+    for (key, t) in [
+        ("fixture_input", &c.fixture_input),
+        ("fixture_output", &c.fixture_output),
+    ] {
+        crate::template::render_json(t, &text).map_err(|e| format!("{key}: {e}"))?;
+    }
+    serde_json::from_str::<Value>(&c.fixture_failing_input)
+        .map_err(|e| format!("fixture_failing_input is not JSON: {e}"))?;
+    if !(c.initial_credits.is_finite() && c.initial_credits >= 0.0) {
+        return Err("initial_credits must be a non-negative number".into());
+    }
+    for (i, s) in c.setup_requests.iter().enumerate() {
+        let at = format!("setup_requests[{i}]");
+        if !method_ok(&s.method) {
+            return Err(format!("{at}: method {:?} is not an HTTP method", s.method));
+        }
+        let vars = sample_vars(setup_names(s.on));
+        crate::template::render(&s.path, &vars, false).map_err(|e| format!("{at} path: {e}"))?;
+        if let Some(b) = &s.body {
+            crate::template::render_json(b, &vars).map_err(|e| format!("{at} body: {e}"))?;
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -39,9 +39,7 @@ impl Selection {
     }
 }
 
-/// Where each binding of the target is.
-#[derive(Debug, Clone)]
-pub struct Endpoints(pub Vec<(Transport, String)>);
+pub use crate::drive::Endpoints;
 
 /// One deviation as the report lists it: the finding and every case that met it.
 #[derive(Debug, Clone, serde::Serialize)]

@@ -4,12 +4,12 @@
 //! (`expect_*` helpers of the suite's expectation module). Every send and every
 //! reply lands in the transcript, with the time since the case started.
 
-use crate::case::{Entry, Met, Step, Stop};
 use crate::drive::http::HttpReply;
 use crate::drive::{DriveError, Driver, Limits, Received, Transport};
 use crate::finding::Finding;
 use crate::profile::Profile;
 use crate::schemas::Schemas;
+use crate::verdict::{Entry, Met, Step, Stop};
 use reference_impl::wire::keys::Keypair;
 use std::collections::HashSet;
 use std::sync::Arc;

@@ -181,7 +181,7 @@ fn coverage(suite: &'static Suite) -> Result<(), Failed> {
 }
 
 fn faults_name_real_cases(suite: &'static Suite, required_families: &[&str]) -> Result<(), Failed> {
-    let catalogue = embedded::faults(suite.id).ok_or("no fault catalogue")?;
+    let catalogue = suites::faults(suite.id).ok_or("no fault catalogue")?;
     let ids: BTreeSet<&str> = suite.cases.iter().map(|c| c.id).collect();
     let mut names = BTreeSet::new();
     for f in catalogue {
@@ -994,7 +994,7 @@ fn chorus_callback_delivery_passes() -> Result<(), Failed> {
             chorus_delivery: Some(reference_impl::chorus::server::Delivery::Callback),
             ..embedded::Options::default()
         };
-        let server = embedded::start("chorus", "127.0.0.1:0", &opts)
+        let server = suites::start("chorus", "127.0.0.1:0", &opts)
             .await
             .expect("start");
         let out = runner::run(
@@ -1175,7 +1175,7 @@ fn main() {
             format!("faults::{id}::catalogue_names_real_cases_and_every_family"),
             move || faults_name_real_cases(suite, families),
         ));
-        for f in embedded::faults(suite.id).unwrap_or(&[]) {
+        for f in suites::faults(suite.id).unwrap_or(&[]) {
             let (name, caught_by) = (f.name, f.caught_by);
             trials.push(Trial::test(format!("faults::{id}::{name}"), move || {
                 fault_is_caught(suite, name, caught_by)

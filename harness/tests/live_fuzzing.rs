@@ -7,17 +7,13 @@
 //! of the machine; at the throughput the fuzzers report (thousands of cases per
 //! second), `FAULT_CASES` is a fraction of the default 60 s duration.
 
-use agentconform::drive::Transport;
 use agentconform::embedded;
-use agentconform::fuzzing::{live, scripted};
+use agentconform::fuzzing::{campaign, scripted};
 use agentconform::profile::Profile;
 use agentconform::schemas::Schemas;
-use agentconform::script::RunShared;
 use agentconform::suites;
 use libtest_mimic::{Arguments, Failed, Trial};
-use reference_impl::wire::keys::Keypair;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 /// Cases a clean run must survive.
 const CLEAN_CASES: u64 = 3000;
@@ -55,10 +51,10 @@ fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> scripted
             faults: faults.iter().map(|f| f.to_string()).collect(),
             ..embedded::Options::default()
         };
-        let server = embedded::start(suite, "127.0.0.1:0", &opts)
+        let server = suites::start(suite, "127.0.0.1:0", &opts)
             .await
             .expect("start the reference");
-        let want = scripted::spec(suite).map_or(Transport::Http, |s| s.transports[0]);
+        let want = campaign::bindings(suite).expect("a live fuzzer")[0];
         let url = server
             .endpoints
             .0
@@ -66,59 +62,31 @@ fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> scripted
             .find(|(t, _)| *t == want)
             .map(|(_, u)| u.clone())
             .expect("an endpoint of the fuzzer's binding");
-        let limits = agentconform::drive::Limits {
-            timeout: std::time::Duration::from_secs(5),
-            max_bytes: 1024 * 1024,
-        };
-        let http = agentconform::drive::http::client().expect("client");
-        let summary = match scripted::spec(suite) {
-            None => {
-                let schemas = Arc::new(Schemas::load().expect("schemas"));
-                live::fuzz(
-                    || {
-                        agentconform::drive::Driver::Http(
-                            agentconform::drive::http::HttpDriver::new(http.clone(), &url),
-                        )
-                    },
-                    &url,
-                    1,
-                    live::Bounds {
-                        cases: Some(cases),
-                        duration: None,
-                        max_findings,
-                        window_s: 60,
-                    },
-                    &out,
-                    schemas,
-                    limits,
-                    4,
-                )
-                .await
-            }
-            Some(spec) => {
-                let shared = Arc::new(RunShared {
-                    profile: profile(),
-                    key: Keypair::generate(),
-                    other_key: Keypair::generate(),
-                    schemas: Schemas::load().expect("schemas"),
-                    http,
-                    tls: agentconform::drive::Tls::platform().expect("tls"),
-                });
-                scripted::fuzz(scripted::Run {
-                    spec,
-                    target: scripted::Target::new(shared, want, &url),
-                    seed: 1,
-                    bounds: scripted::Bounds {
-                        cases: Some(cases),
-                        duration: None,
-                        max_findings,
-                    },
-                    out: &out,
-                    workers: 4,
-                })
-                .await
-            }
-        };
+        let summary = campaign::campaign(campaign::Campaign {
+            suite: suite.to_string(),
+            seed: 1,
+            bounds: scripted::Bounds {
+                cases: Some(cases),
+                duration: None,
+                max_findings,
+            },
+            out: out.clone(),
+            workers: 4,
+            connection: campaign::Connection {
+                url,
+                transport: want,
+                profile: profile(),
+                schemas: Schemas::load().expect("schemas"),
+                http: agentconform::drive::http::client().expect("client"),
+                tls: agentconform::drive::Tls::platform().expect("tls"),
+                limits: agentconform::drive::Limits {
+                    timeout: std::time::Duration::from_secs(5),
+                    max_bytes: 1024 * 1024,
+                },
+            },
+        })
+        .await
+        .expect("a campaign");
         server.stop().await;
         summary
     });
@@ -127,14 +95,11 @@ fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> scripted
 }
 
 fn unreachable(suite: &str) -> &'static [(&'static str, &'static str)] {
-    match scripted::spec(suite) {
-        Some(s) => s.unreachable,
-        None => live::UNREACHABLE,
-    }
+    campaign::unreachable(suite)
 }
 
 fn has_fuzzer(suite: &str) -> Result<(), Failed> {
-    if suite == "agora-v1" || scripted::spec(suite).is_some() {
+    if campaign::bindings(suite).is_some() {
         Ok(())
     } else {
         Err(format!("suite {suite} has no live fuzzer").into())
@@ -179,7 +144,7 @@ fn fault_found(suite: &'static str, fault: &'static str) -> Result<(), Failed> {
 
 fn unreachable_names_real_faults(suite: &'static str) -> Result<(), Failed> {
     has_fuzzer(suite)?;
-    let catalogue = embedded::faults(suite).unwrap_or(&[]);
+    let catalogue = suites::faults(suite).unwrap_or(&[]);
     for (name, reason) in unreachable(suite) {
         if !catalogue.iter().any(|f| f.name == *name) {
             return Err(format!("unreachable fault {name:?} is not in the catalogue").into());
@@ -205,7 +170,7 @@ fn main() {
             format!("live_fuzz::{tag}::unreachable_list_names_real_faults"),
             move || unreachable_names_real_faults(id),
         ));
-        for f in embedded::faults(id).unwrap_or(&[]) {
+        for f in suites::faults(id).unwrap_or(&[]) {
             let name = f.name;
             if unreachable(id).iter().any(|(n, _)| *n == name) {
                 continue;

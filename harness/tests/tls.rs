@@ -477,7 +477,7 @@ fn passes_over_wss(suite: &'static agentconform::case::Suite) -> Result<(), Fail
             tls: Some(identity.clone()),
             ..test_options(&[])
         };
-        let server = embedded::start(suite.id, "127.0.0.1:0", &opts).await?;
+        let server = suites::start(suite.id, "127.0.0.1:0", &opts).await?;
         let ws: Vec<(Transport, String)> = server
             .endpoints
             .0

@@ -31,6 +31,10 @@ impl fmt::Display for Transport {
     }
 }
 
+/// Where each binding of a target is.
+#[derive(Debug, Clone)]
+pub struct Endpoints(pub Vec<(Transport, String)>);
+
 /// Deadline and size cap for one exchange.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {

@@ -1277,6 +1277,62 @@ pub fn strings(v: &Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// `agentconform sign --suite agentprotocol`: sets `from.agentId` to the key's id and
+/// signs over RFC 8785 without `signature`; returns the canonical bytes.
+pub fn sign_message(
+    mut env: serde_json::Value,
+    key: &reference_impl::wire::keys::Keypair,
+) -> Result<Vec<u8>, String> {
+    use reference_impl::agentprotocol::message as ap;
+    if !env.get("from").is_some_and(|s| s.is_object()) {
+        env["from"] = serde_json::json!({});
+    }
+    env["from"]["agentId"] = serde_json::json!(ap::agent_id(key));
+    ap::sign(&mut env, key).map_err(|e| e.to_string())?;
+    reference_impl::wire::jcs::canonicalize_serde(&env).map_err(|e| e.to_string())
+}
+
+/// `agentconform verify --suite agentprotocol`: the key, the canonical bytes, the
+/// verdict.
+pub fn explain_verify(bytes: &[u8], out: &mut dyn std::io::Write) -> std::io::Result<bool> {
+    use reference_impl::agentprotocol::message as ap;
+    let tree = match reference_impl::wire::json::parse(bytes) {
+        Ok(t) => t,
+        Err(e) => {
+            writeln!(out, "INVALID: not JSON: {e}")?;
+            return Ok(false);
+        }
+    };
+    let id = tree
+        .get("from")
+        .and_then(|f| f.get("agentId"))
+        .and_then(|a| a.as_str())
+        .unwrap_or("")
+        .to_string();
+    writeln!(out, "from.agentId: {id}")?;
+    match ap::signing_bytes(tree.clone()) {
+        Ok(c) => writeln!(
+            out,
+            "canonical bytes (RFC 8785, signature removed): {}",
+            String::from_utf8_lossy(&c)
+        )?,
+        Err(e) => writeln!(out, "cannot canonicalize: {e}")?,
+    }
+    match ap::verify_tree(tree) {
+        Ok(()) => {
+            writeln!(
+                out,
+                "VALID: signature verifies with the key of from.agentId"
+            )?;
+            Ok(true)
+        }
+        Err(e) => {
+            writeln!(out, "INVALID: {e}")?;
+            Ok(false)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

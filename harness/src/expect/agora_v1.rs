@@ -1113,3 +1113,66 @@ pub fn request_with(ctx: &Ctx, mutate: impl FnOnce(&mut Value)) -> Value {
     mutate(&mut payload);
     message(ctx, "REQUEST", payload)
 }
+
+/// `agentconform sign --suite agora-v1`: sets `sender.id` to the key's did:key and signs
+/// with the signature blanked; returns the canonical bytes.
+pub fn sign_message(mut env: Value, key: &Keypair) -> Result<Vec<u8>, String> {
+    if !env.get("sender").is_some_and(|s| s.is_object()) {
+        env["sender"] = json!({});
+    }
+    env["sender"]["id"] = json!(key.did());
+    envelope::sign(&mut env, key, SigVariant::Blank).map_err(|e| e.to_string())?;
+    jcs::canonicalize_serde(&env).map_err(|e| e.to_string())
+}
+
+/// `agentconform verify --suite agora-v1`: how the key was read, every signing variant
+/// tried with its canonical bytes, and the verdict.
+pub fn explain_verify(bytes: &[u8], out: &mut dyn std::io::Write) -> std::io::Result<bool> {
+    let v = envelope::verify_bytes(bytes);
+    if let Some(id) = &v.sender_id {
+        writeln!(out, "sender.id: {id}")?;
+        let forms: Vec<String> = v.key_forms.iter().map(|f| f.to_string()).collect();
+        writeln!(
+            out,
+            "key read as: {}",
+            if forms.is_empty() {
+                "-".into()
+            } else {
+                forms.join(", ")
+            }
+        )?;
+    }
+    if let Some(f) = v.signature_flavor {
+        writeln!(out, "signature encoding: {f}")?;
+    }
+    for a in &v.attempts {
+        match &a.canonical {
+            Ok(c) => writeln!(
+                out,
+                "tried variant ({}): {}\n  canonical bytes: {}",
+                a.variant,
+                if a.verified_with.is_some() {
+                    "verifies"
+                } else {
+                    "does not verify"
+                },
+                String::from_utf8_lossy(c)
+            )?,
+            Err(e) => writeln!(
+                out,
+                "tried variant ({}): cannot canonicalize: {e}",
+                a.variant
+            )?,
+        }
+    }
+    match v.verified {
+        Some((variant, form)) => {
+            writeln!(out, "VALID: signature verifies ({variant}, key as {form})")?;
+            Ok(true)
+        }
+        None => {
+            writeln!(out, "INVALID: {}", v.problem.unwrap_or_default())?;
+            Ok(false)
+        }
+    }
+}

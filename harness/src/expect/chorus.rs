@@ -15,6 +15,7 @@ use crate::drive::callback::CallbackListener;
 use crate::finding::{quote, schema_findings, Finding};
 use crate::profile::{ChorusSection, ResultDelivery, SetupBase, SetupEvent};
 use crate::script::Ctx;
+use crate::template::{render, render_json};
 use reference_impl::wire::clock::{format_timestamp, parse_timestamp};
 use reference_impl::wire::{is_uuid, json, new_id};
 use serde_json::{json, Value};
@@ -318,189 +319,6 @@ fn block_on(ctx: &mut Ctx, key_prefix: &str, fallback: Finding) -> Stop {
 
 // ---------------------------------------------------------------------------
 // Templates of the profile
-
-/// Fills the placeholders `{name}` of a template. In a JSON template (`json_text`)
-/// a placeholder inside a string literal becomes the value's text, JSON-escaped;
-/// elsewhere it becomes the value's JSON. In a path it becomes the value's text.
-/// A `{word}` that names no value is an error.
-pub fn render(template: &str, vars: &[(&str, Value)], json_text: bool) -> Result<String, String> {
-    let mut out = String::with_capacity(template.len() + 32);
-    let mut in_string = false;
-    let mut chars = template.char_indices().peekable();
-    while let Some((i, c)) = chars.next() {
-        match c {
-            '\\' if json_text && in_string => {
-                out.push(c);
-                if let Some((_, n)) = chars.next() {
-                    out.push(n);
-                }
-            }
-            '"' if json_text => {
-                in_string = !in_string;
-                out.push(c);
-            }
-            '{' => {
-                let rest = &template[i + 1..];
-                let name_len = rest
-                    .bytes()
-                    .take_while(|b| b.is_ascii_alphanumeric() || *b == b'_')
-                    .count();
-                let name = &rest[..name_len];
-                let closed = rest.as_bytes().get(name_len) == Some(&b'}');
-                let word = closed && !name.is_empty() && name.as_bytes()[0].is_ascii_alphabetic();
-                if !word {
-                    out.push(c);
-                    continue;
-                }
-                let Some((_, v)) = vars.iter().find(|(k, _)| *k == name) else {
-                    let known: Vec<String> = vars.iter().map(|(k, _)| format!("{{{k}}}")).collect();
-                    return Err(format!(
-                        "unknown placeholder {{{name}}}; known here: {}",
-                        known.join(", ")
-                    ));
-                };
-                let text = match v {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
-                if json_text && in_string {
-                    let quoted = serde_json::to_string(&text).unwrap_or_default();
-                    out.push_str(&quoted[1..quoted.len().saturating_sub(1)]);
-                } else if json_text {
-                    out.push_str(&v.to_string());
-                } else {
-                    out.push_str(&text);
-                }
-                for _ in 0..=name_len {
-                    chars.next();
-                }
-            }
-            _ => out.push(c),
-        }
-    }
-    Ok(out)
-}
-
-/// A JSON template filled in and parsed.
-pub fn render_json(template: &str, vars: &[(&str, Value)]) -> Result<Value, String> {
-    let text = render(template, vars, true)?;
-    serde_json::from_str(&text).map_err(|e| format!("{text:?} is not JSON once filled in: {e}"))
-}
-
-/// The placeholders of the outcome request and body.
-const OUTCOME_NAMES: [&str; 16] = [
-    "agent_id",
-    "owner_id",
-    "reputation",
-    "job_id",
-    "orchestrator_id",
-    "hirer_id",
-    "hirer_owner_id",
-    "hirer_reputation",
-    "outcome",
-    "OUTCOME",
-    "output_data",
-    "error_message",
-    "execution_cost",
-    "timestamp_utc",
-    "uuid",
-    "case_id",
-];
-
-/// The placeholders of a setup request sent on `event`.
-fn setup_names(event: SetupEvent) -> &'static [&'static str] {
-    match event {
-        SetupEvent::Case => &["case_id", "uuid", "timestamp_utc"],
-        SetupEvent::Owner => &["owner_id", "amount", "uuid", "timestamp_utc", "case_id"],
-        SetupEvent::Agent => &[
-            "agent_id",
-            "owner_id",
-            "skill_name",
-            "cost_per_call",
-            "reputation",
-            "uuid",
-            "timestamp_utc",
-            "case_id",
-        ],
-        SetupEvent::Job => &[
-            "job_id",
-            "orchestrator_id",
-            "skill_name",
-            "budget",
-            "callback_url",
-            "uuid",
-            "timestamp_utc",
-            "case_id",
-        ],
-        SetupEvent::Transfer => &[
-            "transfer_id",
-            "from_owner",
-            "to_owner",
-            "amount",
-            "job_id",
-            "uuid",
-            "timestamp_utc",
-            "case_id",
-        ],
-    }
-}
-
-/// Stand-in values of the right kind, to check templates when the profile loads.
-fn sample_vars(names: &[&'static str]) -> Vec<(&'static str, Value)> {
-    names
-        .iter()
-        .map(|n| {
-            let v = match *n {
-                "amount" | "cost_per_call" | "reputation" | "budget" | "hirer_reputation"
-                | "execution_cost" => json!(1.5),
-                "output_data" => json!({}),
-                "error_message" => Value::Null,
-                _ => json!("x"),
-            };
-            (*n, v)
-        })
-        .collect()
-}
-
-/// Checks the chorus section of a profile: every template fills in and parses.
-pub fn check_profile(c: &ChorusSection) -> Result<(), String> {
-    let method_ok = |m: &str| reqwest::Method::from_bytes(m.as_bytes()).is_ok();
-    let o = &c.outcome_request;
-    let outcome = sample_vars(&OUTCOME_NAMES);
-    match o.split_once(' ') {
-        Some((m, path)) if method_ok(m) && path.starts_with('/') => {
-            render(path, &outcome, false).map_err(|e| format!("outcome_request: {e}"))?;
-        }
-        _ => return Err(format!("outcome_request {o:?} must read \"METHOD /path\"")),
-    }
-    if !c.outcome_body.trim().is_empty() {
-        render_json(&c.outcome_body, &outcome).map_err(|e| format!("outcome_body: {e}"))?;
-    }
-    let text = [("text", json!("x"))];
-    for (key, t) in [
-        ("fixture_input", &c.fixture_input),
-        ("fixture_output", &c.fixture_output),
-    ] {
-        render_json(t, &text).map_err(|e| format!("{key}: {e}"))?;
-    }
-    serde_json::from_str::<Value>(&c.fixture_failing_input)
-        .map_err(|e| format!("fixture_failing_input is not JSON: {e}"))?;
-    if !(c.initial_credits.is_finite() && c.initial_credits >= 0.0) {
-        return Err("initial_credits must be a non-negative number".into());
-    }
-    for (i, s) in c.setup_requests.iter().enumerate() {
-        let at = format!("setup_requests[{i}]");
-        if !method_ok(&s.method) {
-            return Err(format!("{at}: method {:?} is not an HTTP method", s.method));
-        }
-        let vars = sample_vars(setup_names(s.on));
-        render(&s.path, &vars, false).map_err(|e| format!("{at} path: {e}"))?;
-        if let Some(b) = &s.body {
-            render_json(b, &vars).map_err(|e| format!("{at} body: {e}"))?;
-        }
-    }
-    Ok(())
-}
 
 /// Sends the profile's setup requests for `event` with `vars` (the case id, a
 /// fresh UUID and the time are added). A refusal blocks the case with a PROFILE
@@ -1632,6 +1450,7 @@ pub fn expect_taken(ctx: &mut Ctx, r: &Resp, amount: f64, what: &str) -> Step<()
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::check_profile;
 
     #[test]
     fn templates_fill_strings_and_values() {

@@ -73,8 +73,8 @@
 //! exchange waits on a folder poll; the message-level oracles are reached faster and
 //! more completely over HTTP and WebSocket.
 
-use super::scripted::{edit_bytes, finding, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
-use crate::case::{fail, skip, CaseFuture, Step};
+use super::scripted::{edit_bytes, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
+use super::verdict::{fail, finding, skip, FuzzFuture, FuzzStep, Oracle};
 use crate::drive::file::FileDriver;
 use crate::drive::http::HttpDriver;
 use crate::drive::ws::WsDriver;
@@ -99,11 +99,11 @@ pub static SPEC: Spec = Spec {
     unreachable: &[],
 };
 
-fn case_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(one_case(f))
 }
 
-fn probe_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+fn probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(async move {
         let mut me = Me::new(&f.ctx);
         me.hello(&mut f.ctx).await?;
@@ -114,7 +114,7 @@ fn probe_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
             Ok(())
         } else {
             finding(
-                "liveness",
+                Oracle::Liveness,
                 format!("an echo request drew {} {}", r["type"], r["payload"]),
             )
         }
@@ -1164,7 +1164,7 @@ async fn exchange(
     bytes: Vec<u8>,
     sender: Option<String>,
     e: &Expect,
-) -> Step<Got> {
+) -> FuzzStep<Got> {
     // Over WebSocket silence is only seen by waiting: short where no reply is
     // expected, bounded where silence is one allowed answer (HTTP answers at once).
     let ws = f.ctx.transport == Transport::Ws;
@@ -1213,7 +1213,7 @@ fn received(
     r: Result<Received, DriveError>,
     sender: Option<&str>,
     e: &Expect,
-) -> Step<Got> {
+) -> FuzzStep<Got> {
     let who = f.ctx.transport.to_string();
     let (status, body) = match r {
         Err(DriveError::Timeout(_)) if e.may_be_silent() => return Ok(Got::Silence),
@@ -1231,7 +1231,7 @@ fn received(
             }
             if body.is_empty() && status >= 500 {
                 return finding(
-                    "server-error",
+                    Oracle::ServerError,
                     format!("the target answered HTTP {status} with no message"),
                 );
             }
@@ -1259,7 +1259,7 @@ fn received(
 }
 
 /// Oracles every reply gets, whatever the verdict.
-fn reply_oracles(v: &Value, e: &Expect) -> Step<()> {
+fn reply_oracles(v: &Value, e: &Expect) -> FuzzStep<()> {
     let ty = v["type"].as_str().unwrap_or_default();
     // The envelope (the hello's full, signature included; AGP-001, AGP-A6; an
     // unsigned reply elsewhere and a missing `to` are warnings, AGP-A3, AGP-A22) is
@@ -1271,13 +1271,13 @@ fn reply_oracles(v: &Value, e: &Expect) -> Step<()> {
         // records it as a warning (AGP-022); the fuzzer takes that verdict.
         if !CODES.contains(&code) && unknown_code(code, None).outcome == Verdict::Fail {
             return finding(
-                "error-code",
+                Oracle::ErrorCode,
                 format!("error code {code:?} is not in agentprotocol.md's table (AGP-022)"),
             );
         }
         if code == "INTERNAL_ERROR" {
             return finding(
-                "server-error",
+                Oracle::ServerError,
                 format!("client input drew INTERNAL_ERROR (AGP-038): {p}"),
             );
         }
@@ -1285,7 +1285,7 @@ fn reply_oracles(v: &Value, e: &Expect) -> Step<()> {
             let d = &p["details"];
             if !d["available"].is_array() {
                 return finding(
-                    "details",
+                    Oracle::Details,
                     format!(
                         "CAPABILITY_NOT_SUPPORTED without a details.available array (AGP-020): {p}"
                     ),
@@ -1294,7 +1294,7 @@ fn reply_oracles(v: &Value, e: &Expect) -> Step<()> {
             if let Some(a) = &e.action {
                 if d["requested"] != a.as_str() {
                     return finding(
-                        "details",
+                        Oracle::Details,
                         format!(
                             "details.requested is {}, not the action {a:?} (AGP-020)",
                             d["requested"]
@@ -1307,7 +1307,7 @@ fn reply_oracles(v: &Value, e: &Expect) -> Step<()> {
     if let Some(corr) = &e.correlation {
         if (ty == "response" || ty == "error") && p["correlationId"] != corr.as_str() {
             return finding(
-                "correlation",
+                Oracle::Correlation,
                 format!(
                     "the {ty} carries correlationId {}, not the request's {corr:?} (AGP-019, AGP-020, AGP-A7)",
                     p["correlationId"]
@@ -1319,10 +1319,10 @@ fn reply_oracles(v: &Value, e: &Expect) -> Step<()> {
 }
 
 /// The hello a target answers with (AGP-007, AGP-013…016).
-fn hello_oracles(r: &Value) -> Step<()> {
+fn hello_oracles(r: &Value) -> FuzzStep<()> {
     if r["type"] != "hello" {
         return finding(
-            "verdict",
+            Oracle::Verdict,
             format!(
                 "hello was answered with {} (AGP-013): {}",
                 r["type"], r["payload"]
@@ -1332,7 +1332,7 @@ fn hello_oracles(r: &Value) -> Step<()> {
     let p = &r["payload"];
     if p["version"] != "0.1" {
         return finding(
-            "hello",
+            Oracle::Hello,
             format!(
                 "hello payload.version is {}, not \"0.1\" (AGP-014)",
                 p["version"]
@@ -1344,14 +1344,14 @@ fn hello_oracles(r: &Value) -> Step<()> {
         .is_some_and(|a| a.iter().all(Value::is_string))
     {
         return finding(
-            "hello",
+            Oracle::Hello,
             format!("hello payload.features is not an array of strings (AGP-014): {p}"),
         );
     }
     let caps = strings(&r["from"]["capabilities"]);
     if caps.is_empty() {
         return finding(
-            "hello",
+            Oracle::Hello,
             format!(
                 "the target's hello lists no capability (AGP-015): {}",
                 r["from"]
@@ -1368,13 +1368,13 @@ fn hello_oracles(r: &Value) -> Step<()> {
     for cap in &caps {
         if !cap.contains(':') {
             return finding(
-                "hello",
+                Oracle::Hello,
                 format!("capability {cap:?} is not of the form prefix:name (AGP-007)"),
             );
         }
         if cap.starts_with("agentprotocol:") && !CORE.contains(&cap.as_str()) {
             return finding(
-                "hello",
+                Oracle::Hello,
                 format!("{cap} is not one of the core capabilities (AGP-016)"),
             );
         }
@@ -1391,11 +1391,14 @@ fn verdict_of(g: &Got) -> String {
     }
 }
 
-fn judge(g: &Got, e: &Expect, what: &str) -> Step<()> {
+fn judge(g: &Got, e: &Expect, what: &str) -> FuzzStep<()> {
     let v = match g {
         Got::Silence if e.may_be_silent() => return Ok(()),
         Got::Silence => {
-            return finding("verdict", format!("{what} drew no reply; {}", e.describe()));
+            return finding(
+                Oracle::Verdict,
+                format!("{what} drew no reply; {}", e.describe()),
+            );
         }
         Got::Reply(v) => v,
     };
@@ -1417,12 +1420,16 @@ fn judge(g: &Got, e: &Expect, what: &str) -> Step<()> {
             return Ok(());
         }
         return finding(
-            "verdict",
+            Oracle::Verdict,
             format!("{what} drew error {code}; {}", e.describe()),
         );
     }
     if !e.hard.is_empty() {
-        let oracle = if e.sig_bad { "signature" } else { "verdict" };
+        let oracle = if e.sig_bad {
+            Oracle::Signature
+        } else {
+            Oracle::Verdict
+        };
         return finding(
             oracle,
             format!("{what} was carried out ({ty} {p}); {}", e.describe()),
@@ -1436,12 +1443,15 @@ fn judge(g: &Got, e: &Expect, what: &str) -> Step<()> {
         Want::Hello => hello_oracles(v),
         Want::Echo(params) => {
             if ty != "response" || p["status"] != "success" {
-                return finding("verdict", format!("{what} drew {ty} {p}; {}", e.describe()));
+                return finding(
+                    Oracle::Verdict,
+                    format!("{what} drew {ty} {p}; {}", e.describe()),
+                );
             }
             if let Some(params) = params {
                 if !json_eq(&p["result"], params) {
                     return finding(
-                        "verdict",
+                        Oracle::Verdict,
                         format!(
                             "echo result {} is not the params {params} (AGP-019)",
                             p["result"]
@@ -1453,7 +1463,10 @@ fn judge(g: &Got, e: &Expect, what: &str) -> Step<()> {
         }
         Want::Success => {
             if ty != "response" || p["status"] != "success" {
-                return finding("verdict", format!("{what} drew {ty} {p}; {}", e.describe()));
+                return finding(
+                    Oracle::Verdict,
+                    format!("{what} drew {ty} {p}; {}", e.describe()),
+                );
             }
             Ok(())
         }
@@ -1461,7 +1474,7 @@ fn judge(g: &Got, e: &Expect, what: &str) -> Step<()> {
 }
 
 /// Sends `v` as serialized (or `bytes` when given), judged by its verdict.
-async fn send_judged(f: &mut FuzzCtx, c: &mut Case, v: &Value, what: &str) -> Step<Got> {
+async fn send_judged(f: &mut FuzzCtx, c: &mut Case, v: &Value, what: &str) -> FuzzStep<Got> {
     let e = expect_for(v, c);
     let bytes = serde_json::to_vec(v).unwrap_or_default();
     f.fuzzed(&bytes);
@@ -1470,7 +1483,7 @@ async fn send_judged(f: &mut FuzzCtx, c: &mut Case, v: &Value, what: &str) -> St
     Ok(g)
 }
 
-async fn one_case(f: &mut FuzzCtx) -> Step<()> {
+async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let kind: Kind = f.draw();
     let mut me = Me::new(&f.ctx);
     let hello = me.hello(&mut f.ctx).await?;
@@ -1563,7 +1576,7 @@ async fn one_case(f: &mut FuzzCtx) -> Step<()> {
             let repeat = !fresh_id && copy["id"].is_string();
             if !e.timing_open && !repeat && verdict_of(&first) != verdict_of(&second) {
                 return finding(
-                    "wire-form",
+                    Oracle::WireForm,
                     format!(
                         "the canonical spelling drew {}, {w:?} drew {} (AGP-031)",
                         verdict_of(&first),
@@ -1577,7 +1590,7 @@ async fn one_case(f: &mut FuzzCtx) -> Step<()> {
     Ok(())
 }
 
-async fn run_flow(f: &mut FuzzCtx, c: &mut Case, flow: Flow) -> Step<()> {
+async fn run_flow(f: &mut FuzzCtx, c: &mut Case, flow: Flow) -> FuzzStep<()> {
     match flow {
         Flow::Sequence(n) => {
             for i in 0..2 + usize::from(n % 3) {
@@ -1605,7 +1618,7 @@ async fn run_flow(f: &mut FuzzCtx, c: &mut Case, flow: Flow) -> Step<()> {
                 if let Got::Reply(v) = &g {
                     if v["type"] == "error" && v["payload"]["code"] != RATE_LIMITED {
                         return finding(
-                            "rate-limit",
+                            Oracle::RateLimit,
                             format!("request {} of a burst drew error {}; throttling must use RATE_LIMITED (AGP-028)", i + 1, v["payload"]["code"]),
                         );
                     }
@@ -1636,7 +1649,7 @@ async fn run_flow(f: &mut FuzzCtx, c: &mut Case, flow: Flow) -> Step<()> {
 }
 
 /// A delay and an echo in flight together; each answered once, by correlationId.
-async fn pipeline(f: &mut FuzzCtx, c: &mut Case) -> Step<()> {
+async fn pipeline(f: &mut FuzzCtx, c: &mut Case) -> FuzzStep<()> {
     let mut msgs = Vec::new();
     for t in [Template::DelayWithin, Template::Echo] {
         let mut m = c.template(t);
@@ -1710,7 +1723,7 @@ async fn pipeline(f: &mut FuzzCtx, c: &mut Case) -> Step<()> {
         let got = received(f, c, r, Some(&me_id), &Expect::default())?;
         let Got::Reply(v) = got else {
             return finding(
-                "verdict",
+                Oracle::Verdict,
                 "one of two pipelined requests drew no reply (AGP-019, AGP-041)",
             );
         };
@@ -1720,13 +1733,13 @@ async fn pipeline(f: &mut FuzzCtx, c: &mut Case) -> Step<()> {
             .position(|(_, e)| e.correlation.as_deref() == Some(corr))
         else {
             return finding(
-                "correlation",
+                Oracle::Correlation,
                 format!("a reply to pipelined requests carries correlationId {corr:?}, which neither had (AGP-019)"),
             );
         };
         if std::mem::replace(&mut answered[i], true) {
             return finding(
-                "correlation",
+                Oracle::Correlation,
                 format!("two replies carry correlationId {corr:?} (AGP-019)"),
             );
         }

@@ -21,8 +21,8 @@
 //! - a respelled request gets the verdict of its canonical twin;
 //! - every `/wellknown` key is the SHA1 of its document (AEX-038).
 
-use super::scripted::{edit_bytes, finding, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
-use crate::case::{CaseFuture, Step};
+use super::scripted::{edit_bytes, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
+use super::verdict::{finding, skip, FuzzFuture, FuzzStep, Oracle};
 use crate::drive::Transport;
 use crate::expect::agora_exchange::{
     conversation_path, document_for, fixture, post_bytes, random_hash, wellknown, Reply,
@@ -42,17 +42,20 @@ pub static SPEC: Spec = Spec {
     )],
 };
 
-fn case_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(one_case(f))
 }
 
-fn probe_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+fn probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(async move {
         let r = send(f, "", json!({"body": "ping"})).await?;
         if r.is_success() {
             Ok(())
         } else {
-            finding("liveness", format!("a plain request drew {}", r.describe()))
+            finding(
+                Oracle::Liveness,
+                format!("a plain request drew {}", r.describe()),
+            )
         }
     })
 }
@@ -127,7 +130,7 @@ struct Fx {
     valid_body: Value,
 }
 
-async fn fx(f: &mut FuzzCtx) -> Step<Fx> {
+async fn fx(f: &mut FuzzCtx) -> FuzzStep<Fx> {
     let memo = match f.recall() {
         Some(m) => m,
         None => {
@@ -295,17 +298,17 @@ fn expect_for(req: &Value, fx: &Fx, conversation_hash: Option<Option<&str>>) -> 
 }
 
 /// POSTs `bytes` and applies the oracles every reply gets.
-async fn post(f: &mut FuzzCtx, path: &str, bytes: Vec<u8>) -> Step<Reply> {
+async fn post(f: &mut FuzzCtx, path: &str, bytes: Vec<u8>) -> FuzzStep<Reply> {
     let r = post_bytes(&mut f.ctx, path, bytes, &[]).await?;
     if r.http >= 500 {
         return finding(
-            "server-error",
+            Oracle::ServerError,
             format!("the target answered {}", r.describe()),
         );
     }
     if r.http == 200 && r.status() == Some("failure") && r.error().is_none() {
         return finding(
-            "reply-shape",
+            Oracle::ReplyShape,
             format!(
                 "a failure reply without a string error (AEX-010): {}",
                 r.describe()
@@ -315,22 +318,25 @@ async fn post(f: &mut FuzzCtx, path: &str, bytes: Vec<u8>) -> Step<Reply> {
     Ok(r)
 }
 
-async fn send(f: &mut FuzzCtx, path: &str, req: Value) -> Step<Reply> {
+async fn send(f: &mut FuzzCtx, path: &str, req: Value) -> FuzzStep<Reply> {
     let bytes = serde_json::to_vec(&req).unwrap_or_default();
     f.fuzzed(&bytes);
     post(f, path, bytes).await
 }
 
-fn judge(r: &Reply, want: Expect, what: &str) -> Step<()> {
+fn judge(r: &Reply, want: Expect, what: &str) -> FuzzStep<()> {
     let verdict = || format!("{what}: {}", r.describe());
     match want {
         Expect::Open => Ok(()),
         // Any 4xx: the spec names no code for most invalid requests.
         Expect::Rejected if r.is_client_error() || r.is_agora_failure() => Ok(()),
-        Expect::Rejected => finding("verdict", format!("expected a rejection; {}", verdict())),
+        Expect::Rejected => finding(
+            Oracle::Verdict,
+            format!("expected a rejection; {}", verdict()),
+        ),
         Expect::AgoraFailure if r.is_agora_failure() => Ok(()),
         Expect::AgoraFailure => finding(
-            "verdict",
+            Oracle::Verdict,
             format!(
                 "expected HTTP 200 with status failure (AEX-040, AEX-052); {}",
                 verdict()
@@ -341,19 +347,22 @@ fn judge(r: &Reply, want: Expect, what: &str) -> Step<()> {
             multiround,
         } => {
             if !r.is_success() {
-                return finding("verdict", format!("expected a success; {}", verdict()));
+                return finding(
+                    Oracle::Verdict,
+                    format!("expected a success; {}", verdict()),
+                );
             }
             let body = r.get("body").cloned().unwrap_or(Value::Null);
             if protocol_error && !body["error"].is_string() {
                 return finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!("the echo protocol puts a protocol-level error in body.error (AEX-053, AEX-054); {}", verdict()),
                 );
             }
             let conv = r.get("conversationId").is_some();
             if !multiround && (conv || r.get("conversationExpires").is_some()) {
                 return finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!(
                         "a single-round reply carries conversation fields (AEX-022, AEX-025); {}",
                         verdict()
@@ -362,7 +371,7 @@ fn judge(r: &Reply, want: Expect, what: &str) -> Step<()> {
             }
             if conv && !r.get("conversationExpires").is_some_and(Value::is_i64) {
                 return finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!(
                         "conversationId without an integer conversationExpires (AEX-027); {}",
                         verdict()
@@ -374,7 +383,7 @@ fn judge(r: &Reply, want: Expect, what: &str) -> Step<()> {
     }
 }
 
-async fn one_case(f: &mut FuzzCtx) -> Step<()> {
+async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let kind: Kind = f.draw();
     if let Kind::Wellknown = kind {
         return check_wellknown(f).await;
@@ -400,7 +409,7 @@ async fn one_case(f: &mut FuzzCtx) -> Step<()> {
                 // Still JSON: the verdict of what it now says.
                 Ok(v) => judge(&r, expect_for(&v, &fx, None), "the edited request"),
                 Err(_) if r.is_success() => finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!(
                         "malformed JSON was answered with success (AEX-048): {}",
                         r.describe()
@@ -408,7 +417,7 @@ async fn one_case(f: &mut FuzzCtx) -> Step<()> {
                 ),
                 // §10.1 names 400 for malformed JSON.
                 Err(_) if r.is_client_error() && r.http != 400 => finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!(
                         "malformed JSON drew {}, not HTTP 400 (AEX-049)",
                         r.describe()
@@ -425,7 +434,7 @@ async fn one_case(f: &mut FuzzCtx) -> Step<()> {
             let second = post(f, "", bytes).await?;
             if (first.http, first.status()) != (second.http, second.status()) {
                 return finding(
-                    "wire-form",
+                    Oracle::WireForm,
                     format!(
                         "the canonical spelling drew {}, {w:?} drew {}",
                         first.describe(),
@@ -443,7 +452,7 @@ async fn one_case(f: &mut FuzzCtx) -> Step<()> {
     }
 }
 
-async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> Step<()> {
+async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> FuzzStep<()> {
     let t = if echo {
         Template::EchoMulti
     } else {
@@ -458,9 +467,7 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> Step<()
         .and_then(Value::as_str)
         .map(String::from)
     else {
-        return crate::case::skip(
-            "the target declined multi-round mode (no conversationId; allowed, AEX-028)",
-        );
+        return skip("the target declined multi-round mode (no conversationId; allowed, AEX-028)");
     };
     let valid = if echo {
         fx.valid_body.clone()
@@ -477,7 +484,7 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> Step<()
                 Ok(())
             } else {
                 finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!(
                         "a follow-up to a never-issued conversation drew {} (AEX-035)",
                         r.describe()
@@ -496,7 +503,7 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> Step<()
                     "the edited follow-up",
                 ),
                 Err(_) if r.is_success() => finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!(
                         "a malformed follow-up was answered with success (AEX-048): {}",
                         r.describe()
@@ -521,7 +528,7 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> Step<()
     if r.is_success() {
         match r.get("conversationId").and_then(Value::as_str) {
             Some(c) if c != id => finding(
-                "verdict",
+                Oracle::Verdict,
                 format!("the follow-up reply names conversation {c:?}, not {id:?} (AEX-021)"),
             ),
             _ => Ok(()),
@@ -531,7 +538,7 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> Step<()
     }
 }
 
-async fn check_wellknown(f: &mut FuzzCtx) -> Step<()> {
+async fn check_wellknown(f: &mut FuzzCtx) -> FuzzStep<()> {
     f.fuzzed(b"GET /wellknown");
     let Some(map) = wellknown(&mut f.ctx).await? else {
         return Ok(());
@@ -547,7 +554,7 @@ async fn check_wellknown(f: &mut FuzzCtx) -> Step<()> {
         }
         if document_for(key, &list).is_none() {
             return finding(
-                "wellknown",
+                Oracle::Wellknown,
                 format!("no source of {key} (alone or joined) has that SHA1 (AEX-038)"),
             );
         }

@@ -57,8 +57,8 @@
 //! wait of the shared peer helpers is a timeout, a closed connection transport,
 //! and a frame check reply-check.
 
-use super::scripted::{edit_bytes, finding, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
-use crate::case::{skip, CaseFuture, Step};
+use super::scripted::{edit_bytes, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
+use super::verdict::{finding, skip, FuzzFuture, FuzzStep, Oracle};
 use crate::drive::Transport;
 use crate::expect::agora_spaces::{judge_stream, now_s, Peer, CODES};
 use crate::script::{describe_drive_error, Ctx};
@@ -78,11 +78,11 @@ pub static SPEC: Spec = Spec {
     )],
 };
 
-fn case_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(one_case(f))
 }
 
-fn probe_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+fn probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(async move {
         let me = fresh_agent("probe");
         let (mut p, _, _) = Peer::join_as(&mut f.ctx, &me).await?;
@@ -769,18 +769,18 @@ fn parse(bytes: &[u8]) -> Parsed {
 
 /// The checks every error a case sees gets: a code of the table (ASP-042), and the
 /// request id when the request carried one (ASP-041).
-fn check_error(e: &Value, rid: Option<&str>, what: &str) -> Step<()> {
+fn check_error(e: &Value, rid: Option<&str>, what: &str) -> FuzzStep<()> {
     let code = e["code"].as_str().unwrap_or_default();
     if !CODES.contains(&code) {
         return finding(
-            "error-code",
+            Oracle::ErrorCode,
             format!("{what} drew error code {code:?}, not one of the spec's six (ASP-042): {e}"),
         );
     }
     if let Some(rid) = rid {
         if e["request_id"] != rid {
             return finding(
-                "request-id",
+                Oracle::RequestId,
                 format!("{what} (id {rid:?}) drew an error without that request_id (ASP-041, ASP-024): {e}"),
             );
         }
@@ -792,7 +792,7 @@ fn check_error(e: &Value, rid: Option<&str>, what: &str) -> Step<()> {
 /// any queued before), plus whether the connection was closed instead. `strict`:
 /// every request so far carried a string id, so an error without request_id is a
 /// finding.
-async fn barrier(ctx: &mut Ctx, p: &mut Peer, strict: bool) -> Step<(Vec<Value>, bool)> {
+async fn barrier(ctx: &mut Ctx, p: &mut Peer, strict: bool) -> FuzzStep<(Vec<Value>, bool)> {
     if p.closed {
         return Ok((p.drain(ctx, Duration::ZERO).await?, true));
     }
@@ -817,14 +817,14 @@ async fn barrier(ctx: &mut Ctx, p: &mut Peer, strict: bool) -> Step<(Vec<Value>,
             }
             None => {
                 return finding(
-                    "barrier",
+                    Oracle::Barrier,
                     format!("an event of unknown type {BARRIER_TYPE} with id {bid:?} drew no INVALID_REQUEST with that request_id within {} ms (ASP-041, ASP-043)", wait.as_millis()),
                 )
             }
             Some(e) if e["request_id"] == bid.as_str() => {
                 if e["code"] != "INVALID_REQUEST" && e["code"] != RATE_LIMITED {
                     return finding(
-                        "verdict",
+                        Oracle::Verdict,
                         format!("an event of unknown type drew {e}, not INVALID_REQUEST (ASP-043)"),
                     );
                 }
@@ -836,7 +836,7 @@ async fn barrier(ctx: &mut Ctx, p: &mut Peer, strict: bool) -> Step<(Vec<Value>,
             // second such error answers the barrier.
             Some(e) if strict || !early.is_empty() => {
                 return finding(
-                    "request-id",
+                    Oracle::RequestId,
                     format!("an error without request_id although the request carried an id (ASP-041): {e}"),
                 )
             }
@@ -859,11 +859,11 @@ fn includes(members: &Value, who: &str) -> bool {
 }
 
 /// Checks a space.list reply: the echoed id and the types of system spaces.
-fn check_list(v: &Value, rid: Option<&str>) -> Step<()> {
+fn check_list(v: &Value, rid: Option<&str>) -> FuzzStep<()> {
     if let Some(rid) = rid {
         if v["id"] != rid {
             return finding(
-                "verdict",
+                Oracle::Verdict,
                 format!(
                     "the space.list reply does not echo id {rid:?} (ASP-021, ASP-038): {}",
                     v["id"]
@@ -879,7 +879,7 @@ fn check_list(v: &Value, rid: Option<&str>) -> Step<()> {
                 .is_some_and(|t| t.eq_ignore_ascii_case("system"))
         {
             return finding(
-                "verdict",
+                Oracle::Verdict,
                 format!(
                     "{id} is a system space but is listed as {} (ASP-047, ASP-049, ASP-050)",
                     s["type"]
@@ -899,7 +899,7 @@ async fn exchange(
     want: &Want,
     rid: Option<&str>,
     what: &str,
-) -> Step<()> {
+) -> FuzzStep<()> {
     let ctx = &mut f.ctx;
     let me = p.agent_id.clone();
     p.send_text(ctx, text).await?;
@@ -910,7 +910,7 @@ async fn exchange(
                 if v["type"] == "error" {
                     check_error(v, rid, what)?;
                     if *want == Want::Quiet && v["code"] != RATE_LIMITED {
-                        return finding("verdict", format!("{what} drew an error: {v}"));
+                        return finding(Oracle::Verdict, format!("{what} drew an error: {v}"));
                     }
                 }
                 if v["type"] == "space.joined"
@@ -918,14 +918,14 @@ async fn exchange(
                     && !includes(&v["members"], &me)
                 {
                     return finding(
-                        "verdict",
+                        Oracle::Verdict,
                         format!("space.joined answering {what} does not list the joiner {me} (ASP-023): {v}"),
                     );
                 }
             }
             if closed && *want == Want::Quiet {
                 return finding(
-                    "dropped",
+                    Oracle::Dropped,
                     format!("the target closed the connection after {what}, which draws no error"),
                 );
             }
@@ -945,13 +945,13 @@ async fn exchange(
         Want::Error(codes) => {
             if answer["type"] != "error" {
                 return finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!("expected an error for {what}; got {answer}"),
                 );
             }
             if !codes.allows(code) {
                 return finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!("{what} drew {code}, expected one of {codes:?}: {answer}"),
                 );
             }
@@ -970,7 +970,7 @@ async fn exchange(
             }
             if answer["space"] != space.as_str() || !includes(&answer["members"], &me) {
                 return finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!("space.joined should name {space:?} and list the joiner {me} (ASP-023): {answer}"),
                 );
             }
@@ -989,7 +989,7 @@ async fn exchange(
             }
             if answer["agent"]["id"] != me.as_str() {
                 return finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!(
                         "agent.registered names {}, not {me} (ASP-008)",
                         answer["agent"]["id"]
@@ -1004,7 +1004,7 @@ async fn exchange(
                     Ok(())
                 } else {
                     finding(
-                        "verdict",
+                        Oracle::Verdict,
                         format!("{what} drew {answer}; expected the space list (ASP-038, ASP-039)"),
                     )
                 };
@@ -1023,24 +1023,27 @@ fn expected_event(
     ty: &str,
     reqs: &str,
     rid: Option<&str>,
-) -> Step<bool> {
+) -> FuzzStep<bool> {
     if answer["type"] == "error" {
         let code = answer["code"].as_str().unwrap_or_default();
         return if codes.allows(code) {
             Ok(false)
         } else {
             finding(
-                "verdict",
+                Oracle::Verdict,
                 format!("{what} drew {answer}; expected {ty} ({reqs})"),
             )
         };
     }
     if answer["type"] != ty {
-        return finding("verdict", format!("{what} drew {answer}; expected {ty}"));
+        return finding(
+            Oracle::Verdict,
+            format!("{what} drew {answer}; expected {ty}"),
+        );
     }
     match rid {
         Some(rid) if answer["id"] != rid => finding(
-            "verdict",
+            Oracle::Verdict,
             format!("{ty} does not echo the request id {rid:?} (ASP-021): {answer}"),
         ),
         _ => Ok(true),
@@ -1048,11 +1051,11 @@ fn expected_event(
 }
 
 /// Connects as `me` and checks the handshake.
-async fn connect(ctx: &mut Ctx, me: &str) -> Step<(Peer, Value)> {
+async fn connect(ctx: &mut Ctx, me: &str) -> FuzzStep<(Peer, Value)> {
     let (p, reg, _) = Peer::join_as(ctx, me).await?;
     if reg["agent"]["id"] != me {
         return finding(
-            "handshake",
+            Oracle::Handshake,
             format!(
                 "agent.registered names {}, not {me} (ASP-008)",
                 reg["agent"]["id"]
@@ -1064,7 +1067,7 @@ async fn connect(ctx: &mut Ctx, me: &str) -> Step<(Peer, Value)> {
 
 /// Joins `space` as a setup step; `None` when the space does not exist (the target
 /// creates no spaces on join, ambiguity ASP-A8).
-async fn join_setup(ctx: &mut Ctx, p: &mut Peer, space: &str) -> Step<Option<Value>> {
+async fn join_setup(ctx: &mut Ctx, p: &mut Peer, space: &str) -> FuzzStep<Option<Value>> {
     let jid = rid_of("join");
     p.send(
         ctx,
@@ -1082,18 +1085,18 @@ async fn join_setup(ctx: &mut Ctx, p: &mut Peer, space: &str) -> Step<Option<Val
         return match v["code"].as_str() {
             Some("SPACE_NOT_FOUND") => Ok(None),
             Some(RATE_LIMITED) => skip("the target rate-limits joins (RATE_LIMITED)"),
-            _ => finding("verdict", format!("{what} drew {v}")),
+            _ => finding(Oracle::Verdict, format!("{what} drew {v}")),
         };
     }
     if v["id"] != jid.as_str() {
         return finding(
-            "verdict",
+            Oracle::Verdict,
             format!("space.joined does not echo the join id {jid} (ASP-021, ASP-023): {v}"),
         );
     }
     if v["space"] != space || !includes(&v["members"], &p.agent_id) {
         return finding(
-            "verdict",
+            Oracle::Verdict,
             format!(
                 "space.joined should name {space} and list {} (ASP-023): {v}",
                 p.agent_id
@@ -1119,11 +1122,11 @@ fn state(f: &FuzzCtx, me: &str, pool: &str) -> St {
 // ---------------------------------------------------------------------------
 // Cases.
 
-async fn one_case(f: &mut FuzzCtx) -> Step<()> {
+async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     run_kind(f).await
 }
 
-async fn run_kind(f: &mut FuzzCtx) -> Step<()> {
+async fn run_kind(f: &mut FuzzCtx) -> FuzzStep<()> {
     let kind: Kind = f.draw();
     match kind {
         Kind::Capacity => capacity(f).await,
@@ -1161,9 +1164,9 @@ async fn run_kind(f: &mut FuzzCtx) -> Step<()> {
 }
 
 /// Runs `body` with a space leased from the pool, and returns the space after.
-async fn with_pool<F>(f: &mut FuzzCtx, body: F) -> Step<()>
+async fn with_pool<F>(f: &mut FuzzCtx, body: F) -> FuzzStep<()>
 where
-    F: for<'a> FnOnce(&'a mut FuzzCtx, &'a str) -> CaseFuture<'a>,
+    F: for<'a> FnOnce(&'a mut FuzzCtx, &'a str) -> FuzzFuture<'a>,
 {
     let pool = lease(f);
     let r = body(f, &pool).await;
@@ -1178,7 +1181,7 @@ enum Shape {
 }
 
 /// One event on a registered connection: a template, mutated, edited or respelled.
-async fn message(f: &mut FuzzCtx, pool: &str, t: Template, shape: Shape) -> Step<()> {
+async fn message(f: &mut FuzzCtx, pool: &str, t: Template, shape: Shape) -> FuzzStep<()> {
     let me = fresh_agent("msg");
     let mut st = state(f, &me, pool);
     let (mut p, _) = connect(&mut f.ctx, &me).await?;
@@ -1227,7 +1230,7 @@ async fn message(f: &mut FuzzCtx, pool: &str, t: Template, shape: Shape) -> Step
 
 /// Two agents in one space: member updates, a publish and its fan-out, a leave and
 /// a list.
-async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
+async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> FuzzStep<()> {
     let (ida, idb) = (fresh_agent("fa"), fresh_agent("fb"));
     let threshold = f.ctx.profile().agora_spaces.delta_threshold_bytes;
     let ctx = &mut f.ctx;
@@ -1235,7 +1238,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
     let (mut b, rb) = connect(ctx, &idb).await?;
     if ra["agent"]["connection_id"] == rb["agent"]["connection_id"] {
         return finding(
-            "handshake",
+            Oracle::Handshake,
             format!(
                 "two connections got connection_id {} (ASP-009)",
                 ra["agent"]["connection_id"]
@@ -1249,7 +1252,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
     }
     if join_setup(ctx, &mut b, &space).await?.is_none() {
         return finding(
-            "verdict",
+            Oracle::Verdict,
             format!("{space}, which A just joined, drew SPACE_NOT_FOUND for B"),
         );
     }
@@ -1264,7 +1267,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
         .await?;
     if j["space"] != space.as_str() || !j["left"].is_null() || !includes(&j["members"], &idb) {
         return finding(
-            "members",
+            Oracle::Members,
             format!(
                 "the join update should name {space}, list {idb} and have left null (ASP-026): {j}"
             ),
@@ -1300,7 +1303,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
             return Ok(());
         }
         return finding(
-            "verdict",
+            Oracle::Verdict,
             format!("a member's publish drew an error (ASP-028): {e}"),
         );
     }
@@ -1319,13 +1322,13 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
     if first["type"] == "space.event" {
         if text.len() > threshold {
             return finding(
-                "delta",
+                Oracle::Delta,
                 format!("a {}-byte text above the profile's {threshold}-byte delta threshold arrived as one space.event (ASP-032)", text.len()),
             );
         }
         if first["data"]["text"] != text.as_str() {
             return finding(
-                "fanout",
+                Oracle::Fanout,
                 format!(
                     "space.event carries another text than the published one (ASP-029): {}",
                     clip(&first.to_string(), 300)
@@ -1334,7 +1337,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
         }
         if !from_ok(&first["data"]["from"]) {
             return finding(
-                "fanout",
+                Oracle::Fanout,
                 format!(
                     "space.event data.from is {}, the publisher is {ida} (ASP-029)",
                     first["data"]["from"]
@@ -1345,7 +1348,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
         let ev = first["event_id"].clone();
         if !from_ok(&first["data"]["from"]) {
             return finding(
-                "delta",
+                Oracle::Delta,
                 format!(
                     "the first delta names data.from {}, the publisher is {ida} (ASP-032)",
                     first["data"]["from"]
@@ -1367,7 +1370,10 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
             }
         }
         if let Err(e) = judge_stream(&stream, &text) {
-            return finding("delta", format!("the delta stream of event {ev}: {e}"));
+            return finding(
+                Oracle::Delta,
+                format!("the delta stream of event {ev}: {e}"),
+            );
         }
     }
     // Exactly once: nothing more of the space before B's barrier (ASP-030, ASP-034).
@@ -1380,7 +1386,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
             )
     }) {
         return finding(
-            "fanout",
+            Oracle::Fanout,
             format!(
                 "B received more of the space after the published event (ASP-030, ASP-034): {}",
                 clip(&v.to_string(), 300)
@@ -1389,7 +1395,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
     }
     if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
         return finding(
-            "verdict",
+            Oracle::Verdict,
             format!("B drew an error it never asked for: {e}"),
         );
     }
@@ -1412,7 +1418,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
             .await?;
         if l["space"] != space.as_str() || !l["joined"].is_null() || includes(&l["members"], &idb) {
             return finding(
-                "members",
+                Oracle::Members,
                 format!("the leave update should name {space}, have joined null and no {idb} in members (ASP-027): {l}"),
             );
         }
@@ -1421,7 +1427,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
             check_error(e, Some(&lid), "the leave")?;
             if e["code"] != RATE_LIMITED {
                 return finding(
-                    "verdict",
+                    Oracle::Verdict,
                     format!("leaving a joined space drew an error (ASP-025): {e}"),
                 );
             }
@@ -1439,7 +1445,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
                 )
         }) {
             return finding(
-                "fanout",
+                Oracle::Fanout,
                 format!(
                     "B received an event of a space it left (ASP-025, ASP-031): {}",
                     clip(&v.to_string(), 300)
@@ -1462,7 +1468,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
             if list["code"] == RATE_LIMITED {
                 return Ok(());
             }
-            return finding("verdict", format!("space.list drew {list} (ASP-038)"));
+            return finding(Oracle::Verdict, format!("space.list drew {list} (ASP-038)"));
         }
         check_list(&list, Some(&lid))?;
         let entry = list["spaces"]
@@ -1470,13 +1476,13 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
             .and_then(|s| s.iter().find(|e| e["id"] == space.as_str()));
         let Some(entry) = entry else {
             return finding(
-                "list",
+                Oracle::List,
                 format!("the joined space {space} is not listed (ASP-039, ambiguity ASP-A8)"),
             );
         };
         if entry["member_count"].as_u64().is_none_or(|n| n < members) {
             return finding(
-                "list",
+                Oracle::List,
                 format!("{space} is listed with member_count {}, but {members} of the case's agents are in it (ASP-040)", entry["member_count"]),
             );
         }
@@ -1488,7 +1494,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> Step<()> {
 
 /// A long stream cancelled by its receiver: no delta more than a second after the
 /// server has seen the cancel (ASP-036, ambiguity ASP-A13).
-async fn cancel(f: &mut FuzzCtx, pool: &str) -> Step<()> {
+async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
     let (ida, idb) = (fresh_agent("ca"), fresh_agent("cb"));
     let threshold = f.ctx.profile().agora_spaces.delta_threshold_bytes;
     let ctx = &mut f.ctx;
@@ -1515,7 +1521,7 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> Step<()> {
         .await?;
     if first["type"] == "space.event" {
         return if text.len() > threshold {
-            finding("delta", format!("a {}-byte text above the profile's {threshold}-byte delta threshold arrived as one space.event (ASP-032)", text.len()))
+            finding(Oracle::Delta, format!("a {}-byte text above the profile's {threshold}-byte delta threshold arrived as one space.event (ASP-032)", text.len()))
         } else {
             skip("the text arrived whole; there is no stream to cancel")
         };
@@ -1531,7 +1537,7 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> Step<()> {
     let (frames, _) = barrier(ctx, &mut b, true).await?;
     if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
         return finding(
-            "verdict",
+            Oracle::Verdict,
             format!("cancelling a stream under way drew an error (ASP-036): {e}"),
         );
     }
@@ -1558,7 +1564,7 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> Step<()> {
             Some(v) if v["type"] == "space.event.done" => break,
             Some(v) if v["type"] == "space.event.delta" && seen.elapsed() > grace => {
                 return finding(
-                    "cancel",
+                    Oracle::Cancel,
                     format!("a delta of cancelled event {ev} arrived {} ms after the server answered the next request (ASP-036, ASP-A13)", seen.elapsed().as_millis()),
                 );
             }
@@ -1571,7 +1577,7 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> Step<()> {
 }
 
 /// A live agent id used a second time.
-async fn duplicate(f: &mut FuzzCtx, d: DupKind) -> Step<()> {
+async fn duplicate(f: &mut FuzzCtx, d: DupKind) -> FuzzStep<()> {
     let me = fresh_agent("dup");
     let ctx = &mut f.ctx;
     let (mut a, _, unsolicited) = Peer::join_as(ctx, &me).await?;
@@ -1599,17 +1605,17 @@ async fn duplicate(f: &mut FuzzCtx, d: DupKind) -> Step<()> {
                 .await?;
             match got {
                 Some(v) if v["type"] == "agent.registered" && v["agent"]["id"] == me.as_str() => {
-                    finding("duplicate", format!("a second connection as live agent {me} was registered (ASP-013): {v}"))
+                    finding(Oracle::Duplicate, format!("a second connection as live agent {me} was registered (ASP-013): {v}"))
                 }
                 Some(v) if v["type"] == "error" && v["code"] != "AGENT_EXISTS" && v["code"] != RATE_LIMITED => {
-                    finding("duplicate", format!("a second connection as live agent {me} drew {v}, not AGENT_EXISTS (ASP-013)"))
+                    finding(Oracle::Duplicate, format!("a second connection as live agent {me} drew {v}, not AGENT_EXISTS (ASP-013)"))
                 }
                 Some(v) if v["type"] == "error" && !unsolicited => check_error(&v, Some(&rid), "agent.register"),
                 Some(v) if v["type"] == "error" => check_error(&v, None, "the second connection"),
                 Some(_) => Ok(()),
                 None if b.closed => Ok(()),
                 None => finding(
-                    "duplicate",
+                    Oracle::Duplicate,
                     format!("a second connection as live agent {me} drew neither AGENT_EXISTS nor a close within {} ms (ASP-013)", wait.as_millis()),
                 ),
             }?;
@@ -1631,7 +1637,7 @@ async fn duplicate(f: &mut FuzzCtx, d: DupKind) -> Step<()> {
                     check_error(v, Some(&rid), "agent.register of a live id")?;
                 }
                 if v["type"] == "agent.registered" && v["agent"]["id"] == me.as_str() {
-                    return finding("duplicate", format!("agent.register of live agent {me} from another connection was registered (ASP-013): {v}"));
+                    return finding(Oracle::Duplicate, format!("agent.register of live agent {me} from another connection was registered (ASP-013): {v}"));
                 }
             }
             b.close().await;
@@ -1643,7 +1649,7 @@ async fn duplicate(f: &mut FuzzCtx, d: DupKind) -> Step<()> {
 
 /// While one agent holds the full space (capacity 1), another's join draws
 /// SPACE_FULL (ASP-044).
-async fn capacity(f: &mut FuzzCtx) -> Step<()> {
+async fn capacity(f: &mut FuzzCtx) -> FuzzStep<()> {
     let Some(full) = f.ctx.profile().agora_spaces.full_space.clone() else {
         return skip("the profile names no full_space (a space of capacity 1)");
     };
@@ -1665,7 +1671,7 @@ async fn capacity(f: &mut FuzzCtx) -> Step<()> {
         return if v["code"] == "SPACE_FULL" || v["code"] == RATE_LIMITED {
             Ok(())
         } else {
-            finding("verdict", format!("joining {full} drew {v}"))
+            finding(Oracle::Verdict, format!("joining {full} drew {v}"))
         };
     }
     let jid2 = rid_of("join");
@@ -1682,7 +1688,7 @@ async fn capacity(f: &mut FuzzCtx) -> Step<()> {
         .await?;
     if v["type"] != "error" {
         return finding(
-            "capacity",
+            Oracle::Capacity,
             format!(
                 "a second agent joined {full} (capacity 1) while the first holds it (ASP-044): {v}"
             ),
@@ -1691,7 +1697,7 @@ async fn capacity(f: &mut FuzzCtx) -> Step<()> {
     check_error(&v, Some(&jid2), "a join of a full space")?;
     if v["code"] != "SPACE_FULL" && v["code"] != RATE_LIMITED {
         return finding(
-            "capacity",
+            Oracle::Capacity,
             format!(
                 "a second join of {full} (capacity 1) drew {}, not SPACE_FULL (ASP-044)",
                 v["code"]
@@ -1704,7 +1710,7 @@ async fn capacity(f: &mut FuzzCtx) -> Step<()> {
 }
 
 /// A connection URL with a drawn agent id and token.
-async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> Step<()> {
+async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> FuzzStep<()> {
     let suffix = hex(8);
     let id = match &a {
         AgentIdKind::Plain => Some(fresh_agent("conn")),
@@ -1731,7 +1737,7 @@ async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> Step<()>
         // A refusal of the upgrade (ambiguity ASP-A21); a plain connection must work.
         Err(e) if matches!(a, AgentIdKind::Plain) && !bad_token && profile_token == token => {
             return finding(
-                "handshake",
+                Oracle::Handshake,
                 format!(
                     "a connection as a plain agent id was refused: {}",
                     describe_drive_error(&e)
@@ -1771,13 +1777,13 @@ async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> Step<()>
         Some(v) if v["type"] == "agent.registered" => {
             if id.is_none() {
                 return finding(
-                    "handshake",
+                    Oracle::Handshake,
                     format!("a connection without agent_id was registered (ASP-004): {v}"),
                 );
             }
             if bad_token {
                 return finding(
-                    "auth",
+                    Oracle::Auth,
                     format!(
                         "a connection with a wrong or missing token was registered (ASP-006): {v}"
                     ),
@@ -1786,7 +1792,7 @@ async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> Step<()>
             let want = id.unwrap_or_default();
             if !want.is_empty() && v["agent"]["id"] != want.as_str() {
                 return finding(
-                    "handshake",
+                    Oracle::Handshake,
                     format!(
                         "agent.registered names {}, not the URL's agent_id {want:?} (ASP-008)",
                         v["agent"]["id"]
@@ -1799,19 +1805,19 @@ async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> Step<()>
             let code = v["code"].as_str().unwrap_or_default();
             if bad_token && code != "UNAUTHORIZED" && code != RATE_LIMITED {
                 return finding(
-                    "auth",
+                    Oracle::Auth,
                     format!("a wrong or missing token drew {code}, not UNAUTHORIZED (ASP-006)"),
                 );
             }
             if id.is_none() && !["INVALID_REQUEST", "UNAUTHORIZED", RATE_LIMITED].contains(&code) {
                 return finding(
-                    "handshake",
+                    Oracle::Handshake,
                     format!("a connection without agent_id drew {code} (ASP-004)"),
                 );
             }
             if matches!(a, AgentIdKind::Plain) && !bad_token && profile_token == token {
                 return finding(
-                    "handshake",
+                    Oracle::Handshake,
                     format!("a connection as a plain agent id drew {v}"),
                 );
             }
@@ -1819,20 +1825,20 @@ async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> Step<()>
         None if p.closed => {
             if matches!(a, AgentIdKind::Plain) && !bad_token && profile_token == token {
                 return finding(
-                    "handshake",
+                    Oracle::Handshake,
                     "the target closed a connection as a plain agent id",
                 );
             }
         }
         None if must_refuse => {
             return finding(
-                if bad_token { "auth" } else { "handshake" },
+                if bad_token { Oracle::Auth } else { Oracle::Handshake },
                 format!("a connection that must not be registered drew neither an error nor a close within {} ms (ASP-004, ASP-006)", wait.as_millis()),
             );
         }
         None => {
             if matches!(a, AgentIdKind::Plain) && profile_token == token {
-                return finding("handshake", "no agent.registered, neither after connecting nor in answer to agent.register (ASP-007, ASP-011)");
+                return finding(Oracle::Handshake, "no agent.registered, neither after connecting nor in answer to agent.register (ASP-007, ASP-011)");
             }
         }
     }

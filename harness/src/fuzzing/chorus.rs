@@ -56,10 +56,9 @@
 //! - wire-form: a respelled message (key order, whitespace, escapes) gets the verdict
 //!   of its value.
 
-use super::scripted::{
-    edit_bytes, finding, oracle_of, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm,
-};
-use crate::case::{skip, CaseFuture, Step, Stop};
+use super::scripted::{edit_bytes, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
+use super::verdict::{finding, skip, tagged, FuzzFuture, FuzzStep, Oracle};
+
 use crate::drive::Transport;
 use crate::expect::chorus::{
     call, check_score, discover, expected_after, fixture_agent, funded_owner, job, now_utc, post,
@@ -80,11 +79,11 @@ pub static SPEC: Spec = Spec {
     unreachable: &[],
 };
 
-fn case_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(one_case(f))
 }
 
-fn probe_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
+fn probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(async move {
         f.fuzzed(b"GET /discover?skill=<unknown>");
         let skill = unique_skill();
@@ -93,7 +92,7 @@ fn probe_fn(f: &mut FuzzCtx) -> CaseFuture<'_> {
             Ok(())
         } else {
             finding(
-                "liveness",
+                Oracle::Liveness,
                 format!("a skill nobody has lists {} agents", found.len()),
             )
         }
@@ -1125,10 +1124,10 @@ fn encode(v: &Value, w: &Wire) -> (Vec<u8>, Parsed) {
     }
 }
 
-fn oracle_for(w: &Wire) -> &'static str {
+fn oracle_for(w: &Wire) -> Oracle {
     match w {
-        Wire::Respelled(_) => "wire-form",
-        _ => "verdict",
+        Wire::Respelled(_) => Oracle::WireForm,
+        _ => Oracle::Verdict,
     }
 }
 
@@ -1147,7 +1146,7 @@ fn base_url(f: &FuzzCtx, base: &Base) -> String {
 }
 
 /// POSTs raw bytes as JSON, as `call` does with a value: a 2xx reply must be JSON.
-async fn post_bytes(f: &mut FuzzCtx, base: Base, path: &str, bytes: Vec<u8>) -> Step<Resp> {
+async fn post_bytes(f: &mut FuzzCtx, base: Base, path: &str, bytes: Vec<u8>) -> FuzzStep<Resp> {
     f.fuzzed(&bytes);
     let url = base_url(f, &base);
     let r = f
@@ -1163,7 +1162,7 @@ async fn post_bytes(f: &mut FuzzCtx, base: Base, path: &str, bytes: Vec<u8>) -> 
     let parsed = wire_json::parse(&r.body).ok().map(|t| t.to_serde());
     if (200..300).contains(&r.status) && parsed.is_none() {
         return finding(
-            "reply-shape",
+            Oracle::ReplyShape,
             format!("HTTP {} reply to {path} is not JSON (CHO-001)", r.status),
         );
     }
@@ -1182,7 +1181,7 @@ async fn outcome(
     hirer: &str,
     hirer_score: f64,
     success: bool,
-) -> Step<()> {
+) -> FuzzStep<()> {
     let report = Report {
         agent_id: agent,
         agent_owner: "",
@@ -1192,7 +1191,7 @@ async fn outcome(
         hirer_reputation: hirer_score,
         success,
     };
-    report_outcome(&mut f.ctx, &report).await
+    Ok(report_outcome(&mut f.ctx, &report).await?)
 }
 
 fn status_of(r: &Resp) -> Option<&str> {
@@ -1203,19 +1202,19 @@ fn is_rejection(r: &Resp) -> bool {
     (400..500).contains(&r.http) || (r.http == 200 && status_of(r) == Some("FAILURE"))
 }
 
-fn no_server_error(r: &Resp, what: &str) -> Step<()> {
+fn no_server_error(r: &Resp, what: &str) -> FuzzStep<()> {
     if r.http >= 500 {
-        return finding("server-error", format!("{what} drew {}", r.describe()));
+        return finding(Oracle::ServerError, format!("{what} drew {}", r.describe()));
     }
     Ok(())
 }
 
 /// Codes of chorus.md §5 only where their meaning may apply (CHO-046).
-fn codes_fit(r: &Resp, m: &Model, what: &str) -> Step<()> {
+fn codes_fit(r: &Resp, m: &Model, what: &str) -> FuzzStep<()> {
     for c in r.codes() {
         if CODES.contains(&c.as_str()) && !m.allowed.contains(&c.as_str()) {
             return finding(
-                "error-code",
+                Oracle::ErrorCode,
                 format!(
                     "{what} ({}) drew the code {c}, whose meaning does not apply (CHO-046): {}",
                     m.explain(),
@@ -1228,7 +1227,7 @@ fn codes_fit(r: &Resp, m: &Model, what: &str) -> Step<()> {
 }
 
 /// The verdict checks every reply gets.
-fn judge(r: &Resp, m: &Model, what: &str, oracle: &str) -> Step<()> {
+fn judge(r: &Resp, m: &Model, what: &str, oracle: Oracle) -> FuzzStep<()> {
     no_server_error(r, what)?;
     match m.verdict() {
         Verdict::Open => Ok(()),
@@ -1251,7 +1250,7 @@ fn judge(r: &Resp, m: &Model, what: &str, oracle: &str) -> Step<()> {
                 Ok(())
             } else {
                 finding(
-                    "error-code",
+                    Oracle::ErrorCode,
                     format!(
                         "{what} was rejected without {} ({}): {}",
                         codes.join(" or "),
@@ -1265,18 +1264,10 @@ fn judge(r: &Resp, m: &Model, what: &str, oracle: &str) -> Step<()> {
     codes_fit(r, m, what)
 }
 
-fn schema_check(f: &FuzzCtx, name: &str, v: &Value, what: &str) -> Step<()> {
+fn schema_check(f: &FuzzCtx, name: &str, v: &Value, what: &str) -> FuzzStep<()> {
     match f.ctx.shared.schemas.check(&format!("chorus/{name}"), v) {
         Ok(()) => Ok(()),
-        Err(e) => finding("schema", format!("{what} breaks chorus/{name}: {e}")),
-    }
-}
-
-/// Re-tags a failure of a shared helper with an oracle name.
-fn tagged<T>(oracle: &str, s: Step<T>) -> Step<T> {
-    match s {
-        Err(Stop::Fail(m)) if oracle_of(&m).0 == "reply-check" => finding(oracle, m),
-        other => other,
+        Err(e) => finding(Oracle::Schema, format!("{what} breaks chorus/{name}: {e}")),
     }
 }
 
@@ -1296,7 +1287,7 @@ fn memo_set(f: &FuzzCtx, key: &str, v: Value) {
     f.remember(m);
 }
 
-async fn fixture(f: &mut FuzzCtx) -> Step<Fixture> {
+async fn fixture(f: &mut FuzzCtx) -> FuzzStep<Fixture> {
     let m = match memo_part(f, "fixture") {
         Some(m) => m,
         None => {
@@ -1333,10 +1324,10 @@ struct Pool {
 }
 
 /// Checks a registration reply: 201, schema, status, echoed id, 50.0.
-fn check_registered(f: &mut FuzzCtx, r: &Resp, sent: Option<&Value>) -> Step<()> {
+fn check_registered(f: &mut FuzzCtx, r: &Resp, sent: Option<&Value>) -> FuzzStep<()> {
     if r.http != 201 {
         return finding(
-            "registration",
+            Oracle::Registration,
             format!(
                 "an accepted registration drew HTTP {}, not 201 Created (CHO-012)",
                 r.http
@@ -1350,14 +1341,14 @@ fn check_registered(f: &mut FuzzCtx, r: &Resp, sent: Option<&Value>) -> Step<()>
         let got = body["agent_id"].as_str().unwrap_or_default();
         if !sent_id.is_some_and(|s| s.eq_ignore_ascii_case(got)) {
             return finding(
-                "registration",
+                Oracle::Registration,
                 format!("the reply names agent {got:?}, not the registered {sent_id:?} (CHO-013)"),
             );
         }
     }
     if body["status"] != "registered" {
         return finding(
-            "registration",
+            Oracle::Registration,
             format!(
                 "the reply's status is {}, not \"registered\" (CHO-013)",
                 body["status"]
@@ -1366,13 +1357,13 @@ fn check_registered(f: &mut FuzzCtx, r: &Resp, sent: Option<&Value>) -> Step<()>
     }
     let Some(rep) = body["reputation_score"].as_f64() else {
         return finding(
-            "registration",
+            Oracle::Registration,
             "the reply has no numeric reputation_score (CHO-013)",
         );
     };
     if (rep - 50.0).abs() > 0.005 + 1e-9 {
         return finding(
-            "reputation",
+            Oracle::Reputation,
             format!("the registration reply gives a new agent reputation_score {rep}, not 50.0 (CHO-014)"),
         );
     }
@@ -1380,14 +1371,19 @@ fn check_registered(f: &mut FuzzCtx, r: &Resp, sent: Option<&Value>) -> Step<()>
 }
 
 /// Registers a fresh agent with a valid body; returns its id.
-async fn fresh_agent(f: &mut FuzzCtx, skills: &[(&str, f64)]) -> Step<String> {
+async fn fresh_agent(f: &mut FuzzCtx, skills: &[(&str, f64)]) -> FuzzStep<String> {
     let body = registration(skills);
     let id = body["agent_id"].as_str().unwrap_or_default().to_string();
     let r = post(&mut f.ctx, Base::Registry, "register", &body).await?;
     if r.http == 503 {
         return skip("the registry is full (HTTP 503 to a valid registration)");
     }
-    judge(&r, &Model::default(), "a valid registration", "verdict")?;
+    judge(
+        &r,
+        &Model::default(),
+        "a valid registration",
+        Oracle::Verdict,
+    )?;
     check_registered(f, &r, Some(&body))?;
     Ok(id)
 }
@@ -1400,7 +1396,7 @@ const MID: usize = 3;
 const TOP: usize = 4;
 const BOTTOM: usize = 5;
 
-async fn pool(f: &mut FuzzCtx) -> Step<Pool> {
+async fn pool(f: &mut FuzzCtx) -> FuzzStep<Pool> {
     if let Some(m) = memo_part(f, "pool") {
         let agents = m["agents"]
             .as_array()
@@ -1438,7 +1434,7 @@ async fn pool(f: &mut FuzzCtx) -> Step<Pool> {
         for _ in 0..times {
             let (a, h) = (ids[who].clone(), ids[hirer].clone());
             let (s, hs) = (scores[who], scores[hirer]);
-            tagged("outcome", outcome(f, &a, s, &h, hs, success).await)?;
+            tagged(Oracle::Outcome, outcome(f, &a, s, &h, hs, success).await)?;
             scores[who] = expected_after(scores[who], success, scores[hirer]);
         }
     }
@@ -1478,7 +1474,7 @@ async fn pool(f: &mut FuzzCtx) -> Step<Pool> {
 // ---------------------------------------------------------------------------
 // Discovery
 
-async fn get_discover(f: &mut FuzzCtx, query: &str) -> Step<Resp> {
+async fn get_discover(f: &mut FuzzCtx, query: &str) -> FuzzStep<Resp> {
     f.fuzzed(format!("GET /discover?{query}").as_bytes());
     call(
         &mut f.ctx,
@@ -1488,11 +1484,12 @@ async fn get_discover(f: &mut FuzzCtx, query: &str) -> Step<Resp> {
         None,
     )
     .await
+    .map_err(Into::into)
 }
 
 /// The entries of a discovery reply; `valid`: the query is well-formed, so the
 /// reply must be 200 (a 404 for no match warns, CHO-A12).
-fn listing(f: &mut FuzzCtx, r: &Resp, query: &str, valid: bool) -> Step<Vec<Value>> {
+fn listing(f: &mut FuzzCtx, r: &Resp, query: &str, valid: bool) -> FuzzStep<Vec<Value>> {
     no_server_error(r, &format!("GET /discover?{query}"))?;
     if r.http == 404 && valid {
         f.ctx
@@ -1502,7 +1499,7 @@ fn listing(f: &mut FuzzCtx, r: &Resp, query: &str, valid: bool) -> Step<Vec<Valu
     if r.http != 200 {
         if valid {
             return finding(
-                "discovery",
+                Oracle::Discovery,
                 format!("GET /discover?{query} answered {} (CHO-016)", r.describe()),
             );
         }
@@ -1522,7 +1519,7 @@ fn check_listing(
     max: Option<i64>,
     exact: bool,
     what: &str,
-) -> Step<()> {
+) -> FuzzStep<()> {
     let passes =
         |k: &Known| min.is_none_or(|m| k.score_cents >= m) && max.is_none_or(|m| k.cost_cents <= m);
     let mut seen: Vec<&str> = Vec::new();
@@ -1531,17 +1528,20 @@ fn check_listing(
         let id = e["agent_id"].as_str().unwrap_or_default();
         let Some(k) = known.iter().find(|k| k.id == id) else {
             return finding(
-                "discovery",
+                Oracle::Discovery,
                 format!("{what}: agent {id} is listed under skill {skill}, which it does not have (CHO-018)"),
             );
         };
         if seen.contains(&id) {
-            return finding("discovery", format!("{what}: agent {id} is listed twice"));
+            return finding(
+                Oracle::Discovery,
+                format!("{what}: agent {id} is listed twice"),
+            );
         }
         seen.push(id);
         if e["skill"]["skill_name"] != skill {
             return finding(
-                "discovery",
+                Oracle::Discovery,
                 format!(
                     "{what}: agent {id} shows skill {}, not the queried {skill} (CHO-018)",
                     e["skill"]
@@ -1551,7 +1551,7 @@ fn check_listing(
         let cost = e["skill"]["cost_per_call"].as_f64().unwrap_or(-1.0);
         if (cost - k.cost_cents as f64 / 100.0).abs() > 1e-9 {
             return finding(
-                "discovery",
+                Oracle::Discovery,
                 format!(
                     "{what}: agent {id} shows cost {cost}, registered with {} (CHO-017)",
                     k.cost_cents as f64 / 100.0
@@ -1562,20 +1562,20 @@ fn check_listing(
         let want = k.score_cents as f64 / 100.0;
         if (s - want).abs() > 0.005 + 1e-9 {
             return finding(
-                "reputation",
+                Oracle::Reputation,
                 format!("{what}: agent {id} shows reputation {s}, the formula of chorus.md §4 gives {want}"),
             );
         }
         if s > last {
             return finding(
-                "discovery",
+                Oracle::Discovery,
                 format!("{what}: reputation rises down the list ({last} then {s}); highest first (CHO-021)"),
             );
         }
         last = s;
         if exact && !passes(k) {
             return finding(
-                "discovery",
+                Oracle::Discovery,
                 format!("{what}: agent {id} (reputation {want}, cost {}) is listed though the filters leave it out (CHO-019, CHO-020)", k.cost_cents as f64 / 100.0),
             );
         }
@@ -1586,7 +1586,7 @@ fn check_listing(
             .find(|k| passes(k) && !seen.contains(&k.id.as_str()))
         {
             return finding(
-                "discovery",
+                Oracle::Discovery,
                 format!("{what}: agent {} (reputation {}, cost {}) passes the filters but is not listed (CHO-015, CHO-019, CHO-020)",
                     k.id, k.score_cents as f64 / 100.0, k.cost_cents as f64 / 100.0),
             );
@@ -1690,7 +1690,7 @@ fn build_query(
     (parts.join("&"), lo, hi, valid)
 }
 
-async fn pool_query(f: &mut FuzzCtx, c: PoolQuery) -> Step<()> {
+async fn pool_query(f: &mut FuzzCtx, c: PoolQuery) -> FuzzStep<()> {
     let p = pool(f).await?;
     let scores: Vec<i64> = p.agents.iter().map(|a| a.score_cents).collect();
     let costs: Vec<i64> = p.agents.iter().map(|a| a.cost_cents).collect();
@@ -1709,7 +1709,7 @@ async fn pool_query(f: &mut FuzzCtx, c: PoolQuery) -> Step<()> {
     )
 }
 
-async fn fresh_query(f: &mut FuzzCtx, c: FreshQuery) -> Step<()> {
+async fn fresh_query(f: &mut FuzzCtx, c: FreshQuery) -> FuzzStep<()> {
     let skill = unique_skill();
     let mut known = Vec::new();
     let agents: Vec<(u16, Option<u16>)> = if c.agents.is_empty() {
@@ -1754,7 +1754,7 @@ async fn fresh_query(f: &mut FuzzCtx, c: FreshQuery) -> Step<()> {
 // ---------------------------------------------------------------------------
 // Registration
 
-async fn register_case(f: &mut FuzzCtx, c: RegisterCase) -> Step<()> {
+async fn register_case(f: &mut FuzzCtx, c: RegisterCase) -> FuzzStep<()> {
     let skill = unique_skill();
     let cost = f64::from(c.cost % 5000) / 100.0;
     let mut body = registration(&[(&skill, cost)]);
@@ -1819,7 +1819,7 @@ async fn register_case(f: &mut FuzzCtx, c: RegisterCase) -> Step<()> {
 // ---------------------------------------------------------------------------
 // Reputation
 
-async fn reputation_case(f: &mut FuzzCtx, c: Reputation) -> Step<()> {
+async fn reputation_case(f: &mut FuzzCtx, c: Reputation) -> FuzzStep<()> {
     let p = pool(f).await?;
     let skill = unique_skill();
     let t = fresh_agent(f, &[(skill.as_str(), 0.1)]).await?;
@@ -1835,24 +1835,27 @@ async fn reputation_case(f: &mut FuzzCtx, c: Reputation) -> Step<()> {
         let hirer_score = hirer.score_cents as f64 / 100.0;
         let hid = hirer.id.clone();
         tagged(
-            "outcome",
+            Oracle::Outcome,
             outcome(f, &t, want, &hid, hirer_score, success).await,
         )?;
         want = expected_after(want, success, hirer_score);
         if c.check_each || i + 1 == n {
-            let got = tagged("discovery", score(&mut f.ctx, &t, &skill).await)?;
+            let got = tagged(Oracle::Discovery, score(&mut f.ctx, &t, &skill).await)?;
             let what = format!(
                 "after outcome {} ({}, hirer at {hirer_score}) (CHO-042 to CHO-045)",
                 i + 1,
                 if success { "SUCCESS" } else { "FAILURE" }
             );
-            tagged("reputation", check_score(&mut f.ctx, got, want, &what))?;
+            tagged(
+                Oracle::Reputation,
+                check_score(&mut f.ctx, got, want, &what),
+            )?;
         }
     }
     Ok(())
 }
 
-async fn clamp_case(f: &mut FuzzCtx, c: Clamp) -> Step<()> {
+async fn clamp_case(f: &mut FuzzCtx, c: Clamp) -> FuzzStep<()> {
     let p = pool(f).await?;
     let (who, success, want) = if c.top {
         (TOP, true, 100.0)
@@ -1873,14 +1876,20 @@ async fn clamp_case(f: &mut FuzzCtx, c: Clamp) -> Step<()> {
             &p.agents[i]
         };
         let (hid, hs) = (hirer.id.clone(), hirer.score_cents as f64 / 100.0);
-        tagged("outcome", outcome(f, &id, want, &hid, hs, success).await)?;
+        tagged(
+            Oracle::Outcome,
+            outcome(f, &id, want, &hid, hs, success).await,
+        )?;
     }
-    let got = tagged("discovery", score(&mut f.ctx, &id, &p.skill).await)?;
+    let got = tagged(Oracle::Discovery, score(&mut f.ctx, &id, &p.skill).await)?;
     let what = format!(
         "an agent at {want} after more {} (clamped to [0, 100], CHO-045)",
         if success { "successes" } else { "failures" }
     );
-    tagged("reputation", check_score(&mut f.ctx, got, want, &what))
+    tagged(
+        Oracle::Reputation,
+        check_score(&mut f.ctx, got, want, &what),
+    )
 }
 
 // ---------------------------------------------------------------------------
@@ -1893,8 +1902,8 @@ fn judge_result(
     sent: &Value,
     m: &Model,
     fx: &Fixture,
-    oracle: &str,
-) -> Step<()> {
+    oracle: Oracle,
+) -> FuzzStep<()> {
     let r = Resp {
         http: 200,
         json: Some(result.clone()),
@@ -1906,7 +1915,7 @@ fn judge_result(
         schema_check(f, "job-result", result, "the job result")?;
         if result["job_id"] != jid {
             return finding(
-                "job",
+                Oracle::Job,
                 format!(
                     "the result names job {}, not the request's {jid} (CHO-030)",
                     result["job_id"]
@@ -1925,7 +1934,7 @@ fn judge_result(
         (Some("SUCCESS"), Verdict::Accept) => {
             if result["agent_id"] != fx.agent_id.as_str() {
                 return finding(
-                    "job",
+                    Oracle::Job,
                     format!(
                         "the result names agent {}, not the fixture's {} (CHO-030)",
                         result["agent_id"], fx.agent_id
@@ -1935,7 +1944,7 @@ fn judge_result(
             let text = &sent["input_data"]["text"];
             if result["output_data"]["text"] != *text {
                 return finding(
-                    "job",
+                    Oracle::Job,
                     format!(
                         "the echo fixture returned {} for the text {text} (CHO-031)",
                         result["output_data"]
@@ -1945,7 +1954,7 @@ fn judge_result(
             let cost = result["execution_cost"].as_f64().unwrap_or(-1.0);
             if !(cost >= 0.0 && two_decimals(cost)) {
                 return finding(
-                    "job",
+                    Oracle::Job,
                     format!(
                         "execution_cost {} is not credits with two decimals (CHO-005, CHO-033)",
                         result["execution_cost"]
@@ -1967,7 +1976,7 @@ fn judge_result(
                 Ok(())
             } else {
                 finding(
-                    "error-code",
+                    Oracle::ErrorCode,
                     format!(
                         "the job ended in FAILURE without {} ({}): {result}",
                         codes.join(" or "),
@@ -1980,7 +1989,7 @@ fn judge_result(
     }
 }
 
-async fn job_case(f: &mut FuzzCtx, c: JobCase) -> Step<()> {
+async fn job_case(f: &mut FuzzCtx, c: JobCase) -> FuzzStep<()> {
     let fx = fixture(f).await?;
     let text: String = c.text.chars().take(100).collect();
     let mut muts: Vec<JobMut> = match c.tweak {
@@ -1999,7 +2008,7 @@ async fn job_case(f: &mut FuzzCtx, c: JobCase) -> Step<()> {
             }
         })
         .await;
-        let (sent, outcome) = tagged("delivery", ran)?;
+        let (sent, outcome) = tagged(Oracle::Delivery, ran)?;
         f.fuzzed(&serde_json::to_vec(&sent).unwrap_or_default());
         let m = job_model(&sent, &fx);
         return match outcome {
@@ -2053,7 +2062,7 @@ struct Sent {
     accepted: bool,
 }
 
-async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> Step<()> {
+async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> FuzzStep<()> {
     let initial = (f.ctx.profile().chorus.initial_credits * 100.0).round() as i64;
     let idempotent = f.ctx.profile().chorus.idempotent_transfers;
     let a = funded_owner(&mut f.ctx).await?;
@@ -2100,7 +2109,7 @@ async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> Step<()> {
                     &r,
                     &m,
                     &format!("{what}, a repeat of an earlier transfer_id"),
-                    "ledger",
+                    Oracle::Ledger,
                 )?;
                 let ok = r.ok() && !is_rejection(&r);
                 if ok && (!was_accepted || !idempotent) {
@@ -2189,7 +2198,7 @@ async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> Step<()> {
                 "draining the {} credits the model says {owner} holds (CHO-039, CHO-040)",
                 bal as f64 / 100.0
             ),
-            "ledger",
+            Oracle::Ledger,
         )?;
     }
     let body = transfer(owner, other, 0.01);
@@ -2209,13 +2218,13 @@ async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> Step<()> {
         &r,
         &m,
         &format!("one cent from {owner}, whose balance the model says is 0"),
-        "ledger",
+        Oracle::Ledger,
     )
 }
 
 // ---------------------------------------------------------------------------
 
-async fn one_case(f: &mut FuzzCtx) -> Step<()> {
+async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     match f.below(100) {
         0..=17 => {
             let c: RegisterCase = f.draw();

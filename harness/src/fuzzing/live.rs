@@ -17,6 +17,7 @@
 //! - **liveness**: a HELLO after every finding and every 1,000 cases is answered.
 
 use super::scripted::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use super::verdict::{FuzzFinding, Oracle};
 use crate::drive::{DriveError, Driver, Limits, Received};
 use crate::schemas::Schemas;
 use arbitrary::{Arbitrary, Unstructured};
@@ -352,7 +353,7 @@ pub enum Verdict {
 /// An oracle that fired.
 #[derive(Debug, Clone)]
 pub struct Finding {
-    pub oracle: &'static str,
+    pub oracle: Oracle,
     pub detail: String,
     pub reply: String,
 }
@@ -368,7 +369,7 @@ pub struct Judge<'a> {
     pub key: &'a Keypair,
 }
 
-fn found(oracle: &'static str, detail: impl Into<String>, reply: &str) -> Finding {
+fn found(oracle: Oracle, detail: impl Into<String>, reply: &str) -> Finding {
     Finding {
         oracle,
         detail: detail.into(),
@@ -392,9 +393,9 @@ async fn exchange(
         Ok(r) => r,
         Err(e) => {
             let oracle = if matches!(e, DriveError::Timeout(_)) {
-                "timeout"
+                Oracle::Timeout
             } else {
-                "transport"
+                Oracle::Transport
             };
             return Err(found(oracle, crate::script::describe_drive_error(&e), ""));
         }
@@ -406,19 +407,19 @@ async fn exchange(
     };
     let text = String::from_utf8_lossy(&body).into_owned();
     if let Some(s) = status.filter(|s| *s >= 500) {
-        return Err(found("server-error", format!("HTTP {s}"), &text));
+        return Err(found(Oracle::ServerError, format!("HTTP {s}"), &text));
     }
     let v: Value = match reference_impl::wire::json::parse(&body) {
         Ok(t) => t.to_serde(),
-        Err(e) => return Err(found("reply-not-json", e.to_string(), &text)),
+        Err(e) => return Err(found(Oracle::ReplyNotJson, e.to_string(), &text)),
     };
     if let Err(e) = j.schemas.check("agora-v1/envelope", &v) {
-        return Err(found("reply-schema", e, &text));
+        return Err(found(Oracle::ReplySchema, e, &text));
     }
     let ver = envelope::verify_bytes(&body);
     if !ver.ok() {
         return Err(found(
-            "reply-signature",
+            Oracle::ReplySignature,
             ver.problem.unwrap_or_default(),
             &text,
         ));
@@ -426,11 +427,11 @@ async fn exchange(
     let ty = v["type"].as_str().unwrap_or_default().to_string();
     let code = v["payload"]["code"].as_i64();
     if let Some(c) = code.filter(|c| ty == "ERROR" && *c >= 500) {
-        return Err(found("server-error", format!("ERROR {c}"), &text));
+        return Err(found(Oracle::ServerError, format!("ERROR {c}"), &text));
     }
     if v["protocol"] != envelope::PROTOCOL {
         return Err(found(
-            "reply-shape",
+            Oracle::ReplyShape,
             format!(
                 "reply protocol {} is not \"agora/1.0\" (AV1-003)",
                 v["protocol"]
@@ -440,7 +441,7 @@ async fn exchange(
     }
     if sent_id.is_some() && v["id"].as_str() == sent_id.as_deref() {
         return Err(found(
-            "reply-shape",
+            Oracle::ReplyShape,
             "the reply reuses the id of the message it answers (AV1-004)",
             &text,
         ));
@@ -450,7 +451,7 @@ async fn exchange(
         let skew = (time::OffsetDateTime::now_utc() - t).whole_seconds().abs();
         if skew > i64::try_from(j.window_s).unwrap_or(i64::MAX) {
             return Err(found(
-                "reply-shape",
+                Oracle::ReplyShape,
                 format!("the reply is stamped {stamp}, {skew} s from now, outside the {} s window (AV1-006)", j.window_s),
                 &text,
             ));
@@ -459,7 +460,7 @@ async fn exchange(
     if let Some(s) = status.filter(|s| *s != 200 && !(ty == "ERROR" && code == Some(i64::from(*s))))
     {
         return Err(found(
-            "reply-shape",
+            Oracle::ReplyShape,
             format!("HTTP status {s} for a {ty} reply: the profile requires 200 or the ERROR code"),
             &text,
         ));
@@ -482,7 +483,7 @@ async fn case(drv: &mut Driver, input: &Input, j: Judge<'_>) -> Result<(), Findi
         let (v, text, _) = exchange(drv, input.bytes.clone(), j).await?;
         if v != first {
             return Err(found(
-                "wire-form",
+                Oracle::WireForm,
                 format!("the canonical form drew {first:?}, this spelling {v:?}"),
                 &text,
             ));
@@ -493,7 +494,7 @@ async fn case(drv: &mut Driver, input: &Input, j: Judge<'_>) -> Result<(), Findi
     let is = |ty: &str| matches!(&verdict, Verdict::Reply { ty: t, .. } if t == ty);
     match &input.kind {
         Kind::Unsigned(..) if input.signed_form_changed && processed(&verdict) => Err(found(
-            "signature",
+            Oracle::Signature,
             format!("a message changed after signing was processed: {verdict:?}"),
             &text,
         )),
@@ -503,28 +504,28 @@ async fn case(drv: &mut Driver, input: &Input, j: Judge<'_>) -> Result<(), Findi
                 && matches!(verdict, Verdict::Reply { code: Some(c), .. } if c != 401) =>
         {
             Err(found(
-                "error-code",
+                Oracle::ErrorCode,
                 format!("a signature that does not verify drew {verdict:?}, not ERROR 401 (AV1-046)"),
                 &text,
             ))
         }
         Kind::Resigned(..) if !input.schema_valid && processed(&verdict) => Err(found(
-            "invalid-accepted",
+            Oracle::InvalidAccepted,
             format!("a message that breaks the schemas was processed: {verdict:?}"),
             &text,
         )),
         Kind::Stale(..) if processed(&verdict) => Err(found(
-            "freshness",
+            Oracle::Freshness,
             format!("a message stamped outside the replay window was processed: {verdict:?} (AV1-006)"),
             &text,
         )),
         Kind::Strip(..) if processed(&verdict) => Err(found(
-            "signature",
+            Oracle::Signature,
             format!("a message without a signature was processed: {verdict:?} (AV1-016)"),
             &text,
         )),
         Kind::Valid(Template::Echo) if !is("RESULT") && !is("OFFER") => Err(found(
-            "valid-rejected",
+            Oracle::ValidRejected,
             format!("a valid echo REQUEST drew {verdict:?}"),
             &text,
         )),
@@ -532,13 +533,13 @@ async fn case(drv: &mut Driver, input: &Input, j: Judge<'_>) -> Result<(), Findi
             if !matches!(verdict, Verdict::Reply { code: Some(404), .. }) =>
         {
             Err(found(
-                "verdict",
+                Oracle::Verdict,
                 format!("a REQUEST for a resource the target lacks drew {verdict:?}, not ERROR 404 (AV1-046)"),
                 &text,
             ))
         }
         Kind::Valid(Template::Hello) if !is("WELCOME") => Err(found(
-            "valid-rejected",
+            Oracle::ValidRejected,
             format!("a valid HELLO drew {verdict:?}, not WELCOME"),
             &text,
         )),
@@ -559,14 +560,14 @@ async fn negotiate(
     let text = offer.to_string();
     if offer["type"] != "OFFER" {
         return Err(found(
-            "verdict",
+            Oracle::Verdict,
             "a valid REQUEST for agora:quote:v1 drew no OFFER",
             &text,
         ));
     }
     if offer["payload"]["request_id"] != req_id {
         return Err(found(
-            "verdict",
+            Oracle::Verdict,
             format!("OFFER.request_id is not the REQUEST's id {req_id:?} (AV1-037)"),
             &text,
         ));
@@ -600,7 +601,7 @@ async fn negotiate(
             }
             if result["payload"]["request_id"] != req_id {
                 return Err(found(
-                    "verdict",
+                    Oracle::Verdict,
                     format!("RESULT.request_id is not the REQUEST's id {req_id:?} (AV1-042)"),
                     &text,
                 ));
@@ -609,7 +610,7 @@ async fn negotiate(
                 let (v, text, _) = exchange(drv, accept("a2"), j).await?;
                 if processed(&v) {
                     return Err(found(
-                        "verdict",
+                        Oracle::Verdict,
                         format!("a second ACCEPT of one offer drew {v:?}"),
                         &text,
                     ));
@@ -621,7 +622,7 @@ async fn negotiate(
             let (v, text, _) = exchange(drv, input.bytes.clone(), j).await?;
             if processed(&v) {
                 return Err(found(
-                    "replay",
+                    Oracle::Replay,
                     format!("the same signed REQUEST sent again drew {v:?} (AV1-012)"),
                     &text,
                 ));
@@ -646,7 +647,7 @@ async fn negotiate(
                 }
             ) {
                 return Err(found(
-                    "verdict",
+                    Oracle::Verdict,
                     format!("a budget of half the offered cost {cost} drew {v:?}, not ERROR 402"),
                     &text,
                 ));
@@ -665,12 +666,12 @@ pub async fn alive(drv: &mut Driver, j: Judge<'_>) -> Result<(), Finding> {
     match exchange(drv, bytes, j).await {
         Ok((Verdict::Reply { .. }, _, _)) => Ok(()),
         Ok((Verdict::Silence, _, _)) => Err(Finding {
-            oracle: "liveness",
+            oracle: Oracle::Liveness,
             detail: "no answer to a HELLO".into(),
             reply: String::new(),
         }),
         Err(mut f) => {
-            f.oracle = "liveness";
+            f.oracle = Oracle::Liveness;
             Err(f)
         }
     }
@@ -695,7 +696,7 @@ pub fn write_finding(
     f: &Finding,
 ) -> std::io::Result<PathBuf> {
     let record = json!({
-        "suite": suite, "target": target, "oracle": f.oracle, "detail": f.detail,
+        "suite": suite, "target": target, "oracle": f.oracle.name(), "detail": f.detail,
         "input": input.label, "reply": f.reply, "seed": seed, "index": index,
     });
     super::scripted::write_crash(out, index, f.oracle, &input.bytes, record)
@@ -724,7 +725,7 @@ pub async fn fuzz(
     workers: u64,
 ) -> super::scripted::Summary {
     let started = Instant::now();
-    let first: std::sync::Arc<std::sync::Mutex<Option<(String, String)>>> = Default::default();
+    let first: std::sync::Arc<std::sync::Mutex<Option<FuzzFinding>>> = Default::default();
     let next = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let findings = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
@@ -773,7 +774,10 @@ pub async fn fuzz(
                     first
                         .lock()
                         .unwrap_or_else(|p| p.into_inner())
-                        .get_or_insert_with(|| (f.oracle.to_string(), f.detail.clone()));
+                        .get_or_insert_with(|| FuzzFinding {
+                            oracle: f.oracle,
+                            detail: f.detail.clone(),
+                        });
                     let _ = write_finding(&out, "agora-v1", &target, seed, index, &input, &f);
                     if findings.load(std::sync::atomic::Ordering::Relaxed) >= max_findings {
                         stop.store(true, std::sync::atomic::Ordering::Relaxed);

@@ -5,7 +5,18 @@
 pub mod agentprotocol;
 pub mod agora_exchange;
 pub mod agora_spaces;
+pub mod campaign;
 pub mod checks;
 pub mod chorus;
 pub mod live;
 pub mod scripted;
+pub mod verdict;
+
+/// A suite's live fuzzer, as its descriptor (`Suite::fuzzer`) names it.
+#[derive(Clone, Copy)]
+pub enum Fuzzer {
+    /// On the scripted engine, with this spec.
+    Scripted(&'static scripted::Spec),
+    /// agora-v1's own engine (`live`).
+    Live,
+}

@@ -8,14 +8,14 @@
 //! seeded with both, so `agentconform replay` regenerates the same case. What the
 //! target hands out (ids, tokens) differs between runs, and the case follows it.
 //!
-//! A fuzz case ends in one of three ways: `Ok` (every oracle held), a failure (a
-//! finding; its message starts with `[oracle:NAME]`), or a skip (the case could not run
-//! against this target, with the reason; counted, never a finding).
+//! A fuzz case ends in one of three ways (see [`super::verdict`]): `Ok` (every
+//! oracle held), a typed finding (its [`Oracle`] and detail), or a skip (the case
+//! could not run against this target, with the reason; counted, never a finding).
 
-use crate::case::{fail, CaseFuture, Stop};
-use crate::case::{Entry, Step};
+use super::verdict::{classify, FuzzFinding, FuzzFuture, Oracle, Outcome};
 use crate::drive::Transport;
 use crate::script::{Ctx, RunShared};
+use crate::verdict::Entry;
 use arbitrary::{Arbitrary, Unstructured};
 use rand::{Rng, RngExt, SeedableRng};
 use serde_json::json;
@@ -89,37 +89,7 @@ impl FuzzCtx {
     }
 }
 
-/// A finding: the case fails with `[oracle:NAME] message`.
-pub fn finding<T>(oracle: &str, message: impl AsRef<str>) -> Step<T> {
-    fail(format!("[oracle:{oracle}] {}", message.as_ref()))
-}
-
-/// Splits a failure message into its oracle and its text. A failure raised by a
-/// shared expectation helper (not by a fuzz oracle) is a reply check; a transport
-/// failure is named as such.
-pub fn oracle_of(message: &str) -> (String, String) {
-    if let Some(rest) = message.strip_prefix("[oracle:") {
-        if let Some((name, text)) = rest.split_once("] ") {
-            return (name.to_string(), text.to_string());
-        }
-    }
-    let lower = message.to_ascii_lowercase();
-    let name = if lower.contains("did not answer within")
-        || (lower.contains("expected ") && lower.contains(" within "))
-    {
-        "timeout"
-    } else if lower.contains("closed the connection")
-        || lower.contains("cannot reach")
-        || lower.contains("transport failure")
-    {
-        "transport"
-    } else {
-        "reply-check"
-    };
-    (name.to_string(), message.to_string())
-}
-
-pub type FuzzFn = for<'a> fn(&'a mut FuzzCtx) -> CaseFuture<'a>;
+pub type FuzzFn = for<'a> fn(&'a mut FuzzCtx) -> FuzzFuture<'a>;
 
 /// A suite's live fuzzer.
 pub struct Spec {
@@ -139,7 +109,7 @@ pub struct CaseRun {
     pub label: String,
     pub sent: Vec<u8>,
     pub transcript: Vec<Entry>,
-    pub result: Step<()>,
+    pub outcome: Outcome,
 }
 
 /// The target of a run and what its cases share.
@@ -167,37 +137,26 @@ pub async fn run_case(spec: &Spec, target: &Target, seed: u64, index: u64) -> Ca
     run_fn(spec.case, target, seed, index).await
 }
 
-/// Runs the liveness probe.
-pub async fn probe(spec: &Spec, target: &Target) -> Step<()> {
-    run_fn(spec.probe, target, 0, 0).await.result
+/// Runs the liveness probe; `Err` holds what the target did instead.
+pub async fn probe(spec: &Spec, target: &Target) -> Result<(), String> {
+    match run_fn(spec.probe, target, 0, 0).await.outcome {
+        Outcome::Finding(f) => Err(f.detail),
+        Outcome::Pass | Outcome::Skip(_) => Ok(()),
+    }
 }
 
 async fn run_fn(f: FuzzFn, target: &Target, seed: u64, index: u64) -> CaseRun {
     let mut ctx = Ctx::new(target.shared.clone(), target.transport, &target.url);
     ctx.fuzzing = true;
     let mut fc = FuzzCtx::new(ctx, seed, index, target.memo.clone());
-    // A failing finding the script read past is a failure of the case, as if the
-    // check had stopped it there.
-    let result = match f(&mut fc).await {
-        Ok(()) => match fc
-            .ctx
-            .findings()
-            .iter()
-            .find(|m| m.finding.outcome == crate::finding::Verdict::Fail)
-        {
-            Some(m) => Err(Stop::Fail(m.finding.summary.clone())),
-            None => Ok(()),
-        },
-        Err(Stop::Finding(f)) => Err(Stop::Fail(f.summary)),
-        Err(Stop::Blocked(key)) => Err(Stop::Fail(format!("blocked by {key}"))),
-        Err(other) => Err(other),
-    };
+    let result = f(&mut fc).await;
+    let outcome = classify(result, fc.ctx.findings());
     fc.ctx.close().await;
     CaseRun {
         label: fc.label,
         sent: fc.sent,
         transcript: fc.ctx.take_transcript(),
-        result,
+        outcome,
     }
 }
 
@@ -211,8 +170,7 @@ pub fn write_finding(
     seed: u64,
     index: u64,
     run: &CaseRun,
-    oracle: &str,
-    detail: &str,
+    found: &FuzzFinding,
 ) -> std::io::Result<PathBuf> {
     let reply = run
         .transcript
@@ -222,11 +180,11 @@ pub fn write_finding(
         .map(|e| e.text.clone())
         .unwrap_or_default();
     let record = json!({
-        "suite": suite, "target": target, "oracle": oracle, "detail": detail,
+        "suite": suite, "target": target, "oracle": found.oracle.name(), "detail": found.detail,
         "input": run.label, "reply": reply, "seed": seed, "index": index,
         "transcript": run.transcript,
     });
-    write_crash(out, index, oracle, &run.sent, record)
+    write_crash(out, index, found.oracle, &run.sent, record)
 }
 
 /// Writes `DIR/crashes/<index>-<oracle>.bin` (`bytes`) and `.json` (`record` plus the
@@ -234,7 +192,7 @@ pub fn write_finding(
 pub fn write_crash(
     out: &Path,
     index: u64,
-    oracle: &str,
+    oracle: Oracle,
     bytes: &[u8],
     mut record: serde_json::Value,
 ) -> std::io::Result<PathBuf> {
@@ -265,8 +223,8 @@ pub struct Summary {
     pub skipped: u64,
     /// The reason of the first skipped case.
     pub skip_reason: Option<String>,
-    /// The oracle and detail of the first finding.
-    pub first_finding: Option<(String, String)>,
+    /// The first finding.
+    pub first_finding: Option<FuzzFinding>,
     pub elapsed: Duration,
 }
 
@@ -313,12 +271,10 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
                     return;
                 }
                 let r = run_case(spec, &target, seed, index).await;
-                let mut failed = match &r.result {
-                    Ok(()) => None,
-                    Err(Stop::Fail(m)) => Some(oracle_of(m)),
-                    Err(Stop::Finding(f)) => Some(oracle_of(&f.summary)),
-                    Err(Stop::Blocked(key)) => Some(oracle_of(key)),
-                    Err(Stop::Skip(why)) => {
+                let mut failed = match &r.outcome {
+                    Outcome::Pass => None,
+                    Outcome::Finding(f) => Some(f.clone()),
+                    Outcome::Skip(why) => {
                         let mut s = summary.lock().unwrap_or_else(|p| p.into_inner());
                         s.skipped += 1;
                         s.skip_reason.get_or_insert_with(|| why.clone());
@@ -326,32 +282,25 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
                     }
                 };
                 if failed.is_some() || index % 500 == 499 {
-                    if let Err(Stop::Fail(m)) = probe(spec, &target).await {
+                    if let Err(detail) = probe(spec, &target).await {
                         stop.store(true, Ordering::Relaxed);
                         if failed.is_none() {
-                            failed = Some(("liveness".into(), m));
+                            failed = Some(FuzzFinding {
+                                oracle: Oracle::Liveness,
+                                detail,
+                            });
                         }
                     }
                 }
-                if let Some((oracle, detail)) = failed {
+                if let Some(found) = failed {
                     let mut s = summary.lock().unwrap_or_else(|p| p.into_inner());
                     s.findings += 1;
-                    s.first_finding
-                        .get_or_insert_with(|| (oracle.clone(), detail.clone()));
+                    s.first_finding.get_or_insert_with(|| found.clone());
                     if s.findings >= bounds.max_findings {
                         stop.store(true, Ordering::Relaxed);
                     }
                     drop(s);
-                    let _ = write_finding(
-                        &out,
-                        spec.suite,
-                        &target.url,
-                        seed,
-                        index,
-                        &r,
-                        &oracle,
-                        &detail,
-                    );
+                    let _ = write_finding(&out, spec.suite, &target.url, seed, index, &r, &found);
                 }
             }
         });
@@ -361,17 +310,6 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
     s.cases = next.load(Ordering::Relaxed).min(max_cases);
     s.elapsed = started.elapsed();
     s
-}
-
-/// The live fuzzer of `suite`, when it is a scripted one.
-pub fn spec(suite: &str) -> Option<&'static Spec> {
-    match suite {
-        "agora-exchange" => Some(&super::agora_exchange::SPEC),
-        "chorus" => Some(&super::chorus::SPEC),
-        "agora-spaces" => Some(&super::agora_spaces::SPEC),
-        "agentprotocol" => Some(&super::agentprotocol::SPEC),
-        _ => None,
-    }
 }
 
 /// Bytes of `v` in a spelling other than its canonical one (see [`WireForm`]).

@@ -397,6 +397,121 @@ mod tests {
         assert_eq!(jenkins_compatible("<x/>"), "<x/>");
     }
 
+    /// A fixed report: two suites, every outcome, a failing and a warning finding,
+    /// a reproducer, a baseline; nothing that changes from run to run.
+    fn fixed_report() -> Report {
+        use crate::case::{Entry, Level, Met};
+        use crate::drive::Transport;
+        use crate::finding::Finding;
+        use crate::runner::{merge_findings, RunOutput};
+        let shape = Finding::new(
+            "agora-exchange/reply:failure-shape",
+            &["AEX-009", "AEX-010"],
+            "failure replies read {\"status\":\"error\",\"message\":\"Missing field 'body'\"}",
+        )
+        .owned_by("agora-exchange/reply-shape");
+        let warn = Finding::new(
+            "agora-exchange/wellknown~AEX-044",
+            &["AEX-044"],
+            "no /wellknown endpoint (HTTP 404)",
+        );
+        let case = |id: &str, outcome: Outcome, met: Vec<Met>, message: &str| CaseResult {
+            id: id.into(),
+            suite: id.split('/').next().unwrap_or_default().into(),
+            title: format!("the title of {id}"),
+            requirements: vec!["AEX-009".into()],
+            level: Level::Must,
+            transport: Transport::Http,
+            outcome,
+            message: message.into(),
+            findings: met.iter().map(|m| m.finding.key.clone()).collect(),
+            reproduce: None,
+            duration_ms: 7,
+            transcript: vec![
+                Entry {
+                    at_ms: 0,
+                    kind: "send",
+                    text: "POST http://127.0.0.1:1/\n{\"body\":\"ping\"}".into(),
+                    http_status: None,
+                },
+                Entry {
+                    at_ms: 3,
+                    kind: "recv",
+                    text: "{\"status\":\"error\"}".into(),
+                    http_status: Some(200),
+                },
+            ],
+            met,
+        };
+        let incidental = |f: &Finding| Met {
+            finding: f.clone(),
+            own: false,
+        };
+        let mut results = vec![
+            case("agora-exchange/single-round", Outcome::Pass, vec![], ""),
+            case(
+                "agora-exchange/reply-shape",
+                Outcome::Pass,
+                vec![incidental(&shape)],
+                "",
+            ),
+            case(
+                "agora-exchange/missing-body",
+                Outcome::Pass,
+                vec![incidental(&shape)],
+                "",
+            ),
+            case(
+                "agora-exchange/wellknown",
+                Outcome::Pass,
+                vec![incidental(&warn)],
+                "",
+            ),
+            case(
+                "agora-exchange/conversation-expiry",
+                Outcome::Blocked,
+                vec![incidental(&shape)],
+                "blocked by agora-exchange/reply:failure-shape",
+            ),
+            case(
+                "agora-exchange/https-transport",
+                Outcome::Skip,
+                vec![],
+                "slow case: run with --include-slow",
+            ),
+        ];
+        let findings = merge_findings(&mut results);
+        let out = RunOutput {
+            results,
+            findings,
+            untestable: Vec::new(),
+            duration: std::time::Duration::from_millis(42),
+        };
+        let mut r = Report::new(
+            "http://127.0.0.1:1/",
+            vec!["agora-exchange".into()],
+            "2026-01-01T00:00:00Z".into(),
+            out,
+        );
+        r.set_reproducers(&["--target".into(), "http://127.0.0.1:1/".into()]);
+        r
+    }
+
+    #[test]
+    fn renderers_snapshots() {
+        let r = fixed_report();
+        insta::assert_snapshot!("summary_md", markdown::render(&r));
+        insta::assert_snapshot!("junit_xml", r.to_junit().expect("junit"));
+        let mut text = Vec::new();
+        print_terminal(&r, &mut text).expect("terminal");
+        insta::assert_snapshot!("terminal", String::from_utf8_lossy(&text));
+        let mut short = Vec::new();
+        print_terminal_as(&r, Format::Short, Style::default(), &mut short).expect("terminal");
+        insta::assert_snapshot!("terminal_short", String::from_utf8_lossy(&short));
+        insta::assert_snapshot!("report_json", r.to_json().expect("json"));
+        insta::assert_snapshot!("report_html", html::render(&r).expect("html"));
+    }
+
     #[test]
     fn colour_only_when_asked() {
         let plain = Style { colour: false }.tag("FAIL");

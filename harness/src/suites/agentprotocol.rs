@@ -35,6 +35,13 @@ pub static SUITE: Suite = Suite {
         (Transport::Http, "agentprotocol"),
         (Transport::Ws, "agentprotocol/ws"),
     ],
+    faults: reference_impl::agentprotocol::faults::FAULTS,
+    start: crate::embedded::agentprotocol,
+    signing: Some(crate::case::Signing {
+        sign: crate::expect::agentprotocol::sign_message,
+        verify: crate::expect::agentprotocol::explain_verify,
+    }),
+    fuzzer: crate::fuzzing::Fuzzer::Scripted(&crate::fuzzing::agentprotocol::SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

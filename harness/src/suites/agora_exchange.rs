@@ -24,6 +24,10 @@ pub static SUITE: Suite = Suite {
     untestable: UNTESTABLE,
     transports: &[Transport::Http],
     endpoint_paths: &[],
+    faults: reference_impl::agora_exchange::faults::FAULTS,
+    start: crate::embedded::agora_exchange,
+    signing: None,
+    fuzzer: crate::fuzzing::Fuzzer::Scripted(&crate::fuzzing::agora_exchange::SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

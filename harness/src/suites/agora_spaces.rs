@@ -22,6 +22,10 @@ pub static SUITE: Suite = Suite {
     untestable: UNTESTABLE,
     transports: &[Transport::Ws],
     endpoint_paths: &[],
+    faults: reference_impl::agora_spaces::faults::FAULTS,
+    start: crate::embedded::agora_spaces,
+    signing: None,
+    fuzzer: crate::fuzzing::Fuzzer::Scripted(&crate::fuzzing::agora_spaces::SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[Untestable {

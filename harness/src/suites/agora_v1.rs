@@ -25,6 +25,13 @@ pub static SUITE: Suite = Suite {
     untestable: UNTESTABLE,
     transports: &[Transport::Http, Transport::Ws],
     endpoint_paths: &[],
+    faults: reference_impl::agora_v1::faults::FAULTS,
+    start: crate::embedded::agora_v1,
+    signing: Some(crate::case::Signing {
+        sign: crate::expect::agora_v1::sign_message,
+        verify: crate::expect::agora_v1::explain_verify,
+    }),
+    fuzzer: crate::fuzzing::Fuzzer::Live,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

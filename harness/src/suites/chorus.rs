@@ -26,6 +26,10 @@ pub static SUITE: Suite = Suite {
     untestable: UNTESTABLE,
     transports: &[Transport::Http],
     endpoint_paths: &[],
+    faults: reference_impl::chorus::faults::FAULTS,
+    start: crate::embedded::chorus,
+    signing: None,
+    fuzzer: crate::fuzzing::Fuzzer::Scripted(&crate::fuzzing::chorus::SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

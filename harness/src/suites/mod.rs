@@ -28,3 +28,23 @@ pub fn by_id(id: &str) -> Option<&'static Suite> {
 pub fn ids() -> Vec<&'static str> {
     all().iter().map(|s| s.id).collect()
 }
+
+/// The fault catalogue of the suite called `id`.
+pub fn faults(id: &str) -> Option<&'static [reference_impl::faults::Fault]> {
+    by_id(id).map(|s| s.faults)
+}
+
+/// Starts the reference implementation of the suite called `id`.
+pub async fn start(
+    id: &str,
+    listen: &str,
+    opts: &crate::embedded::Options,
+) -> Result<crate::embedded::Server, String> {
+    match by_id(id) {
+        Some(s) => (s.start)(listen, opts).await,
+        None => Err(format!(
+            "unknown suite {id:?}; known suites: {}",
+            ids().join(", ")
+        )),
+    }
+}

@@ -9,6 +9,7 @@ use agentconform::profile::Profile;
 use agentconform::runner::{self, RunOutput, Selection};
 use agentconform::schemas::Schemas;
 use agentconform::script::RunShared;
+use agentconform::suites;
 use reference_impl::wire::keys::Keypair;
 use std::sync::Arc;
 use std::time::Duration;
@@ -71,7 +72,7 @@ pub async fn run_against(
     faults: &[&str],
     selection: &Selection,
 ) -> RunOutput {
-    let server = embedded::start(suite.id, "127.0.0.1:0", &test_options(faults))
+    let server = suites::start(suite.id, "127.0.0.1:0", &test_options(faults))
         .await
         .expect("start agent");
     let out = runner::run(

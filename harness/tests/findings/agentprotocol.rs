@@ -3,7 +3,6 @@
 
 use crate::common::*;
 use agentconform::case::{Outcome, Suite};
-use agentconform::embedded;
 use agentconform::finding::Verdict;
 use agentconform::profile::Profile;
 use agentconform::runner::{self, RunOutput, Selection};
@@ -38,7 +37,7 @@ fn suite() -> &'static Suite {
 
 /// Runs the suite against the reference with `faults`, under `profile`.
 async fn run_with(faults: &[&str], profile: Profile) -> RunOutput {
-    let server = embedded::start("agentprotocol", "127.0.0.1:0", &test_options(faults))
+    let server = suites::start("agentprotocol", "127.0.0.1:0", &test_options(faults))
         .await
         .expect("start agent");
     let out = runner::run(
@@ -118,7 +117,7 @@ async fn target_id(base: &str) -> Result<String, String> {
 /// hello is addressed to it, and the deviation is one finding, said once.
 fn deviant_profile_agent_id_is_used() -> Result<(), Failed> {
     let out = rt().block_on(async {
-        let server = embedded::start(
+        let server = suites::start(
             "agentprotocol",
             "127.0.0.1:0",
             &test_options(&["agent-id-hex"]),

@@ -4,7 +4,6 @@
 use crate::common::*;
 use crate::{describe, failing_keys};
 use agentconform::case::Outcome;
-use agentconform::embedded;
 use agentconform::profile::Profile;
 use agentconform::runner::{self, RunOutput, Selection};
 use agentconform::suites;
@@ -49,7 +48,7 @@ pub fn trials() -> Vec<Trial> {
 
 async fn run_with(faults: &[&str], profile: Profile) -> Result<RunOutput, String> {
     let suite = &suites::agora_exchange::SUITE;
-    let server = embedded::start(suite.id, "127.0.0.1:0", &test_options(faults)).await?;
+    let server = suites::start(suite.id, "127.0.0.1:0", &test_options(faults)).await?;
     let out = runner::run(
         shared(profile),
         &[(suite, server.endpoints.clone())],

@@ -22,7 +22,6 @@ mod chorus;
 
 use agentconform::case::{CaseResult, Level, Outcome, Suite};
 use agentconform::drive::Transport;
-use agentconform::embedded;
 use agentconform::finding::Verdict;
 use agentconform::inventory;
 use agentconform::profile::Profile;
@@ -37,7 +36,7 @@ use std::collections::BTreeSet;
 fn selection_for(faults: &[&str]) -> Selection {
     let mut selection = Selection::default();
     let named = faults.iter().any(|f| {
-        embedded::faults("agora-v1")
+        suites::faults("agora-v1")
             .unwrap_or(&[])
             .iter()
             .any(|x| x.name == *f && x.caught_by.contains(&"agora-v1/rate-limit-burst"))
@@ -113,7 +112,7 @@ fn named_cases_fail(out: &RunOutput, caught_by: &[&str]) -> Result<(), String> {
 }
 
 fn one_finding(suite: &'static Suite, fault: &'static str) -> Result<(), Failed> {
-    let f = embedded::faults(suite.id)
+    let f = suites::faults(suite.id)
         .unwrap_or(&[])
         .iter()
         .find(|f| f.name == fault)
@@ -135,7 +134,7 @@ fn combined(suite: &'static Suite, faults: &'static [&'static str]) -> Result<()
     let mut want = BTreeSet::new();
     let mut problems = Vec::new();
     for name in faults {
-        let Some(f) = embedded::faults(suite.id)
+        let Some(f) = suites::faults(suite.id)
             .unwrap_or(&[])
             .iter()
             .find(|f| f.name == *name)
@@ -155,7 +154,7 @@ fn combined(suite: &'static Suite, faults: &'static [&'static str]) -> Result<()
         }
     }
     if problems.is_empty()
-        && embedded::faults(suite.id)
+        && suites::faults(suite.id)
             .unwrap_or(&[])
             .iter()
             .all(|f| !faults.contains(&f.name) || !f.findings.is_empty())
@@ -326,7 +325,7 @@ fn main() {
             format!("{id}::levels_agree_with_the_inventory"),
             move || levels_agree(suite),
         ));
-        for f in embedded::faults(suite.id).unwrap_or(&[]) {
+        for f in suites::faults(suite.id).unwrap_or(&[]) {
             if f.findings.is_empty() {
                 continue;
             }

@@ -1,0 +1,274 @@
+//! The library entry points of live fuzzing, used by the CLI and the tests alike:
+//! [`campaign`] runs a fuzz campaign against a target, [`replay`] runs the case of
+//! a crash file again. Which engine fuzzes a suite is decided here, nowhere else.
+
+use super::live;
+use super::scripted::{self, Bounds, Summary, Target};
+use super::verdict::{FuzzFinding, Outcome};
+use super::Fuzzer;
+use crate::drive::Tls;
+use crate::drive::{Driver, Limits, Transport};
+use crate::profile::Profile;
+use crate::schemas::Schemas;
+use crate::script::RunShared;
+use reference_impl::wire::keys::Keypair;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+/// Why a campaign or a replay cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum FuzzError {
+    #[error("suite {0:?} has no live fuzzer")]
+    UnknownSuite(String),
+    #[error("{suite} fuzzing speaks {speaks}, not {transport}")]
+    Binding {
+        suite: String,
+        transport: Transport,
+        speaks: String,
+    },
+    #[error("cannot read {path}: {why}")]
+    Read { path: String, why: String },
+    #[error("{path}: not a crash file: {why}")]
+    NotCrashFile { path: String, why: String },
+}
+
+/// What a campaign talks to and how.
+pub struct Connection {
+    pub url: String,
+    pub transport: Transport,
+    pub profile: Profile,
+    pub schemas: Schemas,
+    pub http: reqwest::Client,
+    pub tls: Tls,
+    pub limits: Limits,
+}
+
+/// One fuzz campaign.
+pub struct Campaign {
+    pub suite: String,
+    pub seed: u64,
+    pub bounds: Bounds,
+    /// Crash files go to `out/crashes`.
+    pub out: PathBuf,
+    /// Cases at once.
+    pub workers: u64,
+    pub connection: Connection,
+}
+
+/// The bindings the fuzzer of `suite` speaks (the first is the one it uses
+/// against an embedded agent); `None` when the suite has no live fuzzer.
+pub fn bindings(suite: &str) -> Option<&'static [Transport]> {
+    match fuzzer_of(suite)? {
+        Fuzzer::Scripted(spec) => Some(spec.transports),
+        Fuzzer::Live => Some(&[Transport::Http, Transport::Ws]),
+    }
+}
+
+/// The live fuzzer the descriptor of `suite` names.
+pub fn fuzzer_of(suite: &str) -> Option<Fuzzer> {
+    crate::suites::by_id(suite).map(|s| s.fuzzer)
+}
+
+/// The scripted spec of `suite`, when its fuzzer is on the scripted engine.
+pub fn spec(suite: &str) -> Option<&'static scripted::Spec> {
+    match fuzzer_of(suite)? {
+        Fuzzer::Scripted(spec) => Some(spec),
+        Fuzzer::Live => None,
+    }
+}
+
+/// Reference faults no fuzz case of `suite` can reach, and why.
+pub fn unreachable(suite: &str) -> &'static [(&'static str, &'static str)] {
+    match fuzzer_of(suite) {
+        Some(Fuzzer::Scripted(spec)) => spec.unreachable,
+        Some(Fuzzer::Live) => live::UNREACHABLE,
+        None => &[],
+    }
+}
+
+fn check_binding(suite: &str, transport: Transport) -> Result<(), FuzzError> {
+    let speaks = bindings(suite).ok_or_else(|| FuzzError::UnknownSuite(suite.to_string()))?;
+    if speaks.contains(&transport) {
+        return Ok(());
+    }
+    Err(FuzzError::Binding {
+        suite: suite.to_string(),
+        transport,
+        speaks: speaks
+            .iter()
+            .map(|t| t.to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+    })
+}
+
+/// A driver for agora-v1 cases.
+pub fn driver(transport: Transport, url: &str, http: &reqwest::Client, tls: &Tls) -> Driver {
+    match transport {
+        Transport::Ws => Driver::Ws(crate::drive::ws::WsDriver::new(url, tls)),
+        _ => Driver::Http(crate::drive::http::HttpDriver::new(http.clone(), url)),
+    }
+}
+
+fn shared(c: Connection) -> (Arc<RunShared>, Transport, String) {
+    let shared = Arc::new(RunShared {
+        profile: c.profile,
+        key: Keypair::generate(),
+        other_key: Keypair::generate(),
+        schemas: c.schemas,
+        http: c.http,
+        tls: c.tls,
+    });
+    (shared, c.transport, c.url)
+}
+
+/// Runs a fuzz campaign; crash files go to `out/crashes`.
+pub async fn campaign(c: Campaign) -> Result<Summary, FuzzError> {
+    check_binding(&c.suite, c.connection.transport)?;
+    match spec(&c.suite) {
+        Some(spec) => {
+            let (shared, transport, url) = shared(c.connection);
+            Ok(scripted::fuzz(scripted::Run {
+                spec,
+                target: Target::new(shared, transport, &url),
+                seed: c.seed,
+                bounds: c.bounds,
+                out: &c.out,
+                workers: c.workers,
+            })
+            .await)
+        }
+        None => {
+            let k = c.connection;
+            let bounds = live::Bounds {
+                cases: c.bounds.cases,
+                duration: c.bounds.duration,
+                max_findings: c.bounds.max_findings,
+                window_s: k.profile.timing.replay_window_s,
+            };
+            let (http, tls, url) = (k.http, k.tls, k.url);
+            Ok(live::fuzz(
+                || driver(k.transport, &url, &http, &tls),
+                &url,
+                c.seed,
+                bounds,
+                &c.out,
+                Arc::new(k.schemas),
+                k.limits,
+                c.workers,
+            )
+            .await)
+        }
+    }
+}
+
+/// A crash file, as `agentconform fuzz` wrote it.
+#[derive(Debug, Clone)]
+pub struct CrashFile {
+    pub suite: String,
+    pub seed: u64,
+    pub index: u64,
+    /// The target the finding was made against.
+    pub target: Option<String>,
+    /// The oracle the crash file records.
+    pub oracle: Option<String>,
+}
+
+impl CrashFile {
+    pub fn read(path: &std::path::Path) -> Result<CrashFile, FuzzError> {
+        let shown = path.display().to_string();
+        let text = std::fs::read(path).map_err(|e| FuzzError::Read {
+            path: shown.clone(),
+            why: e.to_string(),
+        })?;
+        let rec: serde_json::Value =
+            serde_json::from_slice(&text).map_err(|e| FuzzError::NotCrashFile {
+                path: shown.clone(),
+                why: e.to_string(),
+            })?;
+        let (Some(seed), Some(index)) = (rec["seed"].as_u64(), rec["index"].as_u64()) else {
+            return Err(FuzzError::NotCrashFile {
+                path: shown,
+                why: "no seed or index".into(),
+            });
+        };
+        let suite = rec["suite"].as_str().unwrap_or_default().to_string();
+        if bindings(&suite).is_none() {
+            return Err(FuzzError::NotCrashFile {
+                path: shown,
+                why: format!("suite {suite:?} is not one the fuzzer writes"),
+            });
+        }
+        Ok(CrashFile {
+            suite,
+            seed,
+            index,
+            target: rec["target"].as_str().map(String::from),
+            oracle: rec["oracle"].as_str().map(String::from),
+        })
+    }
+}
+
+/// What a replay did.
+#[derive(Debug)]
+pub struct Replayed {
+    /// What the case drew.
+    pub label: String,
+    pub outcome: Outcome,
+}
+
+impl Replayed {
+    pub fn finding(&self) -> Option<&FuzzFinding> {
+        match &self.outcome {
+            Outcome::Finding(f) => Some(f),
+            _ => None,
+        }
+    }
+}
+
+/// Runs the case of `crash` again against the connection's target.
+pub async fn replay(crash: &CrashFile, c: Connection) -> Result<Replayed, FuzzError> {
+    match spec(&crash.suite) {
+        Some(spec) => {
+            let (shared, transport, url) = shared(c);
+            let t = Target::new(shared, transport, &url);
+            let run = scripted::run_case(spec, &t, crash.seed, crash.index).await;
+            Ok(Replayed {
+                label: run.label,
+                outcome: run.outcome,
+            })
+        }
+        None => {
+            check_binding(&crash.suite, c.transport)?;
+            let mut drv = driver(c.transport, &c.url, &c.http, &c.tls);
+            // The same case, with a fresh id and timestamp so the replay window
+            // admits it.
+            let window_s = c.profile.timing.replay_window_s;
+            let key = live::key_for(crash.seed);
+            let input = live::generate(
+                crash.seed,
+                crash.index,
+                &live::Stamp::now(crash.index),
+                &key,
+                &c.schemas,
+                window_s,
+            );
+            let j = live::Judge {
+                limits: c.limits,
+                schemas: &c.schemas,
+                window_s,
+                key: &key,
+            };
+            let f = live::run_case(&mut drv, &input, j).await;
+            Ok(Replayed {
+                label: input.label,
+                outcome: f.map_or(Outcome::Pass, |f| {
+                    Outcome::Finding(FuzzFinding {
+                        oracle: f.oracle,
+                        detail: f.detail,
+                    })
+                }),
+            })
+        }
+    }
+}

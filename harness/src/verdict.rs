@@ -1,0 +1,91 @@
+//! How a case ends and what it leaves behind: its stop, its outcome, the findings it
+//! met and its transcript entries. Below the case model and the context (`Ctx`), so
+//! that both can use it without depending on each other.
+
+use crate::finding::Finding;
+use serde::Serialize;
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+
+/// What running a case yields.
+pub type CaseFuture<'a> = Pin<Box<dyn Future<Output = Step<()>> + Send + 'a>>;
+
+/// Why a case stopped early.
+#[derive(Debug, Clone)]
+pub enum Stop {
+    /// The target broke the rule this case judges, said in text (the requirement
+    /// ids quoted in it, else the case's, make the finding).
+    Fail(String),
+    /// The target broke the rule this case judges, as a typed finding.
+    Finding(Finding),
+    /// The case cannot go on past an incidental finding (its key), which the
+    /// context has recorded. Never a pass; the finding's owner fails for it.
+    Blocked(String),
+    /// The case could not run; the reason says why.
+    Skip(String),
+}
+
+impl Stop {
+    /// The text of a stop, for logs and fuzz findings.
+    pub fn text(&self) -> String {
+        match self {
+            Stop::Fail(m) | Stop::Skip(m) => m.clone(),
+            Stop::Finding(f) => f.summary.clone(),
+            Stop::Blocked(key) => format!("blocked by {key}"),
+        }
+    }
+}
+
+pub type Step<T> = Result<T, Stop>;
+
+pub fn fail<T>(msg: impl Into<String>) -> Step<T> {
+    Err(Stop::Fail(msg.into()))
+}
+
+pub fn skip<T>(msg: impl Into<String>) -> Step<T> {
+    Err(Stop::Skip(msg.into()))
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Outcome {
+    Pass,
+    Fail,
+    Warn,
+    /// Stopped by a deviation another case owns: neither passed nor failed.
+    Blocked,
+    Skip,
+}
+
+impl fmt::Display for Outcome {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Outcome::Pass => "pass",
+            Outcome::Fail => "fail",
+            Outcome::Warn => "warn",
+            Outcome::Blocked => "blocked",
+            Outcome::Skip => "skip",
+        })
+    }
+}
+
+/// One line of a case's wire transcript.
+#[derive(Debug, Clone, Serialize)]
+pub struct Entry {
+    pub at_ms: u64,
+    /// send, recv, note or check.
+    pub kind: &'static str,
+    pub text: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub http_status: Option<u16>,
+}
+
+/// A finding as one case met it.
+#[derive(Debug, Clone)]
+pub struct Met {
+    pub finding: Finding,
+    /// The case judged this rule itself (its own subject), rather than meeting it on
+    /// the way to its subject.
+    pub own: bool,
+}
