@@ -196,13 +196,7 @@ impl Ctx {
     fn transport_stop(&mut self, e: &DriveError) -> Stop {
         let msg = describe_drive_error(e);
         self.log("note", &msg, None);
-        let kind = match e {
-            DriveError::Timeout(_) => "no-answer",
-            DriveError::TooLarge(_) => "reply-too-large",
-            DriveError::Connect(_) => "unreachable",
-            DriveError::Io(_) => "transport-error",
-            DriveError::Closed => "connection-closed",
-        };
+        let kind = e.kind();
         let key = format!("{}/transport:{kind}", self.suite());
         self.block(Finding::new(key, &[], msg))
     }

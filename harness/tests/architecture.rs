@@ -11,6 +11,23 @@ fn root() -> PathBuf {
         .unwrap_or_default()
 }
 
+const SUITES: [&str; 5] = [
+    "agora_v1",
+    "agora_exchange",
+    "chorus",
+    "agora_spaces",
+    "agentprotocol",
+];
+
+/// A named path with `<suite>` expanded to every suite's module name.
+fn expand(p: &str) -> Vec<String> {
+    if p.contains("<suite>") {
+        SUITES.iter().map(|s| p.replace("<suite>", s)).collect()
+    } else {
+        vec![p.to_string()]
+    }
+}
+
 /// The backquoted paths of ARCHITECTURE.md that name files or folders of the tree.
 fn named_paths(text: &str) -> Vec<String> {
     text.split('`')
@@ -41,21 +58,9 @@ fn sources(dir: &Path, out: &mut Vec<PathBuf>) {
 fn every_named_path_exists() {
     let root = root();
     let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
-    let suites = [
-        "agora_v1",
-        "agora_exchange",
-        "chorus",
-        "agora_spaces",
-        "agentprotocol",
-    ];
     let mut missing = Vec::new();
     for p in named_paths(&text) {
-        let candidates: Vec<String> = if p.contains("<suite>") {
-            suites.iter().map(|s| p.replace("<suite>", s)).collect()
-        } else {
-            vec![p.clone()]
-        };
-        let found = candidates.iter().any(|c| {
+        let found = expand(&p).iter().any(|c| {
             let c = c.trim_end_matches('/');
             root.join(c).exists() || root.join(format!("{c}.rs")).exists()
         });
@@ -74,21 +79,9 @@ fn every_source_file_is_on_the_map() {
     let root = root();
     let text = std::fs::read_to_string(root.join("ARCHITECTURE.md")).expect("ARCHITECTURE.md");
     let named = named_paths(&text);
-    let suites = [
-        "agora_v1",
-        "agora_exchange",
-        "chorus",
-        "agora_spaces",
-        "agentprotocol",
-    ];
     let covers = |file: &str| {
         named.iter().any(|n| {
-            let pats: Vec<String> = if n.contains("<suite>") {
-                suites.iter().map(|s| n.replace("<suite>", s)).collect()
-            } else {
-                vec![n.clone()]
-            };
-            pats.iter().any(|p| {
+            expand(n).iter().any(|p| {
                 let p = p.trim_end_matches('/');
                 file == p || file.starts_with(&format!("{p}/"))
             })

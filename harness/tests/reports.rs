@@ -136,7 +136,8 @@ async fn wd(
     Ok(v["value"].clone())
 }
 
-async fn text_of(http: &reqwest::Client, session: &str, id: &str) -> Result<String, Failed> {
+/// The WebDriver handle of the element with id `id`.
+async fn element(http: &reqwest::Client, session: &str, id: &str) -> Result<String, Failed> {
     let el = wd(
         http,
         reqwest::Method::POST,
@@ -144,12 +145,16 @@ async fn text_of(http: &reqwest::Client, session: &str, id: &str) -> Result<Stri
         json!({"using": "css selector", "value": format!("#{id}")}),
     )
     .await?;
-    let handle = el
+    Ok(el
         .as_object()
         .and_then(|o| o.values().next())
         .and_then(Value::as_str)
         .ok_or("no element handle")?
-        .to_string();
+        .to_string())
+}
+
+async fn text_of(http: &reqwest::Client, session: &str, id: &str) -> Result<String, Failed> {
+    let handle = element(http, session, id).await?;
     let t = wd(
         http,
         reqwest::Method::GET,
@@ -161,19 +166,7 @@ async fn text_of(http: &reqwest::Client, session: &str, id: &str) -> Result<Stri
 }
 
 async fn click(http: &reqwest::Client, session: &str, id: &str) -> Result<(), Failed> {
-    let el = wd(
-        http,
-        reqwest::Method::POST,
-        &format!("{session}/element"),
-        json!({"using": "css selector", "value": format!("#{id}")}),
-    )
-    .await?;
-    let handle = el
-        .as_object()
-        .and_then(|o| o.values().next())
-        .and_then(Value::as_str)
-        .ok_or("no element handle")?
-        .to_string();
+    let handle = element(http, session, id).await?;
     wd(
         http,
         reqwest::Method::POST,

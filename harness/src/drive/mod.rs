@@ -67,6 +67,20 @@ pub enum DriveError {
     Closed,
 }
 
+impl DriveError {
+    /// The kind of failure, as transport finding keys name it
+    /// (`<suite>/transport:<kind>`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            DriveError::Timeout(_) => "no-answer",
+            DriveError::TooLarge(_) => "reply-too-large",
+            DriveError::Connect(_) => "unreachable",
+            DriveError::Io(_) => "transport-error",
+            DriveError::Closed => "connection-closed",
+        }
+    }
+}
+
 /// A connection to a target over one binding.
 pub enum Driver {
     Http(http::HttpDriver),

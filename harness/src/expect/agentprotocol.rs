@@ -401,13 +401,7 @@ fn case_wait(ctx: &Ctx) -> Duration {
 
 /// A transport failure as the suite's transport finding (the keys `Ctx` uses).
 pub fn transport_finding(e: &DriveError) -> Finding {
-    let kind = match e {
-        DriveError::Timeout(_) => "no-answer",
-        DriveError::TooLarge(_) => "reply-too-large",
-        DriveError::Connect(_) => "unreachable",
-        DriveError::Io(_) => "transport-error",
-        DriveError::Closed => "connection-closed",
-    };
+    let kind = e.kind();
     Finding::new(
         key(&format!("transport:{kind}")),
         &[],

@@ -176,13 +176,7 @@ fn connect_finding(e: &DriveError, agent_id: &str) -> Finding {
 /// A transport failure on an open connection: one finding per kind, no owner (the
 /// first case that meets it fails for it), and the case cannot go on.
 fn transport_block(ctx: &mut Ctx, who: &str, e: &DriveError) -> Stop {
-    let kind = match e {
-        DriveError::Timeout(_) => "no-answer",
-        DriveError::TooLarge(_) => "reply-too-large",
-        DriveError::Connect(_) => "unreachable",
-        DriveError::Io(_) => "transport-error",
-        DriveError::Closed => "connection-closed",
-    };
+    let kind = e.kind();
     ctx.block(Finding::new(
         format!("agora-spaces/transport:{kind}"),
         &[],
