@@ -1,6 +1,5 @@
-//! The verdict vocabulary every live fuzzer speaks: what the spec fixes for a
-//! message ([`Want`]), the oracle a fuzz finding broke ([`Oracle`]), the typed
-//! finding itself ([`FuzzFinding`]) and how a fuzz case stops ([`FuzzStop`]).
+//! What every live fuzzer reports: the oracle a fuzz finding broke ([`Oracle`]), the
+//! typed finding itself ([`FuzzFinding`]) and how a fuzz case stops ([`FuzzStop`]).
 //!
 //! A fuzz case returns [`FuzzStep`]: `Ok`, a typed fuzz finding, or one of the
 //! stops of the shared case machinery ([`Stop`], converted by `?`), which the
@@ -284,32 +283,5 @@ pub fn classify(result: FuzzStep<()>, met: &[Met]) -> Outcome {
             );
             found(transport(&key).unwrap_or(Oracle::ReplyCheck), summary)
         }
-    }
-}
-
-/// What the spec fixes for one message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Want<C = ()> {
-    /// The target must accept it.
-    Accept,
-    /// The target must refuse it, with one of these codes (what a code is, is
-    /// the suite's: an HTTP status, an error code, a set of them).
-    Reject(C),
-    /// The spec leaves it open; the reason says why.
-    Open(&'static str),
-}
-
-/// Two JSON readers must agree: a message and its respelling (the same value in
-/// other bytes) must draw the same verdict. `canonical` and `respelled` are what
-/// each drew, reduced to what must agree.
-pub fn readers_agree<V: PartialEq>(
-    canonical: &V,
-    respelled: &V,
-    detail: impl FnOnce() -> String,
-) -> FuzzStep<()> {
-    if canonical == respelled {
-        Ok(())
-    } else {
-        finding(Oracle::WireForm, detail())
     }
 }
