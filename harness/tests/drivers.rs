@@ -1,0 +1,126 @@
+//! The HTTP driver against targets that misbehave in scripted ways (wiremock on
+//! loopback): a reply larger than the cap, a body that never comes, a redirect, a
+//! success with the wrong content type. Every wait ends by its deadline and every read
+//! by its cap; nothing is followed or believed that the target did not say.
+
+use agentconform::drive::http::{client, request};
+use agentconform::drive::{DriveError, Limits};
+use agentconform::expect::agora_exchange::judge;
+use agentconform::schemas::Schemas;
+use std::time::{Duration, Instant};
+use wiremock::matchers::{method, path};
+use wiremock::{Mock, MockServer, ResponseTemplate};
+
+fn limits(timeout_ms: u64, max_bytes: usize) -> Limits {
+    Limits {
+        timeout: Duration::from_millis(timeout_ms),
+        max_bytes,
+    }
+}
+
+#[tokio::test]
+async fn a_reply_over_the_cap_is_refused() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_body_string("x".repeat(200_000)))
+        .mount(&server)
+        .await;
+    let http = client().expect("client");
+    let r = request(
+        &http,
+        reqwest::Method::POST,
+        &server.uri(),
+        &[],
+        Some(b"{}".to_vec()),
+        limits(5000, 4096),
+    )
+    .await;
+    assert!(matches!(r, Err(DriveError::TooLarge(4096))), "{r:?}");
+}
+
+#[tokio::test]
+async fn a_slow_body_ends_at_the_deadline() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
+        .mount(&server)
+        .await;
+    let http = client().expect("client");
+    let started = Instant::now();
+    let r = request(
+        &http,
+        reqwest::Method::POST,
+        &server.uri(),
+        &[],
+        Some(b"{}".to_vec()),
+        limits(200, 1 << 20),
+    )
+    .await;
+    assert!(matches!(r, Err(DriveError::Timeout(200))), "{r:?}");
+    assert!(
+        started.elapsed() < Duration::from_secs(4),
+        "waited {:?}",
+        started.elapsed()
+    );
+}
+
+#[tokio::test]
+async fn a_redirect_is_reported_not_followed() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .and(path("/"))
+        .respond_with(ResponseTemplate::new(307).insert_header("location", "/elsewhere"))
+        .mount(&server)
+        .await;
+    Mock::given(path("/elsewhere"))
+        .respond_with(
+            ResponseTemplate::new(200).set_body_string("{\"status\":\"success\",\"body\":1}"),
+        )
+        .expect(0)
+        .mount(&server)
+        .await;
+    let http = client().expect("client");
+    let r = request(
+        &http,
+        reqwest::Method::POST,
+        &server.uri(),
+        &[],
+        Some(b"{}".to_vec()),
+        limits(5000, 1 << 20),
+    )
+    .await
+    .expect("a reply");
+    assert_eq!(r.status, 307);
+    server.verify().await;
+}
+
+#[tokio::test]
+async fn a_success_with_the_wrong_content_type_is_judged_so() {
+    let server = MockServer::start().await;
+    Mock::given(method("POST"))
+        .respond_with(
+            ResponseTemplate::new(200)
+                .set_body_raw("{\"status\":\"success\",\"body\":\"pong\"}", "text/plain"),
+        )
+        .mount(&server)
+        .await;
+    let http = client().expect("client");
+    let r = request(
+        &http,
+        reqwest::Method::POST,
+        &server.uri(),
+        &[],
+        Some(b"{\"body\":\"ping\"}".to_vec()),
+        limits(5000, 1 << 20),
+    )
+    .await
+    .expect("a reply");
+    assert_eq!(r.content_type.as_deref(), Some("text/plain"));
+    let schemas = Schemas::load().expect("schemas");
+    let verdict = judge(&schemas, &r);
+    let err = verdict.expect_err("HTTP 200 without application/json fails (AEX-004)");
+    assert!(
+        err.contains("content-type") || err.contains("Content-Type"),
+        "{err}"
+    );
+}
