@@ -11,11 +11,27 @@ use std::time::{Duration, Instant};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};
 
-fn limits(timeout_ms: u64, max_bytes: usize) -> Limits {
-    Limits {
+/// POSTs `body` to the mock server's root under a deadline and a cap.
+async fn post(
+    server: &MockServer,
+    body: &[u8],
+    timeout_ms: u64,
+    max_bytes: usize,
+) -> Result<agentconform::drive::http::HttpReply, DriveError> {
+    let http = client().expect("client");
+    let limits = Limits {
         timeout: Duration::from_millis(timeout_ms),
         max_bytes,
-    }
+    };
+    request(
+        &http,
+        reqwest::Method::POST,
+        &server.uri(),
+        &[],
+        Some(body.to_vec()),
+        limits,
+    )
+    .await
 }
 
 #[tokio::test]
@@ -25,16 +41,7 @@ async fn a_reply_over_the_cap_is_refused() {
         .respond_with(ResponseTemplate::new(200).set_body_string("x".repeat(200_000)))
         .mount(&server)
         .await;
-    let http = client().expect("client");
-    let r = request(
-        &http,
-        reqwest::Method::POST,
-        &server.uri(),
-        &[],
-        Some(b"{}".to_vec()),
-        limits(5000, 4096),
-    )
-    .await;
+    let r = post(&server, b"{}", 5000, 4096).await;
     assert!(matches!(r, Err(DriveError::TooLarge(4096))), "{r:?}");
 }
 
@@ -45,17 +52,8 @@ async fn a_slow_body_ends_at_the_deadline() {
         .respond_with(ResponseTemplate::new(200).set_delay(Duration::from_secs(5)))
         .mount(&server)
         .await;
-    let http = client().expect("client");
     let started = Instant::now();
-    let r = request(
-        &http,
-        reqwest::Method::POST,
-        &server.uri(),
-        &[],
-        Some(b"{}".to_vec()),
-        limits(200, 1 << 20),
-    )
-    .await;
+    let r = post(&server, b"{}", 200, 1 << 20).await;
     assert!(matches!(r, Err(DriveError::Timeout(200))), "{r:?}");
     assert!(
         started.elapsed() < Duration::from_secs(4),
@@ -79,17 +77,7 @@ async fn a_redirect_is_reported_not_followed() {
         .expect(0)
         .mount(&server)
         .await;
-    let http = client().expect("client");
-    let r = request(
-        &http,
-        reqwest::Method::POST,
-        &server.uri(),
-        &[],
-        Some(b"{}".to_vec()),
-        limits(5000, 1 << 20),
-    )
-    .await
-    .expect("a reply");
+    let r = post(&server, b"{}", 5000, 1 << 20).await.expect("a reply");
     assert_eq!(r.status, 307);
     server.verify().await;
 }
@@ -104,17 +92,9 @@ async fn a_success_with_the_wrong_content_type_is_judged_so() {
         )
         .mount(&server)
         .await;
-    let http = client().expect("client");
-    let r = request(
-        &http,
-        reqwest::Method::POST,
-        &server.uri(),
-        &[],
-        Some(b"{\"body\":\"ping\"}".to_vec()),
-        limits(5000, 1 << 20),
-    )
-    .await
-    .expect("a reply");
+    let r = post(&server, b"{\"body\":\"ping\"}", 5000, 1 << 20)
+        .await
+        .expect("a reply");
     assert_eq!(r.content_type.as_deref(), Some("text/plain"));
     let schemas = Schemas::load().expect("schemas");
     let verdict = judge(&schemas, &r);
