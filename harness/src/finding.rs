@@ -154,16 +154,32 @@ pub fn schema_findings(
 
 /// Quotes what the target said, shortened to fit one report line.
 pub fn quote(text: &str) -> String {
-    const MAX: usize = 200;
     let t = text.trim();
-    if t.len() <= MAX {
-        return format!("{t:?}");
+    match shorten(t, 200) {
+        Some(head) => format!("{head:?}…"),
+        None => format!("{t:?}"),
     }
-    let mut end = MAX;
-    while !t.is_char_boundary(end) {
+}
+
+/// The first `max` bytes of `text` (cut at a character boundary), or `None` when it
+/// is no longer than that.
+pub fn shorten(text: &str, max: usize) -> Option<&str> {
+    if text.len() <= max {
+        return None;
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
         end -= 1;
     }
-    format!("{:?}…", &t[..end])
+    Some(&text[..end])
+}
+
+/// `text` shortened to `max` bytes, with `…` where it was cut.
+pub fn clipped(text: &str, max: usize) -> String {
+    match shorten(text, max) {
+        Some(head) => format!("{head}…"),
+        None => text.to_string(),
+    }
 }
 
 #[cfg(test)]

@@ -11,13 +11,11 @@ use agentconform::drive::{Tls, Transport};
 use agentconform::embedded;
 use agentconform::profile::Profile;
 use agentconform::runner::{self, Endpoints, Selection};
-use agentconform::schemas::Schemas;
 use agentconform::script::RunShared;
 use agentconform::suites;
 use common::*;
 use libtest_mimic::{Arguments, Failed, Trial};
 use reference_impl::serve::TlsIdentity;
-use reference_impl::wire::keys::Keypair;
 use serde_json::Value;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -450,14 +448,7 @@ fn flags_are_checked() -> Result<(), Failed> {
 /// A run's shared state that trusts `identity`'s certificate.
 fn shared_trusting(profile: Profile, identity: &TlsIdentity) -> Arc<RunShared> {
     let tls = Tls::ca_pem(identity.cert_pem().as_bytes(), "the test certificate").expect("tls");
-    Arc::new(RunShared {
-        profile,
-        key: Keypair::generate(),
-        other_key: Keypair::generate(),
-        schemas: Schemas::load().expect("schemas"),
-        http: tls.http_client().expect("client"),
-        tls,
-    })
+    shared_with(profile, tls)
 }
 
 fn describe(results: &[CaseResult]) -> String {

@@ -368,16 +368,7 @@ impl Me {
 /// JSON the target sent, shortened to fit one report line (unlike [`quote`], not
 /// escaped again).
 pub fn shown(text: &str) -> String {
-    const MAX: usize = 200;
-    let t = text.trim().replace(['\n', '\r'], " ");
-    if t.len() <= MAX {
-        return t;
-    }
-    let mut end = MAX;
-    while !t.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &t[..end])
+    crate::finding::clipped(&text.trim().replace(['\n', '\r'], " "), 200)
 }
 
 /// What came instead of the refusal a message should draw.

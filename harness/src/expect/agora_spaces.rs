@@ -717,16 +717,7 @@ fn handshake_finding(kind: &str, reqs: &[&str], summary: String) -> Finding {
 
 /// A frame as the target sent it (compact JSON), shortened to fit one report line.
 pub fn shown(v: &Value) -> String {
-    const MAX: usize = 240;
-    let t = v.to_string();
-    if t.len() <= MAX {
-        return t;
-    }
-    let mut end = MAX;
-    while !t.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &t[..end])
+    crate::finding::clipped(&v.to_string(), 240)
 }
 
 /// An error event in a few words: its code and message, as the target said them.

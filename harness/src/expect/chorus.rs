@@ -173,16 +173,7 @@ impl Resp {
 
 /// JSON the target sent, shortened to fit one report line.
 pub fn short(text: &str) -> String {
-    const MAX: usize = 200;
-    let t = text.trim();
-    if t.len() <= MAX {
-        return t.to_string();
-    }
-    let mut end = MAX;
-    while !t.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &t[..end])
+    crate::finding::clipped(text.trim(), 200)
 }
 
 fn is_code_token(s: &str) -> bool {

@@ -32,7 +32,11 @@ pub fn rt() -> tokio::runtime::Runtime {
 }
 
 pub fn shared(profile: Profile) -> Arc<RunShared> {
-    let tls = agentconform::drive::Tls::platform().expect("tls");
+    shared_with(profile, agentconform::drive::Tls::platform().expect("tls"))
+}
+
+/// A run's shared state with its own trust setting.
+pub fn shared_with(profile: Profile, tls: agentconform::drive::Tls) -> Arc<RunShared> {
     Arc::new(RunShared {
         profile,
         key: Keypair::generate(),
