@@ -92,7 +92,7 @@ pub struct Suite {
     /// How the suite signs and verifies messages (`sign`, `verify`), when it does.
     pub signing: Option<Signing>,
     /// The suite's live fuzzer.
-    pub fuzzer: crate::fuzzing::Fuzzer,
+    pub fuzzer: &'static crate::fuzzing::engine::Spec,
 }
 
 /// A suite's signing scheme as the command line offers it.

@@ -860,14 +860,11 @@ fn parse_duration(s: &str) -> Result<std::time::Duration, CliError> {
     Ok(std::time::Duration::from_secs(secs))
 }
 
-fn fuzz_limits(timeout_ms: u64) -> Result<crate::drive::Limits, CliError> {
+fn check_timeout(timeout_ms: u64) -> Result<(), CliError> {
     if timeout_ms == 0 || timeout_ms > 600_000 {
         return Err(Usage("--timeout-ms must be between 1 and 600000".into()));
     }
-    Ok(crate::drive::Limits {
-        timeout: std::time::Duration::from_millis(timeout_ms),
-        max_bytes: 1024 * 1024,
-    })
+    Ok(())
 }
 
 /// The profile of a fuzz or replay run: the file's, else the defaults; against the
@@ -906,7 +903,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
         (None, Some(_)) => None,
         (None, None) => Some(std::time::Duration::from_secs(60)),
     };
-    let limits = fuzz_limits(a.timeout_ms)?;
+    check_timeout(a.timeout_ms)?;
     let prof = fuzz_profile(a.profile.as_ref(), a.target.is_none(), a.timeout_ms)?;
     let transport = match &a.target {
         Some(u) => Some(parse_target(u)?),
@@ -959,7 +956,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
         let summary = campaign::campaign(campaign::Campaign {
             suite: a.suite.clone(),
             seed: a.seed,
-            bounds: crate::fuzzing::scripted::Bounds {
+            bounds: crate::fuzzing::engine::Bounds {
                 cases: a.cases,
                 duration,
                 max_findings: a.max_findings,
@@ -973,7 +970,6 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
                 schemas,
                 http: http.clone(),
                 tls: client_tls.clone(),
-                limits,
             },
         })
         .await
@@ -1031,7 +1027,6 @@ fn replay_command(
     let schemas = Schemas::load().map_err(Usage)?;
     let client_tls = tls_args.client_tls(None)?;
     let http = client_tls.http_client().map_err(Usage)?;
-    let limits = fuzz_limits(5000)?;
     let prof = fuzz_profile(profile.as_ref(), false, 5000)?;
     let rt = runtime()?;
     let replayed = rt
@@ -1044,7 +1039,6 @@ fn replay_command(
                 schemas,
                 http,
                 tls: client_tls,
-                limits,
             },
         ))
         .map_err(|e| Usage(e.to_string()))?;

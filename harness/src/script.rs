@@ -71,6 +71,17 @@ fn clip(text: &str) -> String {
 impl Ctx {
     pub fn new(shared: Arc<RunShared>, transport: Transport, url: &str) -> Ctx {
         let driver = new_driver(&shared, transport, url);
+        Ctx::with_driver(shared, transport, url, driver)
+    }
+
+    /// A context on a connection the caller already holds (the fuzz engine keeps
+    /// one per worker); [`Ctx::into_driver`] hands it back.
+    pub fn with_driver(
+        shared: Arc<RunShared>,
+        transport: Transport,
+        url: &str,
+        driver: Driver,
+    ) -> Ctx {
         Ctx {
             shared,
             transport,
@@ -317,6 +328,11 @@ impl Ctx {
         new_driver(&self.shared, self.transport, &self.url)
     }
 
+    /// The case's connection, open, for the next case on it.
+    pub fn into_driver(self) -> Driver {
+        self.driver
+    }
+
     pub async fn close(&mut self) {
         if let Driver::Ws(d) = &mut self.driver {
             d.close().await;
@@ -324,7 +340,8 @@ impl Ctx {
     }
 }
 
-fn new_driver(shared: &RunShared, transport: Transport, url: &str) -> Driver {
+/// A new connection to `url` over `transport`.
+pub fn new_driver(shared: &RunShared, transport: Transport, url: &str) -> Driver {
     match transport {
         Transport::Http => Driver::Http(crate::drive::http::HttpDriver::new(
             shared.http.clone(),

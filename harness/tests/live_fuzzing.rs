@@ -8,7 +8,7 @@
 //! second), `FAULT_CASES` is a fraction of the default 60 s duration.
 
 use agentconform::embedded;
-use agentconform::fuzzing::{campaign, scripted};
+use agentconform::fuzzing::{campaign, engine};
 use agentconform::profile::Profile;
 use agentconform::schemas::Schemas;
 use agentconform::suites;
@@ -44,7 +44,7 @@ fn profile() -> Profile {
 }
 
 /// Fuzzes the embedded reference of `suite` with `faults`; returns the summary.
-fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> scripted::Summary {
+fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> engine::Summary {
     let out = out_dir(&suite.replace('-', "_"));
     let summary = rt().block_on(async {
         let opts = embedded::Options {
@@ -65,7 +65,7 @@ fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> scripted
         let summary = campaign::campaign(campaign::Campaign {
             suite: suite.to_string(),
             seed: 1,
-            bounds: scripted::Bounds {
+            bounds: engine::Bounds {
                 cases: Some(cases),
                 duration: None,
                 max_findings,
@@ -79,10 +79,6 @@ fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> scripted
                 schemas: Schemas::load().expect("schemas"),
                 http: agentconform::drive::http::client().expect("client"),
                 tls: agentconform::drive::Tls::platform().expect("tls"),
-                limits: agentconform::drive::Limits {
-                    timeout: std::time::Duration::from_secs(5),
-                    max_bytes: 1024 * 1024,
-                },
             },
         })
         .await

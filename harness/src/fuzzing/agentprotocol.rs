@@ -73,7 +73,8 @@
 //! exchange waits on a folder poll; the message-level oracles are reached faster and
 //! more completely over HTTP and WebSocket.
 
-use super::scripted::{edit_bytes, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
+use super::engine::{FuzzCtx, Spec};
+use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
 use super::verdict::{fail, finding, skip, FuzzFuture, FuzzStep, Oracle};
 use crate::drive::file::FileDriver;
 use crate::drive::http::HttpDriver;
@@ -97,6 +98,7 @@ pub static SPEC: Spec = Spec {
     case: case_fn,
     probe: probe_fn,
     unreachable: &[],
+    connection_per_worker: false,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {

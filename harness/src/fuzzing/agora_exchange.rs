@@ -21,7 +21,8 @@
 //! - a respelled request gets the verdict of its canonical twin;
 //! - every `/wellknown` key is the SHA1 of its document (AEX-038).
 
-use super::scripted::{edit_bytes, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
+use super::engine::{FuzzCtx, Spec};
+use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
 use super::verdict::{finding, skip, FuzzFuture, FuzzStep, Oracle};
 use crate::drive::Transport;
 use crate::expect::agora_exchange::{
@@ -40,6 +41,7 @@ pub static SPEC: Spec = Spec {
         "ignore-expiry",
         "needs a wait past conversationExpires; the conversation-expiry case waits, the fuzzer does not",
     )],
+    connection_per_worker: false,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {

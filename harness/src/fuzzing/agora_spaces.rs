@@ -57,7 +57,8 @@
 //! wait of the shared peer helpers is a timeout, a closed connection transport,
 //! and a frame check reply-check.
 
-use super::scripted::{edit_bytes, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
+use super::engine::{FuzzCtx, Spec};
+use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
 use super::verdict::{finding, skip, FuzzFuture, FuzzStep, Oracle};
 use crate::drive::Transport;
 use crate::expect::agora_spaces::{judge_stream, now_s, Peer, CODES};
@@ -76,6 +77,7 @@ pub static SPEC: Spec = Spec {
         "no-heartbeat-timeout",
         "needs a silence as long as the heartbeat timeout (60 s by default); the heartbeat-timeout case waits, the fuzzer does not",
     )],
+    connection_per_worker: false,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {

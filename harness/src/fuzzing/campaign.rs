@@ -1,13 +1,12 @@
 //! The library entry points of live fuzzing, used by the CLI and the tests alike:
 //! [`campaign`] runs a fuzz campaign against a target, [`replay`] runs the case of
-//! a crash file again. Which engine fuzzes a suite is decided here, nowhere else.
+//! a crash file again. The suite's descriptor names its fuzz spec; every spec runs
+//! on the one engine.
 
-use super::live;
-use super::scripted::{self, Bounds, Summary, Target};
+use super::engine::{self, Bounds, Spec, Summary, Target};
 use super::verdict::{FuzzFinding, Outcome};
-use super::Fuzzer;
 use crate::drive::Tls;
-use crate::drive::{Driver, Limits, Transport};
+use crate::drive::Transport;
 use crate::profile::Profile;
 use crate::schemas::Schemas;
 use crate::script::RunShared;
@@ -40,7 +39,6 @@ pub struct Connection {
     pub schemas: Schemas,
     pub http: reqwest::Client,
     pub tls: Tls,
-    pub limits: Limits,
 }
 
 /// One fuzz campaign.
@@ -58,32 +56,17 @@ pub struct Campaign {
 /// The bindings the fuzzer of `suite` speaks (the first is the one it uses
 /// against an embedded agent); `None` when the suite has no live fuzzer.
 pub fn bindings(suite: &str) -> Option<&'static [Transport]> {
-    match fuzzer_of(suite)? {
-        Fuzzer::Scripted(spec) => Some(spec.transports),
-        Fuzzer::Live => Some(&[Transport::Http, Transport::Ws]),
-    }
+    spec(suite).map(|s| s.transports)
 }
 
-/// The live fuzzer the descriptor of `suite` names.
-pub fn fuzzer_of(suite: &str) -> Option<Fuzzer> {
+/// The fuzz spec the descriptor of `suite` names.
+pub fn spec(suite: &str) -> Option<&'static Spec> {
     crate::suites::by_id(suite).map(|s| s.fuzzer)
-}
-
-/// The scripted spec of `suite`, when its fuzzer is on the scripted engine.
-pub fn spec(suite: &str) -> Option<&'static scripted::Spec> {
-    match fuzzer_of(suite)? {
-        Fuzzer::Scripted(spec) => Some(spec),
-        Fuzzer::Live => None,
-    }
 }
 
 /// Reference faults no fuzz case of `suite` can reach, and why.
 pub fn unreachable(suite: &str) -> &'static [(&'static str, &'static str)] {
-    match fuzzer_of(suite) {
-        Some(Fuzzer::Scripted(spec)) => spec.unreachable,
-        Some(Fuzzer::Live) => live::UNREACHABLE,
-        None => &[],
-    }
+    spec(suite).map_or(&[], |s| s.unreachable)
 }
 
 fn check_binding(suite: &str, transport: Transport) -> Result<(), FuzzError> {
@@ -102,14 +85,6 @@ fn check_binding(suite: &str, transport: Transport) -> Result<(), FuzzError> {
     })
 }
 
-/// A driver for agora-v1 cases.
-pub fn driver(transport: Transport, url: &str, http: &reqwest::Client, tls: &Tls) -> Driver {
-    match transport {
-        Transport::Ws => Driver::Ws(crate::drive::ws::WsDriver::new(url, tls)),
-        _ => Driver::Http(crate::drive::http::HttpDriver::new(http.clone(), url)),
-    }
-}
-
 fn shared(c: Connection) -> (Arc<RunShared>, Transport, String) {
     let shared = Arc::new(RunShared {
         profile: c.profile,
@@ -125,41 +100,17 @@ fn shared(c: Connection) -> (Arc<RunShared>, Transport, String) {
 /// Runs a fuzz campaign; crash files go to `out/crashes`.
 pub async fn campaign(c: Campaign) -> Result<Summary, FuzzError> {
     check_binding(&c.suite, c.connection.transport)?;
-    match spec(&c.suite) {
-        Some(spec) => {
-            let (shared, transport, url) = shared(c.connection);
-            Ok(scripted::fuzz(scripted::Run {
-                spec,
-                target: Target::new(shared, transport, &url),
-                seed: c.seed,
-                bounds: c.bounds,
-                out: &c.out,
-                workers: c.workers,
-            })
-            .await)
-        }
-        None => {
-            let k = c.connection;
-            let bounds = live::Bounds {
-                cases: c.bounds.cases,
-                duration: c.bounds.duration,
-                max_findings: c.bounds.max_findings,
-                window_s: k.profile.timing.replay_window_s,
-            };
-            let (http, tls, url) = (k.http, k.tls, k.url);
-            Ok(live::fuzz(
-                || driver(k.transport, &url, &http, &tls),
-                &url,
-                c.seed,
-                bounds,
-                &c.out,
-                Arc::new(k.schemas),
-                k.limits,
-                c.workers,
-            )
-            .await)
-        }
-    }
+    let spec = spec(&c.suite).ok_or_else(|| FuzzError::UnknownSuite(c.suite.clone()))?;
+    let (shared, transport, url) = shared(c.connection);
+    Ok(engine::fuzz(engine::Run {
+        spec,
+        target: Target::new(shared, transport, &url),
+        seed: c.seed,
+        bounds: c.bounds,
+        out: &c.out,
+        workers: c.workers,
+    })
+    .await)
 }
 
 /// A crash file, as `agentconform fuzz` wrote it.
@@ -228,47 +179,13 @@ impl Replayed {
 
 /// Runs the case of `crash` again against the connection's target.
 pub async fn replay(crash: &CrashFile, c: Connection) -> Result<Replayed, FuzzError> {
-    match spec(&crash.suite) {
-        Some(spec) => {
-            let (shared, transport, url) = shared(c);
-            let t = Target::new(shared, transport, &url);
-            let run = scripted::run_case(spec, &t, crash.seed, crash.index).await;
-            Ok(Replayed {
-                label: run.label,
-                outcome: run.outcome,
-            })
-        }
-        None => {
-            check_binding(&crash.suite, c.transport)?;
-            let mut drv = driver(c.transport, &c.url, &c.http, &c.tls);
-            // The same case, with a fresh id and timestamp so the replay window
-            // admits it.
-            let window_s = c.profile.timing.replay_window_s;
-            let key = live::key_for(crash.seed);
-            let input = live::generate(
-                crash.seed,
-                crash.index,
-                &live::Stamp::now(crash.index),
-                &key,
-                &c.schemas,
-                window_s,
-            );
-            let j = live::Judge {
-                limits: c.limits,
-                schemas: &c.schemas,
-                window_s,
-                key: &key,
-            };
-            let f = live::run_case(&mut drv, &input, j).await;
-            Ok(Replayed {
-                label: input.label,
-                outcome: f.map_or(Outcome::Pass, |f| {
-                    Outcome::Finding(FuzzFinding {
-                        oracle: f.oracle,
-                        detail: f.detail,
-                    })
-                }),
-            })
-        }
-    }
+    check_binding(&crash.suite, c.transport)?;
+    let spec = spec(&crash.suite).ok_or_else(|| FuzzError::UnknownSuite(crash.suite.clone()))?;
+    let (shared, transport, url) = shared(c);
+    let t = Target::new(shared, transport, &url);
+    let run = engine::run_case(spec, &t, crash.seed, crash.index).await;
+    Ok(Replayed {
+        label: run.label,
+        outcome: run.outcome,
+    })
 }

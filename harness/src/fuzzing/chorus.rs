@@ -56,7 +56,8 @@
 //! - wire-form: a respelled message (key order, whitespace, escapes) gets the verdict
 //!   of its value.
 
-use super::scripted::{edit_bytes, respell, ByteEdit, FuzzCtx, Spec, Val, WireForm};
+use super::engine::{FuzzCtx, Spec};
+use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
 use super::verdict::{finding, skip, tagged, FuzzFuture, FuzzStep, Oracle};
 
 use crate::drive::Transport;
@@ -77,6 +78,7 @@ pub static SPEC: Spec = Spec {
     case: case_fn,
     probe: probe_fn,
     unreachable: &[],
+    connection_per_worker: false,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {

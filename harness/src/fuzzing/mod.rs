@@ -1,22 +1,16 @@
 //! Fuzzing: the properties of the in-process targets (`checks`, run by cargo-fuzz
-//! under fuzz/ and replayed by `cargo test`), and the live-target fuzzers: `live` for
-//! agora-v1, `scripted` with one module per other suite.
+//! under fuzz/ and replayed by `cargo test`), and the live-target fuzzers: one
+//! engine (`engine`: run loop, bounds, crash files), its mutations (`mutate`) and
+//! verdicts (`verdict`), one fuzz spec per suite, and the library entry points
+//! (`campaign`) the CLI and the tests call.
 
 pub mod agentprotocol;
 pub mod agora_exchange;
 pub mod agora_spaces;
+pub mod agora_v1;
 pub mod campaign;
 pub mod checks;
 pub mod chorus;
-pub mod live;
-pub mod scripted;
+pub mod engine;
+pub mod mutate;
 pub mod verdict;
-
-/// A suite's live fuzzer, as its descriptor (`Suite::fuzzer`) names it.
-#[derive(Clone, Copy)]
-pub enum Fuzzer {
-    /// On the scripted engine, with this spec.
-    Scripted(&'static scripted::Spec),
-    /// agora-v1's own engine (`live`).
-    Live,
-}

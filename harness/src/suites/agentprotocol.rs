@@ -41,7 +41,7 @@ pub static SUITE: Suite = Suite {
         sign: crate::expect::agentprotocol::sign_message,
         verify: crate::expect::agentprotocol::explain_verify,
     }),
-    fuzzer: crate::fuzzing::Fuzzer::Scripted(&crate::fuzzing::agentprotocol::SPEC),
+    fuzzer: &crate::fuzzing::agentprotocol::SPEC,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

@@ -27,7 +27,7 @@ pub static SUITE: Suite = Suite {
     faults: reference_impl::agora_exchange::faults::FAULTS,
     start: crate::embedded::agora_exchange,
     signing: None,
-    fuzzer: crate::fuzzing::Fuzzer::Scripted(&crate::fuzzing::agora_exchange::SPEC),
+    fuzzer: &crate::fuzzing::agora_exchange::SPEC,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

@@ -25,7 +25,7 @@ pub static SUITE: Suite = Suite {
     faults: reference_impl::agora_spaces::faults::FAULTS,
     start: crate::embedded::agora_spaces,
     signing: None,
-    fuzzer: crate::fuzzing::Fuzzer::Scripted(&crate::fuzzing::agora_spaces::SPEC),
+    fuzzer: &crate::fuzzing::agora_spaces::SPEC,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[Untestable {

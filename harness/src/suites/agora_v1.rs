@@ -31,7 +31,7 @@ pub static SUITE: Suite = Suite {
         sign: crate::expect::agora_v1::sign_message,
         verify: crate::expect::agora_v1::explain_verify,
     }),
-    fuzzer: crate::fuzzing::Fuzzer::Live,
+    fuzzer: &crate::fuzzing::agora_v1::SPEC,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

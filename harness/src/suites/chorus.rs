@@ -29,7 +29,7 @@ pub static SUITE: Suite = Suite {
     faults: reference_impl::chorus::faults::FAULTS,
     start: crate::embedded::chorus,
     signing: None,
-    fuzzer: crate::fuzzing::Fuzzer::Scripted(&crate::fuzzing::chorus::SPEC),
+    fuzzer: &crate::fuzzing::chorus::SPEC,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

@@ -1,8 +1,9 @@
-//! Live fuzzing of the suites whose exchanges are short scripts (agora-exchange,
-//! chorus, agora-spaces, agentprotocol): each fuzz case sets up what it needs (a
-//! conversation, a registered agent, a joined space), then sends one message drawn
-//! from the seed, and judges every reply with the suite's own expectation helpers
-//! plus the oracles of the suite's fuzz module.
+//! The live fuzz engine of every suite: the run loop, its bounds and the crash
+//! files. A suite's fuzzer is a [`Spec`] (one module per suite beside this one):
+//! each fuzz case sets up what it needs (a conversation, a registered agent, a
+//! joined space, an OFFER), then sends messages drawn from the seed through the
+//! case context (`Ctx`) and judges every reply with the suite's expectation module
+//! (`expect/`) plus the oracles of the suite's fuzz module.
 //!
 //! A case is a pure function of (seed, index): the draws come from a generator
 //! seeded with both, so `agentconform replay` regenerates the same case. What the
@@ -13,7 +14,7 @@
 //! could not run against this target, with the reason; counted, never a finding).
 
 use super::verdict::{classify, FuzzFinding, FuzzFuture, Oracle, Outcome};
-use crate::drive::Transport;
+use crate::drive::{Driver, Transport};
 use crate::script::{Ctx, RunShared};
 use crate::verdict::Entry;
 use arbitrary::{Arbitrary, Unstructured};
@@ -102,6 +103,9 @@ pub struct Spec {
     pub probe: FuzzFn,
     /// Reference faults no fuzz case can reach, and why.
     pub unreachable: &'static [(&'static str, &'static str)],
+    /// Whether each worker keeps one connection for all its cases (fast, for
+    /// suites whose cases are single exchanges) rather than one per case.
+    pub connection_per_worker: bool,
 }
 
 /// What one case did.
@@ -122,6 +126,11 @@ pub struct Target {
 }
 
 impl Target {
+    /// A new connection to the target.
+    pub fn driver(&self) -> Driver {
+        crate::script::new_driver(&self.shared, self.transport, &self.url)
+    }
+
     pub fn new(shared: Arc<RunShared>, transport: Transport, url: &str) -> Target {
         Target {
             shared,
@@ -132,32 +141,61 @@ impl Target {
     }
 }
 
-/// Runs case `index` of `seed` against the target.
+/// Runs case `index` of `seed` against the target, on a connection of its own.
 pub async fn run_case(spec: &Spec, target: &Target, seed: u64, index: u64) -> CaseRun {
-    run_fn(spec.case, target, seed, index).await
+    run_fn(spec.case, target, seed, index, None).await.0
 }
 
 /// Runs the liveness probe; `Err` holds what the target did instead.
 pub async fn probe(spec: &Spec, target: &Target) -> Result<(), String> {
-    match run_fn(spec.probe, target, 0, 0).await.outcome {
-        Outcome::Finding(f) => Err(f.detail),
-        Outcome::Pass | Outcome::Skip(_) => Ok(()),
-    }
+    probe_on(spec, target, None).await.0
 }
 
-async fn run_fn(f: FuzzFn, target: &Target, seed: u64, index: u64) -> CaseRun {
-    let mut ctx = Ctx::new(target.shared.clone(), target.transport, &target.url);
+async fn probe_on(
+    spec: &Spec,
+    target: &Target,
+    conn: Option<Driver>,
+) -> (Result<(), String>, Option<Driver>) {
+    let (run, conn) = run_fn(spec.probe, target, 0, 0, conn).await;
+    let alive = match run.outcome {
+        Outcome::Finding(f) => Err(f.detail),
+        Outcome::Pass | Outcome::Skip(_) => Ok(()),
+    };
+    (alive, conn)
+}
+
+/// Runs `f` on `conn` when given (and hands it back), else on a new connection
+/// that is closed afterwards.
+async fn run_fn(
+    f: FuzzFn,
+    target: &Target,
+    seed: u64,
+    index: u64,
+    conn: Option<Driver>,
+) -> (CaseRun, Option<Driver>) {
+    let keep = conn.is_some();
+    let mut ctx = match conn {
+        Some(d) => Ctx::with_driver(target.shared.clone(), target.transport, &target.url, d),
+        None => Ctx::new(target.shared.clone(), target.transport, &target.url),
+    };
     ctx.fuzzing = true;
     let mut fc = FuzzCtx::new(ctx, seed, index, target.memo.clone());
     let result = f(&mut fc).await;
     let outcome = classify(result, fc.ctx.findings());
-    fc.ctx.close().await;
-    CaseRun {
+    let transcript = fc.ctx.take_transcript();
+    let conn = if keep {
+        Some(fc.ctx.into_driver())
+    } else {
+        fc.ctx.close().await;
+        None
+    };
+    let run = CaseRun {
         label: fc.label,
         sent: fc.sent,
-        transcript: fc.ctx.take_transcript(),
+        transcript,
         outcome,
-    }
+    };
+    (run, conn)
 }
 
 /// Writes a finding as `DIR/crashes/<index>-<oracle>.bin` (the fuzzed message) and
@@ -262,6 +300,8 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         let target = run.target.clone();
         let (spec, seed, bounds, out) = (run.spec, run.seed, run.bounds, run.out.to_path_buf());
         tasks.spawn(async move {
+            // The worker's connection, when the spec keeps one per worker.
+            let mut conn = spec.connection_per_worker.then(|| target.driver());
             loop {
                 if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
                     return;
@@ -270,7 +310,8 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
                 if index >= max_cases {
                     return;
                 }
-                let r = run_case(spec, &target, seed, index).await;
+                let (r, kept) = run_fn(spec.case, &target, seed, index, conn.take()).await;
+                conn = kept;
                 let mut failed = match &r.outcome {
                     Outcome::Pass => None,
                     Outcome::Finding(f) => Some(f.clone()),
@@ -282,7 +323,9 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
                     }
                 };
                 if failed.is_some() || index % 500 == 499 {
-                    if let Err(detail) = probe(spec, &target).await {
+                    let (alive, kept) = probe_on(spec, &target, conn.take()).await;
+                    conn = kept;
+                    if let Err(detail) = alive {
                         stop.store(true, Ordering::Relaxed);
                         if failed.is_none() {
                             failed = Some(FuzzFinding {
@@ -310,132 +353,4 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
     s.cases = next.load(Ordering::Relaxed).min(max_cases);
     s.elapsed = started.elapsed();
     s
-}
-
-/// Bytes of `v` in a spelling other than its canonical one (see [`WireForm`]).
-pub fn respell(v: &serde_json::Value, w: WireForm) -> Vec<u8> {
-    fn write(v: &serde_json::Value, w: WireForm, out: &mut String) {
-        use serde_json::Value;
-        match v {
-            Value::Object(o) => {
-                out.push('{');
-                let mut entries: Vec<(&String, &Value)> = o.iter().collect();
-                if matches!(w, WireForm::ReverseKeys) {
-                    entries.reverse();
-                }
-                for (i, (k, val)) in entries.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(if matches!(w, WireForm::Spaces) {
-                            " ,\n "
-                        } else {
-                            ","
-                        });
-                    }
-                    write(&Value::String((*k).clone()), w, out);
-                    out.push_str(if matches!(w, WireForm::Spaces) {
-                        " : "
-                    } else {
-                        ":"
-                    });
-                    write(val, w, out);
-                }
-                out.push('}');
-            }
-            Value::Array(a) => {
-                out.push('[');
-                for (i, x) in a.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(if matches!(w, WireForm::Spaces) {
-                            " , "
-                        } else {
-                            ","
-                        });
-                    }
-                    write(x, w, out);
-                }
-                out.push(']');
-            }
-            Value::String(s) if matches!(w, WireForm::Escapes) => {
-                out.push('"');
-                for c in s.chars() {
-                    match c {
-                        'a'..='z' | 'A'..='Z' => out.push_str(&format!("\\u{:04x}", c as u32)),
-                        '"' => out.push_str("\\\""),
-                        '\\' => out.push_str("\\\\"),
-                        c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-                        c => out.push(c),
-                    }
-                }
-                out.push('"');
-            }
-            other => out.push_str(&other.to_string()),
-        }
-    }
-    let mut s = String::new();
-    write(v, w, &mut s);
-    s.into_bytes()
-}
-
-/// A change of spelling that keeps the JSON value.
-#[derive(Debug, Clone, Copy, Default, Arbitrary, PartialEq, Eq)]
-pub enum WireForm {
-    #[default]
-    ReverseKeys,
-    Spaces,
-    Escapes,
-}
-
-/// A raw edit of a message's bytes.
-#[derive(Debug, Clone, Default, Arbitrary)]
-pub struct ByteEdit {
-    pub at: u16,
-    pub op: u8,
-    pub val: u8,
-}
-
-/// Applies up to eight byte edits (flip, insert, delete).
-pub fn edit_bytes(mut b: Vec<u8>, edits: &[ByteEdit]) -> Vec<u8> {
-    for e in edits.iter().take(8) {
-        if b.is_empty() {
-            break;
-        }
-        let at = usize::from(e.at) % b.len();
-        match e.op % 3 {
-            0 => b[at] ^= e.val | 1,
-            1 => b.insert(at, e.val),
-            _ => {
-                b.remove(at);
-            }
-        }
-    }
-    b
-}
-
-/// A JSON value drawn for a field.
-#[derive(Debug, Clone, Default, Arbitrary)]
-pub enum Val {
-    #[default]
-    Null,
-    Bool(bool),
-    Int(i32),
-    Float(i16, u8),
-    Str(String),
-    Array(Vec<u8>),
-    Object,
-    Big,
-}
-
-impl Val {
-    pub fn json(&self) -> serde_json::Value {
-        match self {
-            Val::Null => serde_json::Value::Null,
-            Val::Bool(b) => json!(b),
-            Val::Int(i) => json!(i),
-            Val::Float(m, e) => json!(f64::from(*m) / f64::from(u32::from(*e) + 1)),
-            Val::Str(s) => json!(s.chars().take(64).collect::<String>()),
-            Val::Array(v) => json!(v.iter().take(8).collect::<Vec<_>>()),
-            Val::Object => json!({"k": 1}),
-            Val::Big => json!(1e300),
-        }
-    }
 }
