@@ -24,7 +24,7 @@
 
 use super::engine::{FuzzCtx, Spec};
 use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
-use super::verdict::{finding, FuzzFuture, FuzzStep, Oracle};
+use super::verdict::{finding, judge, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle};
 use crate::drive::{Received, Transport};
 use crate::expect::agora_v1::{
     accept_offer, check_offer, check_reply, check_result, message_at, now, request_payload, send,
@@ -259,11 +259,6 @@ impl Verdict {
         }
     }
 
-    /// The target carried the message out (any reply but an ERROR).
-    fn processed(&self) -> bool {
-        matches!(self, Verdict::Reply { ty, .. } if ty != "ERROR")
-    }
-
     fn said(&self, env: Option<&Env>) -> String {
         env.map_or_else(|| "no reply".into(), Env::said)
     }
@@ -302,63 +297,83 @@ fn read(f: &mut FuzzCtx, r: &Received) -> FuzzStep<(Verdict, Option<Env>)> {
     Ok((Verdict::of(env.as_ref()), env))
 }
 
+/// What a carried-out agora-v1 message must be answered with.
+type Want = Expected<&'static [&'static str], i64>;
+
+/// Judges a reply against `want`: silence is a refusal (AV1-A5) where one is due;
+/// a message carried out must draw one of the reply types `want` names.
+fn judge_reply(
+    what: &str,
+    want: &Want,
+    v: &Verdict,
+    env: Option<&Env>,
+    oracles: (Oracle, Oracle),
+) -> FuzzStep<()> {
+    let said = format!("{} ({what})", v.said(env));
+    let got = match v {
+        Verdict::Silence if matches!(want, Expected::Reject(_)) => return Ok(()),
+        Verdict::Silence => Observed::Refused(None),
+        Verdict::Reply { ty, code } if ty == "ERROR" => Observed::Refused(*code),
+        Verdict::Reply { .. } => Observed::Carried,
+    };
+    match judge(want, &got, oracles, &said)? {
+        Some(types) if !env.is_some_and(|e| types.contains(&e.ty.as_str())) => finding(
+            oracles.0,
+            format!("expected {}; the target said {said}", types.join(" or ")),
+        ),
+        _ => Ok(()),
+    }
+}
+
+const ANY: Codes<i64> = Codes::Any;
+
 async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let kind: Kind = f.draw();
-    match kind {
+    // Each kind: the bytes, what the spec fixes for them, and the oracles of a
+    // valid message refused and of an invalid one carried out.
+    let (bytes, want, oracles) = match kind {
         Kind::Valid(t) => {
-            let m = signed(f, t)?;
-            let (_, env) = exchange(f, wire(&m)).await?;
-            valid(t, env)
+            let want = match t {
+                Template::Echo => Expected::Accept(&["RESULT", "OFFER"][..], Codes::none()),
+                Template::Hello => Expected::Accept(&["WELCOME"][..], Codes::none()),
+                Template::UnknownResource => Expected::Reject(Codes::OneOf(vec![404])),
+                Template::Quote => Expected::Open("the cost of a quote is the target's".into()),
+                Template::Status | Template::AcceptUnknown => Expected::Open(
+                    "an unknown request or offer is judged by the conformance cases".into(),
+                ),
+            };
+            (
+                wire(&signed(f, t)?),
+                want,
+                (Oracle::ValidRejected, Oracle::Verdict),
+            )
         }
         Kind::Resigned(t, mu) => {
             let mut m = template(f, t, now());
             apply(&mut m, &mu);
             sign_with(&mut m, &f.ctx.shared.key.clone(), SigVariant::Blank)?;
-            let schema_valid = f.ctx.shared.schemas.check("agora-v1/envelope", &m).is_ok();
-            let (v, env) = exchange(f, wire(&m)).await?;
-            if !schema_valid && v.processed() {
-                return finding(
-                    Oracle::InvalidAccepted,
-                    format!(
-                        "a message that breaks the schemas was processed: {}",
-                        v.said(env.as_ref())
-                    ),
-                );
-            }
-            Ok(())
+            let want = if f.ctx.shared.schemas.check("agora-v1/envelope", &m).is_ok() {
+                Expected::Open("a re-signed message that keeps the schemas may be accepted".into())
+            } else {
+                Expected::Reject(ANY)
+            };
+            (wire(&m), want, (Oracle::Verdict, Oracle::InvalidAccepted))
         }
         Kind::Unsigned(t, mu) => {
             let mut m = signed(f, t)?;
             let before = signing_bytes(&m);
             apply(&mut m, &mu);
-            let changed = signing_bytes(&m) != before;
-            let schema_valid = f.ctx.shared.schemas.check("agora-v1/envelope", &m).is_ok();
-            let (v, env) = exchange(f, wire(&m)).await?;
-            if changed && v.processed() {
-                return finding(
-                    Oracle::Signature,
-                    format!(
-                        "a message changed after signing was processed: {}",
-                        v.said(env.as_ref())
-                    ),
-                );
-            }
-            let only_signature_bad =
-                matches!(mu, FieldMut::ShiftTimestamp(_) | FieldMut::SenderId(0));
-            if changed && schema_valid && only_signature_bad {
-                if let Verdict::Reply { code: Some(c), .. } = v {
-                    if c != 401 {
-                        return finding(
-                            Oracle::ErrorCode,
-                            format!(
-                                "a signature that does not verify drew {}, not ERROR 401 (AV1-046)",
-                                v.said(env.as_ref())
-                            ),
-                        );
-                    }
-                }
-            }
-            Ok(())
+            let want = if signing_bytes(&m) == before {
+                Expected::Open("the change left the signed form as it was".into())
+            } else if f.ctx.shared.schemas.check("agora-v1/envelope", &m).is_ok()
+                && matches!(mu, FieldMut::ShiftTimestamp(_) | FieldMut::SenderId(0))
+            {
+                // Only the signature is wrong: ERROR 401 (AV1-046).
+                Expected::Reject(Codes::OneOf(vec![401]))
+            } else {
+                Expected::Reject(ANY)
+            };
+            (wire(&m), want, (Oracle::Verdict, Oracle::Signature))
         }
         Kind::WireForm(t, w) => {
             let twin = signed(f, t)?;
@@ -375,27 +390,22 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
                     ),
                 );
             }
-            Ok(())
+            return Ok(());
         }
         Kind::Stale(t, extra, future) => {
+            // Outside the replay window: never processed (AV1-006).
             let window = i64::try_from(f.ctx.profile().timing.replay_window_s).unwrap_or(60);
             let secs = window + 5 + i64::from(extra % 3600);
             let shift = time::Duration::seconds(if future { secs } else { -secs });
             let m = signed_at(f, t, now() + shift)?;
-            let (v, env) = exchange(f, wire(&m)).await?;
-            if v.processed() {
-                return finding(
-                    Oracle::Freshness,
-                    format!(
-                        "a message stamped {:+} s from now, outside the replay window, was processed: {} (AV1-006)",
-                        shift.whole_seconds(),
-                        v.said(env.as_ref())
-                    ),
-                );
-            }
-            Ok(())
+            (
+                wire(&m),
+                Expected::Reject(ANY),
+                (Oracle::Verdict, Oracle::Freshness),
+            )
         }
         Kind::Strip(t, remove) => {
+            // No signature: never processed (AV1-016).
             let mut m = signed(f, t)?;
             if let Some(o) = m["sender"].as_object_mut() {
                 if remove {
@@ -404,48 +414,25 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
                     o.insert("signature".into(), json!(""));
                 }
             }
-            let (v, env) = exchange(f, wire(&m)).await?;
-            if v.processed() {
-                return finding(
-                    Oracle::Signature,
-                    format!(
-                        "a message without a signature was processed: {} (AV1-016)",
-                        v.said(env.as_ref())
-                    ),
-                );
-            }
-            Ok(())
+            (
+                wire(&m),
+                Expected::Reject(ANY),
+                (Oracle::Verdict, Oracle::Signature),
+            )
         }
-        Kind::Negotiate(n) => negotiate(f, n).await,
+        Kind::Negotiate(n) => return negotiate(f, n).await,
         Kind::Raw(t, edits) => {
             let m = signed(f, t)?;
-            exchange(f, edit_bytes(wire(&m), &edits)).await?;
-            Ok(())
+            let want = Expected::Open("byte edits leave the verdict open".into());
+            (
+                edit_bytes(wire(&m), &edits),
+                want,
+                (Oracle::Verdict, Oracle::Verdict),
+            )
         }
-    }
-}
-
-/// The verdict the spec fixes for a valid message of template `t`.
-fn valid(t: Template, env: Option<Env>) -> FuzzStep<()> {
-    let ty = env.as_ref().map(|e| e.ty.as_str());
-    let said = env.as_ref().map_or_else(|| "no reply".into(), Env::said);
-    match t {
-        Template::Echo if !matches!(ty, Some("RESULT" | "OFFER")) => finding(
-            Oracle::ValidRejected,
-            format!("a valid REQUEST for the direct resource drew {said}"),
-        ),
-        Template::Hello if ty != Some("WELCOME") => finding(
-            Oracle::ValidRejected,
-            format!("a valid HELLO drew {said}, not WELCOME"),
-        ),
-        Template::UnknownResource if env.as_ref().and_then(Env::error_code) != Some(404) => finding(
-            Oracle::Verdict,
-            format!(
-                "a REQUEST for a resource the target lacks drew {said}, not ERROR 404 (AV1-046)"
-            ),
-        ),
-        _ => Ok(()),
-    }
+    };
+    let (v, env) = exchange(f, bytes).await?;
+    judge_reply("the fuzzed message", &want, &v, env.as_ref(), oracles)
 }
 
 /// The negotiated flow: a REQUEST for the negotiated resource must draw an OFFER
@@ -462,14 +449,20 @@ async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
     let req_id = req["id"].as_str().unwrap_or_default().to_string();
     let request = wire(&req);
     let (v, env) = exchange(f, request.clone()).await?;
-    let said = v.said(env.as_ref());
-    let Some(mut offer) = env.filter(|e| e.ty == "OFFER") else {
-        return finding(
-            Oracle::Verdict,
-            format!("a valid REQUEST for the negotiated resource drew {said}, not an OFFER"),
-        );
+    let offered = Expected::Accept(&["OFFER"][..], Codes::none());
+    let plain = (Oracle::Verdict, Oracle::Verdict);
+    judge_reply(
+        "a valid REQUEST for the negotiated resource",
+        &offered,
+        &v,
+        env.as_ref(),
+        plain,
+    )?;
+    let Some(mut offer) = env else {
+        return Ok(());
     };
     check_offer(&mut f.ctx, &offer, &req_id);
+    let refused = Expected::Reject(ANY);
     match n {
         Negotiation::Accept | Negotiation::AcceptTwice => {
             let r = accept_offer(&mut f.ctx, &mut offer, json!({})).await?;
@@ -483,27 +476,21 @@ async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
             if matches!(n, Negotiation::AcceptTwice) {
                 let r = accept_offer(&mut f.ctx, &mut offer, json!({})).await?;
                 let (v, env) = read(f, &r)?;
-                if v.processed() {
-                    return finding(
-                        Oracle::Verdict,
-                        format!("a second ACCEPT of one offer drew {}", v.said(env.as_ref())),
-                    );
-                }
+                judge_reply(
+                    "a second ACCEPT of one offer",
+                    &refused,
+                    &v,
+                    env.as_ref(),
+                    plain,
+                )?;
             }
             Ok(())
         }
         Negotiation::ReplayRequest => {
             let (v, env) = exchange(f, request).await?;
-            if v.processed() {
-                return finding(
-                    Oracle::Replay,
-                    format!(
-                        "the same signed REQUEST sent again drew {} (AV1-012)",
-                        v.said(env.as_ref())
-                    ),
-                );
-            }
-            Ok(())
+            let oracles = (Oracle::Verdict, Oracle::Replay);
+            let what = "the same signed REQUEST sent again, AV1-012";
+            judge_reply(what, &refused, &v, env.as_ref(), oracles)
         }
         Negotiation::BudgetBelowCost => {
             let Some(cost) = offer.payload["cost"].as_f64().filter(|c| *c > 0.0) else {
@@ -517,19 +504,9 @@ async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
             );
             sign_with(&mut low, &f.ctx.shared.key.clone(), SigVariant::Blank)?;
             let (v, env) = exchange(f, wire(&low)).await?;
-            if v != (Verdict::Reply {
-                ty: "ERROR".into(),
-                code: Some(402),
-            }) {
-                return finding(
-                    Oracle::Verdict,
-                    format!(
-                        "a budget of half the offered cost {cost} drew {}, not ERROR 402",
-                        v.said(env.as_ref())
-                    ),
-                );
-            }
-            Ok(())
+            let want = Expected::Reject(Codes::OneOf(vec![402]));
+            let what = format!("a budget of half the offered cost {cost}");
+            judge_reply(&what, &want, &v, env.as_ref(), plain)
         }
     }
 }
@@ -543,18 +520,58 @@ mod tests {
         assert!(matches!(Kind::default(), Kind::Valid(Template::Echo)));
     }
 
+    fn reply(ty: &str, code: Option<i64>) -> Verdict {
+        Verdict::Reply {
+            ty: ty.into(),
+            code,
+        }
+    }
+
+    fn found(r: FuzzStep<()>) -> Option<Oracle> {
+        match r {
+            Err(super::super::verdict::FuzzStop::Found(f)) => Some(f.oracle),
+            _ => None,
+        }
+    }
+
     #[test]
-    fn a_verdict_is_processed_only_when_not_an_error() {
-        let ok = Verdict::Reply {
-            ty: "RESULT".into(),
-            code: None,
-        };
-        let err = Verdict::Reply {
-            ty: "ERROR".into(),
-            code: Some(401),
-        };
-        assert!(ok.processed());
-        assert!(!err.processed());
-        assert!(!Verdict::Silence.processed());
+    fn a_refusal_due_passes_silence_and_the_named_code_only() {
+        let want: Want = Expected::Reject(Codes::OneOf(vec![401]));
+        let o = (Oracle::Verdict, Oracle::Signature);
+        assert_eq!(
+            found(judge_reply("m", &want, &Verdict::Silence, None, o)),
+            None
+        );
+        let err401 = reply("ERROR", Some(401));
+        assert_eq!(found(judge_reply("m", &want, &err401, None, o)), None);
+        let err400 = reply("ERROR", Some(400));
+        assert_eq!(
+            found(judge_reply("m", &want, &err400, None, o)),
+            Some(Oracle::ErrorCode)
+        );
+        let carried = reply("RESULT", None);
+        assert_eq!(
+            found(judge_reply("m", &want, &carried, None, o)),
+            Some(Oracle::Signature)
+        );
+    }
+
+    #[test]
+    fn a_valid_message_must_be_carried_out() {
+        let want: Want = Expected::Accept(&["WELCOME"][..], Codes::none());
+        let o = (Oracle::ValidRejected, Oracle::Verdict);
+        assert_eq!(
+            found(judge_reply("m", &want, &Verdict::Silence, None, o)),
+            Some(Oracle::ValidRejected)
+        );
+        assert_eq!(
+            found(judge_reply("m", &want, &reply("ERROR", Some(400)), None, o)),
+            Some(Oracle::ValidRejected)
+        );
+        // Carried out, but without the reply read: not the type it must be.
+        assert_eq!(
+            found(judge_reply("m", &want, &reply("WELCOME", None), None, o)),
+            Some(Oracle::ValidRejected)
+        );
     }
 }

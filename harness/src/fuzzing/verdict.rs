@@ -1,5 +1,8 @@
-//! What every live fuzzer reports: the oracle a fuzz finding broke ([`Oracle`]), the
-//! typed finding itself ([`FuzzFinding`]) and how a fuzz case stops ([`FuzzStop`]).
+//! What every live fuzzer says and reports: what the spec fixes for a message
+//! ([`Expected`]: accept; reject with these codes; open, with the reason) and how
+//! the target's answer is judged against it ([`judge`]), the oracle a fuzz finding
+//! broke ([`Oracle`]), the typed finding itself ([`FuzzFinding`]) and how a fuzz case
+//! stops ([`FuzzStop`]).
 //!
 //! A fuzz case returns [`FuzzStep`]: `Ok`, a typed fuzz finding, or one of the
 //! stops of the shared case machinery ([`Stop`], converted by `?`), which the
@@ -236,6 +239,102 @@ pub async fn case_step(f: CaseFuture<'_>) -> FuzzStep<()> {
     Ok(f.await?)
 }
 
+/// Which refusals a verdict allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Codes<C> {
+    /// Any refusal.
+    Any,
+    /// One of these (none: no refusal at all).
+    OneOf(Vec<C>),
+}
+
+impl<C: PartialEq> Codes<C> {
+    /// No refusal is allowed.
+    pub fn none() -> Codes<C> {
+        Codes::OneOf(Vec::new())
+    }
+
+    /// Whether a refusal with `code` (`None`: a refusal that carries no code) is
+    /// one of these.
+    pub fn allow(&self, code: Option<&C>) -> bool {
+        match (self, code) {
+            (Codes::Any, _) => true,
+            (Codes::OneOf(list), Some(c)) => list.contains(c),
+            (Codes::OneOf(_), None) => false,
+        }
+    }
+}
+
+impl<C: std::fmt::Debug> std::fmt::Display for Codes<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Codes::Any => f.write_str("any refusal"),
+            Codes::OneOf(list) if list.is_empty() => f.write_str("no refusal"),
+            Codes::OneOf(list) => {
+                let shown: Vec<String> = list.iter().map(|c| format!("{c:?}")).collect();
+                write!(f, "a refusal with {}", shown.join(" or "))
+            }
+        }
+    }
+}
+
+/// What the spec fixes for one message a fuzz case sends: the one vocabulary of
+/// every fuzzer. `A` is what a suite's success must show; `C` its refusal codes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Expected<A, C> {
+    /// The target carries the message out, its answer showing `A`; it may instead
+    /// refuse with one of the codes (those the spec allows in its place, such as a
+    /// full space).
+    Accept(A, Codes<C>),
+    /// The target refuses the message with one of these codes.
+    Reject(Codes<C>),
+    /// The spec leaves the verdict open, for this reason.
+    Open(String),
+}
+
+/// What the target did with a message, for [`judge`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed<C> {
+    /// It carried the message out (any answer but a refusal).
+    Carried,
+    /// It refused, with this code when it gave one.
+    Refused(Option<C>),
+}
+
+/// Judges what the target did against what the spec fixes: `Ok(Some(shows))` when
+/// the message was carried out as expected (the caller checks what the success must
+/// show), `Ok(None)` when the answer is one the verdict allows otherwise, and a
+/// finding when it is not: `refused` is the oracle of a valid message refused,
+/// `carried` that of an invalid message carried out; a refusal with a code the
+/// verdict does not allow is [`Oracle::ErrorCode`]. `said` is the target's answer,
+/// in its own words.
+pub fn judge<'e, A, C: PartialEq + std::fmt::Debug>(
+    want: &'e Expected<A, C>,
+    got: &Observed<C>,
+    oracles: (Oracle, Oracle),
+    said: &str,
+) -> FuzzStep<Option<&'e A>> {
+    let (refused, carried) = oracles;
+    match (want, got) {
+        (Expected::Open(_), _) => Ok(None),
+        (Expected::Accept(shows, _), Observed::Carried) => Ok(Some(shows)),
+        (Expected::Accept(_, codes), Observed::Refused(c)) if codes.allow(c.as_ref()) => Ok(None),
+        (Expected::Accept(..), Observed::Refused(_)) => finding(
+            refused,
+            format!("expected it carried out; the target said {said}"),
+        ),
+        (Expected::Reject(codes), Observed::Carried) => finding(
+            carried,
+            format!("expected {codes}; the target carried it out: {said}"),
+        ),
+        (Expected::Reject(codes), Observed::Refused(c)) if codes.allow(c.as_ref()) => Ok(None),
+        (Expected::Reject(codes), Observed::Refused(_)) => finding(
+            Oracle::ErrorCode,
+            format!("expected {codes}; the target said {said}"),
+        ),
+    }
+}
+
 /// What a case ended in, for the engine.
 #[derive(Debug)]
 pub enum Outcome {
@@ -283,5 +382,85 @@ pub fn classify(result: FuzzStep<()>, met: &[Met]) -> Outcome {
             );
             found(transport(&key).unwrap_or(Oracle::ReplyCheck), summary)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn oracle<T: std::fmt::Debug>(r: FuzzStep<T>) -> Option<Oracle> {
+        match r {
+            Err(FuzzStop::Found(f)) => Some(f.oracle),
+            _ => None,
+        }
+    }
+
+    const O: (Oracle, Oracle) = (Oracle::ValidRejected, Oracle::InvalidAccepted);
+
+    #[test]
+    fn accept_passes_a_success_and_the_refusals_it_allows() {
+        let want: Expected<&str, &str> = Expected::Accept("joined", Codes::OneOf(vec!["FULL"]));
+        assert!(matches!(
+            judge(&want, &Observed::Carried, O, "ok"),
+            Ok(Some(&"joined"))
+        ));
+        assert!(matches!(
+            judge(&want, &Observed::Refused(Some("FULL")), O, "full"),
+            Ok(None)
+        ));
+        assert_eq!(
+            oracle(judge(&want, &Observed::Refused(Some("OTHER")), O, "other")),
+            Some(Oracle::ValidRejected)
+        );
+        assert_eq!(
+            oracle(judge(&want, &Observed::Refused(None), O, "silence")),
+            Some(Oracle::ValidRejected)
+        );
+    }
+
+    #[test]
+    fn reject_fails_a_success_and_a_code_it_does_not_name() {
+        let want: Expected<(), u16> = Expected::Reject(Codes::OneOf(vec![404]));
+        assert!(matches!(
+            judge(&want, &Observed::Refused(Some(404)), O, "404"),
+            Ok(None)
+        ));
+        assert_eq!(
+            oracle(judge(&want, &Observed::Refused(Some(400)), O, "400")),
+            Some(Oracle::ErrorCode)
+        );
+        assert_eq!(
+            oracle(judge(&want, &Observed::Carried, O, "ok")),
+            Some(Oracle::InvalidAccepted)
+        );
+        let any: Expected<(), u16> = Expected::Reject(Codes::Any);
+        assert!(matches!(
+            judge(&any, &Observed::Refused(None), O, "no code"),
+            Ok(None)
+        ));
+    }
+
+    #[test]
+    fn open_judges_nothing() {
+        let want: Expected<(), u16> = Expected::Open("the spec says nothing".into());
+        assert!(matches!(
+            judge(&want, &Observed::Carried, O, "ok"),
+            Ok(None)
+        ));
+        assert!(matches!(
+            judge(&want, &Observed::Refused(Some(1)), O, "1"),
+            Ok(None)
+        ));
+    }
+
+    #[test]
+    fn codes_read_as_text() {
+        assert_eq!(Codes::<u16>::Any.to_string(), "any refusal");
+        assert_eq!(Codes::<u16>::none().to_string(), "no refusal");
+        assert_eq!(
+            Codes::OneOf(vec![401, 403]).to_string(),
+            "a refusal with 401 or 403"
+        );
     }
 }
