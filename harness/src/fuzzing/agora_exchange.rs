@@ -23,7 +23,10 @@
 
 use super::engine::{FuzzCtx, Spec};
 use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
-use super::verdict::{finding, skip, FuzzFuture, FuzzStep, Oracle};
+use super::verdict::{
+    self, about, finding, skip, Codes, Expected, FuzzFinding, FuzzFuture, FuzzStep, FuzzStop,
+    Observed, Oracle,
+};
 use crate::drive::Transport;
 use crate::expect::agora_exchange::{
     conversation_path, document_for, fixture, post_bytes, random_hash, wellknown, Reply,
@@ -220,83 +223,91 @@ fn mutate(req: &mut Value, m: &Mutation, fx: &Fx) {
     }
 }
 
-/// What the spec fixes for a request.
+/// What a success must show: for the echo protocol, the protocol-level error
+/// inside `body` (`protocol_error`); conversation fields only when a conversation
+/// was asked for (`multiround`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Expect {
-    /// HTTP 200, status success; `protocol_error`: the echo protocol's error inside
-    /// body; `multiround`: a conversation was asked for.
-    Success {
-        protocol_error: bool,
-        multiround: bool,
-    },
-    /// HTTP 400, or HTTP 200 with status failure.
-    Rejected,
-    /// HTTP 200 with status failure (an Agora-level error).
-    AgoraFailure,
-    /// The spec leaves it open.
-    Open,
+struct Success {
+    protocol_error: bool,
+    multiround: bool,
 }
+
+/// The one refusal agora-exchange.txt gives a form: HTTP 200 with status failure,
+/// an Agora-level error (AEX-040, AEX-052). Any refusal is that or a 4xx.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    AgoraFailure,
+}
+
+/// What the spec fixes for a request.
+type Expect = Expected<Success, Refusal>;
 
 fn expect_for(req: &Value, fx: &Fx, conversation_hash: Option<Option<&str>>) -> Expect {
     let Some(o) = req.as_object() else {
-        return Expect::Rejected;
+        return Expected::Reject(Codes::Any);
     };
     let Some(body) = o.get("body") else {
-        return Expect::Rejected;
+        return Expected::Reject(Codes::Any);
     };
     if !(body.is_string() || body.is_object()) {
-        return Expect::Open;
+        return Expected::Open("the spec gives body no other type, nor a verdict for one".into());
     }
     let multiround = match o.get("multiround") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Expect::Open,
+        Some(_) => return Expected::Open("multiround is not a boolean".into()),
     };
     match o.get("protocolSources") {
         None | Some(Value::Null) => {}
         Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
-        Some(_) => return Expect::Open,
+        Some(_) => return Expected::Open("protocolSources is not an array of strings".into()),
     }
     let hash = match o.get("protocolHash") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) => return Expect::Rejected,
+        Some(_) => return Expected::Reject(Codes::Any),
     };
     let protocol = match conversation_hash {
         // A follow-up: naming another protocol is malformed (AEX-031).
         Some(orig) => match (hash, orig) {
             (None, o) => o,
             (Some(h), Some(o)) if h.eq_ignore_ascii_case(o) => Some(o),
-            (Some(_), _) => return Expect::Rejected,
+            (Some(_), _) => return Expected::Reject(Codes::Any),
         },
         None => hash,
     };
     // A follow-up's reply names its conversation.
     let multiround = multiround || conversation_hash.is_some();
     let Some(h) = protocol else {
-        return Expect::Success {
-            protocol_error: false,
-            multiround,
-        };
+        return Expected::Accept(
+            Success {
+                protocol_error: false,
+                multiround,
+            },
+            Codes::none(),
+        );
     };
     if !is_sha1_hex(h) {
-        return Expect::Rejected;
+        return Expected::Reject(Codes::Any);
     }
     if !fx.known.contains(&h.to_ascii_lowercase()) {
         // Sent with sources, an unknown protocol may be adopted (AEX-042).
         return if o.get("protocolSources").is_some_and(Value::is_array) {
-            Expect::Open
+            Expected::Open("an unknown protocol sent with sources may be adopted (AEX-042)".into())
         } else {
-            Expect::AgoraFailure
+            Expected::Reject(Codes::OneOf(vec![Refusal::AgoraFailure]))
         };
     }
     if !h.eq_ignore_ascii_case(&fx.hash) || !fx.echo {
-        return Expect::Open;
+        return Expected::Open("the outcome of a protocol other than echo is the target's".into());
     }
-    Expect::Success {
-        protocol_error: !body.get("text").is_some_and(Value::is_string),
-        multiround,
-    }
+    Expected::Accept(
+        Success {
+            protocol_error: !body.get("text").is_some_and(Value::is_string),
+            multiround,
+        },
+        Codes::none(),
+    )
 }
 
 /// POSTs `bytes` and applies the oracles every reply gets.
@@ -327,62 +338,73 @@ async fn send(f: &mut FuzzCtx, path: &str, req: Value) -> FuzzStep<Reply> {
 }
 
 fn judge(r: &Reply, want: Expect, what: &str) -> FuzzStep<()> {
-    let verdict = || format!("{what}: {}", r.describe());
-    match want {
-        Expect::Open => Ok(()),
-        // Any 4xx: the spec names no code for most invalid requests.
-        Expect::Rejected if r.is_client_error() || r.is_agora_failure() => Ok(()),
-        Expect::Rejected => finding(
+    let got = if r.is_success() {
+        Observed::Carried
+    } else if r.is_agora_failure() {
+        Observed::Refused(Some(Refusal::AgoraFailure))
+    } else if r.is_client_error() {
+        Observed::Refused(None)
+    } else {
+        // Neither a success nor a refusal the spec knows (a 3xx, a 2xx other than 200).
+        if matches!(want, Expected::Open(_)) {
+            return Ok(());
+        }
+        return finding(
             Oracle::Verdict,
-            format!("expected a rejection; {}", verdict()),
-        ),
-        Expect::AgoraFailure if r.is_agora_failure() => Ok(()),
-        Expect::AgoraFailure => finding(
+            format!("{what}: neither a success nor a refusal: {}", r.describe()),
+        );
+    };
+    let oracles = (Oracle::Verdict, Oracle::Verdict);
+    let judged = verdict::judge(&want, &got, oracles, &r.describe());
+    // A refusal without the form the spec names is a verdict finding here
+    // (AEX-040, AEX-052), not an error code.
+    let judged = match judged {
+        Err(FuzzStop::Found(f)) if f.oracle == Oracle::ErrorCode => {
+            Err(FuzzStop::Found(FuzzFinding {
+                oracle: Oracle::Verdict,
+                detail: format!(
+                    "{} (HTTP 200 with status failure, AEX-040, AEX-052)",
+                    f.detail
+                ),
+            }))
+        }
+        other => other,
+    };
+    let Some(&Success {
+        protocol_error,
+        multiround,
+    }) = about(what, judged)?
+    else {
+        return Ok(());
+    };
+    let verdict = || format!("{what}: {}", r.describe());
+    let body = r.get("body").cloned().unwrap_or(Value::Null);
+    if protocol_error && !body["error"].is_string() {
+        return finding(
+            Oracle::Verdict,
+            format!("the echo protocol puts a protocol-level error in body.error (AEX-053, AEX-054); {}", verdict()),
+        );
+    }
+    let conv = r.get("conversationId").is_some();
+    if !multiround && (conv || r.get("conversationExpires").is_some()) {
+        return finding(
             Oracle::Verdict,
             format!(
-                "expected HTTP 200 with status failure (AEX-040, AEX-052); {}",
+                "a single-round reply carries conversation fields (AEX-022, AEX-025); {}",
                 verdict()
             ),
-        ),
-        Expect::Success {
-            protocol_error,
-            multiround,
-        } => {
-            if !r.is_success() {
-                return finding(
-                    Oracle::Verdict,
-                    format!("expected a success; {}", verdict()),
-                );
-            }
-            let body = r.get("body").cloned().unwrap_or(Value::Null);
-            if protocol_error && !body["error"].is_string() {
-                return finding(
-                    Oracle::Verdict,
-                    format!("the echo protocol puts a protocol-level error in body.error (AEX-053, AEX-054); {}", verdict()),
-                );
-            }
-            let conv = r.get("conversationId").is_some();
-            if !multiround && (conv || r.get("conversationExpires").is_some()) {
-                return finding(
-                    Oracle::Verdict,
-                    format!(
-                        "a single-round reply carries conversation fields (AEX-022, AEX-025); {}",
-                        verdict()
-                    ),
-                );
-            }
-            if conv && !r.get("conversationExpires").is_some_and(Value::is_i64) {
-                return finding(
-                    Oracle::Verdict,
-                    format!(
-                        "conversationId without an integer conversationExpires (AEX-027); {}",
-                        verdict()
-                    ),
-                );
-            }
-            Ok(())
-        }
+        );
     }
+    if conv && !r.get("conversationExpires").is_some_and(Value::is_i64) {
+        return finding(
+            Oracle::Verdict,
+            format!(
+                "conversationId without an integer conversationExpires (AEX-027); {}",
+                verdict()
+            ),
+        );
+    }
+    Ok(())
 }
 
 async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {

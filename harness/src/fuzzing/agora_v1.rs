@@ -24,7 +24,9 @@
 
 use super::engine::{FuzzCtx, Spec};
 use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
-use super::verdict::{finding, judge, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle};
+use super::verdict::{
+    about, finding, judge, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
+};
 use crate::drive::{Received, Transport};
 use crate::expect::agora_v1::{
     accept_offer, check_offer, check_reply, check_result, message_at, now, request_payload, send,
@@ -309,20 +311,21 @@ fn judge_reply(
     env: Option<&Env>,
     oracles: (Oracle, Oracle),
 ) -> FuzzStep<()> {
-    let said = format!("{} ({what})", v.said(env));
+    let said = v.said(env);
     let got = match v {
         Verdict::Silence if matches!(want, Expected::Reject(_)) => return Ok(()),
         Verdict::Silence => Observed::Refused(None),
         Verdict::Reply { ty, code } if ty == "ERROR" => Observed::Refused(*code),
         Verdict::Reply { .. } => Observed::Carried,
     };
-    match judge(want, &got, oracles, &said)? {
-        Some(types) if !env.is_some_and(|e| types.contains(&e.ty.as_str())) => finding(
+    let judged = match judge(want, &got, oracles, &said) {
+        Ok(Some(types)) if !env.is_some_and(|e| types.contains(&e.ty.as_str())) => finding(
             oracles.0,
             format!("expected {}; the target said {said}", types.join(" or ")),
         ),
-        _ => Ok(()),
-    }
+        other => other.map(|_| ()),
+    };
+    about(what, judged)
 }
 
 const ANY: Codes<i64> = Codes::Any;

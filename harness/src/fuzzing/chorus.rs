@@ -58,7 +58,9 @@
 
 use super::engine::{FuzzCtx, Spec};
 use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
-use super::verdict::{finding, skip, tagged, FuzzFuture, FuzzStep, Oracle};
+use super::verdict::{
+    self, about, finding, skip, tagged, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
+};
 
 use crate::drive::Transport;
 use crate::expect::chorus::{
@@ -401,13 +403,9 @@ struct Model {
     why: Vec<String>,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-enum Verdict {
-    Accept,
-    /// Rejected; when the list is not empty, with one of these codes.
-    Reject(Vec<&'static str>),
-    Open,
-}
+/// What the spec fixes for a chorus message (no success shape beyond the
+/// checks of each case; refusals by their code of chorus.md §5).
+type Verdict = Expected<(), &'static str>;
 
 impl Model {
     fn rejecting() -> Model {
@@ -445,13 +443,13 @@ impl Model {
 
     fn verdict(&self) -> Verdict {
         if self.reject || (self.open && !self.coded.is_empty()) {
-            Verdict::Reject(Vec::new())
+            Expected::Reject(Codes::Any)
         } else if !self.coded.is_empty() {
-            Verdict::Reject(self.coded.clone())
+            Expected::Reject(Codes::OneOf(self.coded.clone()))
         } else if self.open {
-            Verdict::Open
+            Expected::Open(self.explain())
         } else {
-            Verdict::Accept
+            Expected::Accept((), Codes::none())
         }
     }
 
@@ -1231,38 +1229,39 @@ fn codes_fit(r: &Resp, m: &Model, what: &str) -> FuzzStep<()> {
 /// The verdict checks every reply gets.
 fn judge(r: &Resp, m: &Model, what: &str, oracle: Oracle) -> FuzzStep<()> {
     no_server_error(r, what)?;
-    match m.verdict() {
-        Verdict::Open => Ok(()),
-        Verdict::Accept if r.ok() && !is_rejection(r) => Ok(()),
-        Verdict::Accept => finding(
-            oracle,
-            format!("{what} is valid, yet drew {}", r.describe()),
-        ),
-        Verdict::Reject(_) if !is_rejection(r) => finding(
+    let want = m.verdict();
+    let context = format!("{what} ({})", m.explain());
+    let codes = r.codes();
+    let got = if !is_rejection(r) && r.ok() {
+        Observed::Carried
+    } else if !is_rejection(r) {
+        if matches!(want, Expected::Open(_)) {
+            return codes_fit(r, m, what);
+        }
+        return finding(
             oracle,
             format!(
-                "{what} should be rejected ({}), yet drew {}",
-                m.explain(),
+                "{context}: neither carried out nor refused: {}",
                 r.describe()
             ),
-        ),
-        Verdict::Reject(codes) => {
-            let got = r.codes();
-            if codes.is_empty() || codes.iter().any(|c| got.iter().any(|g| g == c)) {
-                Ok(())
-            } else {
-                finding(
-                    Oracle::ErrorCode,
-                    format!(
-                        "{what} was rejected without {} ({}): {}",
-                        codes.join(" or "),
-                        m.explain(),
-                        r.describe()
-                    ),
-                )
+        );
+    } else {
+        // Of the codes the reply carries, the one the verdict names, if any.
+        let code = match &want {
+            Expected::Reject(Codes::OneOf(named)) | Expected::Accept(_, Codes::OneOf(named)) => {
+                codes
+                    .iter()
+                    .find(|c| named.contains(&c.as_str()))
+                    .or(codes.first())
             }
-        }
-    }?;
+            _ => codes.first(),
+        };
+        Observed::Refused(code.map(String::as_str))
+    };
+    about(
+        &context,
+        verdict::judge(&want, &got, (oracle, oracle), &r.describe()),
+    )?;
     codes_fit(r, m, what)
 }
 
@@ -1770,7 +1769,7 @@ async fn register_case(f: &mut FuzzCtx, c: RegisterCase) -> FuzzStep<()> {
         Parsed::Unsure => (Model::unsure(), None),
     };
     let r = post_bytes(f, Base::Registry, "register", bytes).await?;
-    if r.http == 503 && model.verdict() != Verdict::Reject(Vec::new()) {
+    if r.http == 503 && model.verdict() != Expected::Reject(Codes::Any) {
         return skip("the registry is full (HTTP 503 to a registration)");
     }
     judge(&r, &model, "the registration", oracle_for(&c.wire))?;
@@ -1783,7 +1782,9 @@ async fn register_case(f: &mut FuzzCtx, c: RegisterCase) -> FuzzStep<()> {
         return Ok(());
     };
     let first = &v["skills"][0];
-    if !(c.follow_up && model.verdict() == Verdict::Accept && first["skill_name"] == skill.as_str())
+    if !(c.follow_up
+        && matches!(model.verdict(), Expected::Accept(..))
+        && first["skill_name"] == skill.as_str())
     {
         return Ok(());
     }
@@ -1926,14 +1927,14 @@ fn judge_result(
         }
     }
     match (result["status"].as_str(), m.verdict()) {
-        (Some("SUCCESS"), Verdict::Reject(_)) => finding(
+        (Some("SUCCESS"), Expected::Reject(_)) => finding(
             oracle,
             format!(
                 "the job should be rejected ({}), yet ended in SUCCESS: {result}",
                 m.explain()
             ),
         ),
-        (Some("SUCCESS"), Verdict::Accept) => {
+        (Some("SUCCESS"), Expected::Accept(..)) => {
             if result["agent_id"] != fx.agent_id.as_str() {
                 return finding(
                     Oracle::Job,
@@ -1970,10 +1971,10 @@ fn judge_result(
             }
             Ok(())
         }
-        (Some("FAILURE"), Verdict::Accept) => {
+        (Some("FAILURE"), Expected::Accept(..)) => {
             finding(oracle, format!("a valid job ended in FAILURE: {result}"))
         }
-        (Some("FAILURE"), Verdict::Reject(codes)) if !codes.is_empty() => {
+        (Some("FAILURE"), Expected::Reject(Codes::OneOf(codes))) if !codes.is_empty() => {
             if r.codes().iter().any(|c| codes.contains(&c.as_str())) {
                 Ok(())
             } else {
@@ -2103,7 +2104,7 @@ async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> FuzzStep<()> {
                 } else if was_accepted {
                     // Applied once: accepted again, nothing moves (CHO-039).
                     m = Model::default();
-                } else if m.verdict() == Verdict::Accept {
+                } else if matches!(m.verdict(), Expected::Accept(..)) {
                     m.note(Class::Open, "a retry of a transfer that was refused before");
                 }
                 let r = post_bytes(f, Base::Ledger, "transfer", bytes.clone()).await?;

@@ -335,6 +335,17 @@ pub fn judge<'e, A, C: PartialEq + std::fmt::Debug>(
     }
 }
 
+/// Puts `what` (the message judged, and why) before the detail of a finding.
+pub fn about<T>(what: &str, r: FuzzStep<T>) -> FuzzStep<T> {
+    r.map_err(|e| match e {
+        FuzzStop::Found(mut f) => {
+            f.detail = format!("{what}: {}", f.detail);
+            FuzzStop::Found(f)
+        }
+        other => other,
+    })
+}
+
 /// What a case ended in, for the engine.
 #[derive(Debug)]
 pub enum Outcome {
