@@ -59,7 +59,7 @@
 
 use super::engine::{FuzzCtx, Spec};
 use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
-use super::verdict::{finding, skip, FuzzFuture, FuzzStep, Oracle};
+use super::verdict::{finding, skip, Codes, Expected, FuzzFuture, FuzzStep, Oracle};
 use crate::drive::Transport;
 use crate::expect::agora_spaces::{judge_stream, now_s, Peer, CODES};
 use crate::script::{describe_drive_error, Ctx};
@@ -330,43 +330,43 @@ enum Kind {
 // ---------------------------------------------------------------------------
 // The verdict model.
 
-/// The error codes a verdict allows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Codes {
-    /// Any of the spec's six.
-    Any,
-    Only(&'static [&'static str]),
-}
-
-impl Codes {
-    fn allows(self, code: &str) -> bool {
-        code == RATE_LIMITED
-            || match self {
-                Codes::Any => CODES.contains(&code),
-                Codes::Only(c) => c.contains(&code),
-            }
-    }
-}
-
-const NONE: Codes = Codes::Only(&[]);
-const INVALID: Codes = Codes::Only(&["INVALID_REQUEST"]);
-
-/// What the spec fixes for one event.
+/// What a carried-out event must draw.
 #[derive(Debug, Clone, PartialEq, Eq)]
-enum Want {
-    /// space.joined for `space` (echoing the id, listing the joiner), or an error
-    /// with one of the codes.
-    Joined(String, Codes),
-    /// agent.registered (echoing the id, naming the agent), or an error.
-    Registered(Codes),
+enum Shows {
+    /// space.joined for this space (echoing the id, listing the joiner).
+    Joined(String),
+    /// agent.registered (echoing the id, naming the agent).
+    Registered,
     /// A space.list reply echoing the id.
     List,
-    /// An error with one of the codes; never a success.
-    Error(Codes),
     /// No error (a reply of another kind is allowed).
     Quiet,
-    /// Not judged beyond the generic oracles.
-    Open,
+}
+
+/// What the spec fixes for one event: refusals by their error code; the spec's
+/// own "any" is any code of its table (agora-spaces.zh.md §6), and RATE_LIMITED is
+/// always allowed.
+type Want = Expected<Shows, &'static str>;
+
+/// Whether `codes` allow an error with `code`.
+fn allows(codes: &Codes<&'static str>, code: &str) -> bool {
+    code == RATE_LIMITED
+        || match codes {
+            Codes::Any => CODES.contains(&code),
+            Codes::OneOf(c) => c.contains(&code),
+        }
+}
+
+fn invalid() -> Codes<&'static str> {
+    Codes::OneOf(vec!["INVALID_REQUEST"])
+}
+
+fn only(codes: &[&'static str]) -> Codes<&'static str> {
+    Codes::OneOf(codes.to_vec())
+}
+
+fn open(why: &str) -> Want {
+    Expected::Open(why.into())
 }
 
 /// What a case knows when it sends an event.
@@ -423,72 +423,70 @@ fn name_for(k: &NameKind, st: &St) -> String {
 /// The verdict for joining `s`.
 fn want_join(s: &str, st: &St) -> Want {
     if st.joined.iter().any(|j| j == s) {
-        // A second join of a joined space: not fixed.
-        return Want::Open;
+        return open("a second join of a joined space is not fixed");
     }
     if s == st.public {
-        return Want::Joined(s.into(), NONE);
+        return Expected::Accept(Shows::Joined(s.into()), Codes::none());
     }
     if st.full.as_deref() == Some(s) {
-        return Want::Joined(s.into(), Codes::Only(&["SPACE_FULL"]));
+        return Expected::Accept(Shows::Joined(s.into()), only(&["SPACE_FULL"]));
     }
     if s == st.missing {
-        return Want::Error(Codes::Only(&["SPACE_NOT_FOUND"]));
+        return Expected::Reject(only(&["SPACE_NOT_FOUND"]));
     }
     if s.bytes().any(|b| b.is_ascii_uppercase() || b == b' ') {
-        return Want::Error(Codes::Any);
+        return Expected::Reject(Codes::Any);
     }
     if is_system_name(s) && s.contains(&st.tok) {
-        return Want::Error(Codes::Any);
+        return Expected::Reject(Codes::Any);
     }
     if is_user_name(s) {
-        return Want::Joined(s.into(), Codes::Only(&["SPACE_NOT_FOUND"]));
+        return Expected::Accept(Shows::Joined(s.into()), only(&["SPACE_NOT_FOUND"]));
     }
-    Want::Open
+    open("a space name of no kind the spec names")
 }
 
 fn want_register(msg: &serde_json::Map<String, Value>, st: &St) -> Want {
     let Some(agent) = msg.get("agent").and_then(Value::as_object) else {
-        return Want::Error(INVALID);
+        return Expected::Reject(invalid());
     };
-    let mut open = false;
-    let mut invalid = false;
+    let mut unsure = false;
+    let mut bad = false;
     match agent.get("id") {
-        None | Some(Value::Null) => open = true,
+        None | Some(Value::Null) => unsure = true,
         Some(Value::String(s)) if !s.is_empty() => {}
-        Some(_) => invalid = true,
+        Some(_) => bad = true,
     }
     match agent.get("capabilities") {
         None => {}
-        Some(Value::Null) => open = true,
+        Some(Value::Null) => unsure = true,
         Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
-        Some(_) => invalid = true,
+        Some(_) => bad = true,
     }
     match agent.get("metadata") {
         None | Some(Value::Object(_)) => {}
-        Some(Value::Null) => open = true,
-        Some(_) => invalid = true,
+        Some(Value::Null) => unsure = true,
+        Some(_) => bad = true,
     }
     if !agent.get("type").is_none_or(Value::is_string) {
-        open = true;
+        unsure = true;
     }
-    if invalid {
-        return Want::Error(INVALID);
+    if bad {
+        return Expected::Reject(invalid());
     }
-    if open {
-        return Want::Open;
+    if unsure {
+        return open("a null or non-string member the spec does not judge");
     }
     if agent.get("id").and_then(Value::as_str) == Some(st.me.as_str()) {
-        Want::Registered(Codes::Only(&["AGENT_EXISTS"]))
+        Expected::Accept(Shows::Registered, only(&["AGENT_EXISTS"]))
     } else {
-        // Another id than the URL's: informational (ambiguity ASP-A3).
-        Want::Open
+        open("another id than the URL's is informational (ambiguity ASP-A3)")
     }
 }
 
 fn want_publish(msg: &serde_json::Map<String, Value>, st: &St) -> Want {
     let Some(space) = msg.get("space").and_then(Value::as_str) else {
-        return Want::Error(Codes::Only(&["INVALID_REQUEST", "SPACE_NOT_FOUND"]));
+        return Expected::Reject(only(&["INVALID_REQUEST", "SPACE_NOT_FOUND"]));
     };
     let member = st.joined.iter().any(|j| j == space);
     let text_ok = msg
@@ -496,11 +494,10 @@ fn want_publish(msg: &serde_json::Map<String, Value>, st: &St) -> Want {
         .and_then(Value::as_object)
         .is_some_and(|d| d.get("text").is_some_and(Value::is_string));
     if !text_ok {
-        return Want::Error(if member { INVALID } else { Codes::Any });
+        return Expected::Reject(if member { invalid() } else { Codes::Any });
     }
     if !member {
-        // Publishing outside one's spaces (ambiguity ASP-A15).
-        return Want::Open;
+        return open("publishing outside one's spaces (ambiguity ASP-A15)");
     }
     let data = msg.get("data").and_then(Value::as_object);
     let from_ok = data
@@ -510,54 +507,62 @@ fn want_publish(msg: &serde_json::Map<String, Value>, st: &St) -> Want {
         .and_then(|d| d.get("timestamp"))
         .is_none_or(Value::is_number);
     if from_ok && ts_ok {
-        Want::Quiet
+        Expected::Accept(Shows::Quiet, Codes::none())
     } else {
-        // Another data.from may be rewritten, relayed or refused (ambiguity ASP-A11).
-        Want::Open
+        open("another data.from may be rewritten, relayed or refused (ambiguity ASP-A11)")
     }
 }
 
 /// The verdict for `v`, and the request id an error must carry.
 fn want_for(v: &Value, st: &St) -> (Want, Option<String>) {
     let Some(msg) = v.as_object() else {
-        return (Want::Error(INVALID), None);
+        return (Expected::Reject(invalid()), None);
     };
     let rid = match msg.get("id") {
         None => None,
         Some(Value::String(s)) => Some(s.clone()),
-        // A non-string id: the schemas want a string; not judged (ambiguity ASP-A7).
-        Some(_) => return (Want::Open, None),
+        Some(_) => {
+            let why = "a non-string id: the schemas want a string; not judged (ambiguity ASP-A7)";
+            return (open(why), None);
+        }
     };
     if !msg.get("timestamp").is_none_or(Value::is_number) {
-        return (Want::Open, rid);
+        return (open("a timestamp that is not a number is not judged"), rid);
     }
     let Some(ty) = msg.get("type").and_then(Value::as_str) else {
-        return (Want::Error(INVALID), rid);
+        return (Expected::Reject(invalid()), rid);
     };
     let space = msg.get("space");
     let want = match ty {
         "agent.register" => want_register(msg, st),
-        "agent.heartbeat" if msg.get("timestamp").is_some() => Want::Quiet,
-        "agent.heartbeat" => Want::Open,
+        "agent.heartbeat" if msg.get("timestamp").is_some() => {
+            Expected::Accept(Shows::Quiet, Codes::none())
+        }
+        "agent.heartbeat" => open("a heartbeat without a timestamp is not judged"),
         "space.join" => match space {
             Some(Value::String(s)) => want_join(s, st),
-            None => Want::Error(INVALID),
-            Some(_) => Want::Error(Codes::Only(&["INVALID_REQUEST", "SPACE_NOT_FOUND"])),
+            None => Expected::Reject(invalid()),
+            Some(_) => Expected::Reject(only(&["INVALID_REQUEST", "SPACE_NOT_FOUND"])),
         },
         "space.leave" => match space {
-            Some(Value::String(s)) if st.joined.iter().any(|j| j == s) => Want::Quiet,
-            // Leaving a space one is not in (ambiguity ASP-A14).
-            Some(Value::String(_)) => Want::Open,
-            _ => Want::Error(Codes::Only(&["INVALID_REQUEST", "SPACE_NOT_FOUND"])),
+            Some(Value::String(s)) if st.joined.iter().any(|j| j == s) => {
+                Expected::Accept(Shows::Quiet, Codes::none())
+            }
+            Some(Value::String(_)) => open("leaving a space one is not in (ambiguity ASP-A14)"),
+            _ => Expected::Reject(only(&["INVALID_REQUEST", "SPACE_NOT_FOUND"])),
         },
         "space.publish" => want_publish(msg, st),
-        "space.list" if msg.contains_key("spaces") => Want::Open,
-        "space.list" => Want::List,
+        "space.list" if msg.contains_key("spaces") => {
+            open("a space.list that carries a list of its own is not judged")
+        }
+        "space.list" => Expected::Accept(Shows::List, Codes::none()),
         // Cancels are informational (ambiguity ASP-A13); server-to-client types
         // sent by a client are not covered by the spec.
         "space.event.cancel" | "agent.registered" | "space.joined" | "space.members"
-        | "space.event" | "space.event.delta" | "space.event.done" | "error" => Want::Open,
-        _ => Want::Error(INVALID),
+        | "space.event" | "space.event.delta" | "space.event.done" | "error" => {
+            open("cancels and server-to-client types are not judged")
+        }
+        _ => Expected::Reject(invalid()),
     };
     (want, rid)
 }
@@ -905,13 +910,14 @@ async fn exchange(
     let ctx = &mut f.ctx;
     let me = p.agent_id.clone();
     p.send_text(ctx, text).await?;
+    let quiet = matches!(want, Expected::Accept(Shows::Quiet, _));
     let answer = match want {
-        Want::Quiet | Want::Open => {
+        Expected::Accept(Shows::Quiet, _) | Expected::Open(_) => {
             let (frames, closed) = barrier(ctx, p, rid.is_some()).await?;
             for v in &frames {
                 if v["type"] == "error" {
                     check_error(v, rid, what)?;
-                    if *want == Want::Quiet && v["code"] != RATE_LIMITED {
+                    if quiet && v["code"] != RATE_LIMITED {
                         return finding(Oracle::Verdict, format!("{what} drew an error: {v}"));
                     }
                 }
@@ -925,7 +931,7 @@ async fn exchange(
                     );
                 }
             }
-            if closed && *want == Want::Quiet {
+            if closed && quiet {
                 return finding(
                     Oracle::Dropped,
                     format!("the target closed the connection after {what}, which draws no error"),
@@ -943,26 +949,26 @@ async fn exchange(
     }
     let code = answer["code"].as_str().unwrap_or_default();
     match want {
-        Want::Quiet | Want::Open => Ok(()),
-        Want::Error(codes) => {
+        Expected::Accept(Shows::Quiet, _) | Expected::Open(_) => Ok(()),
+        Expected::Reject(codes) => {
             if answer["type"] != "error" {
                 return finding(
                     Oracle::Verdict,
                     format!("expected an error for {what}; got {answer}"),
                 );
             }
-            if !codes.allows(code) {
+            if !allows(codes, code) {
                 return finding(
                     Oracle::Verdict,
-                    format!("{what} drew {code}, expected one of {codes:?}: {answer}"),
+                    format!("{what} drew {code}, expected {codes}: {answer}"),
                 );
             }
             Ok(())
         }
-        Want::Joined(space, codes) => {
+        Expected::Accept(Shows::Joined(space), codes) => {
             if !expected_event(
                 &answer,
-                *codes,
+                codes,
                 what,
                 "space.joined",
                 "ASP-022, ASP-023",
@@ -978,10 +984,10 @@ async fn exchange(
             }
             Ok(())
         }
-        Want::Registered(codes) => {
+        Expected::Accept(Shows::Registered, codes) => {
             if !expected_event(
                 &answer,
-                *codes,
+                codes,
                 what,
                 "agent.registered",
                 "ASP-010, ASP-011",
@@ -1000,7 +1006,7 @@ async fn exchange(
             }
             Ok(())
         }
-        Want::List => {
+        Expected::Accept(Shows::List, _) => {
             if answer["type"] == "error" {
                 return if code == RATE_LIMITED {
                     Ok(())
@@ -1020,7 +1026,7 @@ async fn exchange(
 /// event of type `ty` that echoes the request id `rid` (`Ok(true)`).
 fn expected_event(
     answer: &Value,
-    codes: Codes,
+    codes: &Codes<&'static str>,
     what: &str,
     ty: &str,
     reqs: &str,
@@ -1028,7 +1034,7 @@ fn expected_event(
 ) -> FuzzStep<bool> {
     if answer["type"] == "error" {
         let code = answer["code"].as_str().unwrap_or_default();
-        return if codes.allows(code) {
+        return if allows(codes, code) {
             Ok(false)
         } else {
             finding(
@@ -1218,8 +1224,8 @@ async fn message(f: &mut FuzzCtx, pool: &str, t: Template, shape: Shape) -> Fuzz
             let text = String::from_utf8_lossy(&bytes).into_owned();
             let (want, rid) = match parse(text.as_bytes()) {
                 Parsed::Json(v) => want_for(&v, &st),
-                Parsed::NotJson => (Want::Error(INVALID), None),
-                Parsed::Ambiguous => (Want::Open, None),
+                Parsed::NotJson => (Expected::Reject(invalid()), None),
+                Parsed::Ambiguous => (open("JSON readers disagree on the event"), None),
             };
             (text, want, rid, "the edited event")
         }
