@@ -75,7 +75,9 @@
 
 use super::engine::{FuzzCtx, Spec};
 use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
-use super::verdict::{fail, finding, skip, FuzzFuture, FuzzStep, Oracle};
+use super::verdict::{
+    self, about, fail, finding, skip, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
+};
 use crate::drive::file::FileDriver;
 use crate::drive::http::HttpDriver;
 use crate::drive::ws::WsDriver;
@@ -411,13 +413,13 @@ struct Expect {
     timing_open: bool,
     /// RATE_LIMITED is an acceptable answer (a burst).
     rate_limit_ok: bool,
-    want: Want,
+    want: Shows,
     correlation: Option<String>,
     action: Option<String>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq)]
-enum Want {
+enum Shows {
     #[default]
     Nothing,
     Hello,
@@ -453,6 +455,29 @@ impl Expect {
             silence_ok: true,
             any_code: true,
             ..Expect::default()
+        }
+    }
+
+    /// The verdict in the fuzzers' one vocabulary: a hard problem requires a
+    /// rejection (with one of the codes named, or any code); else an open part
+    /// leaves it open; else the message is carried out, and the codes of soft
+    /// problems may answer it instead.
+    fn verdict(&self) -> Expected<Shows, &'static str> {
+        let named = |codes: Vec<&'static str>| {
+            if self.any_code {
+                Codes::Any
+            } else {
+                Codes::OneOf(codes)
+            }
+        };
+        if !self.hard.is_empty() {
+            let mut codes = self.hard.clone();
+            codes.extend(self.soft.iter().copied());
+            Expected::Reject(named(codes))
+        } else if self.open {
+            Expected::Open(self.reasons.join("; "))
+        } else {
+            Expected::Accept(self.want.clone(), named(self.soft.clone()))
         }
     }
 
@@ -674,7 +699,7 @@ fn expect_for(v: &Value, c: &Case) -> Expect {
     }
     match (ty, payload) {
         (Some("hello"), Some(p)) => {
-            e.want = Want::Hello;
+            e.want = Shows::Hello;
             if !p.get("version").is_none_or(|v| v == "0.1") {
                 e.soft(&[IM], "hello version is not \"0.1\" (AGP-014, AGP-A16)");
             }
@@ -689,7 +714,7 @@ fn expect_for(v: &Value, c: &Case) -> Expect {
         (Some(_), _) => {
             // notify, or a response or error nobody asked for: no reply is expected;
             // an acknowledgement or an error is allowed (AGP-021, AGP-A14).
-            e.want = Want::Nothing;
+            e.want = Shows::Nothing;
             e.open = true;
             e.silence_ok = true;
         }
@@ -793,12 +818,12 @@ fn request(p: &Map<String, Value>, c: &Case, e: &mut Expect) {
     };
     e.action = Some(action.clone());
     if action == c.echo {
-        e.want = Want::Echo(params);
+        e.want = Shows::Echo(params);
         if timeout.is_some_and(|t| t < 200) {
             e.soft(&[TIMEOUT], "a timeout shorter than a round trip (AGP-027)");
         }
     } else if action == c.delay {
-        e.want = Want::Success;
+        e.want = Shows::Success;
         let ms = params.as_ref().map(|p| p.get("ms").and_then(Value::as_u64));
         match (ms, timeout) {
             (Some(Some(ms)), Some(t)) if t.saturating_mul(2).saturating_add(50) <= ms => {
@@ -1170,7 +1195,7 @@ async fn exchange(
     // Over WebSocket silence is only seen by waiting: short where no reply is
     // expected, bounded where silence is one allowed answer (HTTP answers at once).
     let ws = f.ctx.transport == Transport::Ws;
-    let wait = if ws && e.want == Want::Nothing && e.hard.is_empty() {
+    let wait = if ws && e.want == Shows::Nothing && e.hard.is_empty() {
         QUIET
     } else if ws && e.may_be_silent() {
         SILENT_OK
@@ -1406,8 +1431,8 @@ fn judge(g: &Got, e: &Expect, what: &str) -> FuzzStep<()> {
     };
     let ty = v["type"].as_str().unwrap_or_default();
     let p = &v["payload"];
-    if ty == "error" {
-        let code = p["code"].as_str().unwrap_or_default();
+    let code = p["code"].as_str().unwrap_or_default();
+    let (got, said) = if ty == "error" {
         if code == RATE_LIMITED {
             return if e.rate_limit_ok {
                 Ok(())
@@ -1415,40 +1440,27 @@ fn judge(g: &Got, e: &Expect, what: &str) -> FuzzStep<()> {
                 skip("the target rate-limited a fresh sender; the case cannot judge its input")
             };
         }
-        if e.any_code || (e.open && e.hard.is_empty()) {
-            return Ok(());
-        }
-        if e.hard.contains(&code) || e.soft.contains(&code) {
-            return Ok(());
-        }
-        return finding(
-            Oracle::Verdict,
-            format!("{what} drew error {code}; {}", e.describe()),
-        );
-    }
-    if !e.hard.is_empty() {
-        let oracle = if e.sig_bad {
-            Oracle::Signature
-        } else {
-            Oracle::Verdict
-        };
-        return finding(
-            oracle,
-            format!("{what} was carried out ({ty} {p}); {}", e.describe()),
-        );
-    }
-    if e.open {
-        return Ok(());
-    }
-    match &e.want {
-        Want::Nothing => Ok(()),
-        Want::Hello => hello_oracles(v),
-        Want::Echo(params) => {
+        (Observed::Refused(Some(code)), format!("error {code}"))
+    } else {
+        (Observed::Carried, format!("{ty} {p}"))
+    };
+    let carried = if e.sig_bad {
+        Oracle::Signature
+    } else {
+        Oracle::Verdict
+    };
+    let want = e.verdict();
+    let context = format!("{what} ({})", e.describe());
+    let shows = about(
+        &context,
+        verdict::judge(&want, &got, (Oracle::Verdict, carried), &said),
+    )?;
+    match shows {
+        None | Some(Shows::Nothing) => Ok(()),
+        Some(Shows::Hello) => hello_oracles(v),
+        Some(Shows::Echo(params)) => {
             if ty != "response" || p["status"] != "success" {
-                return finding(
-                    Oracle::Verdict,
-                    format!("{what} drew {ty} {p}; {}", e.describe()),
-                );
+                return finding(Oracle::Verdict, format!("{context}: drew {said}"));
             }
             if let Some(params) = params {
                 if !json_eq(&p["result"], params) {
@@ -1463,12 +1475,9 @@ fn judge(g: &Got, e: &Expect, what: &str) -> FuzzStep<()> {
             }
             Ok(())
         }
-        Want::Success => {
+        Some(Shows::Success) => {
             if ty != "response" || p["status"] != "success" {
-                return finding(
-                    Oracle::Verdict,
-                    format!("{what} drew {ty} {p}; {}", e.describe()),
-                );
+                return finding(Oracle::Verdict, format!("{context}: drew {said}"));
             }
             Ok(())
         }
