@@ -91,6 +91,8 @@ pub struct Suite {
     pub start: crate::embedded::StartFn,
     /// How the suite signs and verifies messages (`sign`, `verify`), when it does.
     pub signing: Option<Signing>,
+    /// The suite's JSON Schemas (name, text), keyed `suite/name` once compiled.
+    pub schemas: &'static [(&'static str, &'static str)],
     /// The suite's live fuzzer.
     pub fuzzer: &'static crate::fuzzing::engine::Spec,
 }

@@ -3,208 +3,9 @@
 use std::collections::HashMap;
 
 /// (suite, file name, text) of every schema, built into the binary.
-pub const SCHEMA_FILES: &[(&str, &str, &str)] = &[
-    (
-        "agora-v1",
-        "envelope",
-        include_str!("../../schemas/agora-v1/envelope.schema.json"),
-    ),
-    (
-        "agora-v1",
-        "request",
-        include_str!("../../schemas/agora-v1/request.schema.json"),
-    ),
-    (
-        "agora-v1",
-        "offer",
-        include_str!("../../schemas/agora-v1/offer.schema.json"),
-    ),
-    (
-        "agora-v1",
-        "accept",
-        include_str!("../../schemas/agora-v1/accept.schema.json"),
-    ),
-    (
-        "agora-v1",
-        "result",
-        include_str!("../../schemas/agora-v1/result.schema.json"),
-    ),
-    (
-        "agora-v1",
-        "error",
-        include_str!("../../schemas/agora-v1/error.schema.json"),
-    ),
-    (
-        "agora-v1",
-        "hello",
-        include_str!("../../schemas/agora-v1/hello.schema.json"),
-    ),
-    (
-        "agora-v1",
-        "welcome",
-        include_str!("../../schemas/agora-v1/welcome.schema.json"),
-    ),
-    (
-        "agora-v1",
-        "status",
-        include_str!("../../schemas/agora-v1/status.schema.json"),
-    ),
-    (
-        "agora-exchange",
-        "request",
-        include_str!("../../schemas/agora-exchange/request.schema.json"),
-    ),
-    (
-        "agora-exchange",
-        "response",
-        include_str!("../../schemas/agora-exchange/response.schema.json"),
-    ),
-    (
-        "agora-exchange",
-        "wellknown",
-        include_str!("../../schemas/agora-exchange/wellknown.schema.json"),
-    ),
-    (
-        "chorus",
-        "register-request",
-        include_str!("../../schemas/chorus/register-request.schema.json"),
-    ),
-    (
-        "chorus",
-        "register-response",
-        include_str!("../../schemas/chorus/register-response.schema.json"),
-    ),
-    (
-        "chorus",
-        "discover-response",
-        include_str!("../../schemas/chorus/discover-response.schema.json"),
-    ),
-    (
-        "chorus",
-        "job-request",
-        include_str!("../../schemas/chorus/job-request.schema.json"),
-    ),
-    (
-        "chorus",
-        "job-result",
-        include_str!("../../schemas/chorus/job-result.schema.json"),
-    ),
-    (
-        "chorus",
-        "transfer-request",
-        include_str!("../../schemas/chorus/transfer-request.schema.json"),
-    ),
-    (
-        "chorus",
-        "error",
-        include_str!("../../schemas/chorus/error.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "agent-register",
-        include_str!("../../schemas/agora-spaces/agent-register.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "agent-registered",
-        include_str!("../../schemas/agora-spaces/agent-registered.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "agent-heartbeat",
-        include_str!("../../schemas/agora-spaces/agent-heartbeat.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "space-join",
-        include_str!("../../schemas/agora-spaces/space-join.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "space-joined",
-        include_str!("../../schemas/agora-spaces/space-joined.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "space-leave",
-        include_str!("../../schemas/agora-spaces/space-leave.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "space-members",
-        include_str!("../../schemas/agora-spaces/space-members.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "space-publish",
-        include_str!("../../schemas/agora-spaces/space-publish.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "space-event",
-        include_str!("../../schemas/agora-spaces/space-event.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "space-event-delta",
-        include_str!("../../schemas/agora-spaces/space-event-delta.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "space-event-done",
-        include_str!("../../schemas/agora-spaces/space-event-done.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "space-event-cancel",
-        include_str!("../../schemas/agora-spaces/space-event-cancel.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "space-list-request",
-        include_str!("../../schemas/agora-spaces/space-list-request.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "space-list-reply",
-        include_str!("../../schemas/agora-spaces/space-list-reply.schema.json"),
-    ),
-    (
-        "agora-spaces",
-        "error",
-        include_str!("../../schemas/agora-spaces/error.schema.json"),
-    ),
-    (
-        "agentprotocol",
-        "message",
-        include_str!("../../schemas/agentprotocol/message.schema.json"),
-    ),
-    (
-        "agentprotocol",
-        "hello-payload",
-        include_str!("../../schemas/agentprotocol/hello-payload.schema.json"),
-    ),
-    (
-        "agentprotocol",
-        "request-payload",
-        include_str!("../../schemas/agentprotocol/request-payload.schema.json"),
-    ),
-    (
-        "agentprotocol",
-        "response-payload",
-        include_str!("../../schemas/agentprotocol/response-payload.schema.json"),
-    ),
-    (
-        "agentprotocol",
-        "error-payload",
-        include_str!("../../schemas/agentprotocol/error-payload.schema.json"),
-    ),
-    (
-        "",
-        "report",
-        include_str!("../../schemas/report.schema.json"),
-    ),
-];
+/// The report schema (schemas/report.schema.json); the suites' schemas are listed
+/// by their descriptors (`Suite::schemas`).
+pub const REPORT_SCHEMA: &str = include_str!("../../schemas/report.schema.json");
 
 /// One schema violation: where, and what the validator says of the value there.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -236,13 +37,16 @@ pub struct Schemas {
 }
 
 impl Schemas {
-    /// Compiles every schema; an error names the file.
-    pub fn load() -> Result<Schemas, String> {
+    /// Compiles `files` (key `suite/name`, text); an error names the file. Every
+    /// suite's schemas with the report's: `Schemas::load` (suites/mod.rs).
+    pub fn compile<'a>(
+        files: impl IntoIterator<Item = (String, &'a str)>,
+    ) -> Result<Schemas, String> {
         let mut docs = Vec::new();
-        for (suite, name, text) in SCHEMA_FILES {
-            let v: serde_json::Value = serde_json::from_str(text)
-                .map_err(|e| format!("schema {suite}/{name} is not JSON: {e}"))?;
-            docs.push((format!("{suite}/{name}"), v));
+        for (key, text) in files {
+            let v: serde_json::Value =
+                serde_json::from_str(text).map_err(|e| format!("schema {key} is not JSON: {e}"))?;
+            docs.push((key, v));
         }
         let mut registry = jsonschema::Registry::new();
         for (key, doc) in &docs {
@@ -267,6 +71,11 @@ impl Schemas {
         Ok(Schemas { validators })
     }
 
+    /// The key (`suite/name`) of every schema.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.validators.keys().map(String::as_str)
+    }
+
     /// Every violation of `suite/name` by `instance`, at most 16, each with the
     /// JSON Pointer of the member at fault.
     pub fn violations(
@@ -277,6 +86,10 @@ impl Schemas {
         let Some(v) = self.validators.get(key) else {
             return Err(format!("no schema {key}"));
         };
+        // The common case, valid, without building the errors.
+        if v.is_valid(instance) {
+            return Ok(Vec::new());
+        }
         Ok(v.iter_errors(instance)
             .take(16)
             .map(|e| {
@@ -304,6 +117,9 @@ impl Schemas {
         let Some(v) = self.validators.get(key) else {
             return Err(format!("no schema {key}"));
         };
+        if v.is_valid(instance) {
+            return Ok(());
+        }
         let errors: Vec<String> = v
             .iter_errors(instance)
             .take(8)

@@ -193,7 +193,7 @@ pub fn request_payload(resource: &str, params: Value) -> Value {
 
 /// Signs with the run key and sends; records the id as the harness's.
 pub async fn send(ctx: &mut Ctx, mut env: Value) -> Step<Received> {
-    sign_with(&mut env, &ctx.shared.key.clone(), SigVariant::Blank)?;
+    sign_with(&mut env, &ctx.shared.key, SigVariant::Blank)?;
     send_as_is(ctx, &env).await
 }
 

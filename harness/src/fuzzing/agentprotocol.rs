@@ -95,7 +95,6 @@ use std::collections::HashSet;
 use std::time::Duration;
 
 pub static SPEC: Spec = Spec {
-    suite: "agentprotocol",
     transports: &[Transport::Http, Transport::Ws],
     case: case_fn,
     probe: probe_fn,

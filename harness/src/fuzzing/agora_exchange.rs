@@ -36,7 +36,6 @@ use reference_impl::agora_exchange::document::{is_sha1_hex, ECHO_DOCUMENT};
 use serde_json::{json, Value};
 
 pub static SPEC: Spec = Spec {
-    suite: "agora-exchange",
     transports: &[Transport::Http],
     case: case_fn,
     probe: probe_fn,

@@ -69,7 +69,6 @@ use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
 pub static SPEC: Spec = Spec {
-    suite: "agora-spaces",
     transports: &[Transport::Ws],
     case: case_fn,
     probe: probe_fn,

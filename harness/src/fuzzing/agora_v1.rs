@@ -38,7 +38,6 @@ use reference_impl::wire::clock::{format_timestamp, parse_timestamp};
 use serde_json::{json, Value};
 
 pub static SPEC: Spec = Spec {
-    suite: "agora-v1",
     transports: &[Transport::Http, Transport::Ws],
     case: case_fn,
     probe: probe_fn,
@@ -182,7 +181,7 @@ fn signed(f: &mut FuzzCtx, t: Template) -> FuzzStep<Value> {
 
 fn signed_at(f: &mut FuzzCtx, t: Template, at: time::OffsetDateTime) -> FuzzStep<Value> {
     let mut m = template(f, t, at);
-    sign_with(&mut m, &f.ctx.shared.key.clone(), SigVariant::Blank)?;
+    sign_with(&mut m, &f.ctx.shared.key, SigVariant::Blank)?;
     Ok(m)
 }
 
@@ -354,7 +353,7 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         Kind::Resigned(t, mu) => {
             let mut m = template(f, t, now());
             apply(&mut m, &mu);
-            sign_with(&mut m, &f.ctx.shared.key.clone(), SigVariant::Blank)?;
+            sign_with(&mut m, &f.ctx.shared.key, SigVariant::Blank)?;
             let want = if f.ctx.shared.schemas.check("agora-v1/envelope", &m).is_ok() {
                 Expected::Open("a re-signed message that keeps the schemas may be accepted".into())
             } else {
@@ -448,7 +447,7 @@ async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
         request_payload(&resource, json!({"text": "quote me"})),
         now(),
     );
-    sign_with(&mut req, &f.ctx.shared.key.clone(), SigVariant::Blank)?;
+    sign_with(&mut req, &f.ctx.shared.key, SigVariant::Blank)?;
     let req_id = req["id"].as_str().unwrap_or_default().to_string();
     let request = wire(&req);
     let (v, env) = exchange(f, request.clone()).await?;
@@ -505,7 +504,7 @@ async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
                 json!({"resource": resource, "params": {}, "budget": {"max": cost / 2.0}}),
                 now(),
             );
-            sign_with(&mut low, &f.ctx.shared.key.clone(), SigVariant::Blank)?;
+            sign_with(&mut low, &f.ctx.shared.key, SigVariant::Blank)?;
             let (v, env) = exchange(f, wire(&low)).await?;
             let want = Expected::Reject(Codes::OneOf(vec![402]));
             let what = format!("a budget of half the offered cost {cost}");

@@ -100,10 +100,12 @@ fn shared(c: Connection) -> (Arc<RunShared>, Transport, String) {
 /// Runs a fuzz campaign; crash files go to `out/crashes`.
 pub async fn campaign(c: Campaign) -> Result<Summary, FuzzError> {
     check_binding(&c.suite, c.connection.transport)?;
-    let spec = spec(&c.suite).ok_or_else(|| FuzzError::UnknownSuite(c.suite.clone()))?;
+    let suite =
+        crate::suites::by_id(&c.suite).ok_or_else(|| FuzzError::UnknownSuite(c.suite.clone()))?;
     let (shared, transport, url) = shared(c.connection);
     Ok(engine::fuzz(engine::Run {
-        spec,
+        suite: suite.id,
+        spec: suite.fuzzer,
         target: Target::new(shared, transport, &url),
         seed: c.seed,
         bounds: c.bounds,

@@ -5,7 +5,7 @@
 //! panic on any input.
 
 use crate::profile::Profile;
-use crate::schemas::{Schemas, SCHEMA_FILES};
+use crate::schemas::Schemas;
 use reference_impl::agora_v1::agent::{Agent, AgentConfig};
 use reference_impl::agora_v1::envelope::{self, SigVariant};
 use reference_impl::wire::clock::ManualClock;
@@ -89,8 +89,8 @@ pub fn decoders(data: &[u8]) -> Result<(), String> {
         return Ok(());
     };
     let v = tree.to_serde();
-    for (suite, name, _) in SCHEMA_FILES {
-        let _ = schemas().check(&format!("{suite}/{name}"), &v);
+    for key in schemas().keys() {
+        let _ = schemas().check(key, &v);
     }
     Ok(())
 }

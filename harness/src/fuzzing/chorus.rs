@@ -75,7 +75,6 @@ use serde_json::{json, Value};
 use std::collections::HashMap;
 
 pub static SPEC: Spec = Spec {
-    suite: "chorus",
     transports: &[Transport::Http],
     case: case_fn,
     probe: probe_fn,

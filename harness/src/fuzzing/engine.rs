@@ -29,8 +29,9 @@ use std::time::{Duration, Instant};
 pub struct FuzzCtx {
     pub ctx: Ctx,
     rng: rand::rngs::StdRng,
-    /// What was drawn, for the crash file and the replay line.
-    pub label: String,
+    /// What was drawn, for the crash file and the replay line; written out only
+    /// when a case needs it ([`FuzzCtx::label`]), not on every case.
+    drawn: Vec<Box<dyn std::fmt::Debug + Send>>,
     /// The fuzzed message: the exact bytes the case sent last as its input.
     pub sent: Vec<u8>,
     /// What the cases of one run learn once about the target (a fixture, a
@@ -48,22 +49,28 @@ impl FuzzCtx {
             rng: rand::rngs::StdRng::seed_from_u64(
                 seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5C21_7ED0,
             ),
-            label: String::new(),
+            drawn: Vec::new(),
             sent: Vec::new(),
             memo,
         }
     }
 
     /// A structured value drawn from the seed; it is added to the label.
-    pub fn draw<T: for<'a> Arbitrary<'a> + Default + std::fmt::Debug>(&mut self) -> T {
+    pub fn draw<T>(&mut self) -> T
+    where
+        T: for<'a> Arbitrary<'a> + Default + std::fmt::Debug + Clone + Send + 'static,
+    {
         let mut raw = [0u8; 512];
         self.rng.fill_bytes(&mut raw);
         let v = T::arbitrary(&mut Unstructured::new(&raw)).unwrap_or_default();
-        if !self.label.is_empty() {
-            self.label.push(' ');
-        }
-        self.label.push_str(&format!("{v:?}"));
+        self.drawn.push(Box::new(v.clone()));
         v
+    }
+
+    /// What the case drew, in words.
+    pub fn label(&self) -> String {
+        let parts: Vec<String> = self.drawn.iter().map(|d| format!("{d:?}")).collect();
+        parts.join(" ")
     }
 
     /// A number in `0..n` drawn from the seed (not added to the label).
@@ -94,7 +101,6 @@ pub type FuzzFn = for<'a> fn(&'a mut FuzzCtx) -> FuzzFuture<'a>;
 
 /// A suite's live fuzzer.
 pub struct Spec {
-    pub suite: &'static str,
     /// Bindings its cases speak (the first is used for the embedded agent).
     pub transports: &'static [Transport],
     /// One fuzz case.
@@ -110,6 +116,7 @@ pub struct Spec {
 
 /// What one case did.
 pub struct CaseRun {
+    /// What the case drew, in words (written out for a finding or a replay only).
     pub label: String,
     pub sent: Vec<u8>,
     pub transcript: Vec<Entry>,
@@ -143,7 +150,7 @@ impl Target {
 
 /// Runs case `index` of `seed` against the target, on a connection of its own.
 pub async fn run_case(spec: &Spec, target: &Target, seed: u64, index: u64) -> CaseRun {
-    run_fn(spec.case, target, seed, index, None).await.0
+    run_fn(spec.case, target, seed, index, None, true).await.0
 }
 
 /// Runs the liveness probe; `Err` holds what the target did instead.
@@ -156,7 +163,7 @@ async fn probe_on(
     target: &Target,
     conn: Option<Driver>,
 ) -> (Result<(), String>, Option<Driver>) {
-    let (run, conn) = run_fn(spec.probe, target, 0, 0, conn).await;
+    let (run, conn) = run_fn(spec.probe, target, 0, 0, conn, false).await;
     let alive = match run.outcome {
         Outcome::Finding(f) => Err(f.detail),
         Outcome::Pass | Outcome::Skip(_) => Ok(()),
@@ -172,6 +179,7 @@ async fn run_fn(
     seed: u64,
     index: u64,
     conn: Option<Driver>,
+    keep_label: bool,
 ) -> (CaseRun, Option<Driver>) {
     let keep = conn.is_some();
     let mut ctx = match conn {
@@ -183,6 +191,11 @@ async fn run_fn(
     let result = f(&mut fc).await;
     let outcome = classify(result, fc.ctx.findings());
     let transcript = fc.ctx.take_transcript();
+    let label = match outcome {
+        Outcome::Pass | Outcome::Skip(_) if !keep_label => String::new(),
+        _ => fc.label(),
+    };
+
     let conn = if keep {
         Some(fc.ctx.into_driver())
     } else {
@@ -190,7 +203,7 @@ async fn run_fn(
         None
     };
     let run = CaseRun {
-        label: fc.label,
+        label,
         sent: fc.sent,
         transcript,
         outcome,
@@ -277,6 +290,8 @@ pub struct Bounds {
 
 /// Where and what to fuzz.
 pub struct Run<'a> {
+    /// The suite's id, for the crash files.
+    pub suite: &'static str,
     pub spec: &'static Spec,
     pub target: Target,
     pub seed: u64,
@@ -298,7 +313,8 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
     for _ in 0..run.workers.max(1) {
         let (next, stop, summary) = (next.clone(), stop.clone(), summary.clone());
         let target = run.target.clone();
-        let (spec, seed, bounds, out) = (run.spec, run.seed, run.bounds, run.out.to_path_buf());
+        let (spec, suite, seed, bounds) = (run.spec, run.suite, run.seed, run.bounds);
+        let out = run.out.to_path_buf();
         tasks.spawn(async move {
             // The worker's connection, when the spec keeps one per worker.
             let mut conn = spec.connection_per_worker.then(|| target.driver());
@@ -310,7 +326,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
                 if index >= max_cases {
                     return;
                 }
-                let (r, kept) = run_fn(spec.case, &target, seed, index, conn.take()).await;
+                let (r, kept) = run_fn(spec.case, &target, seed, index, conn.take(), false).await;
                 conn = kept;
                 let mut failed = match &r.outcome {
                     Outcome::Pass => None,
@@ -343,7 +359,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
                         stop.store(true, Ordering::Relaxed);
                     }
                     drop(s);
-                    let _ = write_finding(&out, spec.suite, &target.url, seed, index, &r, &found);
+                    let _ = write_finding(&out, suite, &target.url, seed, index, &r, &found);
                 }
             }
         });

@@ -41,6 +41,7 @@ pub static SUITE: Suite = Suite {
         sign: crate::expect::agentprotocol::sign_message,
         verify: crate::expect::agentprotocol::explain_verify,
     }),
+    schemas: SCHEMAS,
     fuzzer: &crate::fuzzing::agentprotocol::SPEC,
 };
 
@@ -366,4 +367,28 @@ pub const CASES: &[Case] = &[
         }
         verdict(ctx, found)
     }),
+];
+
+/// The suite's JSON Schemas (schemas/agentprotocol/), by name, built into the binary.
+const SCHEMAS: &[(&str, &str)] = &[
+    (
+        "message",
+        include_str!("../../../schemas/agentprotocol/message.schema.json"),
+    ),
+    (
+        "hello-payload",
+        include_str!("../../../schemas/agentprotocol/hello-payload.schema.json"),
+    ),
+    (
+        "request-payload",
+        include_str!("../../../schemas/agentprotocol/request-payload.schema.json"),
+    ),
+    (
+        "response-payload",
+        include_str!("../../../schemas/agentprotocol/response-payload.schema.json"),
+    ),
+    (
+        "error-payload",
+        include_str!("../../../schemas/agentprotocol/error-payload.schema.json"),
+    ),
 ];

@@ -27,6 +27,7 @@ pub static SUITE: Suite = Suite {
     faults: reference_impl::agora_exchange::faults::FAULTS,
     start: crate::embedded::agora_exchange,
     signing: None,
+    schemas: SCHEMAS,
     fuzzer: &crate::fuzzing::agora_exchange::SPEC,
 };
 
@@ -484,3 +485,19 @@ fn common_prefix(ids: &[String]) -> usize {
             .count()
     })
 }
+
+/// The suite's JSON Schemas (schemas/agora-exchange/), by name, built into the binary.
+const SCHEMAS: &[(&str, &str)] = &[
+    (
+        "request",
+        include_str!("../../../schemas/agora-exchange/request.schema.json"),
+    ),
+    (
+        "response",
+        include_str!("../../../schemas/agora-exchange/response.schema.json"),
+    ),
+    (
+        "wellknown",
+        include_str!("../../../schemas/agora-exchange/wellknown.schema.json"),
+    ),
+];

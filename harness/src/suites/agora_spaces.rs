@@ -25,6 +25,7 @@ pub static SUITE: Suite = Suite {
     faults: reference_impl::agora_spaces::faults::FAULTS,
     start: crate::embedded::agora_spaces,
     signing: None,
+    schemas: SCHEMAS,
     fuzzer: &crate::fuzzing::agora_spaces::SPEC,
 };
 
@@ -497,4 +498,68 @@ pub const CASES: &[Case] = &[
         }
         Ok(())
     }),
+];
+
+/// The suite's JSON Schemas (schemas/agora-spaces/), by name, built into the binary.
+const SCHEMAS: &[(&str, &str)] = &[
+    (
+        "agent-register",
+        include_str!("../../../schemas/agora-spaces/agent-register.schema.json"),
+    ),
+    (
+        "agent-registered",
+        include_str!("../../../schemas/agora-spaces/agent-registered.schema.json"),
+    ),
+    (
+        "agent-heartbeat",
+        include_str!("../../../schemas/agora-spaces/agent-heartbeat.schema.json"),
+    ),
+    (
+        "space-join",
+        include_str!("../../../schemas/agora-spaces/space-join.schema.json"),
+    ),
+    (
+        "space-joined",
+        include_str!("../../../schemas/agora-spaces/space-joined.schema.json"),
+    ),
+    (
+        "space-leave",
+        include_str!("../../../schemas/agora-spaces/space-leave.schema.json"),
+    ),
+    (
+        "space-members",
+        include_str!("../../../schemas/agora-spaces/space-members.schema.json"),
+    ),
+    (
+        "space-publish",
+        include_str!("../../../schemas/agora-spaces/space-publish.schema.json"),
+    ),
+    (
+        "space-event",
+        include_str!("../../../schemas/agora-spaces/space-event.schema.json"),
+    ),
+    (
+        "space-event-delta",
+        include_str!("../../../schemas/agora-spaces/space-event-delta.schema.json"),
+    ),
+    (
+        "space-event-done",
+        include_str!("../../../schemas/agora-spaces/space-event-done.schema.json"),
+    ),
+    (
+        "space-event-cancel",
+        include_str!("../../../schemas/agora-spaces/space-event-cancel.schema.json"),
+    ),
+    (
+        "space-list-request",
+        include_str!("../../../schemas/agora-spaces/space-list-request.schema.json"),
+    ),
+    (
+        "space-list-reply",
+        include_str!("../../../schemas/agora-spaces/space-list-reply.schema.json"),
+    ),
+    (
+        "error",
+        include_str!("../../../schemas/agora-spaces/error.schema.json"),
+    ),
 ];

@@ -31,6 +31,7 @@ pub static SUITE: Suite = Suite {
         sign: crate::expect::agora_v1::sign_message,
         verify: crate::expect::agora_v1::explain_verify,
     }),
+    schemas: SCHEMAS,
     fuzzer: &crate::fuzzing::agora_v1::SPEC,
 };
 
@@ -196,7 +197,7 @@ pub const CASES: &[Case] = &[
     case!("accept-noncanonical-spelling", "a REQUEST sent with another key order, white space, 1.0, 1e2 and \\u00e9 but signed over its RFC 8785 form is accepted", ["AV1-017", "AV1-018"], Must, ANY, false, |ctx| {
         let resource = ctx.profile().agora_v1.direct_resource.clone();
         let mut req = message(ctx, "REQUEST", json!({"resource": resource, "params": {"ratio": 1.0, "count": 100, "word": "café"}}));
-        sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Blank)?;
+        sign_with(&mut req, &ctx.shared.key, SigVariant::Blank)?;
         let id = req["id"].as_str().unwrap_or_default().to_string();
         ctx.sent_ids.insert(id.clone());
         let text = format!(
@@ -224,7 +225,7 @@ pub const CASES: &[Case] = &[
     }),
     case!("accept-removed-signature-variant", "a REQUEST signed with sender.signature removed (not blanked) is accepted", ["AV1-020"], Fact, ANY, false, |ctx| {
         let mut req = request_with(ctx, |_| {});
-        sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Removed)?;
+        sign_with(&mut req, &ctx.shared.key, SigVariant::Removed)?;
         let r = send_as_is(ctx, &req).await?;
         let env = expect_reply(ctx, &r)?;
         if env.ty == "ERROR" {
@@ -235,7 +236,7 @@ pub const CASES: &[Case] = &[
     case!("accept-padded-signature", "signatures in padded base64url and standard base64 (informational)", ["AV1-021"], Fact, ANY, false, |ctx| {
         for (label, recode) in [("padded base64url", 0), ("standard base64", 1)] {
             let mut req = request_with(ctx, |_| {});
-            sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Blank)?;
+            sign_with(&mut req, &ctx.shared.key, SigVariant::Blank)?;
             let sig = req["sender"]["signature"].as_str().unwrap_or_default().to_string();
             let bytes = keys::b64_decode_any(&sig).map(|b| b.0).unwrap_or_default();
             req["sender"]["signature"] = json!(if recode == 0 { format!("{sig}{}", "=".repeat((4 - sig.len() % 4) % 4)) } else { keys::b64std(&bytes) });
@@ -247,14 +248,14 @@ pub const CASES: &[Case] = &[
     }),
     case!("reject-tampered-payload", "a REQUEST whose payload changed after signing draws ERROR 401", ["AV1-022", "AV1-024"], Fact, ANY, false, |ctx| {
         let mut req = request_with(ctx, |_| {});
-        sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Blank)?;
+        sign_with(&mut req, &ctx.shared.key, SigVariant::Blank)?;
         req["payload"]["params"]["text"] = json!("hj");
         let r = send_as_is(ctx, &req).await?;
         expect_rejection(ctx, &r, &[401], CodeRule::Strict, "tampered payload").await
     }),
     case!("reject-wrong-key", "a REQUEST signed by one key but naming another in sender.id draws ERROR 401", ["AV1-023", "AV1-024"], Fact, ANY, false, |ctx| {
         let mut req = request_with(ctx, |_| {});
-        sign_with(&mut req, &ctx.shared.other_key.clone(), SigVariant::Blank)?;
+        sign_with(&mut req, &ctx.shared.other_key, SigVariant::Blank)?;
         let r = send_as_is(ctx, &req).await?;
         expect_rejection(ctx, &r, &[401], CodeRule::Strict, "signature by another key").await
     }),
@@ -399,7 +400,7 @@ pub const CASES: &[Case] = &[
     }),
     case!("reject-replayed-id", "the same signed REQUEST sent twice inside the window is processed once", ["AV1-007"], Profile, ANY, false, |ctx| {
         let mut req = request_with(ctx, |_| {});
-        sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Blank)?;
+        sign_with(&mut req, &ctx.shared.key, SigVariant::Blank)?;
         let r = send_as_is(ctx, &req).await?;
         expect_type(ctx, &r, &["RESULT", "OFFER"])?;
         let r = send_as_is(ctx, &req).await?;
@@ -410,7 +411,7 @@ pub const CASES: &[Case] = &[
         let mut bodies = Vec::with_capacity(n);
         for i in 0..n {
             let mut req = request_with(ctx, |p| p["params"] = json!({"i": i}));
-            sign_with(&mut req, &ctx.shared.key.clone(), SigVariant::Blank)?;
+            sign_with(&mut req, &ctx.shared.key, SigVariant::Blank)?;
             bodies.push(wire(&req));
         }
         let limits = ctx.limits();
@@ -458,3 +459,43 @@ fn is_uuid_v4(s: &str) -> bool {
             _ => c.is_ascii_hexdigit(),
         })
 }
+
+/// The suite's JSON Schemas (schemas/agora-v1/), by name, built into the binary.
+const SCHEMAS: &[(&str, &str)] = &[
+    (
+        "envelope",
+        include_str!("../../../schemas/agora-v1/envelope.schema.json"),
+    ),
+    (
+        "request",
+        include_str!("../../../schemas/agora-v1/request.schema.json"),
+    ),
+    (
+        "offer",
+        include_str!("../../../schemas/agora-v1/offer.schema.json"),
+    ),
+    (
+        "accept",
+        include_str!("../../../schemas/agora-v1/accept.schema.json"),
+    ),
+    (
+        "result",
+        include_str!("../../../schemas/agora-v1/result.schema.json"),
+    ),
+    (
+        "error",
+        include_str!("../../../schemas/agora-v1/error.schema.json"),
+    ),
+    (
+        "hello",
+        include_str!("../../../schemas/agora-v1/hello.schema.json"),
+    ),
+    (
+        "welcome",
+        include_str!("../../../schemas/agora-v1/welcome.schema.json"),
+    ),
+    (
+        "status",
+        include_str!("../../../schemas/agora-v1/status.schema.json"),
+    ),
+];

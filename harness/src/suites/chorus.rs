@@ -29,6 +29,7 @@ pub static SUITE: Suite = Suite {
     faults: reference_impl::chorus::faults::FAULTS,
     start: crate::embedded::chorus,
     signing: None,
+    schemas: SCHEMAS,
     fuzzer: &crate::fuzzing::chorus::SPEC,
 };
 
@@ -503,4 +504,36 @@ pub const CASES: &[Case] = &[
         }
         Ok(())
     }),
+];
+
+/// The suite's JSON Schemas (schemas/chorus/), by name, built into the binary.
+const SCHEMAS: &[(&str, &str)] = &[
+    (
+        "register-request",
+        include_str!("../../../schemas/chorus/register-request.schema.json"),
+    ),
+    (
+        "register-response",
+        include_str!("../../../schemas/chorus/register-response.schema.json"),
+    ),
+    (
+        "discover-response",
+        include_str!("../../../schemas/chorus/discover-response.schema.json"),
+    ),
+    (
+        "job-request",
+        include_str!("../../../schemas/chorus/job-request.schema.json"),
+    ),
+    (
+        "job-result",
+        include_str!("../../../schemas/chorus/job-result.schema.json"),
+    ),
+    (
+        "transfer-request",
+        include_str!("../../../schemas/chorus/transfer-request.schema.json"),
+    ),
+    (
+        "error",
+        include_str!("../../../schemas/chorus/error.schema.json"),
+    ),
 ];

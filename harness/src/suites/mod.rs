@@ -7,6 +7,7 @@ pub mod agora_v1;
 pub mod chorus;
 
 use crate::case::Suite;
+use crate::schemas::{Schemas, REPORT_SCHEMA};
 
 /// All suites, in the order `--suite all` runs them.
 pub fn all() -> Vec<&'static Suite> {
@@ -46,5 +47,18 @@ pub async fn start(
             "unknown suite {id:?}; known suites: {}",
             ids().join(", ")
         )),
+    }
+}
+
+impl Schemas {
+    /// Compiles every suite's schemas (`Suite::schemas`, keyed `suite/name`) and the
+    /// report's (`/report`); an error names the file.
+    pub fn load() -> Result<Schemas, String> {
+        let suites = all().into_iter().flat_map(|s| {
+            s.schemas
+                .iter()
+                .map(move |(name, text)| (format!("{}/{name}", s.id), *text))
+        });
+        Schemas::compile(suites.chain([("/report".to_string(), REPORT_SCHEMA)]))
     }
 }
