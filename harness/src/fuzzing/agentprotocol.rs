@@ -1452,7 +1452,7 @@ fn judge(g: &Got, e: &Expect, what: &str) -> FuzzStep<()> {
     let context = format!("{what} ({})", e.describe());
     let shows = about(
         &context,
-        verdict::judge(&want, &got, (Oracle::Verdict, carried), &said),
+        verdict::judge(&want, &got, (Oracle::Verdict, carried), || said.clone()),
     )?;
     match shows {
         None | Some(Shows::Nothing) => Ok(()),

@@ -354,7 +354,7 @@ fn judge(r: &Reply, want: Expect, what: &str) -> FuzzStep<()> {
         );
     };
     let oracles = (Oracle::Verdict, Oracle::Verdict);
-    let judged = verdict::judge(&want, &got, oracles, &r.describe());
+    let judged = verdict::judge(&want, &got, oracles, || r.describe());
     // A refusal without the form the spec names is a verdict finding here
     // (AEX-040, AEX-052), not an error code.
     let judged = match judged {

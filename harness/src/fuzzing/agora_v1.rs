@@ -310,17 +310,20 @@ fn judge_reply(
     env: Option<&Env>,
     oracles: (Oracle, Oracle),
 ) -> FuzzStep<()> {
-    let said = v.said(env);
     let got = match v {
         Verdict::Silence if matches!(want, Expected::Reject(_)) => return Ok(()),
         Verdict::Silence => Observed::Refused(None),
         Verdict::Reply { ty, code } if ty == "ERROR" => Observed::Refused(*code),
         Verdict::Reply { .. } => Observed::Carried,
     };
-    let judged = match judge(want, &got, oracles, &said) {
+    let judged = match judge(want, &got, oracles, || v.said(env)) {
         Ok(Some(types)) if !env.is_some_and(|e| types.contains(&e.ty.as_str())) => finding(
             oracles.0,
-            format!("expected {}; the target said {said}", types.join(" or ")),
+            format!(
+                "expected {}; the target said {}",
+                types.join(" or "),
+                v.said(env)
+            ),
         ),
         other => other.map(|_| ()),
     };

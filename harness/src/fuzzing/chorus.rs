@@ -1259,7 +1259,7 @@ fn judge(r: &Resp, m: &Model, what: &str, oracle: Oracle) -> FuzzStep<()> {
     };
     about(
         &context,
-        verdict::judge(&want, &got, (oracle, oracle), &r.describe()),
+        verdict::judge(&want, &got, (oracle, oracle), || r.describe()),
     )?;
     codes_fit(r, m, what)
 }

@@ -306,13 +306,13 @@ pub enum Observed<C> {
 /// show), `Ok(None)` when the answer is one the verdict allows otherwise, and a
 /// finding when it is not: `refused` is the oracle of a valid message refused,
 /// `carried` that of an invalid message carried out; a refusal with a code the
-/// verdict does not allow is [`Oracle::ErrorCode`]. `said` is the target's answer,
-/// in its own words.
+/// verdict does not allow is [`Oracle::ErrorCode`]. `said` gives the target's
+/// answer in its own words (written out for a finding only).
 pub fn judge<'e, A, C: PartialEq + std::fmt::Debug>(
     want: &'e Expected<A, C>,
     got: &Observed<C>,
     oracles: (Oracle, Oracle),
-    said: &str,
+    said: impl FnOnce() -> String,
 ) -> FuzzStep<Option<&'e A>> {
     let (refused, carried) = oracles;
     match (want, got) {
@@ -321,16 +321,16 @@ pub fn judge<'e, A, C: PartialEq + std::fmt::Debug>(
         (Expected::Accept(_, codes), Observed::Refused(c)) if codes.allow(c.as_ref()) => Ok(None),
         (Expected::Accept(..), Observed::Refused(_)) => finding(
             refused,
-            format!("expected it carried out; the target said {said}"),
+            format!("expected it carried out; the target said {}", said()),
         ),
         (Expected::Reject(codes), Observed::Carried) => finding(
             carried,
-            format!("expected {codes}; the target carried it out: {said}"),
+            format!("expected {codes}; the target carried it out: {}", said()),
         ),
         (Expected::Reject(codes), Observed::Refused(c)) if codes.allow(c.as_ref()) => Ok(None),
         (Expected::Reject(codes), Observed::Refused(_)) => finding(
             Oracle::ErrorCode,
-            format!("expected {codes}; the target said {said}"),
+            format!("expected {codes}; the target said {}", said()),
         ),
     }
 }
@@ -413,19 +413,21 @@ mod tests {
     fn accept_passes_a_success_and_the_refusals_it_allows() {
         let want: Expected<&str, &str> = Expected::Accept("joined", Codes::OneOf(vec!["FULL"]));
         assert!(matches!(
-            judge(&want, &Observed::Carried, O, "ok"),
+            judge(&want, &Observed::Carried, O, || "ok".into()),
             Ok(Some(&"joined"))
         ));
         assert!(matches!(
-            judge(&want, &Observed::Refused(Some("FULL")), O, "full"),
+            judge(&want, &Observed::Refused(Some("FULL")), O, || "full".into()),
             Ok(None)
         ));
         assert_eq!(
-            oracle(judge(&want, &Observed::Refused(Some("OTHER")), O, "other")),
+            oracle(judge(&want, &Observed::Refused(Some("OTHER")), O, || {
+                "other".into()
+            })),
             Some(Oracle::ValidRejected)
         );
         assert_eq!(
-            oracle(judge(&want, &Observed::Refused(None), O, "silence")),
+            oracle(judge(&want, &Observed::Refused(None), O, || "silence".into())),
             Some(Oracle::ValidRejected)
         );
     }
@@ -434,20 +436,20 @@ mod tests {
     fn reject_fails_a_success_and_a_code_it_does_not_name() {
         let want: Expected<(), u16> = Expected::Reject(Codes::OneOf(vec![404]));
         assert!(matches!(
-            judge(&want, &Observed::Refused(Some(404)), O, "404"),
+            judge(&want, &Observed::Refused(Some(404)), O, || "404".into()),
             Ok(None)
         ));
         assert_eq!(
-            oracle(judge(&want, &Observed::Refused(Some(400)), O, "400")),
+            oracle(judge(&want, &Observed::Refused(Some(400)), O, || "400".into())),
             Some(Oracle::ErrorCode)
         );
         assert_eq!(
-            oracle(judge(&want, &Observed::Carried, O, "ok")),
+            oracle(judge(&want, &Observed::Carried, O, || "ok".into())),
             Some(Oracle::InvalidAccepted)
         );
         let any: Expected<(), u16> = Expected::Reject(Codes::Any);
         assert!(matches!(
-            judge(&any, &Observed::Refused(None), O, "no code"),
+            judge(&any, &Observed::Refused(None), O, || "no code".into()),
             Ok(None)
         ));
     }
@@ -456,11 +458,11 @@ mod tests {
     fn open_judges_nothing() {
         let want: Expected<(), u16> = Expected::Open("the spec says nothing".into());
         assert!(matches!(
-            judge(&want, &Observed::Carried, O, "ok"),
+            judge(&want, &Observed::Carried, O, || "ok".into()),
             Ok(None)
         ));
         assert!(matches!(
-            judge(&want, &Observed::Refused(Some(1)), O, "1"),
+            judge(&want, &Observed::Refused(Some(1)), O, || "1".into()),
             Ok(None)
         ));
     }
