@@ -871,47 +871,35 @@ fn cli_agentprotocol_file_binding() -> Result<(), Failed> {
     Ok(())
 }
 
-/// The live fuzzer: no finding against the clean agent, with its throughput; the
-/// signature fault is found, and its crash file replays against `serve --fault`.
-fn cli_fuzz_and_replay() -> Result<(), Failed> {
+/// `fuzz` and `replay` of `suite`, through the one engine: no finding against the
+/// clean agent, with its throughput; `fault` is found, its crash file (of `oracle`)
+/// carries a transcript and a replay line, and it replays against `serve --fault`
+/// and not against a clean server.
+fn cli_fuzz_and_replay(suite: &str, fault: &str, oracle: &str) -> Result<(), Failed> {
     let dir = tempdir("fuzz");
     let d = dir.to_string_lossy().into_owned();
-    let out = expect_code(
-        &[
-            "fuzz", "--suite", "agora-v1", "--cases", "2000", "--seed", "7", "--out", &d,
-        ],
-        0,
-        "0 findings",
-    )?;
+    let clean = [
+        "fuzz", "--suite", suite, "--cases", "2000", "--seed", "7", "--out", &d,
+    ];
+    let out = expect_code(&clean, 0, "0 findings")?;
     if !out.contains("cases/s") {
         return Err(format!("no throughput in {out}").into());
     }
-    expect_code(
-        &[
-            "fuzz",
-            "--suite",
-            "agora-v1",
-            "--cases",
-            "3000",
-            "--seed",
-            "7",
-            "--fault",
-            "skip-signature-check",
-            "--out",
-            &d,
-        ],
-        1,
-        "crash files",
-    )?;
-    let crashes: Vec<PathBuf> = std::fs::read_dir(dir.join("crashes"))
+    let faulty = [
+        "fuzz", "--suite", suite, "--cases", "3000", "--seed", "7", "--fault", fault, "--out", &d,
+    ];
+    expect_code(&faulty, 1, "crash files")?;
+    let crash = std::fs::read_dir(dir.join("crashes"))
         .map_err(|e| e.to_string())?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.to_string_lossy().ends_with("-signature.json"))
-        .collect();
-    let Some(crash) = crashes.first() else {
-        return Err("no crash file of the signature oracle".into());
-    };
-    replays_only_against_fault(crash, "agora-v1", "skip-signature-check")?;
+        .find(|p| p.to_string_lossy().ends_with(&format!("-{oracle}.json")))
+        .ok_or_else(|| format!("no crash file of the {oracle} oracle"))?;
+    let rec: Value = serde_json::from_slice(&std::fs::read(&crash).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    if rec["transcript"].as_array().is_none_or(|t| t.is_empty()) || !rec["replay"].is_string() {
+        return Err(format!("the crash file lacks a transcript or a replay line: {rec}").into());
+    }
+    replays_only_against_fault(&crash, suite, fault)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -930,45 +918,6 @@ fn replays_only_against_fault(crash: &Path, suite: &str, fault: &str) -> Result<
         0,
         "not reproduced",
     )?;
-    Ok(())
-}
-
-/// The scripted fuzzers write crash files that replay the same way: a finding of
-/// the agora-exchange fuzzer reproduces against `serve --fault` and not against a
-/// clean server.
-fn cli_scripted_fuzz_and_replay() -> Result<(), Failed> {
-    let dir = tempdir("fuzz-exchange");
-    let d = dir.to_string_lossy().into_owned();
-    let fault = "accept-unknown-conversation";
-    expect_code(
-        &[
-            "fuzz",
-            "--suite",
-            "agora-exchange",
-            "--cases",
-            "3000",
-            "--fault",
-            fault,
-            "--max-findings",
-            "1",
-            "--out",
-            &d,
-        ],
-        1,
-        "crash files",
-    )?;
-    let crash = std::fs::read_dir(dir.join("crashes"))
-        .map_err(|e| e.to_string())?
-        .filter_map(|e| e.ok().map(|e| e.path()))
-        .find(|p| p.extension().is_some_and(|x| x == "json"))
-        .ok_or("no crash file")?;
-    let rec: Value = serde_json::from_slice(&std::fs::read(&crash).map_err(|e| e.to_string())?)
-        .map_err(|e| e.to_string())?;
-    if rec["transcript"].as_array().is_none_or(|t| t.is_empty()) || !rec["replay"].is_string() {
-        return Err(format!("the crash file lacks a transcript or a replay line: {rec}").into());
-    }
-    replays_only_against_fault(&crash, "agora-exchange", fault)?;
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -1150,11 +1099,15 @@ fn main() {
         "cli::agentprotocol_file_binding",
         cli_agentprotocol_file_binding,
     ));
-    trials.push(Trial::test("cli::fuzz_and_replay", cli_fuzz_and_replay));
-    trials.push(Trial::test(
-        "cli::scripted_fuzz_and_replay",
-        cli_scripted_fuzz_and_replay,
-    ));
+    for (suite, fault, oracle) in [
+        ("agora-v1", "skip-signature-check", "signature"),
+        ("agora-exchange", "accept-unknown-conversation", "verdict"),
+    ] {
+        trials.push(Trial::test(
+            format!("cli::fuzz_and_replay::{suite}"),
+            move || cli_fuzz_and_replay(suite, fault, oracle),
+        ));
+    }
     let suites: [(&'static Suite, &'static [&'static str]); 5] = [
         (&suites::agentprotocol::SUITE, AGENTPROTOCOL_FAMILIES),
         (&suites::agora_v1::SUITE, AGORA_V1_FAMILIES),
