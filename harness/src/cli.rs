@@ -287,18 +287,54 @@ pub enum Command {
 /// Why a command ended without its result.
 #[derive(Debug, thiserror::Error)]
 pub enum CliError {
-    /// A usage or harness error, said in one line: exit 2.
+    /// Arguments that do not make sense together or alone.
     #[error("{0}")]
     Usage(String),
+    /// An input that cannot be read or is not what it must be (a file, standard
+    /// input, a key, a report).
+    #[error("cannot read {what}: {why}")]
+    Input { what: String, why: String },
+    /// An output that cannot be written.
+    #[error("cannot write {what}: {why}")]
+    Output { what: String, why: String },
+    /// The target profile (its error names the line and column).
+    #[error(transparent)]
+    Profile(#[from] crate::profile::ProfileError),
+    /// A fuzz campaign or a replay that cannot start.
+    #[error(transparent)]
+    Fuzz(#[from] crate::fuzzing::campaign::FuzzError),
+    /// The run could not test the target: unreachable, nothing selected, every
+    /// case skipped.
+    #[error("{0}")]
+    NotTested(String),
+    /// The harness itself failed (the async runtime, the built-in schemas).
+    #[error("{0}")]
+    Harness(String),
     /// Standard output was closed under us (`agentconform list | head`): end quietly.
     #[error("standard output is closed")]
     OutputClosed,
 }
 
-/// A usage or harness error (exit 2).
+/// A usage error.
 #[allow(non_snake_case)]
 pub fn Usage(msg: String) -> CliError {
     CliError::Usage(msg)
+}
+
+/// An input that cannot be read, and why.
+fn input(what: impl std::fmt::Display, why: impl std::fmt::Display) -> CliError {
+    CliError::Input {
+        what: what.to_string(),
+        why: why.to_string(),
+    }
+}
+
+/// An output that cannot be written, and why.
+fn unwritable(what: impl std::fmt::Display, why: impl std::fmt::Display) -> CliError {
+    CliError::Output {
+        what: what.to_string(),
+        why: why.to_string(),
+    }
 }
 
 /// A failed write to standard output.
@@ -306,7 +342,7 @@ fn io(e: std::io::Error) -> CliError {
     if e.kind() == std::io::ErrorKind::BrokenPipe {
         CliError::OutputClosed
     } else {
-        CliError::Usage(format!("cannot write output: {e}"))
+        unwritable("standard output", e)
     }
 }
 
@@ -314,21 +350,20 @@ fn read_input(file: &Option<PathBuf>) -> Result<Vec<u8>, CliError> {
     const MAX: u64 = 64 * 1024 * 1024;
     match file {
         Some(p) if p.as_os_str() != "-" => {
-            let meta = std::fs::metadata(p)
-                .map_err(|e| Usage(format!("cannot read {}: {e}", p.display())))?;
+            let meta = std::fs::metadata(p).map_err(|e| input(p.display(), e))?;
             if meta.len() > MAX {
-                return Err(Usage(format!("{} is larger than {MAX} bytes", p.display())));
+                return Err(input(p.display(), format!("larger than {MAX} bytes")));
             }
-            std::fs::read(p).map_err(|e| Usage(format!("cannot read {}: {e}", p.display())))
+            std::fs::read(p).map_err(|e| input(p.display(), e))
         }
         _ => {
             let mut buf = Vec::new();
             std::io::stdin()
                 .take(MAX + 1)
                 .read_to_end(&mut buf)
-                .map_err(|e| Usage(format!("cannot read standard input: {e}")))?;
+                .map_err(|e| input("standard input", e))?;
             if buf.len() as u64 > MAX {
-                return Err(Usage(format!("standard input is larger than {MAX} bytes")));
+                return Err(input("standard input", format!("larger than {MAX} bytes")));
             }
             Ok(buf)
         }
@@ -358,14 +393,14 @@ fn signing_of(suite: &str) -> Result<crate::case::Signing, CliError> {
 }
 
 fn load_key(path: &PathBuf) -> Result<Keypair, CliError> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Usage(format!("cannot read key {}: {e}", path.display())))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| input(format!("key {}", path.display()), e))?;
     let first = text.lines().next().unwrap_or("");
     Keypair::from_key_file_text(first).map_err(|e| {
-        Usage(format!(
-            "key {}: {e} (expected a 32-byte seed in base64url or hex on the first line)",
-            path.display()
-        ))
+        input(
+            format!("key {}", path.display()),
+            format!("{e} (expected a 32-byte seed in base64url or hex on the first line)"),
+        )
     })
 }
 
@@ -375,12 +410,12 @@ pub fn main_with(cli: Cli) -> i32 {
     let mut out = out.lock();
     match dispatch(cli, &mut out) {
         Ok(code) => code,
-        Err(CliError::Usage(msg)) => {
+        Err(CliError::OutputClosed) => 0,
+        Err(e) => {
             let _ = out.flush();
-            eprintln!("agentconform: error: {msg}");
+            eprintln!("agentconform: error: {e}");
             2
         }
-        Err(CliError::OutputClosed) => 0,
     }
 }
 
@@ -418,8 +453,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
         } => replay_command(&file, target, &tls_args, profile, out),
         Command::Canon { file } => {
             let bytes = read_input(&file)?;
-            let c = jcs::canonicalize(&bytes)
-                .map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
+            let c = jcs::canonicalize(&bytes).map_err(|e| input(input_name(&file), e))?;
             out.write_all(&c).map_err(io)?;
             writeln!(out).map_err(io)?;
             Ok(0)
@@ -434,9 +468,9 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             let k = load_key(&key)?;
             let bytes = read_input(&file)?;
             let tree = reference_impl::wire::json::parse(&bytes)
-                .map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
-            let signed = (signing.sign)(tree.to_serde(), &k)
-                .map_err(|e| Usage(format!("{}: {e}", input_name(&file))))?;
+                .map_err(|e| input(input_name(&file), e))?;
+            let signed =
+                (signing.sign)(tree.to_serde(), &k).map_err(|e| input(input_name(&file), e))?;
             out.write_all(&signed).map_err(io)?;
             writeln!(out).map_err(io)?;
             Ok(0)
@@ -482,8 +516,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 };
                 let id = reference_impl::serve::TlsIdentity::generate_for(&extra).map_err(Usage)?;
                 if let Some(p) = &tls_cert_out {
-                    std::fs::write(p, id.cert_pem())
-                        .map_err(|e| Usage(format!("cannot write {}: {e}", p.display())))?;
+                    std::fs::write(p, id.cert_pem()).map_err(|e| unwritable(p.display(), e))?;
                 }
                 Some(id)
             } else {
@@ -519,7 +552,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 let _ = out.flush();
                 tokio::signal::ctrl_c()
                     .await
-                    .map_err(|e| Usage(format!("cannot wait for Ctrl-C: {e}")))?;
+                    .map_err(|e| CliError::Harness(format!("cannot wait for Ctrl-C: {e}")))?;
                 Ok(0)
             })
         }
@@ -532,12 +565,10 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             ..
         } => {
             let a: serde_json::Value = serde_json::from_slice(
-                &std::fs::read(&attestation)
-                    .map_err(|e| Usage(format!("cannot read {}: {e}", attestation.display())))?,
+                &std::fs::read(&attestation).map_err(|e| input(attestation.display(), e))?,
             )
-            .map_err(|e| Usage(format!("{}: not JSON: {e}", attestation.display())))?;
-            let bytes = std::fs::read(&report)
-                .map_err(|e| Usage(format!("cannot read {}: {e}", report.display())))?;
+            .map_err(|e| input(attestation.display(), format!("not JSON: {e}")))?;
+            let bytes = std::fs::read(&report).map_err(|e| input(report.display(), e))?;
             match crate::report::attest::verify(&a, &bytes) {
                 Ok(who) => {
                     writeln!(out, "valid: {} attested by {who}", report.display()).map_err(io)?;
@@ -558,15 +589,13 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             let report = report.ok_or_else(|| Usage("attest needs --report FILE".into()))?;
             let key = key.ok_or_else(|| Usage("attest needs --key FILE".into()))?;
             let keypair = load_key(&key)?;
-            let bytes = std::fs::read(&report)
-                .map_err(|e| Usage(format!("cannot read {}: {e}", report.display())))?;
+            let bytes = std::fs::read(&report).map_err(|e| input(report.display(), e))?;
             let a = crate::report::attest::attest(&bytes, &keypair)
-                .map_err(|e| Usage(format!("{}: {e}", report.display())))?;
+                .map_err(|e| input(report.display(), e))?;
             let to = to.unwrap_or_else(|| report.with_file_name("attestation.json"));
-            let text = serde_json::to_string_pretty(&a)
-                .map_err(|e| Usage(format!("cannot write the attestation: {e}")))?;
-            std::fs::write(&to, text)
-                .map_err(|e| Usage(format!("cannot write {}: {e}", to.display())))?;
+            let text =
+                serde_json::to_string_pretty(&a).map_err(|e| unwritable("the attestation", e))?;
+            std::fs::write(&to, text).map_err(|e| unwritable(to.display(), e))?;
             writeln!(
                 out,
                 "attestation written to {} (attester {})",
@@ -577,16 +606,14 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             Ok(0)
         }
         Command::Baseline(BaselineCommand::Write { report, out: to }) => {
-            let text = std::fs::read_to_string(&report)
-                .map_err(|e| Usage(format!("cannot read {}: {e}", report.display())))?;
+            let text = std::fs::read_to_string(&report).map_err(|e| input(report.display(), e))?;
             let rep: crate::report::ReadReport = serde_json::from_str(&text)
-                .map_err(|e| Usage(format!("{}: not a report.json: {e}", report.display())))?;
+                .map_err(|e| input(report.display(), format!("not a report.json: {e}")))?;
             let b = crate::report::baseline::Baseline::from_findings(&rep.findings);
             let toml = b.to_toml().map_err(Usage)?;
             match to {
                 Some(p) => {
-                    std::fs::write(&p, toml)
-                        .map_err(|e| Usage(format!("cannot write {}: {e}", p.display())))?;
+                    std::fs::write(&p, toml).map_err(|e| unwritable(p.display(), e))?;
                     writeln!(
                         out,
                         "baseline of {} expected failures written to {}",
@@ -627,7 +654,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 vec![suites::by_id(&suite).ok_or_else(|| unknown_suite(&suite))?]
             };
             let mut prof = match &profile {
-                Some(p) => Profile::load(p).map_err(|e| Usage(e.to_string()))?,
+                Some(p) => Profile::load(p)?,
                 None => Profile::default(),
             };
             if let Some(t) = timeout_ms {
@@ -653,7 +680,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 Some(p) => load_key(p)?,
                 None => Keypair::generate(),
             };
-            let schemas = Schemas::load().map_err(Usage)?;
+            let schemas = Schemas::load().map_err(CliError::Harness)?;
             let identity = embedded_identity(tls)?;
             let client_tls = tls_args.client_tls(identity.as_ref())?;
             let http = client_tls.http_client().map_err(Usage)?;
@@ -798,7 +825,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 .map_err(io)?;
             }
             if let Some(dir) = &report {
-                rep.write(dir).map_err(Usage)?;
+                rep.write(dir).map_err(|e| unwritable(dir.display(), e))?;
                 if format == crate::report::Format::Json {
                     eprintln!("report written to {}", dir.display());
                 } else {
@@ -806,7 +833,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 }
             }
             if let Some(e) = error {
-                return Err(Usage(e));
+                return Err(CliError::NotTested(e));
             }
             if let Some(b) = &rep.baseline {
                 let name = |e: &crate::report::baseline::Expected| {
@@ -875,7 +902,7 @@ fn fuzz_profile(
     timeout_ms: u64,
 ) -> Result<Profile, CliError> {
     let mut prof = match path {
-        Some(p) => Profile::load(p).map_err(|e| Usage(e.to_string()))?,
+        Some(p) => Profile::load(p)?,
         None => Profile::default(),
     };
     prof.timing.case_timeout_ms = timeout_ms;
@@ -923,7 +950,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
             )));
         }
     }
-    let schemas = Schemas::load().map_err(Usage)?;
+    let schemas = Schemas::load().map_err(CliError::Harness)?;
     let identity = embedded_identity(a.tls)?;
     let client_tls = a.tls_args.client_tls(identity.as_ref())?;
     let http = client_tls.http_client().map_err(Usage)?;
@@ -973,7 +1000,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
             },
         })
         .await
-        .map_err(|e| Usage(e.to_string()));
+        .map_err(CliError::from);
         if let Some(s) = server {
             s.stop().await;
         }
@@ -1002,7 +1029,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
         return Ok(1);
     }
     if summary.cases > 0 && summary.skipped == summary.cases {
-        return Err(Usage(format!(
+        return Err(CliError::NotTested(format!(
             "every case was skipped, so nothing was fuzzed: {}",
             summary.skip_reason.unwrap_or_default()
         )));
@@ -1019,29 +1046,27 @@ fn replay_command(
 ) -> Result<i32, CliError> {
     use crate::fuzzing::campaign;
     use crate::fuzzing::verdict::Outcome;
-    let crash = campaign::CrashFile::read(file).map_err(|e| Usage(e.to_string()))?;
+    let crash = campaign::CrashFile::read(file)?;
     let url = target
         .or_else(|| crash.target.clone())
         .ok_or_else(|| Usage("no target: pass --target".into()))?;
     let transport = parse_target(&url)?;
-    let schemas = Schemas::load().map_err(Usage)?;
+    let schemas = Schemas::load().map_err(CliError::Harness)?;
     let client_tls = tls_args.client_tls(None)?;
     let http = client_tls.http_client().map_err(Usage)?;
     let prof = fuzz_profile(profile.as_ref(), false, 5000)?;
     let rt = runtime()?;
-    let replayed = rt
-        .block_on(campaign::replay(
-            &crash,
-            campaign::Connection {
-                url: url.clone(),
-                transport,
-                profile: prof,
-                schemas,
-                http,
-                tls: client_tls,
-            },
-        ))
-        .map_err(|e| Usage(e.to_string()))?;
+    let replayed = rt.block_on(campaign::replay(
+        &crash,
+        campaign::Connection {
+            url: url.clone(),
+            transport,
+            profile: prof,
+            schemas,
+            http,
+            tls: client_tls,
+        },
+    ))?;
     writeln!(
         out,
         "replaying {} case {} of seed {} ({}) against {url}",
@@ -1089,7 +1114,7 @@ fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
-        .map_err(|e| Usage(format!("cannot start the async runtime: {e}")))
+        .map_err(|e| CliError::Harness(format!("cannot start the async runtime: {e}")))
 }
 
 /// The binding a target URL names.
