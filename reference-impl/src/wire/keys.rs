@@ -134,19 +134,46 @@ fn key_from_bytes(bytes: &[u8]) -> Result<VerifyingKey, KeyError> {
     VerifyingKey::from_bytes(&arr).map_err(|_| KeyError::NotAPoint)
 }
 
+thread_local! {
+    /// The did:key this thread decoded last, and its key. A verifier meets the same
+    /// sender again and again, and decoding a key (a point decompression) costs a
+    /// good part of a verification.
+    static LAST_DID_KEY: std::cell::RefCell<Option<(String, VerifyingKey)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+/// The key of an Ed25519 did:key, decoded once per run of the same id on a thread.
+fn did_key_cached(id: &str) -> Result<VerifyingKey, KeyError> {
+    let hit = LAST_DID_KEY.with(|c| {
+        c.borrow()
+            .as_ref()
+            .filter(|(last, _)| last == id)
+            .map(|(_, k)| *k)
+    });
+    if let Some(k) = hit {
+        return Ok(k);
+    }
+    let rest = id
+        .strip_prefix("did:key:")
+        .ok_or(KeyError::NotEd25519DidKey)?;
+    let mb = rest.strip_prefix('z').ok_or(KeyError::NotEd25519DidKey)?;
+    let bytes = bs58::decode(mb)
+        .into_vec()
+        .map_err(|_| KeyError::NotEd25519DidKey)?;
+    if bytes.len() != 34 || bytes[..2] != ED25519_MULTICODEC {
+        return Err(KeyError::NotEd25519DidKey);
+    }
+    let k = key_from_bytes(&bytes[2..])?;
+    LAST_DID_KEY.with(|c| *c.borrow_mut() = Some((id.to_string(), k)));
+    Ok(k)
+}
+
 /// Every key a public identifier could mean. A raw key string can be read more than
 /// one way (43 characters may be base64url or base58); a verifier tries each and
 /// reports which one verified.
 pub fn candidate_keys(id: &str) -> Result<Vec<(VerifyingKey, KeyForm)>, KeyError> {
-    if let Some(rest) = id.strip_prefix("did:key:") {
-        let mb = rest.strip_prefix('z').ok_or(KeyError::NotEd25519DidKey)?;
-        let bytes = bs58::decode(mb)
-            .into_vec()
-            .map_err(|_| KeyError::NotEd25519DidKey)?;
-        if bytes.len() != 34 || bytes[..2] != ED25519_MULTICODEC {
-            return Err(KeyError::NotEd25519DidKey);
-        }
-        return Ok(vec![(key_from_bytes(&bytes[2..])?, KeyForm::DidKey)]);
+    if id.starts_with("did:key:") {
+        return Ok(vec![(did_key_cached(id)?, KeyForm::DidKey)]);
     }
     let mut out = Vec::new();
     if let Some((bytes, flavor)) = b64_decode_any(id) {
@@ -248,6 +275,23 @@ impl Clone for Keypair {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_did_key_cache_gives_each_id_its_own_key() {
+        let a = Keypair::from_seed(&[1; 32]);
+        let b = Keypair::from_seed(&[2; 32]);
+        for _ in 0..2 {
+            for k in [&a, &b, &a] {
+                let got = candidate_keys(&k.did()).expect("a did:key");
+                assert_eq!(got, vec![(k.public(), KeyForm::DidKey)]);
+            }
+        }
+        // A bad id after a good one is still refused.
+        let mut bad = a.did();
+        bad.pop();
+        assert!(candidate_keys(&a.did()).is_ok());
+        assert!(candidate_keys(&bad).is_err());
+    }
 
     #[test]
     fn did_key_round_trip() {
