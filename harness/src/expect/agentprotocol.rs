@@ -94,21 +94,37 @@ pub struct Me {
     addressed: Option<String>,
 }
 
+/// Where each binding's endpoint lies below the target URL (target-profile.md); the
+/// suite's descriptor lists them.
+pub const ENDPOINT_PATHS: &[(Transport, &str)] = &[
+    (Transport::Http, "agentprotocol"),
+    (Transport::Ws, "agentprotocol/ws"),
+];
+
+/// A new connection to the target's endpoint of the case's binding.
+pub fn endpoint_driver(ctx: &Ctx) -> Driver {
+    let at = |t: Transport| {
+        let path = ENDPOINT_PATHS
+            .iter()
+            .find(|(b, _)| *b == t)
+            .map_or("", |(_, p)| *p);
+        join_url(&ctx.url, path)
+    };
+    match ctx.transport {
+        Transport::Http => Driver::Http(HttpDriver::new(
+            ctx.shared.http.clone(),
+            &at(Transport::Http),
+        )),
+        Transport::Ws => Driver::Ws(WsDriver::new(&at(Transport::Ws), &ctx.shared.tls)),
+        Transport::File => Driver::File(FileDriver::new(&ctx.url)),
+    }
+}
+
 impl Me {
     pub fn new(ctx: &Ctx) -> Me {
         let key = Keypair::generate();
         let id = agent_id(&key);
-        let drv = match ctx.transport {
-            Transport::Http => Driver::Http(HttpDriver::new(
-                ctx.shared.http.clone(),
-                &join_url(&ctx.url, "agentprotocol"),
-            )),
-            Transport::Ws => Driver::Ws(WsDriver::new(
-                &join_url(&ctx.url, "agentprotocol/ws"),
-                &ctx.shared.tls,
-            )),
-            Transport::File => Driver::File(FileDriver::new(&ctx.url)),
-        };
+        let drv = endpoint_driver(ctx);
         Me {
             key,
             id,

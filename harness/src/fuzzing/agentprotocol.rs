@@ -78,13 +78,10 @@ use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
 use super::verdict::{
     self, about, fail, finding, skip, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
 };
-use crate::drive::file::FileDriver;
-use crate::drive::http::HttpDriver;
-use crate::drive::ws::WsDriver;
 use crate::drive::{DriveError, Driver, Limits, Received, Transport};
 use crate::expect::agentprotocol::{read_reply, strings, unknown_code, Answer, Asked, Me};
 use crate::finding::Verdict;
-use crate::script::{describe_drive_error, join_url};
+use crate::script::describe_drive_error;
 use arbitrary::Arbitrary;
 use reference_impl::agentprotocol::message::{self, SigProblem, CODES, PROTOCOL, TYPES};
 use reference_impl::wire::json::Value as Tree;
@@ -1148,18 +1145,7 @@ fn apply_sig(m: &mut Value, s: &SigMut, me: &Me) {
 }
 
 fn new_driver(f: &FuzzCtx) -> Driver {
-    let ctx = &f.ctx;
-    match ctx.transport {
-        Transport::Http => Driver::Http(HttpDriver::new(
-            ctx.shared.http.clone(),
-            &join_url(&ctx.url, "agentprotocol"),
-        )),
-        Transport::Ws => Driver::Ws(WsDriver::new(
-            &join_url(&ctx.url, "agentprotocol/ws"),
-            &ctx.shared.tls,
-        )),
-        Transport::File => Driver::File(FileDriver::new(&ctx.url)),
-    }
+    crate::expect::agentprotocol::endpoint_driver(&f.ctx)
 }
 
 fn limits(f: &FuzzCtx, wait: Duration) -> Limits {

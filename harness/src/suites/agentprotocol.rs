@@ -31,10 +31,7 @@ pub static SUITE: Suite = Suite {
     cases: CASES,
     untestable: UNTESTABLE,
     transports: &[Transport::Http, Transport::Ws, Transport::File],
-    endpoint_paths: &[
-        (Transport::Http, "agentprotocol"),
-        (Transport::Ws, "agentprotocol/ws"),
-    ],
+    endpoint_paths: crate::expect::agentprotocol::ENDPOINT_PATHS,
     faults: reference_impl::agentprotocol::faults::FAULTS,
     start: crate::embedded::agentprotocol,
     signing: Some(crate::case::Signing {
