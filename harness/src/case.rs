@@ -93,9 +93,25 @@ pub struct Suite {
     pub signing: Option<Signing>,
     /// The suite's JSON Schemas (name, text), keyed `suite/name` once compiled.
     pub schemas: &'static [(&'static str, &'static str)],
+    /// Judges one recorded reply again with the suite's own reply checks (the
+    /// offline run of an exported vector).
+    pub reread: RereadFn,
     /// The suite's live fuzzer.
     pub fuzzer: &'static crate::fuzzing::engine::Spec,
 }
+
+/// A reply as a transcript recorded it, to be judged again offline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recorded {
+    pub body: Vec<u8>,
+    /// The HTTP status, when HTTP carried it.
+    pub http_status: Option<u16>,
+    pub content_type: Option<String>,
+}
+
+/// Judges one recorded reply with a suite's reply checks: what it breaks goes to
+/// the context as findings.
+pub type RereadFn = fn(&mut Ctx, &Recorded);
 
 /// A suite's signing scheme as the command line offers it.
 #[derive(Clone, Copy)]

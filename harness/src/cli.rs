@@ -253,7 +253,21 @@ pub enum Command {
     },
     /// Fuzz a live target (without --target: the embedded reference agent).
     Fuzz(FuzzArgs),
-    /// Replay a crash file written by `fuzz`; exit 1 when the finding reproduces.
+    /// Export a failing case of a report (--case) or a fuzz crash file as an offline
+    /// vector: its exchanges, verdict and requirement ids. `replay` runs it without
+    /// the target.
+    Export {
+        /// A report (its folder or report.json) with --case, or a crash file.
+        source: PathBuf,
+        /// The case to export, as the report names it (`suite/case` or `suite/case [transport]`).
+        #[arg(long)]
+        case: Option<String>,
+        /// Where to write the vector (standard output without it).
+        #[arg(long)]
+        out: Option<PathBuf>,
+    },
+    /// Replay a crash file written by `fuzz` against a target, or an exported vector
+    /// offline; exit 1 when the finding reproduces.
     Replay {
         file: PathBuf,
         #[arg(long)]
@@ -445,6 +459,11 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             Ok(0)
         }
         Command::Fuzz(args) => fuzz_command(args, out),
+        Command::Export {
+            source,
+            case,
+            out: to,
+        } => export_command(&source, case.as_deref(), to.as_deref(), out),
         Command::Replay {
             file,
             target,
@@ -1037,6 +1056,101 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
     Ok(0)
 }
 
+/// A JSON file read whole (at most 64 MiB).
+fn read_json(path: &std::path::Path) -> Result<serde_json::Value, CliError> {
+    let bytes = read_input(&Some(path.to_path_buf()))?;
+    serde_json::from_slice(&bytes).map_err(|e| input(path.display(), format!("not JSON: {e}")))
+}
+
+fn export_command(
+    source: &std::path::Path,
+    case: Option<&str>,
+    to: Option<&std::path::Path>,
+    out: &mut impl Write,
+) -> Result<i32, CliError> {
+    let file = if source.is_dir() {
+        source.join("report.json")
+    } else {
+        source.to_path_buf()
+    };
+    let v = read_json(&file)?;
+    let schemas = Schemas::load().map_err(CliError::Harness)?;
+    let vector = match (case, v.get("cases").is_some()) {
+        (Some(id), true) => crate::export::from_report(&v, id, schemas),
+        (None, true) => {
+            return Err(Usage(format!(
+                "{} is a report: name the case to export with --case",
+                file.display()
+            )))
+        }
+        (Some(_), false) => {
+            return Err(Usage(format!(
+                "--case applies to a report; {} is not one",
+                file.display()
+            )))
+        }
+        (None, false) => crate::export::from_crash(&v, schemas),
+    }
+    .map_err(|e| CliError::NotTested(format!("{}: {e}", file.display())))?;
+    let text = serde_json::to_string_pretty(&vector)
+        .map_err(|e| CliError::Harness(format!("cannot write the vector: {e}")))?;
+    match to {
+        Some(p) => {
+            std::fs::write(p, format!("{text}\n")).map_err(|e| unwritable(p.display(), e))?;
+            writeln!(
+                out,
+                "exported {} ({} exchanges, findings {}) to {}; run it offline with: agentconform replay {}",
+                vector.suite,
+                vector.exchanges.len(),
+                vector.expect.findings.join(", "),
+                p.display(),
+                p.display()
+            )
+            .map_err(io)?;
+        }
+        None => writeln!(out, "{text}").map_err(io)?,
+    }
+    Ok(0)
+}
+
+/// The offline run of an exported vector: exit 1 when every finding it records
+/// reproduces, 0 when one does not.
+fn replay_vector(
+    file: &std::path::Path,
+    vector: crate::export::Vector,
+    out: &mut impl Write,
+) -> Result<i32, CliError> {
+    let schemas = Schemas::load().map_err(CliError::Harness)?;
+    let r = crate::export::rejudge(&vector, schemas)
+        .map_err(|e| CliError::NotTested(format!("{}: {e}", file.display())))?;
+    writeln!(
+        out,
+        "judging {} offline: {} recorded replies of {}",
+        file.display(),
+        vector.exchanges.len(),
+        vector.suite
+    )
+    .map_err(io)?;
+    if r.skipped > 0 {
+        writeln!(
+            out,
+            "{} replies were cut short in the transcript and are not judged",
+            r.skipped
+        )
+        .map_err(io)?;
+    }
+    for (key, summary) in &r.found {
+        writeln!(out, "  {key}: {summary}").map_err(io)?;
+    }
+    if r.reproduced() {
+        writeln!(out, "REPRODUCED: {}", vector.expect.findings.join(", ")).map_err(io)?;
+        Ok(1)
+    } else {
+        writeln!(out, "not reproduced: missing {}", r.missing.join(", ")).map_err(io)?;
+        Ok(0)
+    }
+}
+
 fn replay_command(
     file: &std::path::Path,
     target: Option<String>,
@@ -1046,6 +1160,15 @@ fn replay_command(
 ) -> Result<i32, CliError> {
     use crate::fuzzing::campaign;
     use crate::fuzzing::verdict::Outcome;
+    if let Some(vector) = read_json(file).ok().as_ref().and_then(crate::export::read) {
+        if target.is_some() {
+            return Err(Usage(format!(
+                "{} is an exported vector: it runs offline, without --target",
+                file.display()
+            )));
+        }
+        return replay_vector(file, vector.map_err(|e| input(file.display(), e))?, out);
+    }
     let crash = campaign::CrashFile::read(file)?;
     let url = target
         .or_else(|| crash.target.clone())

@@ -7,6 +7,7 @@ pub mod cli;
 pub mod drive;
 pub mod embedded;
 pub mod expect;
+pub mod export;
 pub mod finding;
 pub mod fuzzing;
 pub mod inventory;

@@ -55,6 +55,9 @@ pub struct Ctx {
     pub sent_ids: HashSet<String>,
     /// Ids of messages the target sent in this case.
     pub reply_ids: HashSet<String>,
+    /// The time replies are judged at, when pinned (an offline vector is judged at
+    /// the time its replies were received); else the clock.
+    pub pinned_clock: Option<time::OffsetDateTime>,
 }
 
 fn clip(text: &str) -> String {
@@ -97,7 +100,14 @@ impl Ctx {
             fuzzing: false,
             sent_ids: HashSet::new(),
             reply_ids: HashSet::new(),
+            pinned_clock: None,
         }
+    }
+
+    /// The time a reply is judged at (see [`Ctx::pinned_clock`]).
+    pub fn clock(&self) -> time::OffsetDateTime {
+        self.pinned_clock
+            .unwrap_or_else(time::OffsetDateTime::now_utc)
     }
 
     pub fn profile(&self) -> &Profile {

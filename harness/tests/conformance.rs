@@ -900,6 +900,78 @@ fn cli_fuzz_and_replay(suite: &str, fault: &str, oracle: &str) -> Result<(), Fai
         return Err(format!("the crash file lacks a transcript or a replay line: {rec}").into());
     }
     replays_only_against_fault(&crash, suite, fault)?;
+    // This oracle judges the whole exchange: no offline vector can show it.
+    expect_code(
+        &["export", &crash.to_string_lossy()],
+        2,
+        "no offline vector",
+    )?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `export` turns a failing case of a live run into an offline vector that
+/// `replay` judges without the target: reproduced as recorded, not reproduced once
+/// the recorded reply is a conforming one; a deviation no reply alone shows, and a
+/// case that did not fail, are refused with their reason.
+fn cli_export_and_replay_offline() -> Result<(), Failed> {
+    let dir = tempdir("export");
+    let d = dir.to_string_lossy().into_owned();
+    let (_srv, url) = serve("agora-v1", &["--fault", "signature-hex"])?;
+    let case = "agora-v1/reply-signature-encoding";
+    expect_code(
+        &[
+            "run", "--suite", "agora-v1", "--target", &url, "--cases", case, "--report", &d,
+        ],
+        1,
+        "FAIL",
+    )?;
+    let vector = dir.join("vector.json");
+    let v = vector.to_string_lossy().into_owned();
+    expect_code(
+        &["export", &d, "--case", case, "--out", &v],
+        0,
+        "reply:signature-encoding",
+    )?;
+    drop(_srv);
+    // The target is gone: the vector runs offline.
+    expect_code(
+        &["replay", &v],
+        1,
+        "REPRODUCED: agora-v1/reply:signature-encoding",
+    )?;
+    expect_code(&["replay", &v, "--target", &url], 2, "runs offline")?;
+    // The same exchange with the reply the clean reference gives is not reproduced.
+    let (_clean, clean_url) = serve("agora-v1", &[])?;
+    let clean_dir = dir.join("clean");
+    let cd = clean_dir.to_string_lossy().into_owned();
+    expect_code(
+        &[
+            "run", "--suite", "agora-v1", "--target", &clean_url, "--cases", case, "--report", &cd,
+        ],
+        0,
+        "0 failed",
+    )?;
+    let clean: Value = serde_json::from_slice(
+        &std::fs::read(clean_dir.join("report.json")).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let good = clean["cases"][0]["transcript"]
+        .as_array()
+        .and_then(|t| t.iter().find(|e| e["kind"] == "recv"))
+        .and_then(|e| e["text"].as_str())
+        .ok_or("no reply in the clean transcript")?
+        .to_string();
+    let mut rec: Value =
+        serde_json::from_slice(&std::fs::read(&vector).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    for x in rec["exchanges"].as_array_mut().ok_or("no exchanges")? {
+        x["received"] = Value::String(good.clone());
+    }
+    std::fs::write(&vector, rec.to_string()).map_err(|e| e.to_string())?;
+    expect_code(&["replay", &v], 0, "not reproduced")?;
+    // A passing case has nothing to export.
+    expect_code(&["export", &cd, "--case", case], 2, "no failing")?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -1098,6 +1170,10 @@ fn main() {
     trials.push(Trial::test(
         "cli::agentprotocol_file_binding",
         cli_agentprotocol_file_binding,
+    ));
+    trials.push(Trial::test(
+        "cli::export_and_replay_offline",
+        cli_export_and_replay_offline,
     ));
     for (suite, fault, oracle) in [
         ("agora-v1", "skip-signature-check", "signature"),

@@ -871,6 +871,51 @@ fn agentprotocol_trials() -> Vec<Trial> {
     out
 }
 
+/// Every exported vector (vectors/exported/) runs offline: its recorded replies,
+/// judged again, show every finding it records.
+fn exported_trials() -> Vec<Trial> {
+    let dir = root().join("exported");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
+        .unwrap_or_default();
+    files.retain(|p| p.extension().is_some_and(|x| x == "json"));
+    files.sort();
+    let mut trials = vec![Trial::test("exported::there_are_vectors", {
+        let n = files.len();
+        move || {
+            if n >= 3 {
+                Ok(())
+            } else {
+                Err(format!("{n} exported vectors in vectors/exported/").into())
+            }
+        }
+    })];
+    for path in files {
+        let name = path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        trials.push(Trial::test(format!("exported::{name}"), move || {
+            let text = std::fs::read(&path).map_err(|e| e.to_string())?;
+            let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| e.to_string())?;
+            let vector = agentconform::export::read(&v)
+                .ok_or("not an exported vector")?
+                .map_err(|e| e.to_string())?;
+            let schemas = agentconform::schemas::Schemas::load()?;
+            let r = agentconform::export::rejudge(&vector, schemas).map_err(|e| e.to_string())?;
+            if !r.reproduced() || vector.expect.findings.is_empty() {
+                return Err(format!(
+                    "not reproduced: missing {:?}; found {:?}",
+                    r.missing, r.found
+                )
+                .into());
+            }
+            Ok(())
+        }));
+    }
+    trials
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
@@ -884,5 +929,6 @@ fn main() {
     trials.extend(chorus_trials());
     trials.extend(spaces_trials());
     trials.extend(agentprotocol_trials());
+    trials.extend(exported_trials());
     libtest_mimic::run(&args, trials).exit();
 }

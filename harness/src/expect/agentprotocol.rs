@@ -732,9 +732,7 @@ pub fn read_reply(
                         "reply timestamp {t} is not in UTC (informational, AGP-A12)"
                     ));
                 }
-                let skew = (time::OffsetDateTime::now_utc() - when)
-                    .whole_seconds()
-                    .abs();
+                let skew = (ctx.clock() - when).whole_seconds().abs();
                 if skew > 60 {
                     ctx.note(format!("reply timestamp is {skew} s off the harness clock (informational, AGP-A12)"));
                 }
@@ -1332,6 +1330,18 @@ pub fn explain_verify(bytes: &[u8], out: &mut dyn std::io::Write) -> std::io::Re
             Ok(false)
         }
     }
+}
+
+/// Judges a recorded reply again with [`read_reply`] (an exported vector's offline
+/// run; whom it answered is not recorded, so the addressee is not judged).
+pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
+    let _ = read_reply(
+        ctx,
+        &r.body,
+        r.http_status,
+        &Asked::default(),
+        &mut HashSet::new(),
+    );
 }
 
 #[cfg(test)]

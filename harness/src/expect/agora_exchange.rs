@@ -1008,6 +1008,17 @@ pub fn is_hex40(s: &str) -> bool {
     is_sha1_hex(s)
 }
 
+/// Judges a recorded reply again with [`check_reply`] (an exported vector's offline
+/// run).
+pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
+    let reply = HttpReply {
+        status: r.http_status.unwrap_or(200),
+        content_type: r.content_type.clone(),
+        body: r.body.clone(),
+    };
+    let _ = check_reply(ctx, &reply);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

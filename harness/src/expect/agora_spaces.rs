@@ -1461,6 +1461,29 @@ pub fn judge_stream(frames: &[Value], published: &str) -> Result<String, String>
     Ok(text)
 }
 
+/// Judges a recorded server frame again with [`check_frame`] (an exported vector's
+/// offline run).
+pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
+    match json::parse(&r.body) {
+        Ok(tree) => {
+            if let Err(f) = check_frame(ctx, tree.to_serde()) {
+                ctx.finding(f);
+            }
+        }
+        Err(e) => ctx.finding(
+            Finding::new(
+                "agora-spaces/frame:not-json",
+                &["ASP-001"],
+                format!(
+                    "a server frame is not JSON ({e}): {}",
+                    quote(&String::from_utf8_lossy(&r.body))
+                ),
+            )
+            .owned_by(HANDSHAKE),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

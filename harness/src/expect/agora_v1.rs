@@ -425,7 +425,8 @@ fn check_timestamp(ctx: &mut Ctx, whole: &Value) {
         ))),
         Ok(ts) => {
             let window = Duration::seconds(ctx.profile().timing.replay_window_s as i64);
-            let skew = now() - ts;
+            let at = ctx.clock();
+            let skew = at - ts;
             if skew.abs() > window {
                 ctx.finding(Finding::new(
                     "agora-v1/reply:timestamp-skew",
@@ -433,7 +434,7 @@ fn check_timestamp(ctx: &mut Ctx, whole: &Value) {
                     format!(
                         "reply timestamp {text} is {} s away from the harness clock ({}), outside the {} s window a peer accepts",
                         skew.whole_seconds(),
-                        format_timestamp(now()),
+                        format_timestamp(at),
                         window.whole_seconds()
                     ),
                 ).owned_by(TIMESTAMP_OWNER));
@@ -1175,4 +1176,17 @@ pub fn explain_verify(bytes: &[u8], out: &mut dyn std::io::Write) -> std::io::Re
             Ok(false)
         }
     }
+}
+
+/// Judges a recorded reply again with [`check_reply`] (an exported vector's offline
+/// run).
+pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
+    let received = match r.http_status {
+        Some(status) => Received::Http {
+            status,
+            body: r.body.clone(),
+        },
+        None => Received::Frame(r.body.clone()),
+    };
+    let _ = check_reply(ctx, &received);
 }

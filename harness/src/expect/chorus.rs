@@ -221,6 +221,12 @@ pub async fn call(
         json: parsed,
         raw: String::from_utf8_lossy(&r.body).into_owned(),
     };
+    check_codes(ctx, &resp);
+    Ok(resp)
+}
+
+/// A refusal's codes must be chorus.md §5's (CHO-046, a warning).
+fn check_codes(ctx: &mut Ctx, resp: &Resp) {
     if resp.is_refusal() {
         for code in resp.codes() {
             if !CODES.contains(&code.as_str()) {
@@ -239,7 +245,6 @@ pub async fn call(
             }
         }
     }
-    Ok(resp)
 }
 
 pub async fn post(ctx: &mut Ctx, base: Base, path: &str, body: &Value) -> Step<Resp> {
@@ -1436,6 +1441,21 @@ pub fn expect_taken(ctx: &mut Ctx, r: &Resp, amount: f64, what: &str) -> Step<()
         )
     };
     Err(ctx.block(f.owned_by(TRANSFER)))
+}
+
+/// Judges a recorded reply again (an exported vector's offline run): JSON
+/// (CHO-001) and the codes of a refusal (CHO-046); what a reply must hold beyond
+/// that depends on the request, which the case judged live.
+pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
+    let resp = Resp {
+        http: r.http_status.unwrap_or(200),
+        json: json::parse(&r.body).ok().map(|t| t.to_serde()),
+        raw: String::from_utf8_lossy(&r.body).into_owned(),
+    };
+    if !r.body.is_empty() {
+        let _ = need_json(ctx, &resp, "a recorded request");
+    }
+    check_codes(ctx, &resp);
 }
 
 #[cfg(test)]

@@ -234,6 +234,7 @@ pub fn write_finding(
         "suite": suite, "target": target, "oracle": found.oracle.name(), "detail": found.detail,
         "input": run.label, "reply": reply, "seed": seed, "index": index,
         "transcript": run.transcript,
+        "written_at": reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc()),
     });
     write_crash(out, index, found.oracle, &run.sent, record)
 }

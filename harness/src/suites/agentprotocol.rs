@@ -39,6 +39,7 @@ pub static SUITE: Suite = Suite {
         verify: crate::expect::agentprotocol::explain_verify,
     }),
     schemas: SCHEMAS,
+    reread: crate::expect::agentprotocol::reread,
     fuzzer: &crate::fuzzing::agentprotocol::SPEC,
 };
 

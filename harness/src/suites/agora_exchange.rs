@@ -28,6 +28,7 @@ pub static SUITE: Suite = Suite {
     start: crate::embedded::agora_exchange,
     signing: None,
     schemas: SCHEMAS,
+    reread: crate::expect::agora_exchange::reread,
     fuzzer: &crate::fuzzing::agora_exchange::SPEC,
 };
 

@@ -26,6 +26,7 @@ pub static SUITE: Suite = Suite {
     start: crate::embedded::agora_spaces,
     signing: None,
     schemas: SCHEMAS,
+    reread: crate::expect::agora_spaces::reread,
     fuzzer: &crate::fuzzing::agora_spaces::SPEC,
 };
 

@@ -32,6 +32,7 @@ pub static SUITE: Suite = Suite {
         verify: crate::expect::agora_v1::explain_verify,
     }),
     schemas: SCHEMAS,
+    reread: crate::expect::agora_v1::reread,
     fuzzer: &crate::fuzzing::agora_v1::SPEC,
 };
 

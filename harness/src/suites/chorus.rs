@@ -30,6 +30,7 @@ pub static SUITE: Suite = Suite {
     start: crate::embedded::chorus,
     signing: None,
     schemas: SCHEMAS,
+    reread: crate::expect::chorus::reread,
     fuzzer: &crate::fuzzing::chorus::SPEC,
 };
 
