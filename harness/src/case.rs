@@ -93,11 +93,37 @@ pub struct Suite {
     pub signing: Option<Signing>,
     /// The suite's JSON Schemas (name, text), keyed `suite/name` once compiled.
     pub schemas: &'static [(&'static str, &'static str)],
+    /// Cases of the suite's other side (`run --role client`): the harness is the
+    /// counterparty and the target is a client driven by a command.
+    pub client_cases: &'static [Case],
+    /// The fault catalogue of the suite's reference client.
+    pub client_faults: &'static [reference_impl::faults::Fault],
     /// Judges one recorded reply again with the suite's own reply checks (the
     /// offline run of an exported vector).
     pub reread: RereadFn,
     /// The suite's live fuzzer.
     pub fuzzer: &'static crate::fuzzing::engine::Spec,
+}
+
+/// Which side of a suite a run tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The target answers: the harness is its client (the suite's `cases`).
+    #[default]
+    Server,
+    /// The target asks: the harness is its counterparty (`client_cases`).
+    Client,
+}
+
+impl Suite {
+    /// The cases of `role`.
+    pub fn cases_of(&self, role: Role) -> &'static [Case] {
+        match role {
+            Role::Server => self.cases,
+            Role::Client => self.client_cases,
+        }
+    }
 }
 
 /// A reply as a transcript recorded it, to be judged again offline.

@@ -193,6 +193,32 @@ pub enum Command {
         /// (report.json).
         #[arg(long, value_enum, default_value_t = crate::report::Format::Text)]
         format: crate::report::Format,
+        /// Which side to test: server (the target answers; the default) or client
+        /// (the harness is the counterparty of a client driven by --client).
+        #[arg(long, value_enum, default_value_t = crate::case::Role::Server)]
+        role: crate::case::Role,
+        /// With --role client: the client driver, a shell command with {url},
+        /// {scenario}, {case} and {suite}; the reference driver without it.
+        #[arg(long, requires = "role", conflicts_with_all = ["target", "tls"])]
+        client: Option<String>,
+    },
+    /// Run the reference client of a suite as a client driver (the default driver of
+    /// `run --role client`): prints what it received as JSON lines, exits 1 when its
+    /// client reports an error.
+    Client {
+        #[arg(long)]
+        suite: String,
+        #[arg(long)]
+        scenario: String,
+        /// The counterparty's URL.
+        #[arg(long)]
+        url: String,
+        /// The scenario's inputs (JSON); default: the file AGENTCONFORM_INPUT names.
+        #[arg(long)]
+        input: Option<PathBuf>,
+        /// A fault of the reference client (repeatable), for testing the client cases.
+        #[arg(long = "fault")]
+        faults: Vec<String>,
     },
     /// Baselines of expected failures.
     #[command(subcommand)]
@@ -441,10 +467,11 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 Some(id) => vec![suites::by_id(id).ok_or_else(|| unknown_suite(id))?],
             };
             for s in chosen {
-                for c in s.cases {
+                let server = s.cases.iter().map(|c| (c, ""));
+                for (c, role) in server.chain(s.client_cases.iter().map(|c| (c, " (client)"))) {
                     writeln!(
                         out,
-                        "{:<48} {:<8} {}{}",
+                        "{:<48} {:<8} {}{}{role}",
                         c.id,
                         c.level.to_string(),
                         c.requirements.join(","),
@@ -459,6 +486,13 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             Ok(0)
         }
         Command::Fuzz(args) => fuzz_command(args, out),
+        Command::Client {
+            suite,
+            scenario,
+            url,
+            input: input_file,
+            faults,
+        } => client_command(&suite, &scenario, &url, input_file, &faults, out),
         Command::Export {
             source,
             case,
@@ -659,7 +693,17 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             key,
             baseline,
             format,
+            role,
+            client,
         } => {
+            if role == crate::case::Role::Client && target.is_some() {
+                return Err(Usage(
+                    "--role client tests a client driven by --client; it takes no --target".into(),
+                ));
+            }
+            if client.is_some() && role != crate::case::Role::Client {
+                return Err(Usage("--client needs --role client".into()));
+            }
             let baseline = match &baseline {
                 Some(p) => Some((
                     crate::report::baseline::Baseline::load(p).map_err(Usage)?,
@@ -682,6 +726,19 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 }
                 prof.timing.case_timeout_ms = t;
             }
+            if role == crate::case::Role::Client {
+                if let Some(c) = &client {
+                    prof.client.command = Some(c.clone());
+                }
+                if prof.client.command.is_none() {
+                    let exe = std::env::current_exe()
+                        .map_err(|e| CliError::Harness(format!("cannot find this program: {e}")))?;
+                    prof.client.command = Some(format!(
+                        "{} client --suite {{suite}} --scenario {{scenario}} --url {{url}}",
+                        crate::report::shell_quote(&exe.display().to_string())
+                    ));
+                }
+            }
             if target.is_none() {
                 // The embedded agents' fixtures: the agora-spaces reference has a space
                 // "full" of capacity 1, and takes the profile's token and heartbeat timeout.
@@ -690,6 +747,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 }
             }
             let selection = Selection {
+                role,
                 include: cases,
                 exclude,
                 include_slow,
@@ -718,6 +776,15 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 let mut servers = Vec::new();
                 let mut plan = Vec::new();
                 let label = match &target {
+                    _ if role == crate::case::Role::Client => {
+                        for s in &chosen {
+                            plan.push((*s, Endpoints(vec![(Transport::Http, String::new())])));
+                        }
+                        format!(
+                            "client driver: {}",
+                            shared.profile.client.command.clone().unwrap_or_default()
+                        )
+                    }
                     Some(url) => {
                         let transport = parse_target(url)?;
                         for s in &chosen {
@@ -748,7 +815,12 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 // per case.
                 let wait = Duration::from_millis(shared.profile.timing.case_timeout_ms);
                 let mut unreachable = None;
-                'probe: for (suite, endpoints) in &plan {
+                let servers_to_probe = if role == crate::case::Role::Client {
+                    &plan[..0]
+                } else {
+                    &plan[..]
+                };
+                'probe: for (suite, endpoints) in servers_to_probe {
                     for (transport, url) in &endpoints.0 {
                         let url = suite.endpoint_url(*transport, url);
                         if let Err(e) = crate::drive::preflight(
@@ -811,6 +883,12 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             let mut rep = Report::new(&target_label, suites_run, started_at, output);
             rep.error = error.clone();
             let mut base: Vec<String> = Vec::new();
+            if role == crate::case::Role::Client {
+                base.extend(["--role".into(), "client".into()]);
+                if let Some(c) = &client {
+                    base.extend(["--client".into(), c.clone()]);
+                }
+            }
             if let Some(t) = &target {
                 base.extend(["--target".into(), t.clone()]);
             }
@@ -1054,6 +1132,63 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
         )));
     }
     Ok(0)
+}
+
+/// `agentconform client`: the reference client of a suite as a client driver.
+fn client_command(
+    suite: &str,
+    scenario: &str,
+    url: &str,
+    input_file: Option<PathBuf>,
+    faults: &[String],
+    out: &mut impl Write,
+) -> Result<i32, CliError> {
+    let path = match input_file {
+        Some(p) => p,
+        None => std::env::var_os("AGENTCONFORM_INPUT")
+            .map(PathBuf::from)
+            .ok_or_else(|| Usage("no input: pass --input FILE or set AGENTCONFORM_INPUT".into()))?,
+    };
+    let input_value = read_json(&path)?;
+    match (suite, scenario) {
+        ("agora-v1", "request") => {
+            use reference_impl::agora_v1::client;
+            for f in faults {
+                if !client::CLIENT_FAULTS.iter().any(|k| k.name == f) {
+                    return Err(Usage(format!("unknown agora-v1 client fault {f:?}")));
+                }
+            }
+            let ask =
+                client::Ask::from_input(&input_value).map_err(|e| input(path.display(), e))?;
+            let key = Keypair::generate();
+            let rt = runtime()?;
+            let (outcome, result) = rt.block_on(client::request(
+                url,
+                &key,
+                &ask,
+                faults,
+                Duration::from_secs(10),
+            ));
+            for v in &outcome.received {
+                writeln!(out, "{}", serde_json::json!({ "received": v })).map_err(io)?;
+            }
+            match result {
+                Ok(()) => {
+                    let data = outcome.data.unwrap_or(serde_json::Value::Null);
+                    writeln!(out, "{}", serde_json::json!({ "result": data })).map_err(io)?;
+                    Ok(0)
+                }
+                Err(e) => {
+                    writeln!(out, "{}", serde_json::json!({ "error": e.to_string() }))
+                        .map_err(io)?;
+                    Ok(1)
+                }
+            }
+        }
+        _ => Err(Usage(format!(
+            "the reference clients cover agora-v1 scenario request; not {suite} {scenario}"
+        ))),
+    }
 }
 
 /// A JSON file read whole (at most 64 MiB).

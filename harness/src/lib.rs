@@ -4,6 +4,7 @@
 
 pub mod case;
 pub mod cli;
+pub mod counterparty;
 pub mod drive;
 pub mod embedded;
 pub mod expect;

@@ -19,6 +19,31 @@ pub struct Profile {
     #[serde(rename = "agora-exchange")]
     pub agora_exchange: AgoraExchange,
     pub agentprotocol: AgentProtocol,
+    /// Client runs (`run --role client`): the implementer's client driver.
+    pub client: ClientSection,
+}
+
+/// How the harness runs a client under test (`run --role client`).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ClientSection {
+    /// The client driver: a shell command with `{url}`, `{scenario}` and `{case}`
+    /// (`--client` sets it; without either, the reference driver runs).
+    pub command: Option<String>,
+    /// How long one driver run may take before its process group is ended.
+    pub timeout_ms: u64,
+    /// Most bytes of the driver's standard output and error kept (each).
+    pub max_output_bytes: usize,
+}
+
+impl Default for ClientSection {
+    fn default() -> Self {
+        ClientSection {
+            command: None,
+            timeout_ms: 10_000,
+            max_output_bytes: 64 * 1024,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, Deserialize)]

@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 /// Which cases to run.
 #[derive(Debug, Clone, Default)]
 pub struct Selection {
+    /// Which side of each suite is tested.
+    pub role: crate::case::Role,
     pub include: Vec<String>,
     pub exclude: Vec<String>,
     pub include_slow: bool,
@@ -343,7 +345,11 @@ pub async fn run_with_progress(
     let mut untestable = Vec::new();
     for (suite, endpoints) in plan {
         untestable.extend_from_slice(suite.untestable);
-        for case in suite.cases.iter().filter(|c| selected(c.id)) {
+        for case in suite
+            .cases_of(selection.role)
+            .iter()
+            .filter(|c| selected(c.id))
+        {
             let offered: Vec<&(Transport, String)> = endpoints
                 .0
                 .iter()

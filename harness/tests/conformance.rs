@@ -139,6 +139,7 @@ fn coverage(suite: &'static Suite) -> Result<(), Failed> {
     let cited: BTreeSet<&str> = suite
         .cases
         .iter()
+        .chain(suite.client_cases)
         .flat_map(|c| c.requirements.iter().copied())
         .collect();
     let untestable: BTreeSet<&str> = suite.untestable.iter().map(|u| u.requirement).collect();
@@ -165,7 +166,7 @@ fn coverage(suite: &'static Suite) -> Result<(), Failed> {
         }
     }
     let mut seen = BTreeSet::new();
-    for c in suite.cases {
+    for c in suite.cases.iter().chain(suite.client_cases) {
         if !seen.insert(c.id) {
             problems.push(format!("duplicate case id {}", c.id));
         }
@@ -976,6 +977,136 @@ fn cli_export_and_replay_offline() -> Result<(), Failed> {
     Ok(())
 }
 
+/// The client role: the reference client passes every client case of its suite,
+/// and each of its faults fails exactly the cases the catalogue names.
+fn cli_client_role(suite: &'static Suite) -> Result<(), Failed> {
+    expect_code(
+        &["run", "--suite", suite.id, "--role", "client"],
+        0,
+        &format!("{} passed, 0 failed", suite.client_cases.len()),
+    )?;
+    let exe = bin().to_string_lossy().into_owned();
+    for f in suite.client_faults {
+        let driver = format!(
+            "'{exe}' client --suite {{suite}} --scenario {{scenario}} --url {{url}} --fault {}",
+            f.name
+        );
+        let (code, out, err) = cli(&[
+            "run", "--suite", suite.id, "--role", "client", "--client", &driver, "--format",
+            "short",
+        ])?;
+        let failed: BTreeSet<&str> = out
+            .lines()
+            .filter_map(|l| l.strip_prefix("FAIL "))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|id| !id.starts_with('['))
+            .collect();
+        let want: BTreeSet<&str> = f.caught_by.iter().copied().collect();
+        if code != 1 || failed != want {
+            return Err(format!(
+                "client fault {}: exit {code}, failed {failed:?}, want {want:?}\n{out}\n{err}",
+                f.name
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
+/// A client driver that hangs, or floods its output, is ended at the profile's
+/// deadline and capped: every case fails with what the driver did, none passes.
+fn cli_client_driver_misbehaves() -> Result<(), Failed> {
+    let dir = tempdir("client-driver");
+    let profile = dir.join("p.toml");
+    std::fs::write(
+        &profile,
+        "[client]\ntimeout_ms = 300\nmax_output_bytes = 1024\n",
+    )
+    .map_err(|e| e.to_string())?;
+    let p = profile.to_string_lossy().into_owned();
+    for (driver, says) in [
+        ("sleep 30", "still running at the deadline"),
+        ("yes flood", "cut at 1024 bytes"),
+        ("exit 3", "exited with 3"),
+    ] {
+        let report = dir.join("r");
+        let r = report.to_string_lossy().into_owned();
+        let (code, out, err) = cli(&[
+            "run",
+            "--suite",
+            "agora-v1",
+            "--role",
+            "client",
+            "--client",
+            driver,
+            "--profile",
+            &p,
+            "--report",
+            &r,
+        ])?;
+        if code != 1 || out.contains("PASS ") {
+            return Err(format!("driver {driver:?}: exit {code}\n{out}\n{err}").into());
+        }
+        let json =
+            std::fs::read_to_string(report.join("report.json")).map_err(|e| e.to_string())?;
+        if !json.contains(says) {
+            return Err(format!("driver {driver:?}: the report does not say {says:?}").into());
+        }
+    }
+    // What the driver started is ended with it: its whole process group.
+    let pid_file = dir.join("pid");
+    let driver = format!("sleep 1000 & echo $! > '{}'; wait", pid_file.display());
+    cli(&[
+        "run",
+        "--suite",
+        "agora-v1",
+        "--role",
+        "client",
+        "--client",
+        &driver,
+        "--profile",
+        &p,
+    ])?;
+    let pid = std::fs::read_to_string(&pid_file).map_err(|e| e.to_string())?;
+    let proc_dir = std::path::Path::new("/proc").join(pid.trim());
+    let gone = (0..40).any(|_| {
+        let alive =
+            std::fs::read_to_string(proc_dir.join("stat")).is_ok_and(|s| !s.contains(") Z "));
+        if alive {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        !alive
+    });
+    if !gone {
+        return Err(format!("the driver's child {} outlived the run", pid.trim()).into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// A client driver in another language: a Python driver (standard library only)
+/// for the agora-v1 request scenario passes every agora-v1 client case.
+fn cli_client_python_driver() -> Result<(), Failed> {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return Err("python3 is not installed (Debian: python3)".into());
+    }
+    let driver =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("client-drivers/agora_v1_request.py");
+    let cmd = format!("python3 '{}'", driver.display());
+    expect_code(
+        &[
+            "run", "--suite", "agora-v1", "--role", "client", "--client", &cmd,
+        ],
+        0,
+        "6 passed, 0 failed",
+    )?;
+    Ok(())
+}
+
 /// `replay` of `crash` reproduces against `serve --fault` and not against a clean server.
 fn replays_only_against_fault(crash: &Path, suite: &str, fault: &str) -> Result<(), Failed> {
     let (_serve, url) = serve(suite, &["--fault", fault])?;
@@ -1170,6 +1301,23 @@ fn main() {
     trials.push(Trial::test(
         "cli::agentprotocol_file_binding",
         cli_agentprotocol_file_binding,
+    ));
+    for suite in suites::all()
+        .into_iter()
+        .filter(|s| !s.client_cases.is_empty())
+    {
+        trials.push(Trial::test(
+            format!("cli::client_role::{}", suite.id),
+            move || cli_client_role(suite),
+        ));
+    }
+    trials.push(Trial::test(
+        "cli::client_driver_misbehaves",
+        cli_client_driver_misbehaves,
+    ));
+    trials.push(Trial::test(
+        "cli::client_python_driver",
+        cli_client_python_driver,
     ));
     trials.push(Trial::test(
         "cli::export_and_replay_offline",

@@ -1190,3 +1190,136 @@ pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
     };
     let _ = check_reply(ctx, &received);
 }
+
+// ---------------------------------------------------------------------------
+// The client role: the harness as the provider a requester under test talks to.
+
+/// How the harness, as provider, answers a requester's REQUEST.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Provide {
+    /// A RESULT at once (the direct flow).
+    Direct,
+    /// An OFFER at this cost, then a RESULT for its ACCEPT; `stale` stamps the
+    /// OFFER ten minutes in the past, `bad_signature` breaks its signature.
+    Offer {
+        cost: f64,
+        stale: bool,
+        bad_signature: bool,
+    },
+    /// An ERROR with this code.
+    Error(i64),
+}
+
+/// The provider's answers, signed with `key`: REQUEST as `plan` says, ACCEPT with a
+/// RESULT for the REQUEST, anything else with ERROR 400.
+pub fn provider(key: Keypair, plan: Provide) -> crate::counterparty::Answer {
+    let mut request: Option<(String, Value)> = None;
+    Box::new(move |bytes: &[u8]| {
+        let msg: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+        let ty = msg["type"].as_str().unwrap_or_default().to_string();
+        let id = msg["id"].as_str().unwrap_or_default().to_string();
+        let mut at = now();
+        let mut bad = false;
+        let (rty, payload) = match (ty.as_str(), plan) {
+            ("REQUEST", Provide::Direct) => (
+                "RESULT",
+                json!({"request_id": id, "status": "success", "data": msg["payload"]["params"]}),
+            ),
+            (
+                "REQUEST",
+                Provide::Offer {
+                    cost,
+                    stale,
+                    bad_signature,
+                },
+            ) => {
+                request = Some((id.clone(), msg["payload"]["params"].clone()));
+                if stale {
+                    at -= Duration::minutes(10);
+                }
+                bad = bad_signature;
+                (
+                    "OFFER",
+                    json!({"request_id": id, "cost": cost, "ttl": 30_000, "eta": 10}),
+                )
+            }
+            ("REQUEST", Provide::Error(code)) => (
+                "ERROR",
+                json!({"code": code, "message": "refused by the harness", "request_id": id}),
+            ),
+            ("ACCEPT", _) => match &request {
+                Some((rid, params)) => (
+                    "RESULT",
+                    json!({"request_id": rid, "status": "success", "data": params}),
+                ),
+                None => (
+                    "ERROR",
+                    json!({"code": 404, "message": "no offer was made"}),
+                ),
+            },
+            _ => (
+                "ERROR",
+                json!({"code": 400, "message": "unexpected message"}),
+            ),
+        };
+        let mut env = envelope::build(rty, &new_id(), at, &key.did(), payload);
+        if rty == "OFFER" {
+            // The OFFER's envelope id names it (AV1-A11); the payload says so too.
+            env["payload"]["offer_id"] = env["id"].clone();
+        }
+        let _ = envelope::sign(&mut env, &key, SigVariant::Blank);
+        if bad {
+            let sig = env["sender"]["signature"].as_str().unwrap_or_default();
+            let flipped: String = sig
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i == 5 {
+                        if c == 'A' {
+                            'B'
+                        } else {
+                            'A'
+                        }
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            env["sender"]["signature"] = json!(flipped);
+        }
+        let code = if rty == "ERROR" {
+            env["payload"]["code"]
+                .as_u64()
+                .and_then(|c| u16::try_from(c).ok())
+                .unwrap_or(400)
+        } else {
+            200
+        };
+        (code, wire(&env))
+    })
+}
+
+/// Judges a message the client under test sent: every rule of [`check_reply`]
+/// (the envelope, its signature, a fresh id and timestamp) and its payload against
+/// its type's schema (REQUEST: AV1-032…035; ACCEPT: AV1-040, AV1-041).
+pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Env> {
+    let env = match check_reply(ctx, &Received::Frame(bytes.to_vec()))? {
+        Some(e) => e,
+        None => return fail("the client sent an empty message"),
+    };
+    let (schema, ids): (&str, &[&str]) = match env.ty.as_str() {
+        "REQUEST" => ("request", &["AV1-032", "AV1-033", "AV1-034", "AV1-035"]),
+        "ACCEPT" => ("accept", &["AV1-040", "AV1-041"]),
+        _ => return Ok(env),
+    };
+    let found = crate::finding::schema_findings(
+        &ctx.shared.schemas,
+        &format!("agora-v1/{schema}"),
+        &env.payload,
+        ids,
+    );
+    for f in found {
+        ctx.finding(f);
+    }
+    Ok(env)
+}

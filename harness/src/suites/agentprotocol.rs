@@ -39,6 +39,8 @@ pub static SUITE: Suite = Suite {
         verify: crate::expect::agentprotocol::explain_verify,
     }),
     schemas: SCHEMAS,
+    client_cases: &[],
+    client_faults: &[],
     reread: crate::expect::agentprotocol::reread,
     fuzzer: &crate::fuzzing::agentprotocol::SPEC,
 };

@@ -28,6 +28,8 @@ pub static SUITE: Suite = Suite {
     start: crate::embedded::agora_exchange,
     signing: None,
     schemas: SCHEMAS,
+    client_cases: &[],
+    client_faults: &[],
     reread: crate::expect::agora_exchange::reread,
     fuzzer: &crate::fuzzing::agora_exchange::SPEC,
 };

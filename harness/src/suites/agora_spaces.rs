@@ -26,6 +26,8 @@ pub static SUITE: Suite = Suite {
     start: crate::embedded::agora_spaces,
     signing: None,
     schemas: SCHEMAS,
+    client_cases: &[],
+    client_faults: &[],
     reread: crate::expect::agora_spaces::reread,
     fuzzer: &crate::fuzzing::agora_spaces::SPEC,
 };

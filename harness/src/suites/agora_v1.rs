@@ -18,6 +18,12 @@ macro_rules! case {
 
 const ANY: Bindings = Bindings::Any;
 
+macro_rules! client_case {
+    ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, |$ctx:ident| $body:block) => {
+        crate::define_case!("agora-v1", $id, $title, [$($req),*], $level, Bindings::Only(Transport::Http), false, None, |$ctx| $body)
+    };
+}
+
 pub static SUITE: Suite = Suite {
     id: "agora-v1",
     prefix: "AV1",
@@ -32,15 +38,13 @@ pub static SUITE: Suite = Suite {
         verify: crate::expect::agora_v1::explain_verify,
     }),
     schemas: SCHEMAS,
+    client_cases: CLIENT_CASES,
+    client_faults: reference_impl::agora_v1::client::CLIENT_FAULTS,
     reread: crate::expect::agora_v1::reread,
     fuzzer: &crate::fuzzing::agora_v1::SPEC,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[
-    Untestable { requirement: "AV1-028", reason: "requester role: the target profile gives the harness no way to make a target send a REQUEST, so its requester states cannot be driven" },
-    Untestable { requirement: "AV1-029", reason: "requester role: the target profile gives the harness no way to make a target send a REQUEST, so its reaction to an OFFER cannot be observed" },
-    Untestable { requirement: "AV1-030", reason: "requester role: the target profile gives the harness no way to make a target send a REQUEST or ACCEPT" },
-    Untestable { requirement: "AV1-031", reason: "requester role: the target profile gives the harness no way to make a target send a REQUEST, so its FAILED state cannot be driven" },
     Untestable { requirement: "AV1-036", reason: "needs a slow resource whose run time exceeds REQUEST.timeout; the target profile defines none" },
     Untestable { requirement: "AV1-052", reason: "needs a fault-injection resource that makes the target fail; the target profile defines none (informational in the inventory)" },
     Untestable { requirement: "AV1-053", reason: "needs a busy or maintenance switch on the target; the target profile defines none (informational in the inventory)" },
@@ -449,6 +453,234 @@ pub const CASES: &[Case] = &[
         Ok(())
     }),
 ];
+
+/// The requester's side (`run --role client`): the harness is the provider, the
+/// client driver runs scenario `request` against it.
+pub const CLIENT_CASES: &[Case] = &[
+    client_case!(
+        "client-direct",
+        "the requester sends a well-formed, signed REQUEST and takes the RESULT",
+        ["AV1-001", "AV1-016", "AV1-017", "AV1-028", "AV1-030", "AV1-032", "AV1-033"],
+        Must,
+        |ctx| {
+            let ask = client_ask(ctx, false);
+            let run = drive_requester(ctx, &ask, Provide::Direct).await?;
+            let request = first_request(ctx, &run)?;
+            if request.payload["resource"] != ask["resource"]
+                || request.payload["params"] != ask["params"]
+            {
+                return fail(format!(
+                    "the REQUEST asks for {} with {}, not the scenario's {} with {}",
+                    request.payload["resource"],
+                    request.payload["params"],
+                    ask["resource"],
+                    ask["params"]
+                ));
+            }
+            ctx.checked("the REQUEST names the scenario's resource and params");
+            completed(ctx, &run, &ask["params"])
+        }
+    ),
+    client_case!(
+        "client-negotiated",
+        "the requester ACCEPTs an OFFER within its budget by the OFFER's id and takes the RESULT",
+        ["AV1-029", "AV1-030", "AV1-040"],
+        Must,
+        |ctx| {
+            let ask = client_ask(ctx, true);
+            let plan = Provide::Offer {
+                cost: 5.0,
+                stale: false,
+                bad_signature: false,
+            };
+            let run = drive_requester(ctx, &ask, plan).await?;
+            first_request(ctx, &run)?;
+            let offer: serde_json::Value =
+                serde_json::from_slice(&run.exchanges[0].answered).unwrap_or_default();
+            let Some(accept) = run.exchanges.get(1) else {
+                return fail(format!(
+                    "the requester sent no ACCEPT for an OFFER within its budget; {}",
+                    run.ended()
+                ));
+            };
+            let accept = check_client_message(ctx, &accept.received)?;
+            if accept.ty != "ACCEPT" {
+                return fail(format!(
+                    "after the OFFER the requester sent {}, not ACCEPT",
+                    accept.ty
+                ));
+            }
+            if accept.payload["offer_id"] != offer["id"] {
+                return fail(format!(
+                    "the ACCEPT names offer {}, not the OFFER's id {} (AV1-040)",
+                    accept.payload["offer_id"], offer["id"]
+                ));
+            }
+            ctx.checked("the ACCEPT names the OFFER by its id");
+            completed(ctx, &run, &ask["params"])
+        }
+    ),
+    client_case!(
+        "client-refuses-offer-over-budget",
+        "the requester does not ACCEPT an OFFER over its budget",
+        ["AV1-029", "AV1-034"],
+        Must,
+        |ctx| {
+            let ask = client_ask(ctx, true);
+            let plan = Provide::Offer {
+                cost: 20.0,
+                stale: false,
+                bad_signature: false,
+            };
+            let run = drive_requester(ctx, &ask, plan).await?;
+            first_request(ctx, &run)?;
+            refused(ctx, &run, "an OFFER costing 20 over its budget of 10")
+        }
+    ),
+    client_case!(
+        "client-refuses-bad-offer-signature",
+        "the requester does not ACCEPT an OFFER whose signature does not verify",
+        ["AV1-016", "AV1-017", "AV1-023", "AV1-029"],
+        Must,
+        |ctx| {
+            let ask = client_ask(ctx, true);
+            let plan = Provide::Offer {
+                cost: 5.0,
+                stale: false,
+                bad_signature: true,
+            };
+            let run = drive_requester(ctx, &ask, plan).await?;
+            first_request(ctx, &run)?;
+            refused(ctx, &run, "an OFFER whose signature does not verify")
+        }
+    ),
+    client_case!(
+        "client-refuses-stale-offer",
+        "the requester does not ACCEPT an OFFER stamped outside the replay window",
+        ["AV1-006", "AV1-029"],
+        Must,
+        |ctx| {
+            let ask = client_ask(ctx, true);
+            let plan = Provide::Offer {
+                cost: 5.0,
+                stale: true,
+                bad_signature: false,
+            };
+            let run = drive_requester(ctx, &ask, plan).await?;
+            first_request(ctx, &run)?;
+            refused(ctx, &run, "an OFFER stamped ten minutes ago")
+        }
+    ),
+    client_case!(
+        "client-error-fails-the-task",
+        "an ERROR ends the requester's task as failed",
+        ["AV1-031"],
+        Must,
+        |ctx| {
+            let ask = client_ask(ctx, false);
+            let run = drive_requester(ctx, &ask, Provide::Error(404)).await?;
+            first_request(ctx, &run)?;
+            if run.exchanges.len() > 1 {
+                return fail("the requester went on after an ERROR");
+            }
+            if run.lines.iter().any(|l| l.get("result").is_some()) || !run.failed() {
+                return fail(format!(
+                    "the requester reported success after an ERROR 404: {}; stdout: {}",
+                    run.ended(),
+                    crate::finding::clipped(run.stdout.trim(), 300)
+                ));
+            }
+            ctx.checked("the requester reported the task as failed");
+            Ok(())
+        }
+    ),
+];
+
+/// The scenario input of a client case: the profile's direct (or negotiated)
+/// resource, params, and a budget of 10.
+fn client_ask(ctx: &crate::script::Ctx, negotiated: bool) -> serde_json::Value {
+    let p = &ctx.profile().agora_v1;
+    let resource = if negotiated {
+        &p.negotiated_resource
+    } else {
+        &p.direct_resource
+    };
+    json!({"resource": resource, "params": {"text": "hello from the harness"}, "budget": 10})
+}
+
+async fn drive_requester(
+    ctx: &mut crate::script::Ctx,
+    ask: &serde_json::Value,
+    plan: Provide,
+) -> crate::case::Step<crate::counterparty::DriverRun> {
+    let answer = provider(ctx.shared.key.clone(), plan);
+    crate::counterparty::drive(ctx, "request", ask, answer).await
+}
+
+/// The first message must be a well-formed REQUEST.
+fn first_request(
+    ctx: &mut crate::script::Ctx,
+    run: &crate::counterparty::DriverRun,
+) -> crate::case::Step<Env> {
+    let Some(first) = run.exchanges.first() else {
+        return fail(format!(
+            "the requester sent nothing; {}; stderr: {}",
+            run.ended(),
+            crate::finding::clipped(run.stderr.trim(), 300)
+        ));
+    };
+    let env = check_client_message(ctx, &first.received)?;
+    if env.ty != "REQUEST" {
+        return fail(format!(
+            "the requester's first message is {}, not REQUEST",
+            env.ty
+        ));
+    }
+    ctx.checked("the requester's first message is a REQUEST");
+    Ok(env)
+}
+
+/// The task completed: the driver exited 0 and printed the RESULT's data.
+fn completed(
+    ctx: &mut crate::script::Ctx,
+    run: &crate::counterparty::DriverRun,
+    data: &serde_json::Value,
+) -> crate::case::Step<()> {
+    if run.failed() {
+        return fail(format!(
+            "the requester did not complete the task: {}; stdout: {}",
+            run.ended(),
+            crate::finding::clipped(run.stdout.trim(), 300)
+        ));
+    }
+    if !run.lines.iter().any(|l| l.get("result") == Some(data)) {
+        return fail(format!(
+            "the driver printed no result line with the RESULT's data {data}: {}",
+            crate::finding::clipped(run.stdout.trim(), 300)
+        ));
+    }
+    ctx.checked("the requester completed the task with the RESULT's data");
+    Ok(())
+}
+
+/// The requester must not ACCEPT what it was offered.
+fn refused(
+    ctx: &mut crate::script::Ctx,
+    run: &crate::counterparty::DriverRun,
+    what: &str,
+) -> crate::case::Step<()> {
+    let accepted = run.sent().skip(1).any(|b| {
+        serde_json::from_slice::<serde_json::Value>(b).is_ok_and(|v| v["type"] == "ACCEPT")
+    });
+    if accepted {
+        return fail(format!("the requester ACCEPTed {what}"));
+    }
+    ctx.checked(format!("the requester did not ACCEPT {what}"));
+    if !run.failed() {
+        ctx.note("the driver exited 0 although its client refused the offer");
+    }
+    Ok(())
+}
 
 fn is_uuid_v4(s: &str) -> bool {
     let b = s.as_bytes();

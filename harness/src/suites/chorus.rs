@@ -30,6 +30,8 @@ pub static SUITE: Suite = Suite {
     start: crate::embedded::chorus,
     signing: None,
     schemas: SCHEMAS,
+    client_cases: &[],
+    client_faults: &[],
     reread: crate::expect::chorus::reread,
     fuzzer: &crate::fuzzing::chorus::SPEC,
 };
