@@ -1185,8 +1185,34 @@ fn client_command(
                 }
             }
         }
+        ("agora-exchange", "single" | "conversation") => {
+            use reference_impl::agora_exchange::client;
+            for f in faults {
+                if !client::CLIENT_FAULTS.iter().any(|k| k.name == f) {
+                    return Err(Usage(format!("unknown agora-exchange client fault {f:?}")));
+                }
+            }
+            let rt = runtime()?;
+            let (received, result) =
+                rt.block_on(client::scenario(url, scenario, &input_value, faults));
+            for v in &received {
+                writeln!(out, "{}", serde_json::json!({ "received": v })).map_err(io)?;
+            }
+            match result {
+                Ok(bodies) => {
+                    for b in bodies {
+                        writeln!(out, "{}", serde_json::json!({ "result": b })).map_err(io)?;
+                    }
+                    Ok(0)
+                }
+                Err(e) => {
+                    writeln!(out, "{}", serde_json::json!({ "error": e.to_string() })).map_err(io)?;
+                    Ok(1)
+                }
+            }
+        }
         _ => Err(Usage(format!(
-            "the reference clients cover agora-v1 scenario request; not {suite} {scenario}"
+            "the reference clients cover agora-v1 scenario request and agora-exchange scenarios single and conversation; not {suite} {scenario}"
         ))),
     }
 }

@@ -26,13 +26,17 @@ use tokio::io::AsyncReadExt;
 /// One message the client sent, and the harness's answer.
 #[derive(Debug, Clone)]
 pub struct Exchange {
+    /// The path the client POSTed to (`/` for the base URL).
+    pub path: String,
+    pub content_type: Option<String>,
     pub received: Vec<u8>,
     pub answered: Vec<u8>,
     pub status: u16,
 }
 
-/// The scripted side: answers each message the client sends (status, body).
-pub type Answer = Box<dyn FnMut(&[u8]) -> (u16, Vec<u8>) + Send>;
+/// The scripted side: answers each message the client sends to a path (status,
+/// body).
+pub type Answer = Box<dyn FnMut(&str, &[u8]) -> (u16, Vec<u8>) + Send>;
 
 /// How the driver ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,14 +86,26 @@ struct Side {
     max_bytes: usize,
 }
 
-async fn on_message(State(side): State<Side>, body: Body) -> axum::response::Response {
+async fn on_message(
+    State(side): State<Side>,
+    uri: axum::http::Uri,
+    headers: axum::http::HeaderMap,
+    body: Body,
+) -> axum::response::Response {
     let Ok(bytes) = to_bytes(body, side.max_bytes).await else {
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
+    let path = uri.path().to_string();
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
     let mut guard = side.state.lock().unwrap_or_else(|p| p.into_inner());
     let (answer, log) = &mut *guard;
-    let (status, out) = answer(&bytes);
+    let (status, out) = answer(&path, &bytes);
     log.push(Exchange {
+        path,
+        content_type,
         received: bytes.to_vec(),
         answered: out.clone(),
         status,
@@ -215,7 +231,8 @@ pub async fn drive(
     let _ = std::fs::remove_dir_all(&dir);
     let exchanges = std::mem::take(&mut side.state.lock().unwrap_or_else(|p| p.into_inner()).1);
     for x in &exchanges {
-        ctx.log_frame("recv", "client", &String::from_utf8_lossy(&x.received));
+        let said = format!("POST {}\n{}", x.path, String::from_utf8_lossy(&x.received));
+        ctx.log_frame("recv", "client", &said);
         ctx.log_frame(
             "send",
             "harness",

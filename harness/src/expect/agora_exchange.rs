@@ -1019,6 +1019,59 @@ pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
     let _ = check_reply(ctx, &reply);
 }
 
+// ---------------------------------------------------------------------------
+// The client role: the harness as the server a client under test talks to.
+
+/// How the harness, as agora-exchange server, answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Serve {
+    /// Success; a request with `"multiround": true` opens conversation `conv-1`.
+    Plain,
+    /// Success, but multi-round mode declined: no conversationId (AEX-028).
+    DeclineConversation,
+    /// Every request fails: `{"status": "failure", "error": "Unsupported protocol"}`.
+    Failure,
+}
+
+/// The conversation the scripted server opens.
+pub const CONVERSATION: &str = "conv-1";
+
+/// The scripted server: echoes each request's body, opens [`CONVERSATION`] when asked
+/// (unless told to decline), answers follow-ups on it, and 404 elsewhere.
+pub fn server(plan: Serve) -> crate::counterparty::Answer {
+    Box::new(move |path: &str, bytes: &[u8]| {
+        let reply = |status: u16, v: Value| (status, v.to_string().into_bytes());
+        let Ok(req) = serde_json::from_slice::<Value>(bytes) else {
+            return reply(400, json!({"status": "failure", "error": "malformed JSON"}));
+        };
+        let expires = unix_now() + 300;
+        let echo = json!({"status": "success", "body": {"echo": req["body"]}});
+        match path.trim_end_matches('/') {
+            "" if plan == Serve::Failure => reply(
+                200,
+                json!({"status": "failure", "error": "Unsupported protocol"}),
+            ),
+            "" if req["multiround"] == true && plan == Serve::Plain => {
+                let mut v = echo;
+                v["conversationId"] = json!(CONVERSATION);
+                v["conversationExpires"] = json!(expires);
+                reply(200, v)
+            }
+            "" => reply(200, echo),
+            p if p == format!("/conversations/{CONVERSATION}") => {
+                let mut v = echo;
+                v["conversationId"] = json!(CONVERSATION);
+                v["conversationExpires"] = json!(expires);
+                reply(200, v)
+            }
+            _ => reply(
+                404,
+                json!({"status": "failure", "error": "unknown conversation"}),
+            ),
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

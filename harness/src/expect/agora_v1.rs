@@ -1214,7 +1214,7 @@ pub enum Provide {
 /// RESULT for the REQUEST, anything else with ERROR 400.
 pub fn provider(key: Keypair, plan: Provide) -> crate::counterparty::Answer {
     let mut request: Option<(String, Value)> = None;
-    Box::new(move |bytes: &[u8]| {
+    Box::new(move |_path: &str, bytes: &[u8]| {
         let msg: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
         let ty = msg["type"].as_str().unwrap_or_default().to_string();
         let id = msg["id"].as_str().unwrap_or_default().to_string();

@@ -10,6 +10,12 @@ use serde_json::{json, Value};
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+macro_rules! client_case {
+    ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, |$ctx:ident| $body:block) => {
+        crate::define_case!("agora-exchange", $id, $title, [$($req),*], $level, Bindings::Only(Transport::Http), false, None, |$ctx| $body)
+    };
+}
+
 macro_rules! case {
     ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, $slow:expr,
      |$ctx:ident| $body:block) => {
@@ -28,16 +34,13 @@ pub static SUITE: Suite = Suite {
     start: crate::embedded::agora_exchange,
     signing: None,
     schemas: SCHEMAS,
-    client_cases: &[],
-    client_faults: &[],
+    client_cases: CLIENT_CASES,
+    client_faults: reference_impl::agora_exchange::client::CLIENT_FAULTS,
     reread: crate::expect::agora_exchange::reread,
     fuzzer: &crate::fuzzing::agora_exchange::SPEC,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[
-    Untestable { requirement: "AEX-005", reason: "client role: the target profile gives the harness no way to make a target send requests, so its request headers cannot be observed (the harness's own requests always set the header)" },
-    Untestable { requirement: "AEX-024", reason: "client role: the target profile gives the harness no way to make a target open a conversation" },
-    Untestable { requirement: "AEX-030", reason: "client role: the target profile gives the harness no way to make a target send follow-ups" },
     Untestable { requirement: "AEX-047", reason: "whether a listed protocol is only partly supported is not observable on the wire; AEX-046 checks that every listed hash is accepted" },
     Untestable { requirement: "AEX-051", reason: "needs a fault-injection fixture that makes the target fail; the target profile defines none" },
     Untestable { requirement: "AEX-056", reason: "how a target logs or stores data is not observable on the wire" },
@@ -504,3 +507,140 @@ const SCHEMAS: &[(&str, &str)] = &[
         include_str!("../../../schemas/agora-exchange/wellknown.schema.json"),
     ),
 ];
+
+/// The client's side (`run --role client`): the harness is the server, the client
+/// driver runs scenario `single` or `conversation` against it.
+pub const CLIENT_CASES: &[Case] = &[
+    client_case!("client-single", "a single-round request: POSTed to the base URL as application/json, with the body and protocolHash given", ["AEX-003", "AEX-005", "AEX-007", "AEX-008", "AEX-013", "AEX-015"], Must, |ctx| {
+        let input = json!({"body": {"text": "hello from the harness"}, "protocolHash": echo_hash()});
+        let run = crate::counterparty::drive(ctx, "single", &input, server(Serve::Plain)).await?;
+        let first = client_request(ctx, &run, 0, "/")?;
+        if first["body"] != input["body"] || first["protocolHash"] != input["protocolHash"] {
+            return fail(format!("the request carries body {} and protocolHash {}, not the scenario's {} and {}", first["body"], first["protocolHash"], input["body"], input["protocolHash"]));
+        }
+        ctx.checked("the request carries the scenario's body and protocolHash");
+        client_completed(ctx, &run, &[json!({"echo": input["body"]})])
+    }),
+    client_case!("client-conversation", "a conversation: multiround true, then follow-ups POSTed to /conversations/{id} without protocolHash", ["AEX-018", "AEX-024", "AEX-029", "AEX-030"], Must, |ctx| {
+        let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second", {"n": 3}]});
+        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::Plain)).await?;
+        let first = client_request(ctx, &run, 0, "/")?;
+        if first["multiround"] != true {
+            return fail(format!("the opening request does not ask for multi-round mode with \"multiround\": true (it has {})", first["multiround"]));
+        }
+        ctx.checked("the opening request asks for multi-round mode");
+        let path = format!("/conversations/{CONVERSATION}");
+        for (i, want) in input["followups"].as_array().into_iter().flatten().enumerate() {
+            let f = client_request(ctx, &run, i + 1, &path)?;
+            if f.get("protocolHash").is_some_and(|h| !h.is_null()) {
+                return fail(format!("follow-up {} repeats protocolHash {} (AEX-030: follow-ups leave it out)", i + 1, f["protocolHash"]));
+            }
+            if f["body"] != *want {
+                return fail(format!("follow-up {} carries body {}, not the scenario's {want}", i + 1, f["body"]));
+            }
+        }
+        ctx.checked("every follow-up went to the conversation without protocolHash");
+        let mut results = vec![json!({"echo": "first"})];
+        results.extend(input["followups"].as_array().into_iter().flatten().map(|b| json!({"echo": b})));
+        client_completed(ctx, &run, &results)
+    }),
+    client_case!("client-declined-conversation", "when the server declines multi-round mode, the client sends no follow-up to a conversation", ["AEX-025", "AEX-028", "AEX-029"], Must, |ctx| {
+        let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second"]});
+        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::DeclineConversation)).await?;
+        client_request(ctx, &run, 0, "/")?;
+        if let Some(x) = run.exchanges.iter().skip(1).find(|x| x.path.contains("/conversations/")) {
+            return fail(format!("the server opened no conversation, yet the client POSTed a follow-up to {}", x.path));
+        }
+        ctx.checked("no follow-up after a declined conversation");
+        Ok(())
+    }),
+    client_case!("client-failure-reported", "a failure reply is reported as a failure, not a success", ["AEX-009", "AEX-010"], Must, |ctx| {
+        let input = json!({"body": {"text": "hi"}, "protocolHash": echo_hash()});
+        let run = crate::counterparty::drive(ctx, "single", &input, server(Serve::Failure)).await?;
+        client_request(ctx, &run, 0, "/")?;
+        if !run.failed() || run.lines.iter().any(|l| l.get("result").is_some()) {
+            return fail(format!("the client reported success after a failure reply: {}; stdout: {}", run.ended(), crate::finding::clipped(run.stdout.trim(), 300)));
+        }
+        ctx.checked("the client reported the failure");
+        Ok(())
+    }),
+];
+
+/// The echo protocol's hash, for the scenarios' protocolHash.
+fn echo_hash() -> String {
+    sha1_hex(document::ECHO_DOCUMENT.as_bytes())
+}
+
+/// Request `i` of the run: POSTed to `path` as application/json (AEX-003, AEX-005),
+/// a JSON object with a body (AEX-008, AEX-013).
+fn client_request(
+    ctx: &mut Ctx,
+    run: &crate::counterparty::DriverRun,
+    i: usize,
+    path: &str,
+) -> crate::case::Step<Value> {
+    let Some(x) = run.exchanges.get(i) else {
+        return fail(format!(
+            "the client sent {} requests, not the {} the scenario asks for; {}; stderr: {}",
+            run.exchanges.len(),
+            i + 1,
+            run.ended(),
+            crate::finding::clipped(run.stderr.trim(), 300)
+        ));
+    };
+    if x.path.trim_end_matches('/') != path.trim_end_matches('/') {
+        return fail(format!(
+            "request {} was POSTed to {}, not {path}",
+            i + 1,
+            x.path
+        ));
+    }
+    let ct = x.content_type.as_deref().unwrap_or("");
+    if !ct.to_ascii_lowercase().starts_with("application/json") {
+        ctx.finding(Finding::new(
+            "agora-exchange/client:content-type",
+            &["AEX-005"],
+            format!(
+                "the client's request says Content-Type {}, not application/json",
+                quote(ct)
+            ),
+        ));
+    }
+    let Ok(v) = serde_json::from_slice::<Value>(&x.received) else {
+        return fail(format!(
+            "request {} is not JSON: {}",
+            i + 1,
+            quote(&String::from_utf8_lossy(&x.received))
+        ));
+    };
+    if !v.is_object() || !(v["body"].is_string() || v["body"].is_object()) {
+        return fail(format!(
+            "request {} is not an object with a string or object body: {v}",
+            i + 1
+        ));
+    }
+    Ok(v)
+}
+
+/// The driver exited 0 and printed each expected reply body as a result line.
+fn client_completed(
+    ctx: &mut Ctx,
+    run: &crate::counterparty::DriverRun,
+    bodies: &[Value],
+) -> crate::case::Step<()> {
+    if run.failed() {
+        return fail(format!(
+            "the client did not complete the scenario: {}; stdout: {}",
+            run.ended(),
+            crate::finding::clipped(run.stdout.trim(), 300)
+        ));
+    }
+    let got: Vec<&Value> = run.lines.iter().filter_map(|l| l.get("result")).collect();
+    if got.len() != bodies.len() || got.iter().zip(bodies).any(|(g, w)| *g != w) {
+        return fail(format!(
+            "the driver printed results {got:?}, not the reply bodies {bodies:?}"
+        ));
+    }
+    ctx.checked("the client took every reply body");
+    Ok(())
+}

@@ -35,6 +35,9 @@ pub struct Client {
     base: String,
     pub timeout: Duration,
     pub max_bytes: usize,
+    /// Whether requests say Content-Type application/json (AEX-005); off only
+    /// under the `no-content-type` fault.
+    pub content_type: bool,
 }
 
 /// Joins a base URL and a path with exactly one slash.
@@ -57,6 +60,7 @@ impl Client {
             base: base.to_string(),
             timeout: Duration::from_secs(5),
             max_bytes: 1024 * 1024,
+            content_type: true,
         })
     }
 
@@ -65,10 +69,11 @@ impl Client {
         let url = join(&self.base, path);
         let body = serde_json::to_vec(request).map_err(|e| ClientError::Http(e.to_string()))?;
         let work = async {
-            let mut resp = self
-                .http
-                .post(&url)
-                .header(reqwest::header::CONTENT_TYPE, "application/json")
+            let mut req = self.http.post(&url);
+            if self.content_type {
+                req = req.header(reqwest::header::CONTENT_TYPE, "application/json");
+            }
+            let mut resp = req
                 .body(body)
                 .send()
                 .await
@@ -182,4 +187,94 @@ pub fn percent_encode(s: &str) -> String {
             _ => format!("%{b:02X}"),
         })
         .collect()
+}
+
+/// Client faults, each caught by the client cases it names.
+pub const CLIENT_FAULTS: &[crate::faults::Fault] = &[
+    crate::fault!(
+        "resend-protocol-hash",
+        "conversations",
+        "repeats protocolHash on every follow-up",
+        ["agora-exchange/client-conversation"]
+    ),
+    crate::fault!(
+        "no-content-type",
+        "headers",
+        "sends requests without Content-Type application/json",
+        ["agora-exchange/client-single"]
+    ),
+    crate::fault!(
+        "invent-conversation",
+        "conversations",
+        "sends follow-ups to a conversation id of its own when the server declined multi-round mode",
+        ["agora-exchange/client-declined-conversation"]
+    ),
+    crate::fault!(
+        "ignore-failure",
+        "failures",
+        "takes a failure reply for a success",
+        ["agora-exchange/client-failure-reported"]
+    ),
+];
+
+/// A scenario of `agentconform client --suite agora-exchange`: `single` (one
+/// request: `{"body", "protocolHash"}`) or `conversation` (a multi-round
+/// conversation: `{"body", "protocolHash", "followups": [...]}`). Returns every
+/// reply received, and the bodies of the successes or the first error.
+pub async fn scenario(
+    base: &str,
+    name: &str,
+    input: &Value,
+    faults: &[String],
+) -> (Vec<Value>, Result<Vec<Value>, ClientError>) {
+    let fault = |f: &str| faults.iter().any(|x| x == f);
+    let mut client = match Client::new(base) {
+        Ok(c) => c,
+        Err(e) => return (Vec::new(), Err(e)),
+    };
+    client.content_type = !fault("no-content-type");
+    let mut received = Vec::new();
+    let hash = input["protocolHash"].as_str();
+    let body = input["body"].clone();
+    let take = |reply: ExchangeReply, received: &mut Vec<Value>| {
+        received.push(reply.json.clone());
+        if fault("ignore-failure") {
+            return Ok(reply.json.get("body").cloned().unwrap_or(Value::Null));
+        }
+        success_body(reply)
+    };
+    let result = async {
+        match name {
+            "single" => {
+                let reply = client
+                    .post("", &json!({"protocolHash": hash, "body": body}))
+                    .await?;
+                Ok(vec![take(reply, &mut received)?])
+            }
+            "conversation" => {
+                let first = json!({"protocolHash": hash, "body": body, "multiround": true});
+                let reply = client.post("", &first).await?;
+                let id = reply.json["conversationId"].as_str().map(String::from);
+                let mut out = vec![take(reply, &mut received)?];
+                let id = match id {
+                    Some(id) => id,
+                    None if fault("invent-conversation") => "my-conversation".to_string(),
+                    None => return Err(ClientError::NoConversation),
+                };
+                let path = format!("conversations/{}", percent_encode(&id));
+                for f in input["followups"].as_array().into_iter().flatten() {
+                    let mut req = json!({"body": f});
+                    if fault("resend-protocol-hash") {
+                        req["protocolHash"] = json!(hash);
+                    }
+                    let reply = client.post(&path, &req).await?;
+                    out.push(take(reply, &mut received)?);
+                }
+                Ok(out)
+            }
+            other => Err(ClientError::Http(format!("unknown scenario {other:?}"))),
+        }
+    }
+    .await;
+    (received, result)
 }
