@@ -1211,8 +1211,33 @@ fn client_command(
                 }
             }
         }
+        ("agentprotocol", "request") => {
+            use reference_impl::agentprotocol::client;
+            for f in faults {
+                if !client::CLIENT_FAULTS.iter().any(|k| k.name == f) {
+                    return Err(Usage(format!("unknown agentprotocol client fault {f:?}")));
+                }
+            }
+            let ask = client::Ask::from_input(&input_value).map_err(|e| input(path.display(), e))?;
+            let rt = runtime()?;
+            let (received, result) =
+                rt.block_on(client::request(url, &ask, faults, Duration::from_secs(10)));
+            for v in &received {
+                writeln!(out, "{}", serde_json::json!({ "received": v })).map_err(io)?;
+            }
+            match result {
+                Ok(r) => {
+                    writeln!(out, "{}", serde_json::json!({ "result": r })).map_err(io)?;
+                    Ok(0)
+                }
+                Err(e) => {
+                    writeln!(out, "{}", serde_json::json!({ "error": e.to_string() })).map_err(io)?;
+                    Ok(1)
+                }
+            }
+        }
         _ => Err(Usage(format!(
-            "the reference clients cover agora-v1 scenario request and agora-exchange scenarios single and conversation; not {suite} {scenario}"
+            "the reference clients cover agora-v1 request, agora-exchange single and conversation, and agentprotocol request; not {suite} {scenario}"
         ))),
     }
 }

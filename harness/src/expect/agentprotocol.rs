@@ -1344,6 +1344,84 @@ pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
     );
 }
 
+// ---------------------------------------------------------------------------
+// The client role: the harness as the peer a requester under test talks to.
+
+/// How the harness, as the peer, answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PeerPlan {
+    /// The capabilities its hello lists.
+    pub capabilities: &'static [&'static str],
+    /// The response echoes another correlationId.
+    pub wrong_correlation: bool,
+    /// The response's signature does not verify.
+    pub bad_signature: bool,
+}
+
+/// The peer's answers, signed with `key`: a hello for a hello, a response for a
+/// request (its params as the result), INVALID_MESSAGE otherwise.
+pub fn peer(key: Keypair, plan: PeerPlan) -> crate::counterparty::Answer {
+    Box::new(move |_path: &str, bytes: &[u8]| {
+        let msg: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
+        let corr = msg["payload"]["correlationId"].clone();
+        let (ty, payload) = match msg["type"].as_str() {
+            Some("hello") => (
+                "hello",
+                json!({"version": "0.1", "features": ["signed-messages"]}),
+            ),
+            Some("request") => {
+                let corr = if plan.wrong_correlation {
+                    json!(format!("not-{}", new_id()))
+                } else {
+                    corr
+                };
+                (
+                    "response",
+                    json!({"correlationId": corr, "status": "success", "result": msg["payload"]["params"]}),
+                )
+            }
+            _ => (
+                "error",
+                json!({"correlationId": corr, "code": "INVALID_MESSAGE", "message": "not a hello or request", "details": {}}),
+            ),
+        };
+        let mut m = json!({
+            "protocol": PROTOCOL, "id": new_id(),
+            "timestamp": format_timestamp(time::OffsetDateTime::now_utc()),
+            "from": {"agentId": agent_id(&key), "capabilities": plan.capabilities},
+            "to": {"agentId": msg["from"]["agentId"], "broadcast": false},
+            "type": ty, "payload": payload,
+        });
+        let _ = message::sign(&mut m, &key);
+        if plan.bad_signature && ty == "response" {
+            let sig = m["signature"].as_str().unwrap_or_default();
+            let flipped: String = sig
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i == 3 {
+                        if c == 'A' {
+                            'B'
+                        } else {
+                            'A'
+                        }
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            m["signature"] = json!(flipped);
+        }
+        (200, m.to_string().into_bytes())
+    })
+}
+
+/// Judges a message the client under test sent with the rules of [`read_reply`]
+/// (members, protocol, id, timestamp, signature, the type's payload).
+pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Value> {
+    read_reply(ctx, bytes, None, &Asked::default(), &mut HashSet::new())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

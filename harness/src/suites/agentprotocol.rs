@@ -9,7 +9,7 @@
 //! expected or an allowed answer, a liveness probe on the same binding must be
 //! answered, or the case is blocked.
 
-use crate::case::{Bindings, Case, Level, Step, Stop, Suite, Untestable};
+use crate::case::{fail, Bindings, Case, Level, Step, Stop, Suite, Untestable};
 use crate::drive::Transport;
 use crate::expect::agentprotocol::*;
 use crate::finding::Finding;
@@ -17,6 +17,12 @@ use crate::script::Ctx;
 use reference_impl::wire::keys::Keypair;
 use serde_json::{json, Value};
 use std::time::Duration;
+
+macro_rules! client_case {
+    ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, |$ctx:ident| $body:block) => {
+        crate::define_case!("agentprotocol", $id, $title, [$($req),*], $level, Bindings::Only(Transport::Http), false, None, |$ctx| $body)
+    };
+}
 
 macro_rules! case {
     ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident,
@@ -39,15 +45,14 @@ pub static SUITE: Suite = Suite {
         verify: crate::expect::agentprotocol::explain_verify,
     }),
     schemas: SCHEMAS,
-    client_cases: &[],
-    client_faults: &[],
+    client_cases: CLIENT_CASES,
+    client_faults: reference_impl::agentprotocol::client::CLIENT_FAULTS,
     reread: crate::expect::agentprotocol::reread,
     fuzzer: &crate::fuzzing::agentprotocol::SPEC,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[
     Untestable { requirement: "AGP-029", reason: "needs a fault-injection action that makes the agent fail internally; the target profile defines none" },
-    Untestable { requirement: "AGP-036", reason: "client role: the target profile gives the harness no way to make a target send requests" },
     Untestable { requirement: "AGP-039", reason: "AgentReputation is not defined in agentprotocol.md; its use is not observable on the wire (AGP-A20)" },
 ];
 
@@ -392,3 +397,120 @@ const SCHEMAS: &[(&str, &str)] = &[
         include_str!("../../../schemas/agentprotocol/error-payload.schema.json"),
     ),
 ];
+
+/// The requester's side (`run --role client`): the harness is the peer, the client
+/// driver runs scenario `request` against it over the HTTP binding.
+pub const CLIENT_CASES: &[Case] = &[
+    client_case!("client-request", "the requester says hello first, then sends a signed request with a string correlationId to POST /agentprotocol", ["AGP-013", "AGP-018", "AGP-030", "AGP-040"], Must, |ctx| {
+        let input = client_input(ctx);
+        let run = drive_peer(ctx, &input, PLAIN).await?;
+        let hello = client_message(ctx, &run, 0)?;
+        if hello["type"] != "hello" {
+            return fail(format!("the requester's first message is {}, not hello (AGP-013)", hello["type"]));
+        }
+        ctx.checked("the requester says hello first");
+        let req = client_message(ctx, &run, 1)?;
+        if req["type"] != "request" || req["payload"]["action"] != input["action"] || req["payload"]["params"] != input["params"] {
+            return fail(format!("the second message is {} {}, not a request for {} with {}", req["type"], req["payload"], input["action"], input["params"]));
+        }
+        if !req["payload"]["correlationId"].is_string() {
+            return fail(format!("the request's correlationId is {}, not a string (AGP-018)", req["payload"]["correlationId"]));
+        }
+        ctx.checked("the request names the scenario's action and params with a string correlationId");
+        if run.failed() || !run.lines.iter().any(|l| l.get("result") == Some(&input["params"])) {
+            return fail(format!("the requester did not take the response: {}; stdout: {}", run.ended(), crate::finding::clipped(run.stdout.trim(), 300)));
+        }
+        ctx.checked("the requester took the response's result");
+        Ok(())
+    }),
+    client_case!("client-checks-capabilities", "the requester sends no request to a peer whose hello lacks the capability", ["AGP-036"], Should, |ctx| {
+        let plan = PeerPlan { capabilities: &["agentprotocol:core"], ..PLAIN };
+        let run = drive_peer(ctx, &client_input(ctx), plan).await?;
+        let sent_request = run.sent().any(|b| serde_json::from_slice::<Value>(b).is_ok_and(|v| v["type"] == "request"));
+        if sent_request {
+            return fail("the requester sent its request to a peer whose hello does not list agentconform:echo (AGP-036)");
+        }
+        ctx.checked("no request to a peer without the capability");
+        Ok(())
+    }),
+    client_case!("client-checks-correlation", "a response that echoes another correlationId is not taken", ["AGP-019"], Must, |ctx| {
+        let plan = PeerPlan { wrong_correlation: true, ..PLAIN };
+        let run = drive_peer(ctx, &client_input(ctx), plan).await?;
+        not_taken(ctx, &run, "a response echoing another correlationId")
+    }),
+    client_case!("client-verifies-response", "a response whose signature does not verify is not taken", ["AGP-034", "AGP-035"], Should, |ctx| {
+        let plan = PeerPlan { bad_signature: true, ..PLAIN };
+        let run = drive_peer(ctx, &client_input(ctx), plan).await?;
+        not_taken(ctx, &run, "a response whose signature does not verify")
+    }),
+];
+
+const PLAIN: PeerPlan = PeerPlan {
+    capabilities: &["agentprotocol:core", "agentconform:echo"],
+    wrong_correlation: false,
+    bad_signature: false,
+};
+
+/// The scenario input: the action, the capability it needs, its params, and the
+/// harness's agentId (the peer the requester addresses).
+fn client_input(ctx: &Ctx) -> Value {
+    let peer = reference_impl::agentprotocol::message::agent_id(&ctx.shared.key);
+    json!({"action": "echo", "capability": "agentconform:echo", "params": {"text": "hello from the harness"}, "peer": peer})
+}
+
+async fn drive_peer(
+    ctx: &mut Ctx,
+    input: &Value,
+    plan: PeerPlan,
+) -> Step<crate::counterparty::DriverRun> {
+    let answer = peer(ctx.shared.key.clone(), plan);
+    crate::counterparty::drive(ctx, "request", input, answer).await
+}
+
+/// Message `i` the requester sent: POSTed to /agentprotocol as application/json
+/// (AGP-040) and judged like every message.
+fn client_message(ctx: &mut Ctx, run: &crate::counterparty::DriverRun, i: usize) -> Step<Value> {
+    let Some(x) = run.exchanges.get(i) else {
+        return fail(format!(
+            "the requester sent {} messages, not {}; {}; stderr: {}",
+            run.exchanges.len(),
+            i + 1,
+            run.ended(),
+            crate::finding::clipped(run.stderr.trim(), 300)
+        ));
+    };
+    if x.path.trim_end_matches('/') != "/agentprotocol" {
+        return fail(format!(
+            "message {} was POSTed to {}, not /agentprotocol (AGP-040)",
+            i + 1,
+            x.path
+        ));
+    }
+    if !x
+        .content_type
+        .as_deref()
+        .unwrap_or("")
+        .to_ascii_lowercase()
+        .starts_with("application/json")
+    {
+        return fail(format!(
+            "message {} says Content-Type {:?}, not application/json (AGP-040)",
+            i + 1,
+            x.content_type
+        ));
+    }
+    check_client_message(ctx, &x.received)
+}
+
+/// The requester did not report the reply as a success.
+fn not_taken(ctx: &mut Ctx, run: &crate::counterparty::DriverRun, what: &str) -> Step<()> {
+    if !run.failed() || run.lines.iter().any(|l| l.get("result").is_some()) {
+        return fail(format!(
+            "the requester took {what}: {}; stdout: {}",
+            run.ended(),
+            crate::finding::clipped(run.stdout.trim(), 300)
+        ));
+    }
+    ctx.checked(format!("the requester did not take {what}"));
+    Ok(())
+}

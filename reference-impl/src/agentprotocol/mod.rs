@@ -1,6 +1,7 @@
 //! agentprotocol (agentprotocol.md): signed messages over HTTP, WebSocket and files.
 
 pub mod agent;
+pub mod client;
 pub mod faults;
 pub mod file;
 pub mod message;
