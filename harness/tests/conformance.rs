@@ -181,6 +181,39 @@ fn coverage(suite: &'static Suite) -> Result<(), Failed> {
     }
 }
 
+/// The README's table of requirement counts matches the descriptors and the
+/// inventory.
+fn readme_requirement_counts() -> Result<(), Failed> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .map_err(|e| e.to_string())?;
+    for suite in suites::all() {
+        let ids = requirement_ids(suite.prefix);
+        let of = |cases: &[agentconform::case::Case]| -> BTreeSet<String> {
+            cases
+                .iter()
+                .flat_map(|c| c.requirements.iter().map(|r| r.to_string()))
+                .filter(|r| ids.contains(r))
+                .collect()
+        };
+        let mut tested = of(suite.cases);
+        let by_client = of(suite.client_cases);
+        tested.extend(by_client.iter().cloned());
+        let row = format!(
+            "| `{}` | {} | {} | {} | {} |",
+            suite.id,
+            ids.len(),
+            tested.len(),
+            by_client.len(),
+            suite.untestable.len()
+        );
+        if !readme.contains(&row) {
+            return Err(format!("the README lacks the row {row}").into());
+        }
+    }
+    Ok(())
+}
+
 fn faults_name_real_cases(suite: &'static Suite, required_families: &[&str]) -> Result<(), Failed> {
     let catalogue = suites::faults(suite.id).ok_or("no fault catalogue")?;
     let ids: BTreeSet<&str> = suite.cases.iter().map(|c| c.id).collect();
@@ -1312,6 +1345,10 @@ fn main() {
             move || cli_client_role(suite),
         ));
     }
+    trials.push(Trial::test(
+        "readme_requirement_counts",
+        readme_requirement_counts,
+    ));
     trials.push(Trial::test(
         "cli::client_driver_misbehaves",
         cli_client_driver_misbehaves,
