@@ -103,6 +103,8 @@ pub struct Suite {
     pub reread: RereadFn,
     /// The suite's live fuzzer.
     pub fuzzer: &'static crate::fuzzing::engine::Spec,
+    /// The live fuzzer of its client side (`fuzz --role client`), when it has one.
+    pub client_fuzzer: Option<&'static crate::fuzzing::engine::Spec>,
 }
 
 /// Which side of a suite a run tests.
@@ -117,6 +119,14 @@ pub enum Role {
 }
 
 impl Suite {
+    /// The live fuzzer of `role`.
+    pub fn fuzzer_of(&self, role: Role) -> Option<&'static crate::fuzzing::engine::Spec> {
+        match role {
+            Role::Server => Some(self.fuzzer),
+            Role::Client => self.client_fuzzer,
+        }
+    }
+
     /// The cases of `role`.
     pub fn cases_of(&self, role: Role) -> &'static [Case] {
         match role {

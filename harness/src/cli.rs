@@ -117,6 +117,14 @@ pub struct FuzzArgs {
     /// Stop after this many findings.
     #[arg(long = "max-findings", default_value_t = 100)]
     max_findings: u64,
+    /// Which side to fuzz: server (the default) or client (mutated replies served to
+    /// a client driven by --client).
+    #[arg(long, value_enum, default_value_t = crate::case::Role::Server)]
+    role: crate::case::Role,
+    /// With --role client: the client driver (see `run --client`); the reference
+    /// driver without it.
+    #[arg(long, conflicts_with_all = ["target", "tls", "faults"])]
+    client: Option<String>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -1009,11 +1017,35 @@ fn fuzz_profile(
     Ok(prof)
 }
 
+/// The reference client driver of this program, for `--role client` without
+/// `--client`.
+fn reference_driver() -> Result<String, CliError> {
+    let exe = std::env::current_exe()
+        .map_err(|e| CliError::Harness(format!("cannot find this program: {e}")))?;
+    Ok(format!(
+        "{} client --suite {{suite}} --scenario {{scenario}} --url {{url}}",
+        crate::report::shell_quote(&exe.display().to_string())
+    ))
+}
+
 fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
     use crate::fuzzing::campaign;
     let Some(speaks) = campaign::bindings(&a.suite) else {
         return Err(unknown_suite(&a.suite));
     };
+    if a.client.is_some() && a.role != crate::case::Role::Client {
+        return Err(Usage("--client needs --role client".into()));
+    }
+    if a.role == crate::case::Role::Client {
+        if a.target.is_some() {
+            return Err(Usage(
+                "--role client fuzzes a client driven by --client; it takes no --target".into(),
+            ));
+        }
+        if campaign::spec_of(&a.suite, a.role).is_none() {
+            return Err(Usage(format!("suite {} has no client fuzzer yet", a.suite)));
+        }
+    }
     if a.target.is_some() && !a.faults.is_empty() {
         return Err(Usage(
             "--fault applies to the embedded agent; it cannot be combined with --target".into(),
@@ -1047,6 +1079,17 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
             )));
         }
     }
+    let mut prof = prof;
+    if a.role == crate::case::Role::Client {
+        prof.client.command = Some(match &a.client {
+            Some(c) => c.clone(),
+            None => prof
+                .client
+                .command
+                .clone()
+                .map_or_else(reference_driver, Ok)?,
+        });
+    }
     let schemas = Schemas::load().map_err(CliError::Harness)?;
     let identity = embedded_identity(a.tls)?;
     let client_tls = a.tls_args.client_tls(identity.as_ref())?;
@@ -1054,6 +1097,14 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
     let rt = runtime()?;
     let (label, summary) = rt.block_on(async {
         let (url, transport, server) = match (&a.target, transport) {
+            _ if a.role == crate::case::Role::Client => (
+                format!(
+                    "client driver {}",
+                    prof.client.command.clone().unwrap_or_default()
+                ),
+                Transport::Http,
+                None,
+            ),
             (Some(u), Some(t)) => (u.clone(), t, None),
             _ => {
                 let opts = embedded::Options {
@@ -1079,6 +1130,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
         };
         let summary = campaign::campaign(campaign::Campaign {
             suite: a.suite.clone(),
+            role: a.role,
             seed: a.seed,
             bounds: crate::fuzzing::engine::Bounds {
                 cases: a.cases,
@@ -1356,14 +1408,30 @@ fn replay_command(
         return replay_vector(file, vector.map_err(|e| input(file.display(), e))?, out);
     }
     let crash = campaign::CrashFile::read(file)?;
-    let url = target
-        .or_else(|| crash.target.clone())
-        .ok_or_else(|| Usage("no target: pass --target".into()))?;
-    let transport = parse_target(&url)?;
+    let mut prof = fuzz_profile(profile.as_ref(), false, 5000)?;
+    let (url, transport) = if crash.role == crate::case::Role::Client {
+        // A client crash replays through a client driver: --target names one, else
+        // the one the crash file recorded.
+        let recorded = crash
+            .target
+            .as_deref()
+            .and_then(|t| t.strip_prefix("client driver "))
+            .map(String::from);
+        let command = target
+            .or(recorded)
+            .ok_or_else(|| Usage("no client driver: pass --target COMMAND".into()))?;
+        prof.client.command = Some(command.clone());
+        (format!("client driver {command}"), Transport::Http)
+    } else {
+        let url = target
+            .or_else(|| crash.target.clone())
+            .ok_or_else(|| Usage("no target: pass --target".into()))?;
+        let transport = parse_target(&url)?;
+        (url, transport)
+    };
     let schemas = Schemas::load().map_err(CliError::Harness)?;
     let client_tls = tls_args.client_tls(None)?;
     let http = client_tls.http_client().map_err(Usage)?;
-    let prof = fuzz_profile(profile.as_ref(), false, 5000)?;
     let rt = runtime()?;
     let replayed = rt.block_on(campaign::replay(
         &crash,

@@ -55,6 +55,8 @@ pub struct Ctx {
     pub sent_ids: HashSet<String>,
     /// Ids of messages the target sent in this case.
     pub reply_ids: HashSet<String>,
+    /// The suite, when the context runs no case of it (a fuzz case).
+    pub suite_id: Option<&'static str>,
     /// The time replies are judged at, when pinned (an offline vector is judged at
     /// the time its replies were received); else the clock.
     pub pinned_clock: Option<time::OffsetDateTime>,
@@ -101,6 +103,7 @@ impl Ctx {
             sent_ids: HashSet::new(),
             reply_ids: HashSet::new(),
             pinned_clock: None,
+            suite_id: None,
         }
     }
 
@@ -208,6 +211,7 @@ impl Ctx {
     pub fn suite(&self) -> &'static str {
         self.case_id
             .and_then(|id| id.split('/').next())
+            .or(self.suite_id)
             .unwrap_or("target")
     }
 

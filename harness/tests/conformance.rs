@@ -1118,6 +1118,50 @@ fn cli_client_driver_misbehaves() -> Result<(), Failed> {
     Ok(())
 }
 
+/// `fuzz --role client`: nothing against the reference client; a faulty client is
+/// found, and its crash file replays through the driver it recorded and not
+/// through a clean one.
+fn cli_client_fuzz_and_replay() -> Result<(), Failed> {
+    let dir = tempdir("client-fuzz");
+    let d = dir.to_string_lossy().into_owned();
+    let clean = [
+        "fuzz", "--suite", "agora-v1", "--role", "client", "--cases", "60", "--out", &d,
+    ];
+    expect_code(&clean, 0, "0 findings")?;
+    let exe = bin().to_string_lossy().into_owned();
+    let driver = format!("'{exe}' client --suite {{suite}} --scenario {{scenario}} --url {{url}}");
+    let faulty = format!("{driver} --fault accept-bad-offer-signature");
+    expect_code(
+        &[
+            "fuzz",
+            "--suite",
+            "agora-v1",
+            "--role",
+            "client",
+            "--client",
+            &faulty,
+            "--cases",
+            "300",
+            "--max-findings",
+            "1",
+            "--out",
+            &d,
+        ],
+        1,
+        "crash files",
+    )?;
+    let crash = std::fs::read_dir(dir.join("crashes"))
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.to_string_lossy().ends_with("-signature.json"))
+        .ok_or("no crash file of the signature oracle")?;
+    let c = crash.to_string_lossy().into_owned();
+    expect_code(&["replay", &c], 1, "REPRODUCED")?;
+    expect_code(&["replay", &c, "--target", &driver], 0, "not reproduced")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 /// A client driver in another language: a Python driver (standard library only)
 /// for the agora-v1 request scenario passes every agora-v1 client case.
 fn cli_client_python_driver() -> Result<(), Failed> {
@@ -1345,6 +1389,10 @@ fn main() {
             move || cli_client_role(suite),
         ));
     }
+    trials.push(Trial::test(
+        "cli::client_fuzz_and_replay",
+        cli_client_fuzz_and_replay,
+    ));
     trials.push(Trial::test(
         "readme_requirement_counts",
         readme_requirement_counts,

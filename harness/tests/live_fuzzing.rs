@@ -43,6 +43,67 @@ fn profile() -> Profile {
     p
 }
 
+/// Fuzzes the reference client of `suite` (with `faults`) through the reference
+/// driver; returns the summary.
+fn fuzz_client(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> engine::Summary {
+    let out = out_dir(&format!("client_{}", suite.replace('-', "_")));
+    let mut driver = format!(
+        "'{}' client --suite {{suite}} --scenario {{scenario}} --url {{url}}",
+        env!("CARGO_BIN_EXE_agentconform")
+    );
+    for f in faults {
+        driver.push_str(&format!(" --fault {f}"));
+    }
+    let mut p = profile();
+    p.client.command = Some(driver);
+    let summary = rt().block_on(campaign::campaign(campaign::Campaign {
+        suite: suite.to_string(),
+        role: agentconform::case::Role::Client,
+        seed: 1,
+        bounds: engine::Bounds {
+            cases: Some(cases),
+            duration: None,
+            max_findings,
+        },
+        out: out.clone(),
+        workers: 4,
+        connection: campaign::Connection {
+            url: "client driver".into(),
+            transport: agentconform::drive::Transport::Http,
+            profile: p,
+            schemas: Schemas::load().expect("schemas"),
+            http: agentconform::drive::http::client().expect("client"),
+            tls: agentconform::drive::Tls::platform().expect("tls"),
+        },
+    }));
+    let _ = std::fs::remove_dir_all(&out);
+    summary.expect("a client campaign")
+}
+
+/// Cases a clean reference client must survive, and within which a client fault
+/// must be found (each case runs the client driver once).
+const CLIENT_CASES: u64 = 400;
+
+fn clean_client(suite: &'static str) -> Result<(), Failed> {
+    let s = fuzz_client(suite, &[], CLIENT_CASES, 5);
+    if s.findings > 0 || s.cases != CLIENT_CASES {
+        return Err(format!(
+            "{} findings in {} cases against the clean reference client; first: {:?}",
+            s.findings, s.cases, s.first_finding
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn client_fault_found(suite: &'static str, fault: &'static str) -> Result<(), Failed> {
+    let s = fuzz_client(suite, &[fault], CLIENT_CASES, 1);
+    if s.findings == 0 {
+        return Err(format!("client fault {fault} not found in {} cases", s.cases).into());
+    }
+    Ok(())
+}
+
 /// Fuzzes the embedded reference of `suite` with `faults`; returns the summary.
 fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> engine::Summary {
     let out = out_dir(&suite.replace('-', "_"));
@@ -64,6 +125,7 @@ fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> engine::
             .expect("an endpoint of the fuzzer's binding");
         let summary = campaign::campaign(campaign::Campaign {
             suite: suite.to_string(),
+            role: agentconform::case::Role::Server,
             seed: 1,
             bounds: engine::Bounds {
                 cases: Some(cases),
@@ -174,6 +236,24 @@ fn main() {
             trials.push(Trial::test(
                 format!("live_fuzz::{tag}::finds::{name}"),
                 move || fault_found(id, name),
+            ));
+        }
+    }
+    for suite in suites::all()
+        .into_iter()
+        .filter(|s| s.client_fuzzer.is_some())
+    {
+        let id = suite.id;
+        let tag = id.replace('-', "_");
+        trials.push(Trial::test(
+            format!("client_fuzz::{tag}::clean_reference_client_has_no_finding"),
+            move || clean_client(id),
+        ));
+        for f in suite.client_faults {
+            let name = f.name;
+            trials.push(Trial::test(
+                format!("client_fuzz::{tag}::finds::{name}"),
+                move || client_fault_found(id, name),
             ));
         }
     }

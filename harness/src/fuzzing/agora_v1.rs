@@ -29,12 +29,13 @@ use super::verdict::{
 };
 use crate::drive::{Received, Transport};
 use crate::expect::agora_v1::{
-    accept_offer, check_offer, check_reply, check_result, message_at, now, request_payload, send,
-    sign_with, wire, Env,
+    accept_offer, check_client_message, check_offer, check_reply, check_result, message_at, now,
+    request_payload, send, sign_with, wire, Env,
 };
 use arbitrary::Arbitrary;
 use reference_impl::agora_v1::envelope::{self, SigVariant};
 use reference_impl::wire::clock::{format_timestamp, parse_timestamp};
+use reference_impl::wire::keys::Keypair;
 use serde_json::{json, Value};
 
 pub static SPEC: Spec = Spec {
@@ -514,6 +515,277 @@ async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
             judge_reply(&what, &want, &v, env.as_ref(), plain)
         }
     }
+}
+
+// ---------------------------------------------------------------------------
+// Client fuzzing (`fuzz --role client`): the harness is the provider and serves
+// mutated replies to the requester under test, through its client driver.
+
+/// Fuzzing a requester: each case runs the client driver once against a provider
+/// whose OFFER or RESULT is mutated. Oracles: a requester never ACCEPTs an OFFER it
+/// must refuse (a signature that does not verify or is missing, a stale stamp, a
+/// link to another request, a cost over its budget), never reports success for a
+/// RESULT it must refuse, takes a respelled reply like its canonical form, names
+/// the OFFER by its id, sends messages that pass the reply checks of
+/// `expect::agora_v1`, and neither crashes (an exit other than 0 or 1) nor hangs.
+pub static CLIENT_SPEC: Spec = Spec {
+    transports: &[Transport::Http],
+    case: client_case_fn,
+    probe: client_probe_fn,
+    unreachable: &[],
+    connection_per_worker: false,
+};
+
+fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(client_case(f))
+}
+
+/// A plain direct request must complete.
+fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(async move {
+        let ask = client_ask(&f.ctx, false, 10.0);
+        let answer = mutated_provider(&f.ctx, ReplyMut::None, false, None);
+        let run = crate::counterparty::drive(&mut f.ctx, "request", &ask, answer).await?;
+        ended_well(&run)?;
+        if run.failed() {
+            return finding(
+                Oracle::Liveness,
+                format!("a plain request did not complete: {}", run.ended()),
+            );
+        }
+        Ok(())
+    })
+}
+
+/// What is done to the provider's reply.
+#[derive(Debug, Clone, Default, Arbitrary)]
+enum ReplyMut {
+    #[default]
+    None,
+    /// The signature of the reply no longer verifies.
+    BadSignature,
+    /// No signature at all.
+    NoSignature,
+    /// Stamped this many seconds outside the replay window (in the past when
+    /// `false`).
+    Stale(u16, bool),
+    /// The reply names another request.
+    OtherRequest,
+    /// The same reply in another spelling (it still verifies).
+    Respell(WireForm),
+    /// Raw byte edits of the reply.
+    Bytes(Vec<ByteEdit>),
+    /// The reply's payload member set to a drawn value (re-signed).
+    Member(u8, Val),
+}
+
+impl ReplyMut {
+    /// Whether a requester must refuse the reply.
+    fn must_refuse(&self) -> bool {
+        matches!(
+            self,
+            ReplyMut::BadSignature
+                | ReplyMut::NoSignature
+                | ReplyMut::Stale(..)
+                | ReplyMut::OtherRequest
+        )
+    }
+}
+
+/// One client fuzz case: the flow, which reply is mutated, how.
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct ClientCase {
+    /// An OFFER first (else a RESULT at once).
+    negotiated: bool,
+    /// The OFFER's cost is over the budget.
+    over_budget: bool,
+    /// Mutate the RESULT rather than the OFFER (negotiated flows).
+    mutate_result: bool,
+    how: ReplyMut,
+}
+
+fn client_ask(ctx: &crate::script::Ctx, negotiated: bool, budget: f64) -> Value {
+    let p = &ctx.profile().agora_v1;
+    let resource = if negotiated {
+        &p.negotiated_resource
+    } else {
+        &p.direct_resource
+    };
+    json!({"resource": resource, "params": {"text": "fuzz"}, "budget": budget})
+}
+
+/// The provider, with `how` applied to its first reply, or to its RESULT when
+/// `on_result`.
+fn mutated_provider(
+    ctx: &crate::script::Ctx,
+    how: ReplyMut,
+    on_result: bool,
+    offer: Option<f64>,
+) -> crate::counterparty::Answer {
+    let key = ctx.shared.key.clone();
+    let plan = match offer {
+        Some(cost) => crate::expect::agora_v1::Provide::Offer {
+            cost,
+            stale: false,
+            bad_signature: false,
+        },
+        None => crate::expect::agora_v1::Provide::Direct,
+    };
+    let mut inner = crate::expect::agora_v1::provider(key.clone(), plan);
+    let mut n = 0;
+    Box::new(move |path: &str, bytes: &[u8]| {
+        let (status, out) = inner(path, bytes);
+        n += 1;
+        let target = if on_result { 2 } else { 1 };
+        if n != target {
+            return (status, out);
+        }
+        (status, mutate_reply(&key, &how, out))
+    })
+}
+
+fn mutate_reply(key: &Keypair, how: &ReplyMut, out: Vec<u8>) -> Vec<u8> {
+    let Ok(mut v) = serde_json::from_slice::<Value>(&out) else {
+        return out;
+    };
+    let resign = |v: &mut Value| {
+        let _ = envelope::sign(v, key, SigVariant::Blank);
+    };
+    match how {
+        ReplyMut::None => return out,
+        ReplyMut::BadSignature => {
+            let sig = v["sender"]["signature"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string();
+            let flipped: String = sig
+                .chars()
+                .enumerate()
+                .map(|(i, c)| {
+                    if i == 7 {
+                        if c == 'A' {
+                            'B'
+                        } else {
+                            'A'
+                        }
+                    } else {
+                        c
+                    }
+                })
+                .collect();
+            v["sender"]["signature"] = json!(flipped);
+        }
+        ReplyMut::NoSignature => v["sender"]["signature"] = json!(""),
+        ReplyMut::Stale(extra, future) => {
+            let secs = 65 + i64::from(*extra % 3600);
+            let at = now() + time::Duration::seconds(if *future { secs } else { -secs });
+            v["timestamp"] = json!(format_timestamp(at));
+            resign(&mut v);
+        }
+        ReplyMut::OtherRequest => {
+            v["payload"]["request_id"] = json!(reference_impl::wire::new_id());
+            resign(&mut v);
+        }
+        ReplyMut::Respell(w) => return respell(&v, *w),
+        ReplyMut::Bytes(edits) => return edit_bytes(out, edits),
+        ReplyMut::Member(i, val) => {
+            let k = ["cost", "ttl", "eta", "data", "status", "offer_id"][usize::from(*i) % 6];
+            v["payload"][k] = val.json();
+            resign(&mut v);
+        }
+    }
+    wire(&v)
+}
+
+/// The driver ended as a client should: exit 0 or 1, in time.
+fn ended_well(run: &crate::counterparty::DriverRun) -> FuzzStep<()> {
+    use crate::counterparty::Exit;
+    match &run.exit {
+        Exit::Code(0 | 1) => Ok(()),
+        Exit::Deadline => finding(Oracle::Hang, run.ended()),
+        _ => finding(
+            Oracle::Crash,
+            format!(
+                "{}; stderr: {}",
+                run.ended(),
+                crate::finding::clipped(run.stderr.trim(), 300)
+            ),
+        ),
+    }
+}
+
+async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
+    let c: ClientCase = f.draw();
+    let budget = 10.0;
+    let cost = if c.over_budget { 20.0 } else { 5.0 };
+    let on_result = c.negotiated && c.mutate_result;
+    let ask = client_ask(&f.ctx, c.negotiated, budget);
+    let answer = mutated_provider(
+        &f.ctx,
+        c.how.clone(),
+        on_result,
+        c.negotiated.then_some(cost),
+    );
+    let run = crate::counterparty::drive(&mut f.ctx, "request", &ask, answer).await?;
+    ended_well(&run)?;
+    // Every message the client sent passes the shared checks.
+    for x in &run.exchanges {
+        let env = check_client_message(&mut f.ctx, &x.received)?;
+        f.fuzzed(&x.received);
+        if env.ty == "ACCEPT" {
+            let offer: Value =
+                serde_json::from_slice(&run.exchanges[0].answered).unwrap_or_default();
+            if c.negotiated && !on_result && (c.how.must_refuse() || c.over_budget) {
+                let oracle = match c.how {
+                    ReplyMut::Stale(..) => Oracle::Freshness,
+                    ReplyMut::BadSignature | ReplyMut::NoSignature => Oracle::Signature,
+                    _ => Oracle::Verdict,
+                };
+                return finding(
+                    oracle,
+                    format!("the requester ACCEPTed an OFFER it must refuse ({:?}, cost {cost} for a budget of {budget})", c.how),
+                );
+            }
+            if matches!(c.how, ReplyMut::None) && env.payload["offer_id"] != offer["id"] {
+                return finding(
+                    Oracle::Verdict,
+                    format!(
+                        "the ACCEPT names offer {}, not the OFFER's id {} (AV1-040)",
+                        env.payload["offer_id"], offer["id"]
+                    ),
+                );
+            }
+        }
+    }
+    let took = !run.failed() && run.lines.iter().any(|l| l.get("result").is_some());
+    let refused_result = if c.negotiated { on_result } else { true };
+    if took && refused_result && c.how.must_refuse() {
+        return finding(
+            Oracle::Verdict,
+            format!(
+                "the requester reported success for a RESULT it must refuse ({:?})",
+                c.how
+            ),
+        );
+    }
+    let plain = matches!(c.how, ReplyMut::None | ReplyMut::Respell(_)) && !c.over_budget;
+    if plain && !took {
+        let oracle = if matches!(c.how, ReplyMut::Respell(_)) {
+            Oracle::WireForm
+        } else {
+            Oracle::ValidRejected
+        };
+        return finding(
+            oracle,
+            format!(
+                "the requester did not complete a valid exchange ({:?}): {}; stdout: {}",
+                c.how,
+                run.ended(),
+                crate::finding::clipped(run.stdout.trim(), 300)
+            ),
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -5,6 +5,7 @@
 
 use super::engine::{self, Bounds, Spec, Summary, Target};
 use super::verdict::{FuzzFinding, Outcome};
+use crate::case::Role;
 use crate::drive::Tls;
 use crate::drive::Transport;
 use crate::profile::Profile;
@@ -19,6 +20,8 @@ use std::sync::Arc;
 pub enum FuzzError {
     #[error("suite {0:?} has no live fuzzer")]
     UnknownSuite(String),
+    #[error("suite {0:?} has no client fuzzer yet")]
+    NoClientFuzzer(String),
     #[error("{suite} fuzzing speaks {speaks}, not {transport}")]
     Binding {
         suite: String,
@@ -44,6 +47,9 @@ pub struct Connection {
 /// One fuzz campaign.
 pub struct Campaign {
     pub suite: String,
+    /// Which side of the suite is fuzzed (client: through the profile's client
+    /// driver, the connection's URL unused).
+    pub role: Role,
     pub seed: u64,
     pub bounds: Bounds,
     /// Crash files go to `out/crashes`.
@@ -62,6 +68,11 @@ pub fn bindings(suite: &str) -> Option<&'static [Transport]> {
 /// The fuzz spec the descriptor of `suite` names.
 pub fn spec(suite: &str) -> Option<&'static Spec> {
     crate::suites::by_id(suite).map(|s| s.fuzzer)
+}
+
+/// The fuzz spec of `suite`'s `role`, when it has one.
+pub fn spec_of(suite: &str, role: Role) -> Option<&'static Spec> {
+    crate::suites::by_id(suite)?.fuzzer_of(role)
 }
 
 /// Reference faults no fuzz case of `suite` can reach, and why.
@@ -99,14 +110,20 @@ fn shared(c: Connection) -> (Arc<RunShared>, Transport, String) {
 
 /// Runs a fuzz campaign; crash files go to `out/crashes`.
 pub async fn campaign(c: Campaign) -> Result<Summary, FuzzError> {
-    check_binding(&c.suite, c.connection.transport)?;
     let suite =
         crate::suites::by_id(&c.suite).ok_or_else(|| FuzzError::UnknownSuite(c.suite.clone()))?;
+    let spec = suite
+        .fuzzer_of(c.role)
+        .ok_or_else(|| FuzzError::NoClientFuzzer(c.suite.clone()))?;
+    if c.role == Role::Server {
+        check_binding(&c.suite, c.connection.transport)?;
+    }
     let (shared, transport, url) = shared(c.connection);
     Ok(engine::fuzz(engine::Run {
         suite: suite.id,
-        spec: suite.fuzzer,
-        target: Target::new(shared, transport, &url),
+        role: c.role,
+        spec,
+        target: Target::new(suite.id, shared, transport, &url),
         seed: c.seed,
         bounds: c.bounds,
         out: &c.out,
@@ -119,6 +136,8 @@ pub async fn campaign(c: Campaign) -> Result<Summary, FuzzError> {
 #[derive(Debug, Clone)]
 pub struct CrashFile {
     pub suite: String,
+    /// The side fuzzed.
+    pub role: Role,
     pub seed: u64,
     pub index: u64,
     /// The target the finding was made against.
@@ -152,8 +171,14 @@ impl CrashFile {
                 why: format!("suite {suite:?} is not one the fuzzer writes"),
             });
         }
+        let role = if rec["role"] == "client" {
+            Role::Client
+        } else {
+            Role::Server
+        };
         Ok(CrashFile {
             suite,
+            role,
             seed,
             index,
             target: rec["target"].as_str().map(String::from),
@@ -181,10 +206,15 @@ impl Replayed {
 
 /// Runs the case of `crash` again against the connection's target.
 pub async fn replay(crash: &CrashFile, c: Connection) -> Result<Replayed, FuzzError> {
-    check_binding(&crash.suite, c.transport)?;
-    let spec = spec(&crash.suite).ok_or_else(|| FuzzError::UnknownSuite(crash.suite.clone()))?;
+    if crash.role == Role::Server {
+        check_binding(&crash.suite, c.transport)?;
+    }
+    let spec = spec_of(&crash.suite, crash.role)
+        .ok_or_else(|| FuzzError::NoClientFuzzer(crash.suite.clone()))?;
     let (shared, transport, url) = shared(c);
-    let t = Target::new(shared, transport, &url);
+    let suite = crate::suites::by_id(&crash.suite)
+        .ok_or_else(|| FuzzError::UnknownSuite(crash.suite.clone()))?;
+    let t = Target::new(suite.id, shared, transport, &url);
     let run = engine::run_case(spec, &t, crash.seed, crash.index).await;
     Ok(Replayed {
         label: run.label,

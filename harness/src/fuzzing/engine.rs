@@ -126,6 +126,8 @@ pub struct CaseRun {
 /// The target of a run and what its cases share.
 #[derive(Clone)]
 pub struct Target {
+    /// The suite fuzzed.
+    pub suite: &'static str,
     pub shared: Arc<RunShared>,
     pub transport: Transport,
     pub url: String,
@@ -138,8 +140,14 @@ impl Target {
         crate::script::new_driver(&self.shared, self.transport, &self.url)
     }
 
-    pub fn new(shared: Arc<RunShared>, transport: Transport, url: &str) -> Target {
+    pub fn new(
+        suite: &'static str,
+        shared: Arc<RunShared>,
+        transport: Transport,
+        url: &str,
+    ) -> Target {
         Target {
+            suite,
             shared,
             transport,
             url: url.to_string(),
@@ -187,6 +195,7 @@ async fn run_fn(
         None => Ctx::new(target.shared.clone(), target.transport, &target.url),
     };
     ctx.fuzzing = true;
+    ctx.suite_id = Some(target.suite);
     let mut fc = FuzzCtx::new(ctx, seed, index, target.memo.clone());
     let result = f(&mut fc).await;
     let outcome = classify(result, fc.ctx.findings());
@@ -216,7 +225,7 @@ async fn run_fn(
 #[allow(clippy::too_many_arguments)]
 pub fn write_finding(
     out: &Path,
-    suite: &str,
+    (suite, role): (&str, crate::case::Role),
     target: &str,
     seed: u64,
     index: u64,
@@ -230,12 +239,15 @@ pub fn write_finding(
         .find(|e| e.kind == "recv")
         .map(|e| e.text.clone())
         .unwrap_or_default();
-    let record = json!({
+    let mut record = json!({
         "suite": suite, "target": target, "oracle": found.oracle.name(), "detail": found.detail,
         "input": run.label, "reply": reply, "seed": seed, "index": index,
         "transcript": run.transcript,
         "written_at": reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc()),
     });
+    if role == crate::case::Role::Client {
+        record["role"] = json!("client");
+    }
     write_crash(out, index, found.oracle, &run.sent, record)
 }
 
@@ -293,6 +305,8 @@ pub struct Bounds {
 pub struct Run<'a> {
     /// The suite's id, for the crash files.
     pub suite: &'static str,
+    /// The side fuzzed, for the crash files.
+    pub role: crate::case::Role,
     pub spec: &'static Spec,
     pub target: Target,
     pub seed: u64,
@@ -315,6 +329,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         let (next, stop, summary) = (next.clone(), stop.clone(), summary.clone());
         let target = run.target.clone();
         let (spec, suite, seed, bounds) = (run.spec, run.suite, run.seed, run.bounds);
+        let role = run.role;
         let out = run.out.to_path_buf();
         tasks.spawn(async move {
             // The worker's connection, when the spec keeps one per worker.
@@ -360,7 +375,8 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
                         stop.store(true, Ordering::Relaxed);
                     }
                     drop(s);
-                    let _ = write_finding(&out, suite, &target.url, seed, index, &r, &found);
+                    let _ =
+                        write_finding(&out, (suite, role), &target.url, seed, index, &r, &found);
                 }
             }
         });

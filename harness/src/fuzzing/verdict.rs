@@ -64,6 +64,11 @@ pub enum Oracle {
     Outcome,
     Delivery,
     Ledger,
+    /// A client under test ended abnormally (a signal, an exit code other than 0
+    /// or 1).
+    Crash,
+    /// A client under test was still running at the deadline.
+    Hang,
 }
 
 impl Oracle {
@@ -112,6 +117,8 @@ impl Oracle {
         Oracle::Outcome,
         Oracle::Delivery,
         Oracle::Ledger,
+        Oracle::Crash,
+        Oracle::Hang,
     ];
 
     pub fn name(self) -> &'static str {
@@ -159,6 +166,8 @@ impl Oracle {
             Oracle::Outcome => "outcome",
             Oracle::Delivery => "delivery",
             Oracle::Ledger => "ledger",
+            Oracle::Crash => "crash",
+            Oracle::Hang => "hang",
         }
     }
 

@@ -38,6 +38,7 @@ pub static SUITE: Suite = Suite {
     client_faults: reference_impl::agora_exchange::client::CLIENT_FAULTS,
     reread: crate::expect::agora_exchange::reread,
     fuzzer: &crate::fuzzing::agora_exchange::SPEC,
+    client_fuzzer: None,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

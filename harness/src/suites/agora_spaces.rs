@@ -30,6 +30,7 @@ pub static SUITE: Suite = Suite {
     client_faults: &[],
     reread: crate::expect::agora_spaces::reread,
     fuzzer: &crate::fuzzing::agora_spaces::SPEC,
+    client_fuzzer: None,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[Untestable {

@@ -42,6 +42,7 @@ pub static SUITE: Suite = Suite {
     client_faults: reference_impl::agora_v1::client::CLIENT_FAULTS,
     reread: crate::expect::agora_v1::reread,
     fuzzer: &crate::fuzzing::agora_v1::SPEC,
+    client_fuzzer: Some(&crate::fuzzing::agora_v1::CLIENT_SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

@@ -34,6 +34,7 @@ pub static SUITE: Suite = Suite {
     client_faults: &[],
     reread: crate::expect::chorus::reread,
     fuzzer: &crate::fuzzing::chorus::SPEC,
+    client_fuzzer: None,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[
