@@ -226,6 +226,15 @@ impl Ctx {
         self.block(Finding::new(key, &[], msg))
     }
 
+    /// Rewords the findings recorded since the first `from` of them: `reply` becomes
+    /// `as_what` (a client's message is judged by the rules of a target's reply; its
+    /// findings should not call it a reply).
+    pub fn reword_since(&mut self, from: usize, as_what: &str) {
+        for m in self.findings.iter_mut().skip(from) {
+            m.finding.summary = m.finding.summary.replace("reply", as_what);
+        }
+    }
+
     /// Every finding met so far.
     pub fn findings(&self) -> &[Met] {
         &self.findings

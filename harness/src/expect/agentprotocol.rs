@@ -1419,7 +1419,10 @@ pub fn peer(key: Keypair, plan: PeerPlan) -> crate::counterparty::Answer {
 /// Judges a message the client under test sent with the rules of [`read_reply`]
 /// (members, protocol, id, timestamp, signature, the type's payload).
 pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Value> {
-    read_reply(ctx, bytes, None, &Asked::default(), &mut HashSet::new())
+    let before = ctx.findings().len();
+    let read = read_reply(ctx, bytes, None, &Asked::default(), &mut HashSet::new());
+    ctx.reword_since(before, "client's message");
+    read
 }
 
 #[cfg(test)]

@@ -1303,7 +1303,10 @@ pub fn provider(key: Keypair, plan: Provide) -> crate::counterparty::Answer {
 /// (the envelope, its signature, a fresh id and timestamp) and its payload against
 /// its type's schema (REQUEST: AV1-032…035; ACCEPT: AV1-040, AV1-041).
 pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Env> {
-    let env = match check_reply(ctx, &Received::Frame(bytes.to_vec()))? {
+    let before = ctx.findings().len();
+    let read = check_reply(ctx, &Received::Frame(bytes.to_vec()));
+    ctx.reword_since(before, "client's message");
+    let env = match read? {
         Some(e) => e,
         None => return fail("the client sent an empty message"),
     };
