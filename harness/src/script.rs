@@ -385,6 +385,19 @@ pub fn describe_drive_error(e: &DriveError) -> String {
     }
 }
 
+/// `text` with the character at `at` changed (`A` becomes `B`, anything else `A`):
+/// a signature spoiled on purpose by a scripted counterparty.
+pub fn spoil(text: &str, at: usize) -> String {
+    text.chars()
+        .enumerate()
+        .map(|(i, c)| match (i == at, c) {
+            (true, 'A') => 'B',
+            (true, _) => 'A',
+            (false, c) => c,
+        })
+        .collect()
+}
+
 /// Joins a base URL and a path with exactly one slash (an empty path is the base).
 pub fn join_url(base: &str, path: &str) -> String {
     if path.is_empty() {

@@ -43,22 +43,19 @@ fn profile() -> Profile {
     p
 }
 
-/// Fuzzes the reference client of `suite` (with `faults`) through the reference
-/// driver; returns the summary.
-fn fuzz_client(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> engine::Summary {
-    let out = out_dir(&format!("client_{}", suite.replace('-', "_")));
-    let mut driver = format!(
-        "'{}' client --suite {{suite}} --scenario {{scenario}} --url {{url}}",
-        env!("CARGO_BIN_EXE_agentconform")
-    );
-    for f in faults {
-        driver.push_str(&format!(" --fault {f}"));
-    }
-    let mut p = profile();
-    p.client.command = Some(driver);
-    let summary = rt().block_on(campaign::campaign(campaign::Campaign {
+/// One campaign of seed 1 with four workers; crash files go to a folder removed
+/// afterwards.
+async fn campaign_of(
+    suite: &str,
+    role: agentconform::case::Role,
+    (url, transport): (String, agentconform::drive::Transport),
+    profile: Profile,
+    (cases, max_findings): (u64, u64),
+) -> engine::Summary {
+    let out = out_dir(&format!("{role:?}_{}", suite.replace('-', "_")));
+    let summary = campaign::campaign(campaign::Campaign {
         suite: suite.to_string(),
-        role: agentconform::case::Role::Client,
+        role,
         seed: 1,
         bounds: engine::Bounds {
             cases: Some(cases),
@@ -68,16 +65,43 @@ fn fuzz_client(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> e
         out: out.clone(),
         workers: 4,
         connection: campaign::Connection {
-            url: "client driver".into(),
-            transport: agentconform::drive::Transport::Http,
-            profile: p,
+            url,
+            transport,
+            profile,
             schemas: Schemas::load().expect("schemas"),
             http: agentconform::drive::http::client().expect("client"),
             tls: agentconform::drive::Tls::platform().expect("tls"),
         },
-    }));
+    })
+    .await
+    .expect("a campaign");
     let _ = std::fs::remove_dir_all(&out);
-    summary.expect("a client campaign")
+    summary
+}
+
+/// Fuzzes the reference client of `suite` (with `faults`) through the reference
+/// driver; returns the summary.
+fn fuzz_client(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> engine::Summary {
+    let mut driver = format!(
+        "'{}' client --suite {{suite}} --scenario {{scenario}} --url {{url}}",
+        env!("CARGO_BIN_EXE_agentconform")
+    );
+    for f in faults {
+        driver.push_str(&format!(" --fault {f}"));
+    }
+    let mut p = profile();
+    p.client.command = Some(driver);
+    let client = (
+        "client driver".to_string(),
+        agentconform::drive::Transport::Http,
+    );
+    rt().block_on(campaign_of(
+        suite,
+        agentconform::case::Role::Client,
+        client,
+        p,
+        (cases, max_findings),
+    ))
 }
 
 /// Cases a clean reference client must survive, and within which a client fault
@@ -106,8 +130,7 @@ fn client_fault_found(suite: &'static str, fault: &'static str) -> Result<(), Fa
 
 /// Fuzzes the embedded reference of `suite` with `faults`; returns the summary.
 fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> engine::Summary {
-    let out = out_dir(&suite.replace('-', "_"));
-    let summary = rt().block_on(async {
+    rt().block_on(async {
         let opts = embedded::Options {
             faults: faults.iter().map(|f| f.to_string()).collect(),
             ..embedded::Options::default()
@@ -123,33 +146,12 @@ fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> engine::
             .find(|(t, _)| *t == want)
             .map(|(_, u)| u.clone())
             .expect("an endpoint of the fuzzer's binding");
-        let summary = campaign::campaign(campaign::Campaign {
-            suite: suite.to_string(),
-            role: agentconform::case::Role::Server,
-            seed: 1,
-            bounds: engine::Bounds {
-                cases: Some(cases),
-                duration: None,
-                max_findings,
-            },
-            out: out.clone(),
-            workers: 4,
-            connection: campaign::Connection {
-                url,
-                transport: want,
-                profile: profile(),
-                schemas: Schemas::load().expect("schemas"),
-                http: agentconform::drive::http::client().expect("client"),
-                tls: agentconform::drive::Tls::platform().expect("tls"),
-            },
-        })
-        .await
-        .expect("a campaign");
+        let server_role = agentconform::case::Role::Server;
+        let bounds = (cases, max_findings);
+        let summary = campaign_of(suite, server_role, (url, want), profile(), bounds).await;
         server.stop().await;
         summary
-    });
-    let _ = std::fs::remove_dir_all(&out);
-    summary
+    })
 }
 
 fn unreachable(suite: &str) -> &'static [(&'static str, &'static str)] {

@@ -1394,23 +1394,8 @@ pub fn peer(key: Keypair, plan: PeerPlan) -> crate::counterparty::Answer {
         });
         let _ = message::sign(&mut m, &key);
         if plan.bad_signature && ty == "response" {
-            let sig = m["signature"].as_str().unwrap_or_default();
-            let flipped: String = sig
-                .chars()
-                .enumerate()
-                .map(|(i, c)| {
-                    if i == 3 {
-                        if c == 'A' {
-                            'B'
-                        } else {
-                            'A'
-                        }
-                    } else {
-                        c
-                    }
-                })
-                .collect();
-            m["signature"] = json!(flipped);
+            let spoiled = crate::script::spoil(m["signature"].as_str().unwrap_or_default(), 3);
+            m["signature"] = json!(spoiled);
         }
         (200, m.to_string().into_bytes())
     })

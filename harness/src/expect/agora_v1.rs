@@ -1269,23 +1269,9 @@ pub fn provider(key: Keypair, plan: Provide) -> crate::counterparty::Answer {
         }
         let _ = envelope::sign(&mut env, &key, SigVariant::Blank);
         if bad {
-            let sig = env["sender"]["signature"].as_str().unwrap_or_default();
-            let flipped: String = sig
-                .chars()
-                .enumerate()
-                .map(|(i, c)| {
-                    if i == 5 {
-                        if c == 'A' {
-                            'B'
-                        } else {
-                            'A'
-                        }
-                    } else {
-                        c
-                    }
-                })
-                .collect();
-            env["sender"]["signature"] = json!(flipped);
+            let spoiled =
+                crate::script::spoil(env["sender"]["signature"].as_str().unwrap_or_default(), 5);
+            env["sender"]["signature"] = json!(spoiled);
         }
         let code = if rty == "ERROR" {
             env["payload"]["code"]

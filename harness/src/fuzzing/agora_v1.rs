@@ -654,26 +654,9 @@ fn mutate_reply(key: &Keypair, how: &ReplyMut, out: Vec<u8>) -> Vec<u8> {
     match how {
         ReplyMut::None => return out,
         ReplyMut::BadSignature => {
-            let sig = v["sender"]["signature"]
-                .as_str()
-                .unwrap_or_default()
-                .to_string();
-            let flipped: String = sig
-                .chars()
-                .enumerate()
-                .map(|(i, c)| {
-                    if i == 7 {
-                        if c == 'A' {
-                            'B'
-                        } else {
-                            'A'
-                        }
-                    } else {
-                        c
-                    }
-                })
-                .collect();
-            v["sender"]["signature"] = json!(flipped);
+            let spoiled =
+                crate::script::spoil(v["sender"]["signature"].as_str().unwrap_or_default(), 7);
+            v["sender"]["signature"] = json!(spoiled);
         }
         ReplyMut::NoSignature => v["sender"]["signature"] = json!(""),
         ReplyMut::Stale(extra, future) => {

@@ -527,15 +527,12 @@ pub const CLIENT_CASES: &[Case] = &[
         ["AV1-029", "AV1-034"],
         Must,
         |ctx| {
-            let ask = client_ask(ctx, true);
             let plan = Provide::Offer {
                 cost: 20.0,
                 stale: false,
                 bad_signature: false,
             };
-            let run = drive_requester(ctx, &ask, plan).await?;
-            first_request(ctx, &run)?;
-            refused(ctx, &run, "an OFFER costing 20 over its budget of 10")
+            offer_refused(ctx, plan, "an OFFER costing 20 over its budget of 10").await
         }
     ),
     client_case!(
@@ -544,15 +541,12 @@ pub const CLIENT_CASES: &[Case] = &[
         ["AV1-016", "AV1-017", "AV1-023", "AV1-029"],
         Must,
         |ctx| {
-            let ask = client_ask(ctx, true);
             let plan = Provide::Offer {
                 cost: 5.0,
                 stale: false,
                 bad_signature: true,
             };
-            let run = drive_requester(ctx, &ask, plan).await?;
-            first_request(ctx, &run)?;
-            refused(ctx, &run, "an OFFER whose signature does not verify")
+            offer_refused(ctx, plan, "an OFFER whose signature does not verify").await
         }
     ),
     client_case!(
@@ -561,15 +555,12 @@ pub const CLIENT_CASES: &[Case] = &[
         ["AV1-006", "AV1-029"],
         Must,
         |ctx| {
-            let ask = client_ask(ctx, true);
             let plan = Provide::Offer {
                 cost: 5.0,
                 stale: true,
                 bad_signature: false,
             };
-            let run = drive_requester(ctx, &ask, plan).await?;
-            first_request(ctx, &run)?;
-            refused(ctx, &run, "an OFFER stamped ten minutes ago")
+            offer_refused(ctx, plan, "an OFFER stamped ten minutes ago").await
         }
     ),
     client_case!(
@@ -662,6 +653,19 @@ fn completed(
     }
     ctx.checked("the requester completed the task with the RESULT's data");
     Ok(())
+}
+
+/// Runs the requester against `plan` (an OFFER it must refuse): a REQUEST, and no
+/// ACCEPT.
+async fn offer_refused(
+    ctx: &mut crate::script::Ctx,
+    plan: Provide,
+    what: &str,
+) -> crate::case::Step<()> {
+    let ask = client_ask(ctx, true);
+    let run = drive_requester(ctx, &ask, plan).await?;
+    first_request(ctx, &run)?;
+    refused(ctx, &run, what)
 }
 
 /// The requester must not ACCEPT what it was offered.
