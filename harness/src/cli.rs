@@ -1201,96 +1201,58 @@ fn client_command(
             .map(PathBuf::from)
             .ok_or_else(|| Usage("no input: pass --input FILE or set AGENTCONFORM_INPUT".into()))?,
     };
+    let descriptor = suites::by_id(suite).ok_or_else(|| unknown_suite(suite))?;
+    for f in faults {
+        if !descriptor.client_faults.iter().any(|k| k.name == f) {
+            return Err(Usage(format!("unknown {suite} client fault {f:?}")));
+        }
+    }
     let input_value = read_json(&path)?;
-    match (suite, scenario) {
-        ("agora-v1", "request") => {
-            use reference_impl::agora_v1::client;
-            for f in faults {
-                if !client::CLIENT_FAULTS.iter().any(|k| k.name == f) {
-                    return Err(Usage(format!("unknown agora-v1 client fault {f:?}")));
-                }
+    let bad_input = |e: String| input(path.display(), e);
+    let rt = runtime()?;
+    let timeout = Duration::from_secs(10);
+    // Every reply received, and the results or why the client gave up.
+    let (received, result): (Vec<serde_json::Value>, Result<Vec<serde_json::Value>, String>) =
+        match (suite, scenario) {
+            ("agora-v1", "request") => {
+                use reference_impl::agora_v1::client;
+                let ask = client::Ask::from_input(&input_value).map_err(bad_input)?;
+                let key = Keypair::generate();
+                let (o, r) = rt.block_on(client::request(url, &key, &ask, faults, timeout));
+                let data = o.data.unwrap_or(serde_json::Value::Null);
+                (o.received, r.map(|()| vec![data]).map_err(|e| e.to_string()))
             }
-            let ask =
-                client::Ask::from_input(&input_value).map_err(|e| input(path.display(), e))?;
-            let key = Keypair::generate();
-            let rt = runtime()?;
-            let (outcome, result) = rt.block_on(client::request(
-                url,
-                &key,
-                &ask,
-                faults,
-                Duration::from_secs(10),
-            ));
-            for v in &outcome.received {
-                writeln!(out, "{}", serde_json::json!({ "received": v })).map_err(io)?;
+            ("agora-exchange", "single" | "conversation") => {
+                use reference_impl::agora_exchange::client;
+                let (got, r) = rt.block_on(client::scenario(url, scenario, &input_value, faults));
+                (got, r.map_err(|e| e.to_string()))
             }
-            match result {
-                Ok(()) => {
-                    let data = outcome.data.unwrap_or(serde_json::Value::Null);
-                    writeln!(out, "{}", serde_json::json!({ "result": data })).map_err(io)?;
-                    Ok(0)
-                }
-                Err(e) => {
-                    writeln!(out, "{}", serde_json::json!({ "error": e.to_string() }))
-                        .map_err(io)?;
-                    Ok(1)
-                }
+            ("agentprotocol", "request") => {
+                use reference_impl::agentprotocol::client;
+                let ask = client::Ask::from_input(&input_value).map_err(bad_input)?;
+                let (got, r) = rt.block_on(client::request(url, &ask, faults, timeout));
+                (got, r.map(|v| vec![v]).map_err(|e| e.to_string()))
             }
+            _ => {
+                return Err(Usage(format!(
+                    "the reference clients cover agora-v1 request, agora-exchange single and conversation, and agentprotocol request; not {suite} {scenario}"
+                )))
+            }
+        };
+    for v in &received {
+        writeln!(out, "{}", serde_json::json!({ "received": v })).map_err(io)?;
+    }
+    match result {
+        Ok(results) => {
+            for r in results {
+                writeln!(out, "{}", serde_json::json!({ "result": r })).map_err(io)?;
+            }
+            Ok(0)
         }
-        ("agora-exchange", "single" | "conversation") => {
-            use reference_impl::agora_exchange::client;
-            for f in faults {
-                if !client::CLIENT_FAULTS.iter().any(|k| k.name == f) {
-                    return Err(Usage(format!("unknown agora-exchange client fault {f:?}")));
-                }
-            }
-            let rt = runtime()?;
-            let (received, result) =
-                rt.block_on(client::scenario(url, scenario, &input_value, faults));
-            for v in &received {
-                writeln!(out, "{}", serde_json::json!({ "received": v })).map_err(io)?;
-            }
-            match result {
-                Ok(bodies) => {
-                    for b in bodies {
-                        writeln!(out, "{}", serde_json::json!({ "result": b })).map_err(io)?;
-                    }
-                    Ok(0)
-                }
-                Err(e) => {
-                    writeln!(out, "{}", serde_json::json!({ "error": e.to_string() })).map_err(io)?;
-                    Ok(1)
-                }
-            }
+        Err(e) => {
+            writeln!(out, "{}", serde_json::json!({ "error": e })).map_err(io)?;
+            Ok(1)
         }
-        ("agentprotocol", "request") => {
-            use reference_impl::agentprotocol::client;
-            for f in faults {
-                if !client::CLIENT_FAULTS.iter().any(|k| k.name == f) {
-                    return Err(Usage(format!("unknown agentprotocol client fault {f:?}")));
-                }
-            }
-            let ask = client::Ask::from_input(&input_value).map_err(|e| input(path.display(), e))?;
-            let rt = runtime()?;
-            let (received, result) =
-                rt.block_on(client::request(url, &ask, faults, Duration::from_secs(10)));
-            for v in &received {
-                writeln!(out, "{}", serde_json::json!({ "received": v })).map_err(io)?;
-            }
-            match result {
-                Ok(r) => {
-                    writeln!(out, "{}", serde_json::json!({ "result": r })).map_err(io)?;
-                    Ok(0)
-                }
-                Err(e) => {
-                    writeln!(out, "{}", serde_json::json!({ "error": e.to_string() })).map_err(io)?;
-                    Ok(1)
-                }
-            }
-        }
-        _ => Err(Usage(format!(
-            "the reference clients cover agora-v1 request, agora-exchange single and conversation, and agentprotocol request; not {suite} {scenario}"
-        ))),
     }
 }
 
