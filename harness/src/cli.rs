@@ -735,17 +735,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 prof.timing.case_timeout_ms = t;
             }
             if role == crate::case::Role::Client {
-                if let Some(c) = &client {
-                    prof.client.command = Some(c.clone());
-                }
-                if prof.client.command.is_none() {
-                    let exe = std::env::current_exe()
-                        .map_err(|e| CliError::Harness(format!("cannot find this program: {e}")))?;
-                    prof.client.command = Some(format!(
-                        "{} client --suite {{suite}} --scenario {{scenario}} --url {{url}}",
-                        crate::report::shell_quote(&exe.display().to_string())
-                    ));
-                }
+                set_client_driver(&mut prof, client.as_ref())?;
             }
             if target.is_none() {
                 // The embedded agents' fixtures: the agora-spaces reference has a space
@@ -1028,6 +1018,18 @@ fn reference_driver() -> Result<String, CliError> {
     ))
 }
 
+/// The client driver of a client run: `--client`, else the profile's, else the
+/// reference driver.
+fn set_client_driver(prof: &mut Profile, client: Option<&String>) -> Result<(), CliError> {
+    let command = match (client, prof.client.command.take()) {
+        (Some(c), _) => c.clone(),
+        (None, Some(c)) => c,
+        (None, None) => reference_driver()?,
+    };
+    prof.client.command = Some(command);
+    Ok(())
+}
+
 fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
     use crate::fuzzing::campaign;
     let Some(speaks) = campaign::bindings(&a.suite) else {
@@ -1081,14 +1083,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
     }
     let mut prof = prof;
     if a.role == crate::case::Role::Client {
-        prof.client.command = Some(match &a.client {
-            Some(c) => c.clone(),
-            None => prof
-                .client
-                .command
-                .clone()
-                .map_or_else(reference_driver, Ok)?,
-        });
+        set_client_driver(&mut prof, a.client.as_ref())?;
     }
     let schemas = Schemas::load().map_err(CliError::Harness)?;
     let identity = embedded_identity(a.tls)?;

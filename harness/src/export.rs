@@ -144,11 +144,6 @@ fn exchanges(transcript: &[Value], started: time::OffsetDateTime) -> Vec<Exchang
     out
 }
 
-/// Whether the transcript cut `text` short (see `script::clip`).
-fn clipped(text: &str) -> bool {
-    text.ends_with(" bytes in all)") && text.contains("… (")
-}
-
 /// Judges every recorded reply of `v` again with the suite's reply checks.
 pub fn rejudge(v: &Vector, schemas: Schemas) -> Result<Rejudged, ExportError> {
     let suite = crate::suites::by_id(&v.suite)
@@ -171,7 +166,7 @@ pub fn rejudge(v: &Vector, schemas: Schemas) -> Result<Rejudged, ExportError> {
     // replies are judged as they were live.
     let mut ctx = Ctx::new(shared, suite.transports[0], "http://127.0.0.1:9/");
     for x in &v.exchanges {
-        if clipped(&x.received) {
+        if crate::script::was_clipped(&x.received) {
             skipped += 1;
             continue;
         }
@@ -402,7 +397,10 @@ mod tests {
 
     #[test]
     fn a_clipped_reply_is_known() {
-        assert!(clipped("{\"a\"… (9000 bytes in all)"));
-        assert!(!clipped("{\"a\":1}"));
+        let long = "x".repeat(9000);
+        assert!(crate::script::was_clipped(&crate::script::clip_entry(
+            &long
+        )));
+        assert!(!crate::script::was_clipped("{\"a\":1}"));
     }
 }

@@ -62,7 +62,8 @@ pub struct Ctx {
     pub pinned_clock: Option<time::OffsetDateTime>,
 }
 
-fn clip(text: &str) -> String {
+/// A transcript entry, cut at the cap.
+pub fn clip_entry(text: &str) -> String {
     if text.len() <= ENTRY_CAP {
         return text.to_string();
     }
@@ -71,6 +72,11 @@ fn clip(text: &str) -> String {
         end -= 1;
     }
     format!("{}… ({} bytes in all)", &text[..end], text.len())
+}
+
+/// Whether `text` is a transcript entry [`clip_entry`] cut short.
+pub fn was_clipped(text: &str) -> bool {
+    text.ends_with(" bytes in all)") && text.contains("… (")
 }
 
 impl Ctx {
@@ -136,7 +142,7 @@ impl Ctx {
         self.transcript.push(Entry {
             at_ms: self.started.elapsed().as_millis() as u64,
             kind,
-            text: clip(text),
+            text: clip_entry(text),
             http_status,
         });
     }
