@@ -775,8 +775,11 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 let mut plan = Vec::new();
                 let label = match &target {
                     _ if role == crate::case::Role::Client => {
+                        // The client cases run on the suite's own binding; the
+                        // counterparty makes its URL.
                         for s in &chosen {
-                            plan.push((*s, Endpoints(vec![(Transport::Http, String::new())])));
+                            let binding = s.transports.first().copied().unwrap_or(Transport::Http);
+                            plan.push((*s, Endpoints(vec![(binding, String::new())])));
                         }
                         format!(
                             "client driver: {}",
@@ -1222,6 +1225,18 @@ fn client_command(
                 let (got, r) = rt.block_on(client::scenario(url, scenario, &input_value, faults));
                 (got, r.map_err(|e| e.to_string()))
             }
+            ("agora-spaces", "join-publish" | "listen") => {
+                use reference_impl::agora_spaces::client;
+                let (got, r) =
+                    rt.block_on(client::scenario(url, scenario, &input_value, faults, timeout));
+                (got, r.map_err(|e| e.to_string()))
+            }
+            ("chorus", "hire") => {
+                use reference_impl::chorus::client;
+                let (got, r) =
+                    rt.block_on(client::scenario(url, scenario, &input_value, faults, timeout));
+                (got, r.map_err(|e| e.to_string()))
+            }
             ("agentprotocol", "request") => {
                 use reference_impl::agentprotocol::client;
                 let ask = client::Ask::from_input(&input_value).map_err(bad_input)?;
@@ -1230,7 +1245,7 @@ fn client_command(
             }
             _ => {
                 return Err(Usage(format!(
-                    "the reference clients cover agora-v1 request, agora-exchange single and conversation, and agentprotocol request; not {suite} {scenario}"
+                    "the reference clients cover agora-v1 request, agora-exchange single and conversation, agora-spaces join-publish and listen, chorus hire, and agentprotocol request; not {suite} {scenario}"
                 )))
             }
         };

@@ -13,20 +13,24 @@
 use crate::case::{skip, Step};
 use crate::script::Ctx;
 use axum::body::{to_bytes, Body};
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{header, Method, StatusCode, Uri};
 use axum::response::IntoResponse;
-use axum::routing::post;
+use axum::routing::{any, get};
 use axum::Router;
 use serde_json::Value;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 
-/// One message the client sent, and the harness's answer.
+/// One message the client sent, and the harness's answer; or one callback the
+/// harness POSTed to the client (method `CALLBACK`, path the client's URL,
+/// `answered` what the harness sent, `received` the client's reply).
 #[derive(Debug, Clone)]
 pub struct Exchange {
-    /// The path the client POSTed to (`/` for the base URL).
+    pub method: String,
+    /// The path the client sent to, with its query (`/` for the base URL).
     pub path: String,
     pub content_type: Option<String>,
     pub received: Vec<u8>,
@@ -34,9 +38,90 @@ pub struct Exchange {
     pub status: u16,
 }
 
-/// The scripted side: answers each message the client sends to a path (status,
-/// body).
+/// The scripted side: answers each message the client sends to a path (with its
+/// query) with a status and a body.
 pub type Answer = Box<dyn FnMut(&str, &[u8]) -> (u16, Vec<u8>) + Send>;
+
+/// A callback: the URL and the body.
+type Post = (String, Vec<u8>);
+
+/// Requests the scripted side wants POSTed to the client after its answer (a job
+/// result to a `callback_url`): an answer pushes (URL, body) here. It also tells
+/// the answer the counterparty's own base URL, once it listens (for URLs the
+/// answer hands out, such as an agent's `api_endpoint`).
+#[derive(Clone, Default)]
+pub struct Outbox {
+    posts: Arc<Mutex<Vec<Post>>>,
+    base: Arc<std::sync::OnceLock<String>>,
+}
+
+impl Outbox {
+    /// The counterparty's base URL, ending in `/` (empty before it listens).
+    pub fn base(&self) -> &str {
+        self.base.get().map_or("", String::as_str)
+    }
+
+    pub fn push(&self, url: String, body: Vec<u8>) {
+        self.posts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push((url, body));
+    }
+
+    fn take(&self) -> Vec<Post> {
+        std::mem::take(&mut *self.posts.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+}
+
+/// What a WebSocket hub sees: a connection opened (with its query string), a text
+/// frame from the client, or its own timer.
+#[derive(Debug)]
+pub enum HubEvent<'a> {
+    Open { query: &'a str },
+    Text(&'a str),
+    Tick,
+}
+
+/// What a hub does in answer: send a text frame, or close the connection (1000).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HubAct {
+    Send(String),
+    Close,
+}
+
+/// The scripted WebSocket side (agora-spaces): called on every event of every
+/// connection, with a timer every `tick` when set.
+pub struct Hub {
+    pub tick: Option<Duration>,
+    pub script: Box<dyn FnMut(HubEvent<'_>) -> Vec<HubAct> + Send>,
+}
+
+/// One thing seen on the hub's WebSocket connections, with the time since the
+/// driver started and the connection's number.
+#[derive(Debug, Clone)]
+pub struct WsFrame {
+    pub conn: usize,
+    pub at: Duration,
+    pub what: Ws,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ws {
+    /// The client connected, with this query string.
+    Open(String),
+    /// A text frame from the client (a binary frame, read as UTF-8).
+    Client(String),
+    /// A text frame the hub sent.
+    Hub(String),
+    /// The client closed the connection, or it broke.
+    ClientClosed,
+    /// The hub closed it.
+    HubClosed,
+}
+
+/// At most this many WebSocket frames are kept per driver run; the rest are
+/// counted, not kept.
+const MAX_FRAMES: usize = 20_000;
 
 /// How the driver ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,7 +137,11 @@ pub enum Exit {
 #[derive(Debug, Clone)]
 pub struct DriverRun {
     pub exchanges: Vec<Exchange>,
+    /// The hub's WebSocket frames (empty for HTTP counterparts).
+    pub frames: Vec<WsFrame>,
     pub exit: Exit,
+    /// How long the driver ran.
+    pub took: Duration,
     /// Standard output (capped), and its lines that are JSON.
     pub stdout: String,
     pub lines: Vec<Value>,
@@ -67,7 +156,24 @@ impl DriverRun {
 
     /// The messages the client sent, in order.
     pub fn sent(&self) -> impl Iterator<Item = &[u8]> {
-        self.exchanges.iter().map(|x| x.received.as_slice())
+        self.exchanges
+            .iter()
+            .filter(|x| x.method != "CALLBACK")
+            .map(|x| x.received.as_slice())
+    }
+
+    /// The text frames the client sent on the hub's connections, in order, with
+    /// their times.
+    pub fn client_frames(&self) -> impl Iterator<Item = (Duration, &str)> {
+        self.frames.iter().filter_map(|f| match &f.what {
+            Ws::Client(t) => Some((f.at, t.as_str())),
+            _ => None,
+        })
+    }
+
+    /// The `result` members of the driver's JSON lines, in order.
+    pub fn results(&self) -> Vec<&Value> {
+        self.lines.iter().filter_map(|l| l.get("result")).collect()
     }
 
     /// How it ended, in words.
@@ -83,35 +189,339 @@ impl DriverRun {
 #[derive(Clone)]
 struct Side {
     state: Arc<Mutex<(Answer, Vec<Exchange>)>>,
+    outbox: Outbox,
     max_bytes: usize,
+}
+
+impl Side {
+    fn record(&self, x: Exchange) {
+        self.state
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .1
+            .push(x);
+    }
 }
 
 async fn on_message(
     State(side): State<Side>,
-    uri: axum::http::Uri,
+    method: Method,
+    uri: Uri,
     headers: axum::http::HeaderMap,
     body: Body,
 ) -> axum::response::Response {
     let Ok(bytes) = to_bytes(body, side.max_bytes).await else {
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
-    let path = uri.path().to_string();
+    let path = uri
+        .path_and_query()
+        .map_or_else(|| uri.path().to_string(), |p| p.as_str().to_string());
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(String::from);
-    let mut guard = side.state.lock().unwrap_or_else(|p| p.into_inner());
-    let (answer, log) = &mut *guard;
-    let (status, out) = answer(&path, &bytes);
-    log.push(Exchange {
-        path,
-        content_type,
-        received: bytes.to_vec(),
-        answered: out.clone(),
-        status,
-    });
+    let (status, out) = {
+        let mut guard = side.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (answer, log) = &mut *guard;
+        let (status, out) = answer(&path, &bytes);
+        log.push(Exchange {
+            method: method.to_string(),
+            path,
+            content_type,
+            received: bytes.to_vec(),
+            answered: out.clone(),
+            status,
+        });
+        (status, out)
+    };
+    for (url, body) in side.outbox.take() {
+        tokio::spawn(call_back(side.clone(), url, body));
+    }
     let code = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
     (code, [(header::CONTENT_TYPE, "application/json")], out).into_response()
+}
+
+/// POSTs one callback to the client (deadline 5 s, reply capped) and records it.
+async fn call_back(side: Side, url: String, body: Vec<u8>) {
+    let sent = async {
+        let http = reqwest::Client::builder()
+            .no_proxy()
+            .timeout(Duration::from_secs(5))
+            .build()
+            .map_err(|e| e.to_string())?;
+        let mut resp = http
+            .post(&url)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(body.clone())
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = resp.status().as_u16();
+        let mut got = Vec::new();
+        while let Some(chunk) = resp.chunk().await.map_err(|e| e.to_string())? {
+            let room = side.max_bytes.saturating_sub(got.len());
+            got.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            if chunk.len() >= room {
+                break;
+            }
+        }
+        Ok::<_, String>((status, got))
+    }
+    .await;
+    let (status, received) = match sent {
+        Ok(x) => x,
+        Err(e) => (
+            0,
+            format!("the callback could not be delivered: {e}").into_bytes(),
+        ),
+    };
+    side.record(Exchange {
+        method: "CALLBACK".into(),
+        path: url,
+        content_type: None,
+        received,
+        answered: body,
+        status,
+    });
+}
+
+#[derive(Clone)]
+struct HubSide {
+    hub: Arc<Mutex<Hub>>,
+    tick: Option<Duration>,
+    frames: Arc<Mutex<(Vec<WsFrame>, usize)>>,
+    conns: Arc<std::sync::atomic::AtomicUsize>,
+    start: Instant,
+    max_bytes: usize,
+}
+
+impl HubSide {
+    fn record(&self, conn: usize, what: Ws) {
+        let mut g = self.frames.lock().unwrap_or_else(|p| p.into_inner());
+        if g.0.len() < MAX_FRAMES {
+            g.0.push(WsFrame {
+                conn,
+                at: self.start.elapsed(),
+                what,
+            });
+        } else {
+            g.1 += 1;
+        }
+    }
+
+    fn call(&self, event: HubEvent<'_>) -> Vec<HubAct> {
+        let mut g = self.hub.lock().unwrap_or_else(|p| p.into_inner());
+        (g.script)(event)
+    }
+}
+
+async fn on_upgrade(
+    State(side): State<HubSide>,
+    uri: Uri,
+    ws: WebSocketUpgrade,
+) -> axum::response::Response {
+    let query = uri.query().unwrap_or("").to_string();
+    ws.max_message_size(side.max_bytes)
+        .max_frame_size(side.max_bytes)
+        .on_upgrade(move |socket| serve_hub(socket, side, query))
+}
+
+/// Sends the hub's acts; false once it closed the connection or sending failed.
+async fn act(socket: &mut WebSocket, side: &HubSide, conn: usize, acts: Vec<HubAct>) -> bool {
+    for a in acts {
+        match a {
+            HubAct::Send(text) => {
+                side.record(conn, Ws::Hub(text.clone()));
+                if socket.send(Message::Text(text.into())).await.is_err() {
+                    side.record(conn, Ws::ClientClosed);
+                    return false;
+                }
+            }
+            HubAct::Close => {
+                side.record(conn, Ws::HubClosed);
+                let _ = socket
+                    .send(Message::Close(Some(axum::extract::ws::CloseFrame {
+                        code: 1000,
+                        reason: "".into(),
+                    })))
+                    .await;
+                return false;
+            }
+        }
+    }
+    true
+}
+
+async fn serve_hub(mut socket: WebSocket, side: HubSide, query: String) {
+    let conn = side
+        .conns
+        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    side.record(conn, Ws::Open(query.clone()));
+    let acts = side.call(HubEvent::Open { query: &query });
+    if !act(&mut socket, &side, conn, acts).await {
+        return;
+    }
+    let mut timer = side
+        .tick
+        .map(|d| tokio::time::interval_at(tokio::time::Instant::now() + d, d));
+    loop {
+        let tick = async {
+            match timer.as_mut() {
+                Some(t) => {
+                    t.tick().await;
+                }
+                None => std::future::pending::<()>().await,
+            }
+        };
+        let text = tokio::select! {
+            m = socket.recv() => match m {
+                Some(Ok(Message::Text(t))) => Some(t.to_string()),
+                Some(Ok(Message::Binary(b))) => Some(String::from_utf8_lossy(&b).into_owned()),
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+                Some(Ok(Message::Close(_)) | Err(_)) | None => {
+                    side.record(conn, Ws::ClientClosed);
+                    return;
+                }
+            },
+            () = tick => None,
+        };
+        let acts = match &text {
+            Some(t) => {
+                side.record(conn, Ws::Client(t.clone()));
+                side.call(HubEvent::Text(t))
+            }
+            None => side.call(HubEvent::Tick),
+        };
+        if !act(&mut socket, &side, conn, acts).await {
+            return;
+        }
+    }
+}
+
+/// Serves `answer` on loopback over HTTP (any method; an answer may queue
+/// callbacks in `outbox`), runs the client driver for `scenario` with `input`, and
+/// returns what happened; the exchanges and the driver's output go to the
+/// transcript. Skips (with the reason) when no driver is configured.
+pub async fn drive(
+    ctx: &mut Ctx,
+    scenario: &str,
+    input: &Value,
+    answer: Answer,
+) -> Step<DriverRun> {
+    drive_http(ctx, scenario, input, answer, Outbox::default()).await
+}
+
+/// [`drive`], with callbacks.
+pub async fn drive_http(
+    ctx: &mut Ctx,
+    scenario: &str,
+    input: &Value,
+    answer: Answer,
+    outbox: Outbox,
+) -> Step<DriverRun> {
+    let side = Side {
+        state: Arc::new(Mutex::new((answer, Vec::new()))),
+        outbox,
+        max_bytes: ctx.profile().timing.max_response_bytes,
+    };
+    let router = Router::new()
+        .route("/", any(on_message))
+        .route("/{*rest}", any(on_message))
+        .with_state(side.clone());
+    let mut run = run_driver(
+        ctx,
+        scenario,
+        input,
+        router,
+        "http",
+        "/",
+        Some(&side.outbox.base),
+    )
+    .await?;
+    run.exchanges = std::mem::take(&mut side.state.lock().unwrap_or_else(|p| p.into_inner()).1);
+    for x in &run.exchanges {
+        if x.method == "CALLBACK" {
+            ctx.log_frame(
+                "send",
+                "harness",
+                &format!(
+                    "callback POST {}\n{}",
+                    x.path,
+                    String::from_utf8_lossy(&x.answered)
+                ),
+            );
+            ctx.log_frame(
+                "recv",
+                "client",
+                &format!(
+                    "HTTP {}: {}",
+                    x.status,
+                    String::from_utf8_lossy(&x.received)
+                ),
+            );
+            continue;
+        }
+        let said = format!(
+            "{} {}\n{}",
+            x.method,
+            x.path,
+            String::from_utf8_lossy(&x.received)
+        );
+        ctx.log_frame("recv", "client", &said);
+        ctx.log_frame(
+            "send",
+            "harness",
+            &format!(
+                "HTTP {}: {}",
+                x.status,
+                String::from_utf8_lossy(&x.answered)
+            ),
+        );
+    }
+    Ok(run)
+}
+
+/// Serves `hub` on loopback over WebSocket (`ws://127.0.0.1:PORT/ws`), runs the
+/// client driver, and returns what happened, the frames in the transcript.
+pub async fn drive_hub(ctx: &mut Ctx, scenario: &str, input: &Value, hub: Hub) -> Step<DriverRun> {
+    let side = HubSide {
+        tick: hub.tick,
+        hub: Arc::new(Mutex::new(hub)),
+        frames: Arc::new(Mutex::new((Vec::new(), 0))),
+        conns: Arc::default(),
+        start: Instant::now(),
+        max_bytes: ctx.profile().timing.max_response_bytes,
+    };
+    let router = Router::new()
+        .route("/ws", get(on_upgrade))
+        .route("/", get(on_upgrade))
+        .with_state(side.clone());
+    let mut run = run_driver(ctx, scenario, input, router, "ws", "/ws", None).await?;
+    let (frames, dropped) =
+        std::mem::take(&mut *side.frames.lock().unwrap_or_else(|p| p.into_inner()));
+    for f in &frames {
+        let n = f.conn;
+        match &f.what {
+            Ws::Open(q) => ctx.log_frame("recv", "client", &format!("connection {n} opened: ?{q}")),
+            Ws::Client(t) => ctx.log_frame("recv", "client", &format!("#{n} {t}")),
+            Ws::Hub(t) => ctx.log_frame("send", "harness", &format!("#{n} {t}")),
+            Ws::ClientClosed => ctx.log_frame(
+                "recv",
+                "client",
+                &format!("connection {n} closed by the client"),
+            ),
+            Ws::HubClosed => ctx.log_frame(
+                "send",
+                "harness",
+                &format!("connection {n} closed by the harness"),
+            ),
+        }
+    }
+    if dropped > 0 {
+        ctx.note(format!("{dropped} further WebSocket frames were counted, not kept (at most {MAX_FRAMES} per case)"));
+    }
+    run.frames = frames;
+    Ok(run)
 }
 
 /// Reads a pipe to its end, keeping at most `cap` bytes (the rest is read and
@@ -146,31 +556,28 @@ async fn end_group(pid: Option<u32>) {
     }
 }
 
-/// Serves `answer` on loopback, runs the client driver for `scenario` with `input`,
-/// and returns what happened; the exchanges and the driver's output go to the
-/// transcript. Skips (with the reason) when no driver is configured.
-pub async fn drive(
+/// Starts `router` on loopback, runs the driver against `scheme://ADDR{path}`, and
+/// stops the router; the exchanges are left to the caller.
+async fn run_driver(
     ctx: &mut Ctx,
     scenario: &str,
     input: &Value,
-    answer: Answer,
+    router: Router,
+    scheme: &str,
+    path: &str,
+    base: Option<&std::sync::OnceLock<String>>,
 ) -> Step<DriverRun> {
     let client = ctx.profile().client.clone();
     let Some(template) = client.command.clone() else {
         return skip("no client driver: pass --client COMMAND or set [client] command");
     };
-    let side = Side {
-        state: Arc::new(Mutex::new((answer, Vec::new()))),
-        max_bytes: ctx.profile().timing.max_response_bytes,
-    };
-    let router = Router::new()
-        .route("/", post(on_message))
-        .route("/{*rest}", post(on_message))
-        .with_state(side.clone());
     let running = reference_impl::serve::spawn("127.0.0.1:0", router)
         .await
         .map_err(|e| crate::case::Stop::Skip(format!("cannot start the counterparty: {e}")))?;
-    let url = format!("http://{}/", running.addr);
+    let url = format!("{scheme}://{}{path}", running.addr);
+    if let Some(b) = base {
+        let _ = b.set(url.clone());
+    }
     let case = ctx.case_id.unwrap_or("client");
     let dir = std::env::temp_dir().join(format!(
         "agentconform-client-{}-{}",
@@ -209,11 +616,13 @@ pub async fn drive(
     let out = child.stdout.take().map(|o| tokio::spawn(capped(o, cap)));
     let err = child.stderr.take().map(|e| tokio::spawn(capped(e, cap)));
     let deadline = Duration::from_millis(client.timeout_ms);
+    let began = Instant::now();
     let exit = match tokio::time::timeout(deadline, child.wait()).await {
         Ok(Ok(status)) => status.code().map_or(Exit::Signal, Exit::Code),
         Ok(Err(_)) => Exit::Signal,
         Err(_) => Exit::Deadline,
     };
+    let took = began.elapsed();
     end_group(pid).await;
     let _ = child.wait().await;
     let read = |h: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>| async move {
@@ -227,29 +636,19 @@ pub async fn drive(
     };
     let (stdout, out_cut) = read(out).await;
     let (stderr, err_cut) = read(err).await;
-    running.stop().await;
+    // A connection the client left open ends with its process; the stop waits
+    // for it at most this long.
+    let _ = tokio::time::timeout(Duration::from_secs(2), running.stop()).await;
     let _ = std::fs::remove_dir_all(&dir);
-    let exchanges = std::mem::take(&mut side.state.lock().unwrap_or_else(|p| p.into_inner()).1);
-    for x in &exchanges {
-        let said = format!("POST {}\n{}", x.path, String::from_utf8_lossy(&x.received));
-        ctx.log_frame("recv", "client", &said);
-        ctx.log_frame(
-            "send",
-            "harness",
-            &format!(
-                "HTTP {}: {}",
-                x.status,
-                String::from_utf8_lossy(&x.answered)
-            ),
-        );
-    }
     let run = DriverRun {
         lines: stdout
             .lines()
             .filter_map(|l| serde_json::from_str(l.trim()).ok())
             .collect(),
-        exchanges,
+        exchanges: Vec::new(),
+        frames: Vec::new(),
         exit,
+        took,
         stdout,
         stderr,
     };

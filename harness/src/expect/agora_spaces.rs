@@ -1484,6 +1484,238 @@ pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
     }
 }
 
+/// What the harness's hub does in one client case (`run --role client`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HubPlan {
+    /// Registers, answers the join, and closes after the client's publish.
+    Plain,
+    /// After the join: one whole event, then one event as a delta stream, then close.
+    Deltas,
+    /// After the join: a delta stream that the hub cancels, then one whole event,
+    /// then close.
+    Cancel,
+    /// After the join: the hub heartbeats, and closes once the client has sent
+    /// [`HEARTBEATS_WANTED`] heartbeats (or after four times as many intervals).
+    Heartbeats,
+    /// After the join: nothing at all, no heartbeats.
+    Silent,
+}
+
+/// The other member whose events the hub delivers.
+pub const CLIENT_PEER: &str = "h-peer";
+/// A whole event's text.
+pub const WHOLE_TEXT: &str = "a whole event · 完整的事件";
+/// The heartbeats a client must send in the heartbeat case.
+pub const HEARTBEATS_WANTED: usize = 3;
+
+/// The text the hub streams as deltas, and its chunks (split between characters,
+/// some of them multi-byte).
+pub fn streamed_text(tag: &str) -> (String, Vec<String>) {
+    let unit = format!("{tag} · 流式 · 🙂 · ");
+    let text = unit.repeat(6);
+    let chars: Vec<char> = text.chars().collect();
+    let size = chars.len().div_ceil(4).max(1);
+    let chunks = chars.chunks(size).map(|c| c.iter().collect()).collect();
+    (text, chunks)
+}
+
+/// The input of a client scenario: the agent, the space, the text to publish, and
+/// short heartbeat timings (the scaled 30 s and 60 s).
+pub fn client_input(tag: &str) -> Value {
+    json!({
+        "agent_id": agent_id(tag),
+        "space": "general",
+        "text": format!("published by the client · {tag}"),
+        "heartbeat_interval_ms": 150,
+        "heartbeat_timeout_ms": 1000,
+    })
+}
+
+/// The harness's hub for a client case.
+pub fn hub(plan: HubPlan, input: &Value) -> crate::counterparty::Hub {
+    use crate::counterparty::{HubAct, HubEvent};
+    let agent = input["agent_id"].as_str().unwrap_or_default().to_string();
+    let interval = Duration::from_millis(input["heartbeat_interval_ms"].as_u64().unwrap_or(150));
+    let send = |v: Value| HubAct::Send(v.to_string());
+    let (mut heartbeats, mut ticks) = (0usize, 0usize);
+    let script = move |event: HubEvent<'_>| -> Vec<HubAct> {
+        match event {
+            HubEvent::Open { .. } => vec![send(json!({
+                "type": "agent.registered",
+                "agent": {"id": agent, "connection_id": new_id()},
+                "timestamp": now_s(),
+            }))],
+            HubEvent::Tick => {
+                ticks += 1;
+                if ticks >= 4 * HEARTBEATS_WANTED {
+                    vec![HubAct::Close]
+                } else {
+                    vec![send(
+                        json!({"type": "agent.heartbeat", "timestamp": now_s()}),
+                    )]
+                }
+            }
+            HubEvent::Text(t) => {
+                let Ok(v) = serde_json::from_str::<Value>(t) else {
+                    return Vec::new();
+                };
+                match v["type"].as_str().unwrap_or_default() {
+                    "space.join" => {
+                        let space = v["space"].clone();
+                        let mut out = vec![send(json!({
+                            "type": "space.joined", "id": v["id"], "space": space,
+                            "members": [agent, CLIENT_PEER], "timestamp": now_s(),
+                        }))];
+                        out.extend(after_join(plan, &space).into_iter().map(send));
+                        if matches!(plan, HubPlan::Deltas | HubPlan::Cancel) {
+                            out.push(HubAct::Close);
+                        }
+                        out
+                    }
+                    "space.publish" if plan == HubPlan::Plain => vec![HubAct::Close],
+                    "agent.heartbeat" if plan == HubPlan::Heartbeats => {
+                        heartbeats += 1;
+                        if heartbeats >= HEARTBEATS_WANTED {
+                            vec![HubAct::Close]
+                        } else {
+                            Vec::new()
+                        }
+                    }
+                    _ => Vec::new(),
+                }
+            }
+        }
+    };
+    crate::counterparty::Hub {
+        tick: (plan == HubPlan::Heartbeats).then_some(interval),
+        script: Box::new(script),
+    }
+}
+
+/// The events the hub sends right after a join.
+fn after_join(plan: HubPlan, space: &Value) -> Vec<Value> {
+    let whole = |text: &str| {
+        json!({"type": "space.event", "space": space,
+               "data": {"from": CLIENT_PEER, "text": text, "timestamp": now_s()}, "timestamp": now_s()})
+    };
+    let stream = |tag: &str| -> (String, Vec<Value>) {
+        let id = format!("ev-{tag}-{}", &new_id()[..8]);
+        let (_, chunks) = streamed_text(tag);
+        let frames = chunks
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let data = if i == 0 {
+                    json!({"from": CLIENT_PEER, "text": c})
+                } else {
+                    json!({"text": c})
+                };
+                json!({"type": "space.event.delta", "space": space, "event_id": id, "data": data, "timestamp": now_s()})
+            })
+            .collect();
+        (id, frames)
+    };
+    match plan {
+        HubPlan::Deltas => {
+            let (id, mut frames) = stream("streamed");
+            frames.insert(0, whole(WHOLE_TEXT));
+            frames.push(json!({"type": "space.event.done", "space": space, "event_id": id, "timestamp": now_s()}));
+            frames
+        }
+        HubPlan::Cancel => {
+            let (id, mut frames) = stream("cancelled");
+            frames.truncate(2);
+            frames.push(json!({"type": "space.event.cancel", "space": space, "event_id": id, "timestamp": now_s()}));
+            frames.push(whole(WHOLE_TEXT));
+            frames
+        }
+        HubPlan::Plain | HubPlan::Heartbeats | HubPlan::Silent => Vec::new(),
+    }
+}
+
+/// The schema of a frame a client sends, by its type.
+fn client_schema_for(ty: &str) -> Option<&'static str> {
+    Some(match ty {
+        "agent.register" => "agent-register",
+        "agent.heartbeat" => "agent-heartbeat",
+        "space.join" => "space-join",
+        "space.leave" => "space-leave",
+        "space.publish" => "space-publish",
+        "space.event.cancel" => "space-event-cancel",
+        "space.list" => "space-list-request",
+        _ => return None,
+    })
+}
+
+/// Reads every frame the client sent: a JSON object with a string type (ASP-001,
+/// ASP-018), a numeric timestamp (ASP-020, a warning when missing), and the schema
+/// of its type. Returns the frames that could be read, in order.
+pub fn client_frames(ctx: &mut Ctx, run: &crate::counterparty::DriverRun) -> Step<Vec<Value>> {
+    let mut out = Vec::new();
+    let mut untimed = None;
+    for (_, text) in run.client_frames() {
+        let v: Value = match serde_json::from_str(text) {
+            Ok(v @ Value::Object(_)) if v["type"].is_string() => v,
+            _ => {
+                return fail(format!(
+                    "the client sent a frame that is not a JSON event object with a string type (ASP-001, ASP-018): {}",
+                    quote(text)
+                ))
+            }
+        };
+        let ty = v["type"].as_str().unwrap_or_default().to_string();
+        match v.get("timestamp") {
+            None => {
+                untimed.get_or_insert(ty.clone());
+            }
+            Some(t) if t.is_number() => {}
+            Some(t) => ctx.finding(Finding::new(
+                "agora-spaces/client:timestamp",
+                &["ASP-020", "ASP-A6"],
+                format!("the client's {ty} carries the timestamp {t}, not a number"),
+            )),
+        }
+        if let Some(schema) = client_schema_for(&ty) {
+            let list = ctx
+                .shared
+                .schemas
+                .violations(&format!("agora-spaces/{schema}"), &v)
+                .map_err(|e| Stop::Skip(format!("the harness has no schema for {ty}: {e}")))?;
+            for viol in list.into_iter().filter(|x| x.shape() != "/timestamp") {
+                ctx.finding(Finding::new(
+                    format!("agora-spaces/client:schema:{schema}:{}", viol.shape()),
+                    &["ASP-018"],
+                    format!("the client's {ty} at {}: {}", viol.pointer, viol.message),
+                ));
+            }
+        }
+        out.push(v);
+    }
+    if let Some(ty) = untimed {
+        ctx.finding(
+            Finding::new(
+                "agora-spaces/client:no-timestamp",
+                &["ASP-020", "ASP-A6"],
+                format!("the client's events carry no timestamp, e.g. {ty}"),
+            )
+            .at(Level::Should),
+        );
+    }
+    Ok(out)
+}
+
+/// The texts of the complete events the driver printed (`{"result": {"text"}}`).
+pub fn printed_texts(run: &crate::counterparty::DriverRun) -> Vec<String> {
+    run.results()
+        .iter()
+        .map(|r| {
+            r["text"]
+                .as_str()
+                .map_or_else(|| r.to_string(), String::from)
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

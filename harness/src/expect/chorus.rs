@@ -1458,6 +1458,448 @@ pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
     check_codes(ctx, &resp);
 }
 
+// ---------------------------------------------------------------------------
+// The orchestrator's side (`run --role client`)
+
+/// What the harness's registry and agents do in one client case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hire {
+    /// The job succeeds, its result in the reply.
+    Success,
+    /// The job reply is 202 with a PENDING result; the final one is POSTed to the
+    /// job's callback_url.
+    Callback,
+    /// The job fails: a FAILURE result.
+    Failure,
+    /// The agent refuses the job: SKILL_MISMATCH.
+    SkillMismatch,
+    /// The agent refuses the job: BUDGET_INSUFFICIENT.
+    BudgetInsufficient,
+}
+
+/// The cost of the harness's agents' skill, charged as execution_cost.
+pub const HIRE_COST: f64 = 0.10;
+
+/// The harness's two agents for a client case, ranked: (name, owner, reputation,
+/// api_endpoint below the base URL). The first endpoint ends in `/jobs`, the second
+/// does not (CHO-A3: both forms occur).
+pub const HIRED: [(&str, &str, f64, &str); 2] = [
+    ("first", "h-owner-first", 72.5, "agents/first/jobs"),
+    ("second", "h-owner-second", 50.0, "agents/second"),
+];
+
+/// The input of the `hire` scenario.
+pub fn hire_input() -> Value {
+    json!({
+        "skill": "echo_text",
+        "input_data": {"text": format!("hired by the harness {}", &new_id()[..8])},
+        "budget": 0.15,
+        "max_cost": 0.15,
+        "min_reputation": 0,
+        "orchestrator_id": new_id(),
+        "owner_id": "h-orchestrator-owner",
+    })
+}
+
+/// The agent ids of the harness's agents, one per case.
+pub fn hired_ids() -> [String; 2] {
+    [new_id(), new_id()]
+}
+
+/// The harness's registry, agents and ledger for a client case: `GET /discover`
+/// lists [`HIRED`], a POST to either agent's job URL (with `/jobs` once or, for the
+/// first, twice) is answered by `plan`, `POST /results` and `POST /transfer` are
+/// acknowledged.
+pub fn registry(
+    plan: Hire,
+    input: &Value,
+    ids: [String; 2],
+    outbox: crate::counterparty::Outbox,
+) -> crate::counterparty::Answer {
+    let skill = input["skill"].clone();
+    Box::new(move |path: &str, body: &[u8]| {
+        let reply = |status: u16, v: Value| (status, v.to_string().into_bytes());
+        let route = path.split('?').next().unwrap_or_default();
+        if route == "/discover" {
+            let base = outbox.base();
+            let agents: Vec<Value> = HIRED
+                .iter()
+                .zip(&ids)
+                .map(|((name, owner, score, endpoint), id)| {
+                    json!({
+                        "agent_id": id, "agent_name": format!("h-agent-{name}"),
+                        "api_endpoint": format!("{base}{endpoint}"),
+                        "skill": {"skill_name": skill, "cost_per_call": HIRE_COST},
+                        "reputation_score": score, "status": "online", "owner_id": owner,
+                    })
+                })
+                .collect();
+            return reply(200, json!({ "agents": agents }));
+        }
+        if route == "/results" {
+            return reply(200, json!({"status": "recorded"}));
+        }
+        if route == "/transfer" {
+            let t: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            return reply(
+                200,
+                json!({"status": "completed", "transfer_id": t["transfer_id"]}),
+            );
+        }
+        let Some(agent) = hired_by_job_path(route).map(|i| ids[i].clone()) else {
+            return reply(
+                404,
+                json!({"error": "NOT_FOUND", "message": format!("no route {route}")}),
+            );
+        };
+        let job: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+        let result = |status: &str, output: Value, error: Value| {
+            json!({
+                "job_id": job["job_id"], "agent_id": agent, "status": status,
+                "output_data": output, "execution_cost": HIRE_COST, "execution_time_ms": 3,
+                "error_message": error, "timestamp_utc": now_utc(),
+            })
+        };
+        match plan {
+            Hire::Success => reply(
+                200,
+                result("SUCCESS", job["input_data"].clone(), Value::Null),
+            ),
+            Hire::Failure => reply(
+                200,
+                result(
+                    "FAILURE",
+                    Value::Null,
+                    json!("the harness's agent failed this job on purpose"),
+                ),
+            ),
+            Hire::SkillMismatch => reply(
+                400,
+                json!({"error": "SKILL_MISMATCH", "message": "this agent lacks the skill (on purpose)"}),
+            ),
+            Hire::BudgetInsufficient => reply(
+                402,
+                json!({"error": "BUDGET_INSUFFICIENT", "message": "the budget is below this agent's cost (on purpose)"}),
+            ),
+            Hire::Callback => {
+                if let Some(url) = job["callback_url"].as_str() {
+                    let done = result("SUCCESS", job["input_data"].clone(), Value::Null);
+                    outbox.push(url.to_string(), done.to_string().into_bytes());
+                }
+                let mut pending = result("PENDING", Value::Null, Value::Null);
+                pending["execution_cost"] = Value::Null;
+                reply(202, pending)
+            }
+        }
+    })
+}
+
+/// Which of [`HIRED`] a job path reaches: its `api_endpoint` with `/jobs` appended
+/// unless it already ends in `/jobs` (CHO-A3), or appended anyway (the spec's
+/// literal `{agent_api_endpoint}/jobs`).
+pub fn hired_by_job_path(route: &str) -> Option<usize> {
+    HIRED.iter().position(|(_, _, _, endpoint)| {
+        let unchanged = format!("/{endpoint}");
+        let appended = format!("/{endpoint}/jobs");
+        (endpoint.ends_with("/jobs") && route == unchanged) || route == appended
+    })
+}
+
+/// The client's exchanges with the harness that went to `route` (by method and path).
+pub fn sent_to<'a>(
+    run: &'a crate::counterparty::DriverRun,
+    method: &str,
+    route: &str,
+) -> Vec<&'a crate::counterparty::Exchange> {
+    run.exchanges
+        .iter()
+        .filter(|x| x.method == method && x.path.split('?').next() == Some(route))
+        .collect()
+}
+
+/// The client's job requests: POSTs to one of the harness's job URLs.
+pub fn jobs_sent(run: &crate::counterparty::DriverRun) -> Vec<(usize, Value)> {
+    run.exchanges
+        .iter()
+        .filter(|x| x.method == "POST")
+        .filter_map(|x| {
+            let i = hired_by_job_path(x.path.split('?').next().unwrap_or_default())?;
+            Some((
+                i,
+                serde_json::from_slice(&x.received).unwrap_or(Value::Null),
+            ))
+        })
+        .collect()
+}
+
+/// The client sent exactly one job: to a listed agent's job URL, a complete job
+/// request (CHO-023, CHO-024; the schema; a UUID job_id, CHO-003; an ISO 8601 UTC
+/// timestamp, CHO-004; the currency, CHO-025) with the scenario's skill, input,
+/// orchestrator and a budget between the agent's cost and the one given. Returns
+/// the agent's index and the job.
+pub fn check_job_sent(
+    ctx: &mut Ctx,
+    run: &crate::counterparty::DriverRun,
+    input: &Value,
+) -> Step<(usize, Value)> {
+    let jobs = jobs_sent(run);
+    let Some((agent, job)) = jobs.first().cloned() else {
+        let paths: Vec<String> = run
+            .exchanges
+            .iter()
+            .map(|x| format!("{} {}", x.method, x.path))
+            .collect();
+        return fail(format!(
+            "the client sent no job to a discovered agent's job URL (CHO-023); it sent {paths:?}; {}; stderr: {}",
+            run.ended(),
+            crate::finding::clipped(run.stderr.trim(), 300)
+        ));
+    };
+    if jobs.len() > 1 {
+        ctx.finding(Finding::new(
+            "chorus/client:jobs",
+            &["CHO-023"],
+            format!("the client sent {} jobs for one hire", jobs.len()),
+        ));
+    }
+    if !job.is_object() {
+        return fail(format!(
+            "the client's job request is not a JSON object: {job}"
+        ));
+    }
+    // job_id, timestamp_utc and currency are judged below, once.
+    let below = [":/job_id", ":/timestamp_utc", ":/currency"];
+    for f in schema_findings(
+        &ctx.shared.schemas,
+        "chorus/job-request",
+        &job,
+        &["CHO-024"],
+    ) {
+        if below.iter().any(|b| f.key.ends_with(b)) {
+            continue;
+        }
+        ctx.finding(Finding::new(
+            format!("chorus/client:{}", f.key.trim_start_matches("chorus/")),
+            &["CHO-024"],
+            format!("the client's job request: {}", f.summary),
+        ));
+    }
+    let id = job["job_id"].as_str().unwrap_or_default();
+    if !is_uuid(id) {
+        ctx.finding(Finding::new(
+            "chorus/client:job-id",
+            &["CHO-003"],
+            format!("the client's job_id {} is not a UUID", job["job_id"]),
+        ));
+    }
+    if !is_utc_timestamp(&job["timestamp_utc"]) {
+        ctx.finding(Finding::new(
+            "chorus/client:timestamp",
+            &["CHO-004"],
+            format!(
+                "the client's job timestamp_utc {} is not ISO 8601 UTC",
+                job["timestamp_utc"]
+            ),
+        ));
+    }
+    if job["currency"] != "chorus_credits_v1" {
+        ctx.finding(Finding::new(
+            "chorus/client:currency",
+            &["CHO-025"],
+            format!(
+                "the client's job names the currency {}, not \"chorus_credits_v1\"",
+                job["currency"]
+            ),
+        ));
+    }
+    for (member, want) in [
+        ("skill_name", &input["skill"]),
+        ("input_data", &input["input_data"]),
+        ("orchestrator_id", &input["orchestrator_id"]),
+    ] {
+        if job[member] != *want {
+            return fail(format!(
+                "the client's job carries {member} {}, not the scenario's {want}",
+                job[member]
+            ));
+        }
+    }
+    let budget = job["budget"].as_f64();
+    let given = input["budget"].as_f64().unwrap_or(f64::MAX);
+    if !budget.is_some_and(|b| b + EXACT >= HIRE_COST && b <= given + EXACT) {
+        return fail(format!(
+            "the client's job offers the budget {}, not an amount between the agent's cost {HIRE_COST:.2} and the scenario's budget {given:.2} (CHO-028)",
+            job["budget"]
+        ));
+    }
+    ctx.checked(format!(
+        "the client sent one complete job to {} with the scenario's skill, input and budget",
+        HIRED[agent].0
+    ));
+    Ok((agent, job))
+}
+
+/// The client's transfers (CHO-038, CHO-039): each body parsed.
+pub fn transfers_sent(run: &crate::counterparty::DriverRun) -> Vec<Value> {
+    sent_to(run, "POST", "/transfer")
+        .iter()
+        .map(|x| serde_json::from_slice(&x.received).unwrap_or(Value::Null))
+        .collect()
+}
+
+/// The client paid nothing, and reported the failure with a non-zero exit.
+pub fn check_not_paid(ctx: &mut Ctx, run: &crate::counterparty::DriverRun, why: &str) -> Step<()> {
+    if let Some(t) = transfers_sent(run).first() {
+        return fail(format!(
+            "the client paid after {why}: POST /transfer {} (CHO-038, CHO-041: payment settles a successful job)",
+            crate::finding::clipped(&t.to_string(), 300)
+        ));
+    }
+    ctx.checked(format!("no payment after {why}"));
+    if !run.failed() {
+        return fail(format!(
+            "the client reported success after {why}: {}; stdout: {}",
+            run.ended(),
+            crate::finding::clipped(run.stdout.trim(), 300)
+        ));
+    }
+    ctx.checked("the client reported the failure");
+    Ok(())
+}
+
+/// The client paid once for the job, after its SUCCESS: a complete transfer
+/// (CHO-039) from the scenario's owner to the hired agent's owner, for the job,
+/// of the execution_cost charged (CHO-033, CHO-038).
+pub fn check_paid(
+    ctx: &mut Ctx,
+    run: &crate::counterparty::DriverRun,
+    input: &Value,
+    agent: usize,
+    job: &Value,
+    ids: &[String; 2],
+) -> Step<()> {
+    let transfers = transfers_sent(run);
+    let Some(t) = transfers.first() else {
+        return fail(format!(
+            "the client never paid for the successful job: no POST /transfer (CHO-038); {}",
+            run.ended()
+        ));
+    };
+    if transfers.len() > 1 {
+        ctx.finding(Finding::new(
+            "chorus/client:paid-twice",
+            &["CHO-038"],
+            format!("the client sent {} transfers for one job", transfers.len()),
+        ));
+    }
+    // transfer_id, job_id and amount are judged below, once.
+    let below = [":/transfer_id", ":/job_id", ":/amount"];
+    for f in schema_findings(
+        &ctx.shared.schemas,
+        "chorus/transfer-request",
+        t,
+        &["CHO-039"],
+    ) {
+        if below.iter().any(|b| f.key.ends_with(b)) {
+            continue;
+        }
+        ctx.finding(Finding::new(
+            format!("chorus/client:{}", f.key.trim_start_matches("chorus/")),
+            &["CHO-039"],
+            format!("the client's transfer: {}", f.summary),
+        ));
+    }
+    if !t["transfer_id"].as_str().is_some_and(is_uuid) {
+        ctx.finding(Finding::new(
+            "chorus/client:transfer-id",
+            &["CHO-039"],
+            format!(
+                "the client's transfer_id {} is not a UUID",
+                t["transfer_id"]
+            ),
+        ));
+    }
+    if t["job_id"] != job["job_id"] {
+        return fail(format!(
+            "the client's transfer names the job {}, not the one it hired, {} (CHO-039)",
+            t["job_id"], job["job_id"]
+        ));
+    }
+    if t["from_owner"] != input["owner_id"] {
+        ctx.finding(Finding::new(
+            "chorus/client:from-owner",
+            &["CHO-039"],
+            format!(
+                "the client's transfer is from {}, not the scenario's owner {}",
+                t["from_owner"], input["owner_id"]
+            ),
+        ));
+    }
+    let owner = HIRED[agent].1;
+    if t["to_owner"] != owner && t["to_owner"] != ids[agent].as_str() {
+        ctx.note(format!(
+            "the transfer goes to {}; the hired agent's owner is {owner} (chorus.md does not say how an orchestrator learns it)",
+            t["to_owner"]
+        ));
+    }
+    let amount = t["amount"].as_f64();
+    if amount.is_none() {
+        ctx.finding(Finding::new(
+            "chorus/client:amount-missing",
+            &["CHO-039"],
+            format!(
+                "the client's transfer has the amount {}, not a number of credits",
+                t["amount"]
+            ),
+        ));
+    } else if !amount.is_some_and(|a| (a - HIRE_COST).abs() <= EXACT) {
+        ctx.finding(
+            Finding::new(
+                "chorus/client:amount",
+                &["CHO-033", "CHO-038"],
+                format!(
+                    "the client pays {} for a job whose execution_cost is {HIRE_COST:.2}",
+                    t["amount"]
+                ),
+            )
+            .at(Level::Should),
+        );
+    }
+    ctx.checked("the client paid the job once, to its agent");
+    Ok(())
+}
+
+/// The outcome reported to the registry (the default outcome channel, `POST
+/// /results` with the result and orchestrator_id; a profile choice, CHO-A1).
+pub fn check_outcome_reported(
+    ctx: &mut Ctx,
+    run: &crate::counterparty::DriverRun,
+    job: &Value,
+    status: &str,
+) {
+    let reported = sent_to(run, "POST", "/results")
+        .iter()
+        .map(|x| serde_json::from_slice::<Value>(&x.received).unwrap_or(Value::Null))
+        .any(|r| r["job_id"] == job["job_id"] && r["status"] == status);
+    if reported {
+        ctx.checked(format!(
+            "the client reported the {status} outcome to the registry"
+        ));
+    } else {
+        ctx.finding(
+            Finding::new(
+                "chorus/client:outcome",
+                &["CHO-A1"],
+                format!(
+                    "the client did not report the {status} outcome of job {} with POST /results (the profile's outcome channel; chorus.md has none)",
+                    job["job_id"]
+                ),
+            )
+            .at(Level::Profile),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

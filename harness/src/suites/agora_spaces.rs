@@ -3,8 +3,9 @@
 use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
 use crate::drive::Transport;
 use crate::expect::agora_spaces::*;
-use crate::finding::Finding;
+use crate::finding::{quote, Finding};
 use crate::profile::Profile;
+use crate::script::Ctx;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -26,17 +27,16 @@ pub static SUITE: Suite = Suite {
     start: crate::embedded::agora_spaces,
     signing: None,
     schemas: SCHEMAS,
-    client_cases: &[],
-    client_faults: &[],
+    client_cases: CLIENT_CASES,
+    client_faults: reference_impl::agora_spaces::client::CLIENT_FAULTS,
     reread: crate::expect::agora_spaces::reread,
     fuzzer: &crate::fuzzing::agora_spaces::SPEC,
     client_fuzzer: None,
 };
 
-pub const UNTESTABLE: &[Untestable] = &[Untestable {
-    requirement: "ASP-037",
-    reason: "client role: the target profile gives the harness no way to make a target act as a client receiving a server's cancel",
-}];
+/// Every requirement has a case: ASP-037 (a client discards a cancelled stream) is
+/// judged in the client role.
+pub const UNTESTABLE: &[Untestable] = &[];
 
 /// The heartbeat timeout is short enough to test without --include-slow.
 fn short_heartbeat(p: &Profile) -> bool {
@@ -567,3 +567,178 @@ const SCHEMAS: &[(&str, &str)] = &[
         include_str!("../../../schemas/agora-spaces/error.schema.json"),
     ),
 ];
+
+/// The client's side (`run --role client`): the harness is the hub, the client
+/// driver runs scenario `join-publish` or `listen` against it.
+pub const CLIENT_CASES: &[Case] = &[
+    case!("client-join-publish", "the client connects with its agent_id, joins the space given and publishes the text given, every event with a type and a timestamp",
+        ["ASP-003", "ASP-004", "ASP-018", "ASP-020", "ASP-022", "ASP-028"], Must, false, None, |ctx| {
+        let input = client_input("client");
+        let run = crate::counterparty::drive_hub(ctx, "join-publish", &input, hub(HubPlan::Plain, &input)).await?;
+        let agent = input["agent_id"].as_str().unwrap_or_default();
+        client_connected_as(ctx, &run, agent)?;
+        let frames = client_frames(ctx, &run)?;
+        let Some(join) = frames.iter().position(|f| f["type"] == "space.join") else {
+            return fail(format!("the client sent no space.join (ASP-022); it sent {}", types_of(&frames)));
+        };
+        if frames[join]["space"] != input["space"] {
+            return fail(format!("the client joined {}, not the space given, {}", frames[join]["space"], input["space"]));
+        }
+        ctx.checked("the client joined the space given");
+        let Some(publish) = frames.iter().position(|f| f["type"] == "space.publish") else {
+            return fail(format!("the client published nothing (ASP-028); it sent {}", types_of(&frames)));
+        };
+        if publish < join {
+            return fail("the client published before it joined the space (ASP-022, ASP-028)".to_string());
+        }
+        let p = &frames[publish];
+        if p["space"] != input["space"] || p["data"]["text"] != input["text"] || p["data"]["from"] != input["agent_id"] {
+            return fail(format!(
+                "the client's space.publish carries space {}, data.text {} and data.from {}, not the scenario's {}, {} and {} (ASP-028)",
+                p["space"], p["data"]["text"], p["data"]["from"], input["space"], input["text"], input["agent_id"]
+            ));
+        }
+        ctx.checked("the client published the text given, from itself, to the space given");
+        client_ended_well(&run)
+    }),
+    case!("client-deltas", "the client takes a whole event and rebuilds a streamed one from its deltas, in order, at done",
+        ["ASP-029", "ASP-032", "ASP-033", "ASP-034"], Fact, false, None, |ctx| {
+        let input = client_input("deltas");
+        let run = crate::counterparty::drive_hub(ctx, "listen", &input, hub(HubPlan::Deltas, &input)).await?;
+        client_frames(ctx, &run)?;
+        client_ended_well(&run)?;
+        let want = vec![WHOLE_TEXT.to_string(), streamed_text("streamed").0];
+        let got = printed_texts(&run);
+        if got != want {
+            return fail(format!(
+                "the driver printed the events {}, not the whole event and the streamed one rebuilt from its deltas: {} (ASP-033, ASP-034)",
+                crate::finding::clipped(&format!("{got:?}"), 400), crate::finding::clipped(&format!("{want:?}"), 400)
+            ));
+        }
+        ctx.checked("the client took both events, the streamed one rebuilt byte for byte");
+        Ok(())
+    }),
+    case!("client-cancel", "a stream the hub cancels is discarded, never presented as a complete event; the next event is taken",
+        ["ASP-036", "ASP-037"], Fact, false, None, |ctx| {
+        let input = client_input("cancel");
+        let run = crate::counterparty::drive_hub(ctx, "listen", &input, hub(HubPlan::Cancel, &input)).await?;
+        client_frames(ctx, &run)?;
+        client_ended_well(&run)?;
+        let got = printed_texts(&run);
+        let (_, chunks) = streamed_text("cancelled");
+        let first = chunks.first().cloned().unwrap_or_default();
+        if let Some(partial) = got.iter().find(|t| t.starts_with(&first)) {
+            return fail(format!(
+                "the client presented the partial text of a cancelled stream as an event: {} (ASP-037)",
+                quote(partial)
+            ));
+        }
+        if got != [WHOLE_TEXT] {
+            return fail(format!("the driver printed the events {got:?}, not the one event sent after the cancel, {WHOLE_TEXT:?}"));
+        }
+        ctx.checked("the cancelled stream was discarded and the next event taken");
+        Ok(())
+    }),
+    case!("client-heartbeat", "the client sends agent.heartbeat {type, timestamp} at its interval and stays connected",
+        ["ASP-014", "ASP-016", "ASP-017"], Fact, false, None, |ctx| {
+        let input = client_input("heartbeat");
+        let run = crate::counterparty::drive_hub(ctx, "listen", &input, hub(HubPlan::Heartbeats, &input)).await?;
+        let frames = client_frames(ctx, &run)?;
+        let beats: Vec<std::time::Duration> = run
+            .client_frames()
+            .filter(|(_, t)| t.contains("agent.heartbeat"))
+            .map(|(at, _)| at)
+            .collect();
+        let well_formed = frames.iter().filter(|f| f["type"] == "agent.heartbeat" && f["timestamp"].is_number()).count();
+        ctx.note(format!(
+            "heartbeats at {:?} ms (interval {} ms)",
+            beats.iter().map(|d| d.as_millis()).collect::<Vec<_>>(),
+            input["heartbeat_interval_ms"]
+        ));
+        if well_formed < HEARTBEATS_WANTED {
+            return fail(format!(
+                "the client sent {well_formed} agent.heartbeat events with a numeric timestamp while the hub waited {} intervals of {} ms for {HEARTBEATS_WANTED} (ASP-014, ASP-017)",
+                4 * HEARTBEATS_WANTED, input["heartbeat_interval_ms"]
+            ));
+        }
+        ctx.checked("the client heartbeats at its interval");
+        client_ended_well(&run)
+    }),
+    case!("client-silent-hub", "the client gives up on a hub that sends nothing for the heartbeat timeout, and says so",
+        ["ASP-015"], Should, false, None, |ctx| {
+        let input = client_input("silent");
+        let run = crate::counterparty::drive_hub(ctx, "listen", &input, hub(HubPlan::Silent, &input)).await?;
+        client_frames(ctx, &run)?;
+        let closed = run.frames.iter().any(|f| f.what == crate::counterparty::Ws::ClientClosed);
+        match &run.exit {
+            crate::counterparty::Exit::Deadline => {
+                ctx.deviation(Finding::new(
+                    "agora-spaces/client:silent-hub",
+                    &["ASP-015"],
+                    format!(
+                        "the client still waited on a hub silent for {} ms, with heartbeat_timeout_ms {} (ASP-015)",
+                        run.took.as_millis(), input["heartbeat_timeout_ms"]
+                    ),
+                ).at(crate::case::Level::Should));
+                Ok(())
+            }
+            crate::counterparty::Exit::Code(0) => fail(format!(
+                "the client ended with success on a silent hub; it should report the lost hub as an error{}",
+                if closed { "" } else { " (and it did not close the connection)" }
+            )),
+            _ => {
+                ctx.checked(format!("the client gave up after {} ms and reported an error", run.took.as_millis()));
+                Ok(())
+            }
+        }
+    }),
+];
+
+/// The connection's query names the scenario's agent (ASP-003, ASP-004).
+fn client_connected_as(
+    ctx: &mut Ctx,
+    run: &crate::counterparty::DriverRun,
+    agent: &str,
+) -> crate::case::Step<()> {
+    let Some(query) = run.frames.iter().find_map(|f| match &f.what {
+        crate::counterparty::Ws::Open(q) => Some(q.clone()),
+        _ => None,
+    }) else {
+        return fail(format!(
+            "the client never connected to the hub; {}; stderr: {}",
+            run.ended(),
+            crate::finding::clipped(run.stderr.trim(), 300)
+        ));
+    };
+    let want = format!(
+        "agent_id={}",
+        reference_impl::agora_exchange::client::percent_encode(agent)
+    );
+    if !query.split('&').any(|p| p == want) {
+        return fail(format!(
+            "the client connected with the query {}, not with {want} (ASP-004)",
+            quote(&query)
+        ));
+    }
+    ctx.checked("the client connected with its agent_id in the query");
+    Ok(())
+}
+
+/// The types of frames, for messages.
+fn types_of(frames: &[Value]) -> String {
+    let list: Vec<&str> = frames.iter().filter_map(|f| f["type"].as_str()).collect();
+    format!("{list:?}")
+}
+
+/// The driver ended by itself with success when the hub closed.
+fn client_ended_well(run: &crate::counterparty::DriverRun) -> crate::case::Step<()> {
+    if run.failed() {
+        return fail(format!(
+            "the client did not complete the scenario: {}; stdout: {}; stderr: {}",
+            run.ended(),
+            crate::finding::clipped(run.stdout.trim(), 300),
+            crate::finding::clipped(run.stderr.trim(), 300)
+        ));
+    }
+    Ok(())
+}

@@ -30,15 +30,14 @@ pub static SUITE: Suite = Suite {
     start: crate::embedded::chorus,
     signing: None,
     schemas: SCHEMAS,
-    client_cases: &[],
-    client_faults: &[],
+    client_cases: CLIENT_CASES,
+    client_faults: reference_impl::chorus::client::CLIENT_FAULTS,
     reread: crate::expect::chorus::reread,
     fuzzer: &crate::fuzzing::chorus::SPEC,
     client_fuzzer: None,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[
-    Untestable { requirement: "CHO-035", reason: "needs a slow job fixture that reports PENDING before its final result; the target profile defines none (a PENDING reply before a callback is accepted by the job cases)" },
     Untestable { requirement: "CHO-036", reason: "needs a fault-injection input that makes the agent fail internally; the target profile defines none" },
     Untestable { requirement: "CHO-037", reason: "the heartbeat check behind AGENT_OFFLINE has no endpoint, interval or rule in chorus.md (CHO-A13)" },
 ];
@@ -540,4 +539,122 @@ const SCHEMAS: &[(&str, &str)] = &[
         "error",
         include_str!("../../../schemas/chorus/error.schema.json"),
     ),
+];
+
+macro_rules! client_case {
+    ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, |$ctx:ident| $body:block) => {
+        crate::define_case!("chorus", $id, $title, [$($req),*], $level, Bindings::Only(Transport::Http), false, None, |$ctx| $body)
+    };
+}
+
+/// One `hire` run against the harness's registry and agents, answering the job by
+/// `plan`.
+async fn hire(
+    ctx: &mut crate::script::Ctx,
+    plan: Hire,
+) -> crate::case::Step<(crate::counterparty::DriverRun, Value, [String; 2])> {
+    let input = hire_input();
+    let ids = hired_ids();
+    let outbox = crate::counterparty::Outbox::default();
+    let answer = registry(plan, &input, ids.clone(), outbox.clone());
+    let run = crate::counterparty::drive_http(ctx, "hire", &input, answer, outbox).await?;
+    Ok((run, input, ids))
+}
+
+/// The client's discovery: `GET /discover` for the scenario's skill (CHO-016).
+fn check_discovered(
+    ctx: &mut crate::script::Ctx,
+    run: &crate::counterparty::DriverRun,
+    input: &Value,
+) -> crate::case::Step<()> {
+    let found = sent_to(run, "GET", "/discover");
+    let Some(d) = found.first() else {
+        return fail(format!(
+            "the client did not discover agents with GET /discover (CHO-016) before hiring; {}",
+            run.ended()
+        ));
+    };
+    let query = d.path.split_once('?').map_or("", |(_, q)| q);
+    let skill = input["skill"].as_str().unwrap_or_default();
+    if !query.split('&').any(|kv| kv == format!("skill={skill}")) {
+        return fail(format!(
+            "the client's discovery {} does not ask for the skill {skill} (CHO-016)",
+            d.path
+        ));
+    }
+    ctx.checked(format!("the client discovered agents with GET {}", d.path));
+    Ok(())
+}
+
+/// The driver exited 0 and printed the job's output_data.
+fn check_took_output(
+    ctx: &mut crate::script::Ctx,
+    run: &crate::counterparty::DriverRun,
+    input: &Value,
+) -> crate::case::Step<()> {
+    if run.failed() {
+        return fail(format!(
+            "the client did not complete the hire: {}; stdout: {}",
+            run.ended(),
+            crate::finding::clipped(run.stdout.trim(), 300)
+        ));
+    }
+    if run.results() != [&input["input_data"]] {
+        return fail(format!(
+            "the driver printed the results {:?}, not the job's output_data {}",
+            run.results(),
+            input["input_data"]
+        ));
+    }
+    ctx.checked("the client took the job's output_data");
+    Ok(())
+}
+
+/// The orchestrator's side (`run --role client`): the harness is the registry, the
+/// agents and the ledger; the client driver runs scenario `hire`.
+pub const CLIENT_CASES: &[Case] = &[
+    client_case!("client-hire", "the client discovers, sends a complete job to a listed agent, takes the result, reports the outcome and pays the execution_cost",
+        ["CHO-003", "CHO-004", "CHO-016", "CHO-023", "CHO-024", "CHO-025", "CHO-033", "CHO-038", "CHO-039"], Fact, |ctx| {
+        let (run, input, ids) = hire(ctx, Hire::Success).await?;
+        check_discovered(ctx, &run, &input)?;
+        let (agent, job) = check_job_sent(ctx, &run, &input)?;
+        check_outcome_reported(ctx, &run, &job, "SUCCESS");
+        check_paid(ctx, &run, &input, agent, &job, &ids)?;
+        check_took_output(ctx, &run, &input)
+    }),
+    client_case!("client-callback", "a job answered 202 PENDING is finished by the result POSTed to callback_url; the client takes it and pays then",
+        ["CHO-026", "CHO-035", "CHO-038"], Fact, |ctx| {
+        let (run, input, ids) = hire(ctx, Hire::Callback).await?;
+        let (agent, job) = check_job_sent(ctx, &run, &input)?;
+        if !job["callback_url"].is_string() {
+            return fail(format!("the client's job has callback_url {}, so the result cannot be delivered (CHO-026)", job["callback_url"]));
+        }
+        let callbacks = sent_to(&run, "CALLBACK", job["callback_url"].as_str().unwrap_or_default());
+        match callbacks.first() {
+            Some(c) if (200..300).contains(&c.status) => ctx.checked(format!("the client's callback_url took the result (HTTP {})", c.status)),
+            Some(c) => ctx.note(format!("the client's callback_url answered HTTP {}: {}", c.status, crate::finding::clipped(&String::from_utf8_lossy(&c.received), 200))),
+            None => ctx.note("the result was not POSTed to the client's callback_url (the driver ended first)"),
+        }
+        check_paid(ctx, &run, &input, agent, &job, &ids)?;
+        check_took_output(ctx, &run, &input)
+    }),
+    client_case!("client-failure-no-pay", "a FAILURE result is reported and not paid for",
+        ["CHO-032", "CHO-038", "CHO-041"], Fact, |ctx| {
+        let (run, input, _) = hire(ctx, Hire::Failure).await?;
+        let (_, job) = check_job_sent(ctx, &run, &input)?;
+        check_outcome_reported(ctx, &run, &job, "FAILURE");
+        check_not_paid(ctx, &run, "a FAILURE result")
+    }),
+    client_case!("client-skill-mismatch", "a job refused with SKILL_MISMATCH is reported as an error and not paid for",
+        ["CHO-027", "CHO-038"], Fact, |ctx| {
+        let (run, input, _) = hire(ctx, Hire::SkillMismatch).await?;
+        check_job_sent(ctx, &run, &input)?;
+        check_not_paid(ctx, &run, "a SKILL_MISMATCH refusal")
+    }),
+    client_case!("client-budget-insufficient", "a job refused with BUDGET_INSUFFICIENT is reported as an error and not paid for",
+        ["CHO-028", "CHO-038"], Fact, |ctx| {
+        let (run, input, _) = hire(ctx, Hire::BudgetInsufficient).await?;
+        check_job_sent(ctx, &run, &input)?;
+        check_not_paid(ctx, &run, "a BUDGET_INSUFFICIENT refusal")
+    }),
 ];

@@ -1,4 +1,5 @@
 //! agora-spaces (agora-spaces.zh.md): WebSocket events, spaces, streamed deltas.
 
+pub mod client;
 pub mod faults;
 pub mod server;

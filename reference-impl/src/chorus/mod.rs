@@ -1,4 +1,5 @@
 //! chorus (chorus.md): registry, discovery, jobs, ledger, reputation.
 
+pub mod client;
 pub mod faults;
 pub mod server;
