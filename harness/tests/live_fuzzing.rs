@@ -7,6 +7,7 @@
 //! of the machine; at the throughput the fuzzers report (thousands of cases per
 //! second), `FAULT_CASES` is a fraction of the default 60 s duration.
 
+use agentconform::case::Suite;
 use agentconform::embedded;
 use agentconform::fuzzing::{campaign, engine};
 use agentconform::profile::Profile;
@@ -216,6 +217,23 @@ fn unreachable_names_real_faults(suite: &'static str) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The client fuzzer's unreachable list names faults of the client catalogue, each
+/// with a reason.
+fn client_unreachable_names_real_faults(suite: &'static Suite) -> Result<(), Failed> {
+    let spec = suite.client_fuzzer.ok_or("no client fuzzer")?;
+    for (name, reason) in spec.unreachable {
+        if !suite.client_faults.iter().any(|f| f.name == *name) {
+            return Err(
+                format!("unreachable client fault {name:?} is not in the catalogue").into(),
+            );
+        }
+        if reason.trim().len() < 10 {
+            return Err(format!("unreachable client fault {name:?} has no real reason").into());
+        }
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let mut trials = Vec::new();
@@ -251,8 +269,16 @@ fn main() {
             format!("client_fuzz::{tag}::clean_reference_client_has_no_finding"),
             move || clean_client(id),
         ));
+        trials.push(Trial::test(
+            format!("client_fuzz::{tag}::unreachable_list_names_real_faults"),
+            move || client_unreachable_names_real_faults(suite),
+        ));
+        let unreachable = suite.client_fuzzer.map_or(&[][..], |s| s.unreachable);
         for f in suite.client_faults {
             let name = f.name;
+            if unreachable.iter().any(|(n, _)| *n == name) {
+                continue;
+            }
             trials.push(Trial::test(
                 format!("client_fuzz::{tag}::finds::{name}"),
                 move || client_fault_found(id, name),

@@ -1533,6 +1533,16 @@ pub fn client_input(tag: &str) -> Value {
 
 /// The harness's hub for a client case.
 pub fn hub(plan: HubPlan, input: &Value) -> crate::counterparty::Hub {
+    hub_edited(plan, input, Box::new(|_, frame| frame))
+}
+
+/// A frame edit: the index of the frame among those sent after the join, and its
+/// text, to the text sent.
+pub type FrameEdit = Box<dyn FnMut(usize, String) -> String + Send>;
+
+/// [`hub`], every frame sent after the join passed through `edit` (the client
+/// fuzzer's edits).
+pub fn hub_edited(plan: HubPlan, input: &Value, mut edit: FrameEdit) -> crate::counterparty::Hub {
     use crate::counterparty::{HubAct, HubEvent};
     let agent = input["agent_id"].as_str().unwrap_or_default().to_string();
     let interval = Duration::from_millis(input["heartbeat_interval_ms"].as_u64().unwrap_or(150));
@@ -1566,7 +1576,12 @@ pub fn hub(plan: HubPlan, input: &Value) -> crate::counterparty::Hub {
                             "type": "space.joined", "id": v["id"], "space": space,
                             "members": [agent, CLIENT_PEER], "timestamp": now_s(),
                         }))];
-                        out.extend(after_join(plan, &space).into_iter().map(send));
+                        out.extend(
+                            after_join(plan, &space)
+                                .into_iter()
+                                .enumerate()
+                                .map(|(i, v)| HubAct::Send(edit(i, v.to_string()))),
+                        );
                         if matches!(plan, HubPlan::Deltas | HubPlan::Cancel) {
                             out.push(HubAct::Close);
                         }

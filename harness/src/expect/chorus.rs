@@ -1498,6 +1498,7 @@ pub fn hire_input() -> Value {
         "min_reputation": 0,
         "orchestrator_id": new_id(),
         "owner_id": "h-orchestrator-owner",
+        "result_wait_ms": 1000,
     })
 }
 

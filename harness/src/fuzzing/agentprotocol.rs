@@ -1745,3 +1745,139 @@ async fn pipeline(f: &mut FuzzCtx, c: &mut Case) -> FuzzStep<()> {
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------
+// Client fuzzing (`fuzz --role client`): the harness is the peer and edits its
+// hello or its response to the requester under test.
+
+/// Fuzzing a requester: each case runs the client driver once (scenario
+/// `request`) against the scripted peer of `expect::agentprotocol`, its hello or
+/// its response edited. Oracles: hello comes first; every message passes the
+/// shared message checks; no request to a peer whose hello lacks the capability
+/// (AGP-036); a response with another correlationId, a signature that does not
+/// verify, or a value changed after signing is never taken; replies that keep
+/// their value complete the request; no crash, no hang.
+pub static CLIENT_SPEC: Spec = Spec {
+    transports: &[Transport::Http],
+    case: client_case_fn,
+    probe: client_probe_fn,
+    unreachable: &[],
+    connection_per_worker: false,
+};
+
+use crate::expect::agentprotocol::PeerPlan;
+
+const CLIENT_PLAIN: PeerPlan = PeerPlan {
+    capabilities: &["agentprotocol:core", "agentconform:echo"],
+    wrong_correlation: false,
+    bad_signature: false,
+};
+
+fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(client_case(f))
+}
+
+fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(async move {
+        let input = client_input(&f.ctx);
+        let answer = crate::expect::agentprotocol::peer(f.ctx.shared.key.clone(), CLIENT_PLAIN);
+        let run = crate::counterparty::drive(&mut f.ctx, "request", &input, answer).await?;
+        super::client::ended_well(&run)?;
+        super::client::must_complete(&run, false, "a plain request")
+    })
+}
+
+fn client_input(ctx: &crate::script::Ctx) -> Value {
+    let peer = message::agent_id(&ctx.shared.key);
+    json!({"action": "echo", "capability": "agentconform:echo", "params": {"text": "fuzz"}, "peer": peer})
+}
+
+/// One client fuzz case.
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct ClientCase {
+    /// 0: plain, 1: the hello lacks the capability, 2: the response echoes
+    /// another correlationId, 3: the response's signature does not verify.
+    plan: u8,
+    /// Edit the hello (else the response).
+    on_hello: bool,
+    edit: super::client::Edit,
+}
+
+async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
+    use super::client::{edit_answer, ended_well, must_complete, took, Served};
+    let c: ClientCase = f.draw();
+    let kind = c.plan % 4;
+    let plan = match kind {
+        1 => PeerPlan {
+            capabilities: &["agentprotocol:core"],
+            ..CLIENT_PLAIN
+        },
+        2 => PeerPlan {
+            wrong_correlation: true,
+            ..CLIENT_PLAIN
+        },
+        3 => PeerPlan {
+            bad_signature: true,
+            ..CLIENT_PLAIN
+        },
+        _ => CLIENT_PLAIN,
+    };
+    let input = client_input(&f.ctx);
+    let served = std::sync::Arc::new(std::sync::Mutex::new(Served::default()));
+    let on_hello = c.on_hello;
+    let mut n = 0;
+    let answer = edit_answer(
+        crate::expect::agentprotocol::peer(f.ctx.shared.key.clone(), plan),
+        move |_| {
+            n += 1;
+            n == if on_hello { 1 } else { 2 }
+        },
+        c.edit.clone(),
+        served.clone(),
+    );
+    let run = crate::counterparty::drive(&mut f.ctx, "request", &input, answer).await?;
+    ended_well(&run)?;
+    let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut types = Vec::new();
+    for x in &run.exchanges {
+        f.fuzzed(&x.received);
+        let m = crate::expect::agentprotocol::check_client_message(&mut f.ctx, &x.received)?;
+        types.push(m["type"].as_str().unwrap_or_default().to_string());
+    }
+    if types.first().is_some_and(|t| t != "hello") {
+        return finding(
+            Oracle::Hello,
+            format!(
+                "the requester's first message is a {}, not a hello",
+                types[0]
+            ),
+        );
+    }
+    let hello_kept = !(on_hello && served.applied) || served.same_value;
+    if kind == 1 && hello_kept && types.iter().any(|t| t == "request") {
+        return finding(
+            Oracle::Hello,
+            "the requester sent a request to a peer whose hello lacks the capability (AGP-036)",
+        );
+    }
+    let response_changed = !on_hello && served.applied && !served.same_value;
+    if took(&run) && (plan.wrong_correlation || plan.bad_signature || response_changed) {
+        let oracle = if plan.wrong_correlation {
+            Oracle::Correlation
+        } else {
+            Oracle::Signature
+        };
+        return finding(
+            oracle,
+            format!(
+                "the requester took a response it must refuse ({:?}, edit {:?})",
+                plan, c.edit
+            ),
+        );
+    }
+    if kind == 0 && hello_kept && !response_changed {
+        let respelled = served.applied && !matches!(c.edit, super::client::Edit::None);
+        return must_complete(&run, respelled, &format!("a valid request ({:?})", c.edit));
+    }
+    Ok(())
+}

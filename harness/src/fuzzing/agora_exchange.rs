@@ -584,3 +584,147 @@ async fn check_wellknown(f: &mut FuzzCtx) -> FuzzStep<()> {
     }
     Ok(())
 }
+
+// ---------------------------------------------------------------------------
+// Client fuzzing (`fuzz --role client`): the harness is the server and edits one
+// of its replies to the client under test.
+
+/// Fuzzing a client: each case runs the client driver once (scenario `single` or
+/// `conversation`) against the scripted server of `expect::agora_exchange`, one
+/// reply edited. Oracles: every request is JSON sent as `application/json`; no
+/// follow-up carries protocolHash (AEX-030) or goes to a conversation the server
+/// did not open; a failure reply is never reported as success; replies that keep
+/// their value complete the scenario; no crash, no hang.
+pub static CLIENT_SPEC: Spec = Spec {
+    transports: &[Transport::Http],
+    case: client_case_fn,
+    probe: client_probe_fn,
+    unreachable: &[],
+    connection_per_worker: false,
+};
+
+fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(client_case(f))
+}
+
+fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(async move {
+        let input = client_input(false);
+        let run = crate::counterparty::drive(
+            &mut f.ctx,
+            "single",
+            &input,
+            crate::expect::agora_exchange::server(Serve::Plain),
+        )
+        .await?;
+        super::client::ended_well(&run)?;
+        super::client::must_complete(&run, false, "a plain single request")
+    })
+}
+
+use crate::expect::agora_exchange::Serve;
+
+/// One client fuzz case.
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct ClientCase {
+    conversation: bool,
+    /// 0: plain, 1: the server declines the conversation, 2: every reply fails.
+    plan: u8,
+    /// Which reply is edited (by its order).
+    reply: u8,
+    edit: super::client::Edit,
+}
+
+fn client_input(conversation: bool) -> Value {
+    let hash = reference_impl::agora_exchange::document::sha1_hex(ECHO_DOCUMENT.as_bytes());
+    if conversation {
+        json!({"body": "first", "protocolHash": hash, "followups": ["second", {"n": 3}]})
+    } else {
+        json!({"body": {"text": "fuzz"}, "protocolHash": hash})
+    }
+}
+
+async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
+    use super::client::{edit_answer, ended_well, must_complete, took, Served};
+    let c: ClientCase = f.draw();
+    let plan = [Serve::Plain, Serve::DeclineConversation, Serve::Failure][usize::from(c.plan % 3)];
+    let input = client_input(c.conversation);
+    let requests = if c.conversation { 3 } else { 1 };
+    let target = usize::from(c.reply) % requests;
+    let served = std::sync::Arc::new(std::sync::Mutex::new(Served::default()));
+    let mut n = 0;
+    let which = move |_: &str| {
+        n += 1;
+        n == target + 1
+    };
+    let answer = edit_answer(
+        crate::expect::agora_exchange::server(plan),
+        which,
+        c.edit.clone(),
+        served.clone(),
+    );
+    let scenario = if c.conversation {
+        "conversation"
+    } else {
+        "single"
+    };
+    let run = crate::counterparty::drive(&mut f.ctx, scenario, &input, answer).await?;
+    ended_well(&run)?;
+    let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let mut opened = false;
+    for (i, x) in run.exchanges.iter().enumerate() {
+        f.fuzzed(&x.received);
+        let ct = x.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
+        if !ct.starts_with("application/json") {
+            return finding(
+                Oracle::ReplyCheck,
+                format!(
+                    "request {} says Content-Type {ct:?}, not application/json (AEX-005)",
+                    i + 1
+                ),
+            );
+        }
+        let Ok(req) = serde_json::from_slice::<Value>(&x.received) else {
+            return finding(Oracle::ReplyCheck, format!("request {} is not JSON", i + 1));
+        };
+        if x.path.contains("/conversations/") {
+            if !opened {
+                return finding(
+                    Oracle::Verdict,
+                    format!(
+                        "the client POSTed to {} although no reply opened a conversation (AEX-028)",
+                        x.path
+                    ),
+                );
+            }
+            if req.get("protocolHash").is_some_and(|h| !h.is_null()) {
+                return finding(
+                    Oracle::Verdict,
+                    format!("a follow-up to {} repeats protocolHash (AEX-030)", x.path),
+                );
+            }
+        }
+        let answered: Value = serde_json::from_slice(&x.answered).unwrap_or(Value::Null);
+        // A reply that names a conversation opens it (edited or not).
+        opened |= answered["conversationId"].is_string();
+    }
+    let kept = !served.applied || served.same_value;
+    if plan == Serve::Failure && kept && took(&run) {
+        return finding(
+            Oracle::Verdict,
+            format!(
+                "the client reported success after a failure reply ({:?})",
+                c.edit
+            ),
+        );
+    }
+    if plan == Serve::Plain && kept {
+        let respelled = served.applied && !matches!(c.edit, super::client::Edit::None);
+        return must_complete(
+            &run,
+            respelled,
+            &format!("a valid {scenario} ({:?})", c.edit),
+        );
+    }
+    Ok(())
+}

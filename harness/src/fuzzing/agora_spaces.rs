@@ -1852,3 +1852,126 @@ async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> FuzzStep
     p.close().await;
     Ok(())
 }
+
+// ---------------------------------------------------------------------------
+// Client fuzzing (`fuzz --role client`): the harness is the hub and edits one of
+// the frames it sends the client under test.
+
+/// Fuzzing a client: each case runs the client driver once (scenario `listen`)
+/// against the scripted hub of `expect::agora_spaces`, which sends a whole event
+/// and a delta stream, or a cancelled stream and a whole event, one frame edited.
+/// Oracles: every client frame is a JSON event with a string type; the partial text
+/// of a cancelled stream is never presented; when every frame keeps its value the
+/// events printed are exactly those sent, the stream rebuilt; no crash, no hang.
+pub static CLIENT_SPEC: Spec = Spec {
+    transports: &[Transport::Ws],
+    case: client_case_fn,
+    probe: client_probe_fn,
+    unreachable: &[
+        ("never-heartbeats", "a fuzz case ends as soon as its events are sent, before a heartbeat is due; client-heartbeat judges heartbeats"),
+        ("ignores-silence", "a silent hub makes a case wait the whole heartbeat timeout; client-silent-hub judges it"),
+        ("no-timestamp", "a missing timestamp is a SHOULD (ASP-A6), not a finding; client-join-publish warns of it"),
+    ],
+    connection_per_worker: false,
+};
+
+use crate::expect::agora_spaces::{client_input, hub_edited, printed_texts, HubPlan};
+
+fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(client_case(f))
+}
+
+fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(async move {
+        let input = client_input("probe");
+        let hub = crate::expect::agora_spaces::hub(HubPlan::Deltas, &input);
+        let run = crate::counterparty::drive_hub(&mut f.ctx, "listen", &input, hub).await?;
+        super::client::ended_well(&run)?;
+        super::client::must_complete(&run, false, "a plain listen")
+    })
+}
+
+/// One client fuzz case.
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct ClientCase {
+    /// A cancelled stream then a whole event (else a whole event then a stream).
+    cancel: bool,
+    /// Which frame after the join is edited.
+    frame: u8,
+    edit: super::client::Edit,
+}
+
+async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
+    use super::client::ended_well;
+    use crate::expect::agora_spaces::{streamed_text, WHOLE_TEXT};
+    let c: ClientCase = f.draw();
+    let (plan, frames, tag) = if c.cancel {
+        (HubPlan::Cancel, 4, "cancelled")
+    } else {
+        (HubPlan::Deltas, 6, "streamed")
+    };
+    let target = usize::from(c.frame) % frames;
+    let kept = std::sync::Arc::new(std::sync::Mutex::new(true));
+    let edit = c.edit.clone();
+    let kept_in = kept.clone();
+    let frame_edit = Box::new(move |i: usize, text: String| {
+        if i != target {
+            return text;
+        }
+        let e = edit.apply(text.into_bytes());
+        *kept_in.lock().unwrap_or_else(|p| p.into_inner()) = e.same_value;
+        String::from_utf8_lossy(&e.bytes).into_owned()
+    });
+    let input = client_input("fuzz");
+    let hub = hub_edited(plan, &input, frame_edit);
+    let run = crate::counterparty::drive_hub(&mut f.ctx, "listen", &input, hub).await?;
+    ended_well(&run)?;
+    let kept = *kept.lock().unwrap_or_else(|p| p.into_inner());
+    for (_, t) in run.client_frames() {
+        f.fuzzed(t.as_bytes());
+        let ok = serde_json::from_str::<Value>(t).is_ok_and(|v| v["type"].is_string());
+        if !ok {
+            return finding(
+                Oracle::ReplyCheck,
+                format!("the client sent a frame that is not a JSON event with a string type (ASP-001, ASP-018): {t}"),
+            );
+        }
+    }
+    let got = printed_texts(&run);
+    let (streamed, chunks) = streamed_text(tag);
+    // The cancel frame is the third of a cancelled plan: with it edited away the
+    // stream simply never ends, and is still never complete.
+    let first = chunks.first().cloned().unwrap_or_default();
+    if c.cancel {
+        if let Some(partial) = got.iter().find(|t| t.starts_with(&first)) {
+            return finding(
+                Oracle::Cancel,
+                format!("the client presented the partial text of a cancelled stream: {partial:?} (ASP-037; edit {:?} of frame {target})", c.edit),
+            );
+        }
+    }
+    if kept {
+        let want: Vec<String> = if c.cancel {
+            vec![WHOLE_TEXT.to_string()]
+        } else {
+            vec![WHOLE_TEXT.to_string(), streamed]
+        };
+        if got != want {
+            let oracle = if c.cancel {
+                Oracle::Cancel
+            } else {
+                Oracle::Delta
+            };
+            return finding(
+                oracle,
+                format!(
+                    "the client printed {} for the events {} (edit {:?} of frame {target}; ASP-033, ASP-034)",
+                    crate::finding::clipped(&format!("{got:?}"), 300),
+                    crate::finding::clipped(&format!("{want:?}"), 300),
+                    c.edit
+                ),
+            );
+        }
+    }
+    Ok(())
+}

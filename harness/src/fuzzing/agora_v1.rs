@@ -546,7 +546,7 @@ fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
         let ask = client_ask(&f.ctx, false, 10.0);
         let answer = mutated_provider(&f.ctx, ReplyMut::None, false, None);
         let run = crate::counterparty::drive(&mut f.ctx, "request", &ask, answer).await?;
-        ended_well(&run)?;
+        super::client::ended_well(&run)?;
         if run.failed() {
             return finding(
                 Oracle::Liveness,
@@ -680,23 +680,6 @@ fn mutate_reply(key: &Keypair, how: &ReplyMut, out: Vec<u8>) -> Vec<u8> {
     wire(&v)
 }
 
-/// The driver ended as a client should: exit 0 or 1, in time.
-fn ended_well(run: &crate::counterparty::DriverRun) -> FuzzStep<()> {
-    use crate::counterparty::Exit;
-    match &run.exit {
-        Exit::Code(0 | 1) => Ok(()),
-        Exit::Deadline => finding(Oracle::Hang, run.ended()),
-        _ => finding(
-            Oracle::Crash,
-            format!(
-                "{}; stderr: {}",
-                run.ended(),
-                crate::finding::clipped(run.stderr.trim(), 300)
-            ),
-        ),
-    }
-}
-
 async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let c: ClientCase = f.draw();
     let budget = 10.0;
@@ -710,7 +693,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         c.negotiated.then_some(cost),
     );
     let run = crate::counterparty::drive(&mut f.ctx, "request", &ask, answer).await?;
-    ended_well(&run)?;
+    super::client::ended_well(&run)?;
     // Every message the client sent passes the shared checks.
     for x in &run.exchanges {
         let env = check_client_message(&mut f.ctx, &x.received)?;

@@ -2258,3 +2258,136 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         }
     }
 }
+
+// ---------------------------------------------------------------------------
+// Client fuzzing (`fuzz --role client`): the harness is the registry, the agents
+// and the ledger, and edits its discovery or job reply to the orchestrator under
+// test.
+
+/// Fuzzing an orchestrator: each case runs the client driver once (scenario
+/// `hire`) against the scripted registry of `expect::chorus`, the discovery or the
+/// job reply edited. Oracles: every job is complete (a UUID job_id, an ISO 8601 UTC
+/// timestamp, the currency); nothing is paid for a job refused or failed, or whose
+/// result does not say SUCCESS; when every reply keeps its value a successful job
+/// is paid once, its execution_cost, and its output taken; no crash, no hang.
+pub static CLIENT_SPEC: Spec = Spec {
+    transports: &[Transport::Http],
+    case: client_case_fn,
+    probe: client_probe_fn,
+    unreachable: &[],
+    connection_per_worker: false,
+};
+
+use crate::expect::chorus::{hire_input, hired_by_job_path, hired_ids, registry, Hire};
+
+fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(client_case(f))
+}
+
+fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(async move {
+        let input = hire_input();
+        let outbox = crate::counterparty::Outbox::default();
+        let answer = registry(Hire::Success, &input, hired_ids(), outbox.clone());
+        let run =
+            crate::counterparty::drive_http(&mut f.ctx, "hire", &input, answer, outbox).await?;
+        super::client::ended_well(&run)?;
+        super::client::must_complete(&run, false, "a plain hire")
+    })
+}
+
+/// One client fuzz case.
+#[derive(Debug, Clone, Default, Arbitrary)]
+struct ClientCase {
+    /// Success, callback, failure, skill mismatch, budget insufficient.
+    plan: u8,
+    /// Edit the job reply (else the discovery reply).
+    on_job: bool,
+    edit: super::client::Edit,
+}
+
+async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
+    use super::client::{edit_answer, ended_well, must_complete, Served};
+    let c: ClientCase = f.draw();
+    let plan = [
+        Hire::Success,
+        Hire::Callback,
+        Hire::Failure,
+        Hire::SkillMismatch,
+        Hire::BudgetInsufficient,
+    ][usize::from(c.plan % 5)];
+    let input = hire_input();
+    let outbox = crate::counterparty::Outbox::default();
+    let served = std::sync::Arc::new(std::sync::Mutex::new(Served::default()));
+    let on_job = c.on_job;
+    let answer = edit_answer(
+        registry(plan, &input, hired_ids(), outbox.clone()),
+        move |path| {
+            let route = path.split('?').next().unwrap_or_default();
+            if on_job {
+                hired_by_job_path(route).is_some()
+            } else {
+                route == "/discover"
+            }
+        },
+        c.edit.clone(),
+        served.clone(),
+    );
+    let run = crate::counterparty::drive_http(&mut f.ctx, "hire", &input, answer, outbox).await?;
+    ended_well(&run)?;
+    let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let kept = !served.applied || served.same_value;
+    let jobs = crate::expect::chorus::jobs_sent(&run);
+    for (_, job) in &jobs {
+        f.fuzzed(job.to_string().as_bytes());
+        let id = job["job_id"].as_str().unwrap_or_default();
+        if !is_uuid(id)
+            || job["currency"] != "chorus_credits_v1"
+            || !crate::expect::chorus::is_utc_timestamp(&job["timestamp_utc"])
+        {
+            return finding(
+                Oracle::Job,
+                format!("the orchestrator sent an incomplete job (a UUID job_id, the currency chorus_credits_v1, an ISO 8601 UTC timestamp_utc; CHO-003, CHO-004, CHO-025): {job}"),
+            );
+        }
+    }
+    let transfers = crate::expect::chorus::transfers_sent(&run);
+    let pays = matches!(plan, Hire::Success | Hire::Callback);
+    // A payment needs a result that says SUCCESS: the job reply, or (after a 202)
+    // the result the harness POSTed to the callback_url.
+    if let (Some(t), true) = (transfers.first(), plan != Hire::Callback) {
+        let job_reply = run
+            .exchanges
+            .iter()
+            .find(|x| hired_by_job_path(x.path.split('?').next().unwrap_or_default()).is_some());
+        let said: Value = job_reply
+            .and_then(|x| serde_json::from_slice(&x.answered).ok())
+            .unwrap_or(Value::Null);
+        if said["status"] != "SUCCESS" {
+            return finding(
+                Oracle::Verdict,
+                format!(
+                    "the orchestrator paid for a job answered {plan:?}, whose reply says status {}: {t} (CHO-038, CHO-041)",
+                    said["status"]
+                ),
+            );
+        }
+    }
+    if pays && kept {
+        let respelled = served.applied && !matches!(c.edit, super::client::Edit::None);
+        must_complete(
+            &run,
+            respelled,
+            &format!("a hire answered {plan:?} ({:?})", c.edit),
+        )?;
+        let amounts: Vec<&Value> = transfers.iter().map(|t| &t["amount"]).collect();
+        let cost = crate::expect::chorus::HIRE_COST;
+        if amounts.len() != 1 || !amounts[0].as_f64().is_some_and(|a| (a - cost).abs() < 1e-9) {
+            return finding(
+                Oracle::Verdict,
+                format!("the orchestrator paid {amounts:?} for one job whose execution_cost is {cost:.2} (CHO-033, CHO-038)"),
+            );
+        }
+    }
+    Ok(())
+}

@@ -11,6 +11,7 @@ pub mod agora_v1;
 pub mod campaign;
 pub mod checks;
 pub mod chorus;
+pub mod client;
 pub mod engine;
 pub mod mutate;
 pub mod verdict;

@@ -49,7 +49,7 @@ pub static SUITE: Suite = Suite {
     client_faults: reference_impl::agentprotocol::client::CLIENT_FAULTS,
     reread: crate::expect::agentprotocol::reread,
     fuzzer: &crate::fuzzing::agentprotocol::SPEC,
-    client_fuzzer: None,
+    client_fuzzer: Some(&crate::fuzzing::agentprotocol::CLIENT_SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

@@ -38,7 +38,7 @@ pub static SUITE: Suite = Suite {
     client_faults: reference_impl::agora_exchange::client::CLIENT_FAULTS,
     reread: crate::expect::agora_exchange::reread,
     fuzzer: &crate::fuzzing::agora_exchange::SPEC,
-    client_fuzzer: None,
+    client_fuzzer: Some(&crate::fuzzing::agora_exchange::CLIENT_SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

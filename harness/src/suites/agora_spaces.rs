@@ -31,7 +31,7 @@ pub static SUITE: Suite = Suite {
     client_faults: reference_impl::agora_spaces::client::CLIENT_FAULTS,
     reread: crate::expect::agora_spaces::reread,
     fuzzer: &crate::fuzzing::agora_spaces::SPEC,
-    client_fuzzer: None,
+    client_fuzzer: Some(&crate::fuzzing::agora_spaces::CLIENT_SPEC),
 };
 
 /// Every requirement has a case: ASP-037 (a client discards a cancelled stream) is

@@ -34,7 +34,7 @@ pub static SUITE: Suite = Suite {
     client_faults: reference_impl::chorus::client::CLIENT_FAULTS,
     reread: crate::expect::chorus::reread,
     fuzzer: &crate::fuzzing::chorus::SPEC,
-    client_fuzzer: None,
+    client_fuzzer: Some(&crate::fuzzing::chorus::CLIENT_SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

@@ -189,6 +189,9 @@ struct Hire {
     min_reputation: String,
     orchestrator_id: String,
     owner_id: String,
+    /// How long it waits for the result at its callback_url after a reply that
+    /// is not final (`result_wait_ms`; the scenario's deadline when absent).
+    result_wait: Option<Duration>,
 }
 
 impl Hire {
@@ -226,6 +229,12 @@ impl Hire {
             min_reputation: query("min_reputation", "0")?,
             orchestrator_id: text("orchestrator_id", &new_id)?,
             owner_id: text("owner_id", &|| "reference-orchestrator".to_string())?,
+            result_wait: match get("result_wait_ms") {
+                None => None,
+                Some(v) => Some(Duration::from_millis(v.as_u64().ok_or_else(|| {
+                    bad(format!("`result_wait_ms` must be a whole number, not {v}"))
+                })?)),
+            },
         })
     }
 }
@@ -589,10 +598,14 @@ async fn obtain_result(
     if ctx.faults.has("ignores-callback") {
         return Ok(None);
     }
+    let (until, waited) = match ctx.hire.result_wait {
+        Some(w) => ((Instant::now() + w).min(ctx.http.deadline), w),
+        None => (ctx.http.deadline, ctx.http.total),
+    };
     loop {
-        let next = tokio::time::timeout_at(ctx.http.deadline, rx.recv())
+        let next = tokio::time::timeout_at(until, rx.recv())
             .await
-            .map_err(|_| ClientError::Timeout(ctx.http.total))?;
+            .map_err(|_| ClientError::Timeout(waited))?;
         let Some(callback) = next else {
             return Err(ClientError::Listener(
                 "the callback listener stopped".into(),
