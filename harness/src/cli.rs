@@ -738,11 +738,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 set_client_driver(&mut prof, client.as_ref())?;
             }
             if target.is_none() {
-                // The embedded agents' fixtures: the agora-spaces reference has a space
-                // "full" of capacity 1, and takes the profile's token and heartbeat timeout.
-                if prof.agora_spaces.full_space.is_none() {
-                    prof.agora_spaces.full_space = Some("full".into());
-                }
+                embedded_fixtures(&mut prof);
             }
             let selection = Selection {
                 role,
@@ -760,6 +756,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             let client_tls = tls_args.client_tls(identity.as_ref())?;
             let http = client_tls.http_client().map_err(Usage)?;
             let shared = Arc::new(RunShared {
+                transcript_budget: crate::script::TranscriptBudget::default(),
                 profile: prof,
                 key: keypair,
                 other_key: Keypair::generate(),
@@ -800,6 +797,8 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                                 heartbeat_timeout_s: Some(
                                     shared.profile.timing.heartbeat_timeout_s,
                                 ),
+                                offer_ttl_ms: Some(EMBEDDED_OFFER_TTL_MS),
+                                conversation_ttl_s: Some(EMBEDDED_CONVERSATION_TTL_S),
                                 tls: identity.clone(),
                                 ..embedded::Options::default()
                             };
@@ -1004,11 +1003,26 @@ fn fuzz_profile(
         None => Profile::default(),
     };
     prof.timing.case_timeout_ms = timeout_ms;
-    if embedded && prof.agora_spaces.full_space.is_none() {
-        prof.agora_spaces.full_space = Some("full".into());
+    if embedded {
+        embedded_fixtures(&mut prof);
     }
     Ok(prof)
 }
+
+/// What the profile says of the embedded agents, where it says nothing: the
+/// agora-spaces reference has a space "full" of capacity 1 and stops a cancelled
+/// stream at once (a cancel grace of 100 ms).
+fn embedded_fixtures(prof: &mut Profile) {
+    if prof.agora_spaces.full_space.is_none() {
+        prof.agora_spaces.full_space = Some("full".into());
+    }
+    prof.agora_spaces.cancel_grace_ms.get_or_insert(100);
+}
+
+/// The embedded agents of `run` expire offers after 1 s and conversations after
+/// 1 s, so that the expiry cases wait that long, not the references' defaults.
+const EMBEDDED_OFFER_TTL_MS: u64 = 1000;
+const EMBEDDED_CONVERSATION_TTL_S: u64 = 1;
 
 /// The reference client driver of this program, for `--role client` without
 /// `--client`.

@@ -155,6 +155,7 @@ pub fn rejudge(v: &Vector, schemas: Schemas) -> Result<Rejudged, ExportError> {
     let tls = crate::drive::Tls::insecure().map_err(ExportError::Harness)?;
     let http = tls.http_client().map_err(ExportError::Harness)?;
     let shared = Arc::new(RunShared {
+        transcript_budget: crate::script::TranscriptBudget::default(),
         profile: Profile::default(),
         key: Keypair::generate(),
         other_key: Keypair::generate(),

@@ -168,6 +168,17 @@ pub struct AgoraSpaces {
     pub full_space: Option<String>,
     /// Texts above this size arrive as deltas.
     pub delta_threshold_bytes: usize,
+    /// How long deltas of a cancelled event may still arrive after the target has
+    /// seen the cancel (ambiguity ASP-A13); unset: 1000 ms, or 100 ms against the
+    /// embedded reference, which stops at once.
+    pub cancel_grace_ms: Option<u64>,
+}
+
+impl AgoraSpaces {
+    /// The cancel grace ([`AgoraSpaces::cancel_grace_ms`]).
+    pub fn cancel_grace(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(self.cancel_grace_ms.unwrap_or(1000))
+    }
 }
 
 impl Default for AgoraSpaces {
@@ -177,6 +188,7 @@ impl Default for AgoraSpaces {
             missing_space: "agent.no-such-space".into(),
             full_space: None,
             delta_threshold_bytes: 4096,
+            cancel_grace_ms: None,
         }
     }
 }
@@ -366,6 +378,11 @@ impl Profile {
         }
         if t.max_response_bytes < 1024 {
             return Err("[timing] max_response_bytes must be at least 1024".into());
+        }
+        if let Some(g) = self.agora_spaces.cancel_grace_ms {
+            if !(10..=60_000).contains(&g) {
+                return Err("[agora-spaces] cancel_grace_ms must be between 10 and 60000".into());
+            }
         }
         for (key, v) in [
             ("valid_body", &self.agora_exchange.valid_body),

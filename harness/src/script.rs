@@ -16,9 +16,46 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Longest text kept for one transcript entry.
-const ENTRY_CAP: usize = 8 * 1024;
+pub const ENTRY_CAP: usize = 8 * 1024;
 /// Most transcript entries kept for one case.
-const TRANSCRIPT_CAP: usize = 400;
+pub const TRANSCRIPT_CAP: usize = 400;
+/// Most transcript text kept for one case.
+pub const CASE_TRANSCRIPT_BYTES: usize = 256 * 1024;
+/// Most transcript text kept for a whole run (every case together): the report,
+/// and the memory that holds it, stay bounded whatever the target sends.
+pub const RUN_TRANSCRIPT_BYTES: usize = 4 * 1024 * 1024;
+
+/// The transcript text a run may still keep, shared by its cases.
+#[derive(Debug, Clone)]
+pub struct TranscriptBudget(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Default for TranscriptBudget {
+    fn default() -> Self {
+        TranscriptBudget(Arc::new(std::sync::atomic::AtomicUsize::new(
+            RUN_TRANSCRIPT_BYTES,
+        )))
+    }
+}
+
+impl TranscriptBudget {
+    /// No run-wide budget, only the per-case caps: for fuzz campaigns, which keep a
+    /// case's transcript only while the case runs (and write a finding's out at
+    /// once).
+    pub fn per_case_only() -> TranscriptBudget {
+        TranscriptBudget(Arc::new(std::sync::atomic::AtomicUsize::new(usize::MAX)))
+    }
+
+    /// Takes `n` bytes of the budget; false (and nothing taken) when too few are
+    /// left.
+    pub fn take(&self, n: usize) -> bool {
+        use std::sync::atomic::Ordering;
+        self.0
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |left| {
+                left.checked_sub(n)
+            })
+            .is_ok()
+    }
+}
 
 /// What every case of a run shares.
 pub struct RunShared {
@@ -28,6 +65,8 @@ pub struct RunShared {
     /// A second key, for wrong-key cases.
     pub other_key: Keypair,
     pub schemas: Schemas,
+    /// The transcript text the run may still keep ([`RUN_TRANSCRIPT_BYTES`]).
+    pub transcript_budget: TranscriptBudget,
     /// The run's HTTP client, built from `tls` ([`crate::drive::Tls::http_client`]).
     pub http: reqwest::Client,
     /// Whom the run trusts over `https://` and `wss://`: every WebSocket connect
@@ -43,6 +82,8 @@ pub struct Ctx {
     started: Instant,
     transcript: Vec<Entry>,
     dropped_entries: usize,
+    /// The transcript text kept so far.
+    transcript_bytes: usize,
     warnings: Vec<String>,
     notes: Vec<String>,
     findings: Vec<Met>,
@@ -74,6 +115,19 @@ pub fn clip_entry(text: &str) -> String {
     format!("{}… ({} bytes in all)", &text[..end], text.len())
 }
 
+/// [`clip_entry`] of bytes read as UTF-8, without decoding more of them than the
+/// entry keeps.
+pub fn clip_bytes(bytes: &[u8]) -> String {
+    if bytes.len() <= ENTRY_CAP {
+        return clip_entry(&String::from_utf8_lossy(bytes));
+    }
+    format!(
+        "{}… ({} bytes in all)",
+        String::from_utf8_lossy(&bytes[..ENTRY_CAP]),
+        bytes.len()
+    )
+}
+
 /// Whether `text` is a transcript entry [`clip_entry`] cut short.
 pub fn was_clipped(text: &str) -> bool {
     text.ends_with(" bytes in all)") && text.contains("… (")
@@ -101,6 +155,7 @@ impl Ctx {
             started: Instant::now(),
             transcript: Vec::new(),
             dropped_entries: 0,
+            transcript_bytes: 0,
             warnings: Vec::new(),
             notes: Vec::new(),
             findings: Vec::new(),
@@ -135,10 +190,15 @@ impl Ctx {
     }
 
     fn log(&mut self, kind: &'static str, text: &str, http_status: Option<u16>) {
-        if self.transcript.len() >= TRANSCRIPT_CAP {
+        let n = text.len().min(ENTRY_CAP + 64);
+        if self.transcript.len() >= TRANSCRIPT_CAP
+            || self.transcript_bytes + n > CASE_TRANSCRIPT_BYTES
+            || !self.shared.transcript_budget.take(n)
+        {
             self.dropped_entries += 1;
             return;
         }
+        self.transcript_bytes += n;
         self.transcript.push(Entry {
             at_ms: self.started.elapsed().as_millis() as u64,
             kind,
@@ -261,7 +321,9 @@ impl Ctx {
             self.transcript.push(Entry {
                 at_ms: self.started.elapsed().as_millis() as u64,
                 kind: "note",
-                text: format!("{n} more transcript entries were left out"),
+                text: format!(
+                    "{n} more transcript entries were left out (at most {TRANSCRIPT_CAP} entries and {CASE_TRANSCRIPT_BYTES} bytes per case, {RUN_TRANSCRIPT_BYTES} bytes per run)"
+                ),
                 http_status: None,
             });
         }
@@ -270,17 +332,15 @@ impl Ctx {
 
     fn log_received(&mut self, r: &Received) {
         match r {
-            Received::Http { status, body } => {
-                self.log("recv", &String::from_utf8_lossy(body), Some(*status))
-            }
-            Received::Frame(b) => self.log("recv", &String::from_utf8_lossy(b), None),
+            Received::Http { status, body } => self.log("recv", &clip_bytes(body), Some(*status)),
+            Received::Frame(b) => self.log("recv", &clip_bytes(b), None),
             Received::Silence => self.log("note", "no reply within the deadline", None),
         }
     }
 
     /// Sends raw bytes on the case's connection and returns the reply.
     pub async fn send_bytes(&mut self, bytes: Vec<u8>) -> Step<Received> {
-        self.log("send", &String::from_utf8_lossy(&bytes), None);
+        self.log("send", &clip_bytes(&bytes), None);
         let limits = self.limits();
         match self.driver.exchange(bytes, limits).await {
             Ok(r) => {
@@ -299,7 +359,7 @@ impl Ctx {
         };
         match self.driver.listen(limits).await {
             Ok(Some(b)) => {
-                self.log("recv", &String::from_utf8_lossy(&b), None);
+                self.log("recv", &clip_bytes(&b), None);
                 Ok(Some(b))
             }
             Ok(None) => Ok(None),
@@ -331,7 +391,7 @@ impl Ctx {
     ) -> Step<HttpReply> {
         let url = join_url(base, path);
         let shown = match &body {
-            Some(b) => format!("{method} {url}\n{}", String::from_utf8_lossy(b)),
+            Some(b) => format!("{method} {url}\n{}", clip_bytes(b)),
             None => format!("{method} {url}"),
         };
         self.log("send", &shown, None);
@@ -343,7 +403,7 @@ impl Ctx {
                 let text = format!(
                     "Content-Type: {}\n{}",
                     r.content_type.as_deref().unwrap_or("(none)"),
-                    String::from_utf8_lossy(&r.body)
+                    clip_bytes(&r.body)
                 );
                 self.log("recv", &text, Some(r.status));
                 Ok(r)

@@ -41,6 +41,8 @@ fn out_dir(tag: &str) -> PathBuf {
 fn profile() -> Profile {
     let mut p = Profile::default();
     p.agora_spaces.full_space = Some("full".into());
+    // The embedded reference stops a cancelled stream at once.
+    p.agora_spaces.cancel_grace_ms = Some(100);
     p
 }
 

@@ -311,7 +311,7 @@ impl Peer {
             let limits = Peer::limits(ctx, deadline.saturating_duration_since(Instant::now()));
             match self.drv.recv(limits).await {
                 Ok(Some(bytes)) => {
-                    let text = String::from_utf8_lossy(&bytes).into_owned();
+                    let text = crate::script::clip_bytes(&bytes);
                     ctx.log_frame("recv", &self.agent_id, &text);
                     match read_frame(ctx, &bytes) {
                         Ok(v) => return Ok(Some(v)),
@@ -819,7 +819,7 @@ fn read_frame(ctx: &mut Ctx, bytes: &[u8]) -> Result<Value, Finding> {
             &["ASP-001"],
             format!(
                 "a server frame is not JSON ({e}): {}",
-                quote(&String::from_utf8_lossy(bytes))
+                quote(&String::from_utf8_lossy(&bytes[..bytes.len().min(512)]))
             ),
         )
         .owned_by(HANDSHAKE)),

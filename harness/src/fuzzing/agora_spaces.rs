@@ -1503,6 +1503,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> FuzzStep<()> {
 /// server has seen the cancel (ASP-036, ambiguity ASP-A13).
 async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
     let (ida, idb) = (fresh_agent("ca"), fresh_agent("cb"));
+    let grace = f.ctx.profile().agora_spaces.cancel_grace();
     let threshold = f.ctx.profile().agora_spaces.delta_threshold_bytes;
     let ctx = &mut f.ctx;
     let (mut a, _) = connect(ctx, &ida).await?;
@@ -1514,9 +1515,13 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
     }
     join_setup(ctx, &mut b, &space).await?;
     // Long enough to outlast the grace at the reference's pace (4 KiB deltas, a
-    // few ms apart), and under its 4 MiB frame limit.
-    let text = sized(3_500_000, false);
-    f.fuzzed(b"space.publish of 3500000 bytes, then space.event.cancel");
+    // few ms apart): 3.5 MB for the default second, under the reference's 4 MiB
+    // frame limit; in proportion for a shorter grace.
+    let len = (grace.as_millis() as usize)
+        .saturating_mul(3500)
+        .clamp(64 * 1024, 3_500_000);
+    let text = sized(len, false);
+    f.fuzzed(format!("space.publish of {len} bytes, then space.event.cancel").as_bytes());
     let ctx = &mut f.ctx;
     a.publish(ctx, &space, &text).await?;
     let in_space = space.clone();
@@ -1555,8 +1560,7 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
         return Ok(()); // the stream ended before the cancel arrived
     }
     let seen = Instant::now();
-    let grace = Duration::from_secs(1);
-    let end = seen + grace + Duration::from_millis(200);
+    let end = seen + grace + grace / 5;
     loop {
         let left = end.saturating_duration_since(Instant::now());
         if left.is_zero() {

@@ -53,6 +53,7 @@ pub fn render(report: &Report) -> String {
     if let Some(e) = &report.error {
         let _ = writeln!(md, "**The run could not judge the target:** {}\n", cell(e));
     }
+    let _ = writeln!(md, "Limits: {}.\n", report.limits.describe());
     let _ = writeln!(
         md,
         "| deviations | warnings | passed | failed | warned | blocked | skipped |\n|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {} |\n",

@@ -49,6 +49,46 @@ pub struct Report {
     pub findings: Vec<ReportedFinding>,
     pub cases: Vec<CaseResult>,
     pub untestable: Vec<Untestable>,
+    /// What the report keeps of the exchanges, at most.
+    pub limits: Limits,
+}
+
+/// The caps on the transcripts a report keeps (entries beyond them are counted in
+/// a note, not kept), so that the report and the memory that holds it stay bounded
+/// whatever a target sends.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct Limits {
+    pub transcript_entry_bytes: usize,
+    pub transcript_entries_per_case: usize,
+    pub transcript_bytes_per_case: usize,
+    pub transcript_bytes_per_run: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        use crate::script::{
+            CASE_TRANSCRIPT_BYTES, ENTRY_CAP, RUN_TRANSCRIPT_BYTES, TRANSCRIPT_CAP,
+        };
+        Limits {
+            transcript_entry_bytes: ENTRY_CAP,
+            transcript_entries_per_case: TRANSCRIPT_CAP,
+            transcript_bytes_per_case: CASE_TRANSCRIPT_BYTES,
+            transcript_bytes_per_run: RUN_TRANSCRIPT_BYTES,
+        }
+    }
+}
+
+impl Limits {
+    /// The caps, in words.
+    pub fn describe(&self) -> String {
+        format!(
+            "transcripts keep at most {} entries and {} KiB per case, {} KiB per run, {} KiB per entry",
+            self.transcript_entries_per_case,
+            self.transcript_bytes_per_case / 1024,
+            self.transcript_bytes_per_run / 1024,
+            self.transcript_entry_bytes / 1024
+        )
+    }
 }
 
 pub fn summarize(results: &[CaseResult], findings: &[ReportedFinding]) -> Summary {
@@ -88,6 +128,7 @@ impl Report {
             findings: out.findings,
             cases: out.results,
             untestable: out.untestable,
+            limits: Limits::default(),
         }
     }
 

@@ -348,7 +348,8 @@ pub const CASES: &[Case] = &[
             return skip("the stream ended before the cancel arrived; nothing left to cancel");
         }
         let want = ev.clone();
-        b.expect_none(ctx, Duration::from_secs(1), "a delta after cancelling its event (ASP-036)", move |v| {
+        let grace = ctx.profile().agora_spaces.cancel_grace();
+        b.expect_none(ctx, grace, "a delta after cancelling its event (ASP-036)", move |v| {
             v["type"] == "space.event.delta" && v["event_id"] == want
         }).await?;
         if b.closed {

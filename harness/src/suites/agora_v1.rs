@@ -420,7 +420,10 @@ pub const CASES: &[Case] = &[
             sign_with(&mut req, &ctx.shared.key, SigVariant::Blank)?;
             bodies.push(wire(&req));
         }
-        let limits = ctx.limits();
+        // Every reply of the burst is held until the burst ends: replies to these
+        // small REQUESTs are small, and a reply above 64 KiB ends the burst, so
+        // that a burst against a target answering megabytes stays bounded.
+        let limits = crate::drive::Limits { max_bytes: ctx.limits().max_bytes.min(64 * 1024), ..ctx.limits() };
         let mut tasks = tokio::task::JoinSet::new();
         let conns = 8usize;
         let per = n.div_ceil(conns);

@@ -38,6 +38,7 @@ pub fn shared(profile: Profile) -> Arc<RunShared> {
 /// A run's shared state with its own trust setting.
 pub fn shared_with(profile: Profile, tls: agentconform::drive::Tls) -> Arc<RunShared> {
     Arc::new(RunShared {
+        transcript_budget: agentconform::script::TranscriptBudget::default(),
         profile,
         key: Keypair::generate(),
         other_key: Keypair::generate(),
@@ -90,7 +91,35 @@ pub async fn run_against(
     out
 }
 
+/// A WebSocket peer that misbehaves after the handshake: `flood` (256 KiB text frames,
+/// at most 2048 of them), `tiny` (200,000 frames of two bytes), `deep` (frames nested
+/// 200,000 deep, at most 64). Each stops by itself, or when the other side leaves.
+async fn ws_misbehave(sock: tokio::net::TcpStream, how: &str) {
+    use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::Message;
+    let Ok(mut ws) = tokio_tungstenite::accept_async(sock).await else {
+        return;
+    };
+    let (frame, count) = match how {
+        "flood" => ("x".repeat(256 << 10), 2048),
+        "tiny" => ("{}".to_string(), 200_000),
+        _ => (
+            format!("{}{}", "[".repeat(200_000), "]".repeat(200_000)),
+            64,
+        ),
+    };
+    for _ in 0..count {
+        if ws.feed(Message::text(frame.clone())).await.is_err() {
+            return;
+        }
+    }
+    let _ = ws.flush().await;
+}
+
 /// A loopback server that misbehaves in one way; stops when the runtime ends.
+/// HTTP: `hang`, `garbage`, `deep` (a reply nested 200,000 deep), `endless` (a
+/// chunked body of up to 64 MiB). WebSocket: `ws-silent`, `ws-flood`, `ws-tiny`,
+/// `ws-deep` (see [`ws_misbehave`]).
 pub async fn hostile(kind: &'static str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -104,6 +133,12 @@ pub async fn hostile(kind: &'static str) -> String {
                 return;
             };
             tokio::spawn(async move {
+                if let Some(flood) = kind.strip_prefix("ws-") {
+                    if flood != "silent" {
+                        ws_misbehave(sock, flood).await;
+                        return;
+                    }
+                }
                 if kind == "ws-silent" {
                     // Completes the WebSocket handshake, then never sends a frame.
                     if let Ok(mut ws) = tokio_tungstenite::accept_async(sock).await {
@@ -125,6 +160,16 @@ pub async fn hostile(kind: &'static str) -> String {
                             .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nnot json!")
                             .await;
                     }
+                    "deep" => {
+                        // A reply nested 200,000 deep.
+                        let body = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+                        let head = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                            body.len()
+                        );
+                        let _ = sock.write_all(head.as_bytes()).await;
+                        let _ = sock.write_all(body.as_bytes()).await;
+                    }
                     "endless" => {
                         let _ = sock
                             .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
@@ -142,7 +187,7 @@ pub async fn hostile(kind: &'static str) -> String {
             });
         }
     });
-    if kind == "ws-silent" {
+    if kind.starts_with("ws-") {
         format!("ws://{addr}/")
     } else {
         format!("http://{addr}/")

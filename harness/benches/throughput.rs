@@ -1,0 +1,148 @@
+//! Fuzzing throughput, side by side in one run (`cargo bench -p agentconform --bench
+//! throughput`): live fuzz cases per second of every suite's fuzzer against its
+//! embedded reference (8 workers, as `agentconform fuzz` runs), and in-process execs
+//! per second of the property of every cargo-fuzz target (`fuzzing::checks`, the
+//! function each target calls) over its seed corpus. Prints a Markdown table;
+//! harness/benches/BENCHMARKS.md holds one run's figures. A benchmark, never a test.
+
+use agentconform::fuzzing::{campaign, checks, engine};
+use agentconform::profile::Profile;
+use agentconform::schemas::Schemas;
+use agentconform::{embedded, suites};
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+const LIVE_CASES: u64 = 20_000;
+const IN_PROCESS_FOR: Duration = Duration::from_secs(3);
+
+type Check = fn(&[u8]) -> Result<(), String>;
+
+const TARGETS: [(&str, Check); 10] = [
+    ("canonicalize", checks::canonicalize),
+    ("differential", checks::differential),
+    ("decoders", checks::decoders),
+    ("agora_v1_agent", checks::agora_v1_agent),
+    ("signature", checks::signature),
+    ("agora_exchange_server", checks::agora_exchange_server),
+    ("chorus_server", checks::chorus_server),
+    ("agora_spaces_server", checks::agora_spaces_server),
+    ("agentprotocol_agent", checks::agentprotocol_agent),
+    ("profile", checks::profile),
+];
+
+async fn live(suite: &'static str) -> (u64, f64) {
+    let server = suites::start(suite, "127.0.0.1:0", &embedded::Options::default())
+        .await
+        .expect("start the reference");
+    let want = campaign::bindings(suite).expect("a live fuzzer")[0];
+    let url = server
+        .endpoints
+        .0
+        .iter()
+        .find(|(t, _)| *t == want)
+        .map(|(_, u)| u.clone())
+        .expect("an endpoint");
+    let mut profile = Profile::default();
+    profile.agora_spaces.full_space = Some("full".into());
+    profile.agora_spaces.cancel_grace_ms = Some(100);
+    let out = std::env::temp_dir().join(format!("agentconform-bench-{}", std::process::id()));
+    let s = campaign::campaign(campaign::Campaign {
+        suite: suite.into(),
+        role: agentconform::case::Role::Server,
+        seed: 1,
+        bounds: engine::Bounds {
+            cases: Some(LIVE_CASES),
+            duration: None,
+            max_findings: 1,
+        },
+        out: out.clone(),
+        workers: 8,
+        connection: campaign::Connection {
+            url,
+            transport: want,
+            profile,
+            schemas: Schemas::load().expect("schemas"),
+            http: agentconform::drive::http::client().expect("client"),
+            tls: agentconform::drive::Tls::platform().expect("tls"),
+        },
+    })
+    .await
+    .expect("a campaign");
+    server.stop().await;
+    let _ = std::fs::remove_dir_all(&out);
+    (s.cases, s.cases as f64 / s.elapsed.as_secs_f64())
+}
+
+/// The seed corpus of `target` (fuzz/corpus, made by fuzz/seed-corpus.sh), else
+/// the JSON vectors.
+fn corpus(target: &str) -> Vec<Vec<u8>> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let dir = root.join("fuzz/corpus").join(target);
+    let mut files = Vec::new();
+    let mut stack = vec![if dir.is_dir() {
+        dir
+    } else {
+        root.join("vectors")
+    }];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if let Ok(b) = std::fs::read(&p) {
+                if b.len() <= 64 * 1024 {
+                    files.push(b);
+                }
+            }
+        }
+    }
+    files.sort();
+    files
+}
+
+fn in_process(check: Check, inputs: &[Vec<u8>]) -> f64 {
+    let started = Instant::now();
+    let mut n = 0u64;
+    while started.elapsed() < IN_PROCESS_FOR {
+        for i in inputs.iter().take(256) {
+            let _ = check(i);
+            n += 1;
+        }
+        if inputs.is_empty() {
+            break;
+        }
+    }
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
+fn main() {
+    // `cargo bench` passes --bench; `cargo test --benches` would pass nothing: run
+    // only when benchmarking.
+    if !std::env::args().any(|a| a == "--bench") {
+        return;
+    }
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    println!("| suite | live cases | cases/s |\n|---|---|---|");
+    for suite in [
+        "agora-v1",
+        "agora-spaces",
+        "chorus",
+        "agora-exchange",
+        "agentprotocol",
+    ] {
+        let (cases, rate) = rt.block_on(live(suite));
+        println!("| {suite} | {cases} | {rate:.0} |");
+    }
+    println!("\n| cargo-fuzz target | corpus inputs | execs/s |\n|---|---|---|");
+    for (name, check) in TARGETS {
+        let inputs = corpus(name);
+        println!(
+            "| {name} | {} | {:.0} |",
+            inputs.len(),
+            in_process(check, &inputs)
+        );
+    }
+}

@@ -1,0 +1,379 @@
+//! Memory bounds: every command (run, fuzz, replay, serve) against targets (or
+//! clients) that misbehave, and against the reference, peaks at no more than
+//! 64 MiB of resident memory, and ends with a clear error where the other side
+//! misbehaved. Each command runs under an address-space limit (setrlimit, through
+//! `tests/peak_rss.py`), which also reports its peak RSS (getrusage). Nothing here
+//! is timed: the limits are on memory, and every wait has a deadline.
+
+mod common;
+
+use common::hostile;
+use libtest_mimic::{Arguments, Failed, Trial};
+use serde_json::Value;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The bound: 64 MiB of resident memory for a release build. A debug build (what
+/// `cargo test` builds) carries about 15 MiB more (unoptimised code and futures),
+/// so it is held to 96 MiB; `AGENTCONFORM_EXE=target/release/agentconform cargo test
+/// --test memory` holds a release build to 64 MiB (harness/benches/BENCHMARKS.md).
+fn peak_kib() -> u64 {
+    match std::env::var_os("AGENTCONFORM_EXE") {
+        Some(_) => 64 * 1024,
+        None if cfg!(debug_assertions) => 96 * 1024,
+        None => 64 * 1024,
+    }
+}
+/// The address-space limit each command runs under (a net against runaways; the
+/// tokio threads and allocator arenas reserve far more than they touch).
+const ADDRESS_SPACE: u64 = 4 << 30;
+
+/// The program measured: `AGENTCONFORM_EXE`, else the one cargo built for the tests.
+fn exe() -> String {
+    std::env::var("AGENTCONFORM_EXE")
+        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_agentconform").to_string())
+}
+
+fn wrapper() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/peak_rss.py")
+}
+
+fn tempdir(tag: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "agentconform-memory-{tag}-{}-{}",
+        std::process::id(),
+        reference_impl::wire::new_id()
+    ));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// What one command did: its exit code, its output, its peak RSS in KiB.
+struct Peak {
+    code: i64,
+    out: String,
+    kib: u64,
+}
+
+fn parse_peak(out: &str) -> Result<(i64, u64), Failed> {
+    let line = out
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("PEAK "))
+        .ok_or_else(|| format!("no PEAK line in {out}"))?;
+    let v: Value = serde_json::from_str(line).map_err(|e| e.to_string())?;
+    Ok((
+        v["code"].as_i64().unwrap_or(-999),
+        v["maxrss_kib"].as_u64().unwrap_or(u64::MAX),
+    ))
+}
+
+/// Runs the CLI with `args` under the limit.
+fn measured(args: &[&str]) -> Result<Peak, Failed> {
+    let o = Command::new("python3")
+        .arg(wrapper())
+        .arg(ADDRESS_SPACE.to_string())
+        .arg("--")
+        .arg(exe())
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run python3 (Debian: apt-get install python3): {e}"))?;
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let (code, kib) = parse_peak(&out)?;
+    Ok(Peak { code, out, kib })
+}
+
+/// The peak is within the bound, the exit code one of `codes`, and the output
+/// says `says` (the clear error).
+fn judge(what: &str, p: &Peak, codes: &[i64], says: &str) -> Result<(), Failed> {
+    let bound = peak_kib();
+    if p.kib > bound {
+        return Err(format!(
+            "{what}: peak RSS {} KiB, over {bound} KiB\n{}",
+            p.kib,
+            tail(&p.out)
+        )
+        .into());
+    }
+    if !codes.contains(&p.code) {
+        return Err(format!(
+            "{what}: exit {}, want one of {codes:?}\n{}",
+            p.code,
+            tail(&p.out)
+        )
+        .into());
+    }
+    if !p.out.contains(says) {
+        return Err(format!("{what}: the output does not say {says:?}\n{}", tail(&p.out)).into());
+    }
+    eprintln!("{what}: peak RSS {} KiB", p.kib);
+    Ok(())
+}
+
+fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().collect();
+    lines[lines.len().saturating_sub(30)..].join("\n")
+}
+
+fn rt() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// run, fuzz and replay against a misbehaving target of `suite`.
+fn against(kind: &'static str, suite: &'static str, says: &'static str) -> Result<(), Failed> {
+    let rt = rt();
+    let url = rt.block_on(hostile(kind));
+    let dir = tempdir(kind);
+    let d = dir.to_string_lossy().into_owned();
+    let _guard = rt.enter();
+    let p = measured(&[
+        "run",
+        "--suite",
+        suite,
+        "--target",
+        &url,
+        "--timeout-ms",
+        "500",
+        "--report",
+        &d,
+        "--format",
+        "short",
+    ])?;
+    judge(&format!("run against {kind}"), &p, &[1], says)?;
+    let out = dir.join("fuzz");
+    let o = out.to_string_lossy().into_owned();
+    let p = measured(&[
+        "fuzz",
+        "--suite",
+        suite,
+        "--target",
+        &url,
+        "--cases",
+        "60",
+        "--timeout-ms",
+        "500",
+        "--out",
+        &o,
+    ])?;
+    judge(&format!("fuzz against {kind}"), &p, &[1], "crash files in")?;
+    let crash = std::fs::read_dir(out.join("crashes"))
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .find(|p| p.extension().is_some_and(|x| x == "json"))
+        .ok_or("the fuzz run wrote no crash file")?;
+    let c = crash.to_string_lossy().into_owned();
+    let p = measured(&["replay", &c, "--target", &url])?;
+    judge(&format!("replay against {kind}"), &p, &[0, 1], "replaying")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The embedded reference: every suite run, and each suite fuzzed.
+fn reference() -> Result<(), Failed> {
+    let dir = tempdir("reference");
+    let d = dir.to_string_lossy().into_owned();
+    let p = measured(&["run", "--suite", "all", "--report", &d, "--format", "short"])?;
+    judge(
+        "run --suite all against the reference",
+        &p,
+        &[0],
+        "0 failed",
+    )?;
+    for suite in [
+        "agora-v1",
+        "agora-spaces",
+        "chorus",
+        "agora-exchange",
+        "agentprotocol",
+    ] {
+        let o = dir.join(suite).to_string_lossy().into_owned();
+        let p = measured(&["fuzz", "--suite", suite, "--cases", "3000", "--out", &o])?;
+        judge(
+            &format!("fuzz {suite} against the reference"),
+            &p,
+            &[0],
+            "0 findings",
+        )?;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `serve` under clients that misbehave: a request nested 200,000 deep, an endless
+/// body, a WebSocket flood.
+fn serve(suite: &'static str) -> Result<(), Failed> {
+    let mut child = Command::new("python3")
+        .arg(wrapper())
+        .arg(ADDRESS_SPACE.to_string())
+        .arg("--until-stdin-closes")
+        .arg("--")
+        .arg(exe())
+        .args(["serve", "--suite", suite, "--listen", "127.0.0.1:0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run python3: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| {
+            l.split_whitespace()
+                .find(|w| w.starts_with("http://") || w.starts_with("ws://"))
+                .map(String::from)
+        })
+        .ok_or("serve printed no URL")?;
+    let said = rt().block_on(misbehaving_client(&url));
+    drop(child.stdin.take());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let _ = child.wait();
+    let (code, kib) = parse_peak(&rest.join("\n"))?;
+    let p = Peak {
+        code,
+        out: said.clone(),
+        kib,
+    };
+    // Ended by the harness (SIGTERM) or on its own.
+    judge(
+        &format!("serve {suite} under misbehaving clients"),
+        &p,
+        &[0, -15, 143],
+        "",
+    )?;
+    if said.contains("served") {
+        return Err(format!("serve {suite} took what it must refuse: {said}").into());
+    }
+    Ok(())
+}
+
+/// Sends what a misbehaving client sends; returns what the server answered, in
+/// short.
+async fn misbehaving_client(url: &str) -> String {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let mut said = Vec::new();
+    if url.starts_with("ws://") {
+        let Ok((mut ws, _)) =
+            tokio_tungstenite::connect_async(format!("{url}?agent_id=flood")).await
+        else {
+            return "cannot connect".into();
+        };
+        let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+        for i in 0..2000 {
+            let frame = if i % 100 == 0 {
+                deep.clone()
+            } else {
+                "{}".to_string()
+            };
+            if ws.feed(Message::text(frame)).await.is_err() {
+                break;
+            }
+        }
+        let _ = ws.flush().await;
+        let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(5);
+        let mut n = 0;
+        while let Ok(Some(Ok(_))) = tokio::time::timeout_at(deadline, ws.next()).await {
+            n += 1;
+            if n >= 3000 {
+                break;
+            }
+        }
+        said.push(format!("{n} frames back"));
+        return said.join("; ");
+    }
+    let http = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(10))
+        .no_proxy()
+        .build()
+        .expect("client");
+    let deep = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
+    match http
+        .post(url)
+        .header("content-type", "application/json")
+        .body(deep)
+        .send()
+        .await
+    {
+        Ok(r) => said.push(format!("deep: HTTP {}", r.status().as_u16())),
+        Err(e) => said.push(format!("deep: {e}")),
+    }
+    said.push(format!("endless: {}", endless_body(url).await));
+    let _ = std::io::stderr().flush();
+    said.join("; ")
+}
+
+/// POSTs a chunked body of up to 64 MiB of spaces over a raw connection; returns
+/// the status line the server answered, or how the connection ended.
+async fn endless_body(url: &str) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let addr = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let Ok(mut sock) = tokio::net::TcpStream::connect(&addr).await else {
+        return "cannot connect".into();
+    };
+    let head = format!(
+        "POST / HTTP/1.1\r\nhost: {addr}\r\ncontent-type: application/json\r\ntransfer-encoding: chunked\r\n\r\n"
+    );
+    if sock.write_all(head.as_bytes()).await.is_err() {
+        return "closed before the body".into();
+    }
+    let chunk = format!("{:x}\r\n{}\r\n", 4096, " ".repeat(4096));
+    let mut sent = 0usize;
+    for _ in 0..16384 {
+        if sock.write_all(chunk.as_bytes()).await.is_err() {
+            break;
+        }
+        sent += 4096;
+    }
+    let mut buf = vec![0u8; 4096];
+    let n = tokio::time::timeout(std::time::Duration::from_secs(5), sock.read(&mut buf))
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or(0);
+    let line = String::from_utf8_lossy(&buf[..n]);
+    format!(
+        "{} after {sent} bytes",
+        line.lines().next().unwrap_or("no answer")
+    )
+}
+
+fn main() {
+    let args = Arguments::from_args();
+    let trials = vec![
+        Trial::test("memory::reference", reference),
+        Trial::test("memory::deep_reply::agora_v1", || {
+            against("deep", "agora-v1", "nesting deeper than")
+        }),
+        Trial::test("memory::endless_body::agora_exchange", || {
+            against("endless", "agora-exchange", "cap")
+        }),
+        Trial::test("memory::ws_flood::agora_spaces", || {
+            against("ws-flood", "agora-spaces", "not JSON")
+        }),
+        Trial::test("memory::ws_tiny_frames::agora_spaces", || {
+            against("ws-tiny", "agora-spaces", "FAIL")
+        }),
+        Trial::test("memory::ws_deep::agora_spaces", || {
+            against("ws-deep", "agora-spaces", "nesting deeper than")
+        }),
+        Trial::test("memory::serve::agora_v1", || serve("agora-v1")),
+        Trial::test("memory::serve::agora_spaces", || serve("agora-spaces")),
+    ];
+    libtest_mimic::run(&args, trials).exit();
+}
