@@ -287,6 +287,28 @@ pub enum Command {
     },
     /// Fuzz a live target (without --target: the embedded reference agent).
     Fuzz(FuzzArgs),
+    /// Drive many concurrent agents (the suite's reference client) against a target
+    /// (without --target: the embedded reference agent): every request must come
+    /// back with its own marker; latency p50/p99 and errors by kind. Exit 1 when a
+    /// request failed, was lost or came back misrouted.
+    Load {
+        #[arg(long)]
+        suite: String,
+        #[arg(long)]
+        target: Option<String>,
+        /// Agents at once.
+        #[arg(long, default_value_t = 256)]
+        clients: usize,
+        /// Requests each agent makes, one after another.
+        #[arg(long, default_value_t = 10)]
+        requests: usize,
+        /// Deadline of each request.
+        #[arg(long, default_value_t = 5000)]
+        timeout_ms: u64,
+        /// Target profile (TOML): fixtures, as for `run`.
+        #[arg(long)]
+        profile: Option<PathBuf>,
+    },
     /// Export a failing case of a report (--case) or a fuzz crash file as an offline
     /// vector: its exchanges, verdict and requirement ids. `replay` runs it without
     /// the target.
@@ -494,6 +516,20 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             Ok(0)
         }
         Command::Fuzz(args) => fuzz_command(args, out),
+        Command::Load {
+            suite,
+            target,
+            clients,
+            requests,
+            timeout_ms,
+            profile,
+        } => load_command(
+            &suite,
+            target,
+            (clients, requests, timeout_ms),
+            profile,
+            out,
+        ),
         Command::Client {
             suite,
             scenario,
@@ -1196,6 +1232,96 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
         )));
     }
     Ok(0)
+}
+
+/// `agentconform load`.
+fn load_command(
+    suite: &str,
+    target: Option<String>,
+    (clients, requests, timeout_ms): (usize, usize, u64),
+    profile: Option<PathBuf>,
+    out: &mut impl Write,
+) -> Result<i32, CliError> {
+    if suites::by_id(suite).is_none() {
+        return Err(unknown_suite(suite));
+    }
+    if !crate::load::SUITES.contains(&suite) {
+        return Err(Usage(format!(
+            "load drives {}; {suite} (members in one space, each event delivered once to each) is not load-tested yet",
+            crate::load::SUITES.join(", ")
+        )));
+    }
+    if clients == 0 || requests == 0 || clients > 10_000 || requests > 100_000 {
+        return Err(Usage(
+            "--clients must be 1 to 10000 and --requests 1 to 100000".into(),
+        ));
+    }
+    if timeout_ms == 0 || timeout_ms > 600_000 {
+        return Err(Usage("--timeout-ms must be 1 to 600000".into()));
+    }
+    let prof = match &profile {
+        Some(p) => Profile::load(p)?,
+        None => Profile::default(),
+    };
+    let rt = runtime()?;
+    let (label, tally) = rt.block_on(async {
+        let (url, server) = match &target {
+            Some(u) => (u.clone(), None),
+            None => {
+                let server = suites::start(suite, "127.0.0.1:0", &embedded::Options::default())
+                    .await
+                    .map_err(Usage)?;
+                let url = server
+                    .endpoints
+                    .0
+                    .iter()
+                    .find(|(t, _)| *t == Transport::Http)
+                    .map(|(_, u)| u.clone())
+                    .ok_or_else(|| {
+                        CliError::Harness(format!("the {suite} reference has no HTTP endpoint"))
+                    })?;
+                (url, Some(server))
+            }
+        };
+        let label = if server.is_some() {
+            format!("the embedded reference ({url})")
+        } else {
+            url.clone()
+        };
+        let l = crate::load::Load {
+            suite: suite.to_string(),
+            url,
+            clients,
+            requests,
+            timeout: Duration::from_millis(timeout_ms),
+            profile: prof,
+        };
+        let tag = suite.to_string();
+        let tally = crate::load::run(l, move |t, total| {
+            eprintln!(
+                "load {tag}: {}/{total} requests, {} ok, {} failed",
+                t.sent,
+                t.ok,
+                t.failed()
+            );
+        })
+        .await;
+        if let Some(s) = server {
+            s.stop().await;
+        }
+        Ok::<_, CliError>((label, tally))
+    })?;
+    writeln!(
+        out,
+        "{}",
+        crate::load::describe(suite, &label, clients, &tally)
+    )
+    .map_err(io)?;
+    Ok(if tally.failed() == 0 && tally.ok == tally.sent {
+        0
+    } else {
+        1
+    })
 }
 
 /// `agentconform client`: the reference client of a suite as a client driver.

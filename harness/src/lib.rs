@@ -12,6 +12,7 @@ pub mod export;
 pub mod finding;
 pub mod fuzzing;
 pub mod inventory;
+pub mod load;
 pub mod profile;
 pub mod report;
 pub mod runner;

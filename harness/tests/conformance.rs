@@ -1047,6 +1047,71 @@ fn cli_client_role(suite: &'static Suite) -> Result<(), Failed> {
     Ok(())
 }
 
+/// `load`: every suite it drives, against its embedded reference, completes every
+/// request with its marker; against a target that answers garbage every request
+/// fails, by kind, and the exit is 1; agora-spaces is refused with the reason.
+fn cli_load() -> Result<(), Failed> {
+    for suite in agentconform::load::SUITES {
+        expect_code(
+            &[
+                "load",
+                "--suite",
+                suite,
+                "--clients",
+                "8",
+                "--requests",
+                "3",
+            ],
+            0,
+            "24 requests",
+        )?;
+        expect_code(
+            &[
+                "load",
+                "--suite",
+                suite,
+                "--clients",
+                "8",
+                "--requests",
+                "3",
+            ],
+            0,
+            "24 ok, 0 failed",
+        )?;
+    }
+    let rt = rt();
+    let url = rt.block_on(hostile("garbage"));
+    let _guard = rt.enter();
+    expect_code(
+        &[
+            "load",
+            "--suite",
+            "agora-exchange",
+            "--target",
+            &url,
+            "--clients",
+            "4",
+            "--requests",
+            "2",
+            "--timeout-ms",
+            "500",
+        ],
+        1,
+        "0 ok, 8 failed",
+    )?;
+    expect_code(
+        &["load", "--suite", "agora-spaces"],
+        2,
+        "not load-tested yet",
+    )?;
+    expect_code(
+        &["load", "--suite", "chorus", "--clients", "0"],
+        2,
+        "--clients",
+    )?;
+    Ok(())
+}
+
 /// A client driver that hangs, or floods its output, is ended at the profile's
 /// deadline and capped: every case fails with what the driver did, none passes.
 fn cli_client_driver_misbehaves() -> Result<(), Failed> {
@@ -1393,6 +1458,7 @@ fn main() {
         "cli::client_fuzz_and_replay",
         cli_client_fuzz_and_replay,
     ));
+    trials.push(Trial::test("cli::load", cli_load));
     trials.push(Trial::test(
         "readme_requirement_counts",
         readme_requirement_counts,

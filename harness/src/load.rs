@@ -1,0 +1,245 @@
+//! `agentconform load`: many concurrent agents against one target. Each agent is
+//! the suite's reference client (reference-impl), so every exchange it makes is a
+//! valid one it checks as it does in `run --role client`; each request carries a
+//! marker of its own, and the reply must carry that marker back: a reply that
+//! never comes is lost, one that carries another request's marker is misrouted.
+//! Latency is measured per request (p50, p99, max), errors are counted by kind,
+//! and a progress line goes to standard error.
+//!
+//! The HTTP suites are covered (agora-v1 `request` on the echo resource,
+//! agora-exchange `single` with the echo protocol, agentprotocol `request` of the
+//! echo action, chorus `hire` of the fixture skill). agora-spaces (members in one
+//! space, every event delivered once to each) is not load-tested yet.
+
+use crate::profile::Profile;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// What one load run asks.
+#[derive(Debug, Clone)]
+pub struct Load {
+    pub suite: String,
+    pub url: String,
+    /// Agents at once.
+    pub clients: usize,
+    /// Requests each agent makes, one after another.
+    pub requests: usize,
+    /// Deadline of each request.
+    pub timeout: Duration,
+    pub profile: Profile,
+}
+
+/// What it found.
+#[derive(Debug, Clone, Default)]
+pub struct Tally {
+    pub sent: u64,
+    pub ok: u64,
+    /// Errors by kind (the client's words up to the first colon).
+    pub errors: BTreeMap<String, u64>,
+    /// Latencies of the completed requests, in microseconds.
+    latencies: Vec<u64>,
+    pub elapsed: Duration,
+}
+
+impl Tally {
+    pub fn failed(&self) -> u64 {
+        self.errors.values().sum()
+    }
+
+    /// The latency at quantile `q` (0..=1) of the completed requests.
+    pub fn quantile(&self, q: f64) -> Option<Duration> {
+        let mut l = self.latencies.clone();
+        if l.is_empty() {
+            return None;
+        }
+        l.sort_unstable();
+        let i = ((l.len() - 1) as f64 * q).round() as usize;
+        Some(Duration::from_micros(l[i.min(l.len() - 1)]))
+    }
+
+    fn error(&mut self, kind: &str) {
+        *self.errors.entry(kind.to_string()).or_default() += 1;
+    }
+}
+
+/// The kind of an error: its text up to the first colon, at most 60 characters.
+fn kind_of(e: &str) -> String {
+    let head = e.split(':').next().unwrap_or(e).trim();
+    head.chars().take(60).collect()
+}
+
+/// The suites `load` drives.
+pub const SUITES: [&str; 4] = ["agora-v1", "agora-exchange", "agentprotocol", "chorus"];
+
+/// One request of one agent: the reply (or the error), as the marker's check sees
+/// it.
+async fn one(l: &Load, marker: &str, client: usize) -> Result<Value, String> {
+    match l.suite.as_str() {
+        "agora-v1" => {
+            use reference_impl::agora_v1::client;
+            let ask = client::Ask::from_input(&json!({
+                "resource": l.profile.agora_v1.direct_resource,
+                "params": {"marker": marker}, "budget": 10,
+            }))?;
+            let key = reference_impl::wire::keys::Keypair::generate();
+            let (o, r) = client::request(&l.url, &key, &ask, &[], l.timeout).await;
+            r.map_err(|e| e.to_string())?;
+            Ok(o.data.unwrap_or(Value::Null))
+        }
+        "agora-exchange" => {
+            use reference_impl::agora_exchange::{client, document};
+            let hash = l
+                .profile
+                .agora_exchange
+                .protocol_hash
+                .clone()
+                .unwrap_or_else(|| document::sha1_hex(document::ECHO_DOCUMENT.as_bytes()));
+            // The echo protocol answers {"text"} with the same text.
+            let input = json!({"body": {"text": marker}, "protocolHash": hash});
+            let (_, r) = client::scenario(&l.url, "single", &input, &[]).await;
+            r.map(Value::Array).map_err(|e| e.to_string())
+        }
+        "agentprotocol" => {
+            use reference_impl::agentprotocol::client;
+            let ask = client::Ask::from_input(&json!({
+                "action": l.profile.agentprotocol.echo_action,
+                "capability": "agentprotocol:core",
+                "params": {"marker": marker},
+            }))?;
+            let (_, r) = client::request(&l.url, &ask, &[], l.timeout).await;
+            r.map_err(|e| e.to_string())
+        }
+        "chorus" => {
+            use reference_impl::chorus::client;
+            let input = json!({
+                "skill": l.profile.chorus.fixture_skill,
+                "input_data": {"text": marker},
+                "owner_id": format!("load-owner-{client}"),
+                "result_wait_ms": l.timeout.as_millis() as u64,
+            });
+            let (_, r) = client::scenario(&l.url, "hire", &input, &[], l.timeout).await;
+            r.map(Value::Array).map_err(|e| e.to_string())
+        }
+        other => Err(format!("load does not drive suite {other}")),
+    }
+}
+
+/// Whether a reply carries `marker`, and no other load marker.
+fn carries(reply: &Value, marker: &str, run: &str) -> Result<(), String> {
+    let text = reply.to_string();
+    let own = format!("\"{marker}\"");
+    let markers = text.matches(&format!("{run}-")).count();
+    if !text.contains(&own) {
+        return Err(if markers > 0 {
+            "misrouted: the reply carries another request's marker".into()
+        } else {
+            "lost: the reply does not carry the request's marker".into()
+        });
+    }
+    if markers > 1 {
+        return Err("duplicated: the reply carries more than one marker".into());
+    }
+    Ok(())
+}
+
+/// Runs the load; `progress` is called about once a second with the tally so far.
+pub async fn run(l: Load, progress: impl Fn(&Tally, u64) + Send + Sync + 'static) -> Tally {
+    let started = Instant::now();
+    let tally = Arc::new(Mutex::new(Tally::default()));
+    let total = (l.clients * l.requests) as u64;
+    let run_tag = format!("ld{}", &reference_impl::wire::new_id()[..8]);
+    let l = Arc::new(l);
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in 0..l.clients {
+        let (l, tally, run_tag) = (l.clone(), tally.clone(), run_tag.clone());
+        tasks.spawn(async move {
+            for i in 0..l.requests {
+                let marker = format!("{run_tag}-{c}-{i}");
+                let t0 = Instant::now();
+                let r = tokio::time::timeout(l.timeout * 2, one(&l, &marker, c)).await;
+                let took = t0.elapsed();
+                let mut t = tally.lock().unwrap_or_else(|p| p.into_inner());
+                t.sent += 1;
+                match r {
+                    Err(_) => t.error("no reply within the deadline"),
+                    Ok(Err(e)) => t.error(&kind_of(&e)),
+                    Ok(Ok(reply)) => match carries(&reply, &marker, &run_tag) {
+                        Ok(()) => {
+                            t.ok += 1;
+                            t.latencies.push(took.as_micros() as u64);
+                        }
+                        Err(e) => t.error(&kind_of(&e)),
+                    },
+                }
+            }
+        });
+    }
+    let ticker = {
+        let tally = tally.clone();
+        tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_secs(1)).await;
+                let t = tally.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                progress(&t, total);
+            }
+        })
+    };
+    while tasks.join_next().await.is_some() {}
+    ticker.abort();
+    let mut t = tally.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    t.elapsed = started.elapsed();
+    t
+}
+
+/// The tally in words, for the terminal.
+pub fn describe(suite: &str, target: &str, clients: usize, t: &Tally) -> String {
+    let ms = |d: Option<Duration>| {
+        d.map_or("-".to_string(), |d| {
+            format!("{:.1} ms", d.as_secs_f64() * 1000.0)
+        })
+    };
+    let mut s = format!(
+        "load {suite} at {target}: {clients} agents, {} requests in {:.1} s ({:.0}/s): {} ok, {} failed; latency p50 {}, p99 {}, max {}",
+        t.sent,
+        t.elapsed.as_secs_f64(),
+        t.sent as f64 / t.elapsed.as_secs_f64().max(1e-9),
+        t.ok,
+        t.failed(),
+        ms(t.quantile(0.5)),
+        ms(t.quantile(0.99)),
+        ms(t.quantile(1.0)),
+    );
+    for (kind, n) in &t.errors {
+        s.push_str(&format!("\n  {n} × {kind}"));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_are_told_apart() {
+        let run = "ldabc";
+        assert!(carries(&json!({"data": {"marker": "ldabc-1-2"}}), "ldabc-1-2", run).is_ok());
+        let e = carries(&json!({"data": {"marker": "ldabc-1-3"}}), "ldabc-1-2", run);
+        assert!(e.is_err_and(|e| e.starts_with("misrouted")));
+        let e = carries(&json!({"data": {}}), "ldabc-1-2", run);
+        assert!(e.is_err_and(|e| e.starts_with("lost")));
+        let both = json!(["ldabc-1-2", "ldabc-4-4"]);
+        assert!(carries(&both, "ldabc-1-2", run).is_err_and(|e| e.starts_with("duplicated")));
+    }
+
+    #[test]
+    fn quantiles_of_the_completed() {
+        let mut t = Tally::default();
+        assert_eq!(t.quantile(0.5), None);
+        t.latencies = vec![3000, 1000, 2000];
+        assert_eq!(t.quantile(0.5), Some(Duration::from_millis(2)));
+        assert_eq!(t.quantile(1.0), Some(Duration::from_millis(3)));
+        assert_eq!(kind_of("HTTP: connection refused"), "HTTP");
+    }
+}
