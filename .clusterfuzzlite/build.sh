@@ -17,7 +17,11 @@ triple="${CARGO_BUILD_TARGET:-$(rustc -vV | sed -n 's/^host: //p')}"
 cargo fuzz build -O -s "$sanitizer" --target "$triple"
 bash seed-corpus.sh >/dev/null
 for t in $(cargo fuzz list); do
-  cp "target/$triple/release/$t" "$OUT/$t"
+  built="target/$triple/release/$t"
+  if [ -n "${CARGO_TARGET_DIR:-}" ] && [ -x "$CARGO_TARGET_DIR/$triple/release/$t" ]; then
+    built="$CARGO_TARGET_DIR/$triple/release/$t"
+  fi
+  cp "$built" "$OUT/$t"
   cp json.dict "$OUT/$t.dict"
   if [ -d "corpus/$t" ]; then
     rm -f "$OUT/${t}_seed_corpus.zip"
