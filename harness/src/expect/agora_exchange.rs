@@ -1031,6 +1031,9 @@ pub enum Serve {
     DeclineConversation,
     /// Every request fails: `{"status": "failure", "error": "Unsupported protocol"}`.
     Failure,
+    /// The conversation opens, then expires: every follow-up is answered
+    /// `{"status": "failure", "error": "Conversation expired"}` (AEX-033).
+    ExpireOnFollowUp,
 }
 
 /// The conversation the scripted server opens.
@@ -1051,13 +1054,23 @@ pub fn server(plan: Serve) -> crate::counterparty::Answer {
                 200,
                 json!({"status": "failure", "error": "Unsupported protocol"}),
             ),
-            "" if req["multiround"] == true && plan == Serve::Plain => {
+            "" if req["multiround"] == true
+                && matches!(plan, Serve::Plain | Serve::ExpireOnFollowUp) =>
+            {
                 let mut v = echo;
                 v["conversationId"] = json!(CONVERSATION);
                 v["conversationExpires"] = json!(expires);
                 reply(200, v)
             }
             "" => reply(200, echo),
+            p if p == format!("/conversations/{CONVERSATION}")
+                && plan == Serve::ExpireOnFollowUp =>
+            {
+                reply(
+                    200,
+                    json!({"status": "failure", "error": "Conversation expired"}),
+                )
+            }
             p if p == format!("/conversations/{CONVERSATION}") => {
                 let mut v = echo;
                 v["conversationId"] = json!(CONVERSATION);

@@ -628,7 +628,8 @@ use crate::expect::agora_exchange::Serve;
 #[derive(Debug, Clone, Default, Arbitrary)]
 struct ClientCase {
     conversation: bool,
-    /// 0: plain, 1: the server declines the conversation, 2: every reply fails.
+    /// 0: plain, 1: the server declines the conversation, 2: every reply fails, 3:
+    /// the conversation expires before its first follow-up.
     plan: u8,
     /// Which reply is edited (by its order).
     reply: u8,
@@ -647,7 +648,12 @@ fn client_input(conversation: bool) -> Value {
 async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     use super::client::{edit_answer, ended_well, must_complete, took, Served};
     let c: ClientCase = f.draw();
-    let plan = [Serve::Plain, Serve::DeclineConversation, Serve::Failure][usize::from(c.plan % 3)];
+    let plan = [
+        Serve::Plain,
+        Serve::DeclineConversation,
+        Serve::Failure,
+        Serve::ExpireOnFollowUp,
+    ][usize::from(c.plan % 4)];
     let input = client_input(c.conversation);
     let requests = if c.conversation { 3 } else { 1 };
     let target = usize::from(c.reply) % requests;
@@ -716,6 +722,12 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
                 "the client reported success after a failure reply ({:?})",
                 c.edit
             ),
+        );
+    }
+    if plan == Serve::ExpireOnFollowUp && c.conversation && kept && took(&run) {
+        return finding(
+            Oracle::Verdict,
+            format!("the client reported success after its conversation expired ({:?}; AEX-033, AEX-034)", c.edit),
         );
     }
     if plan == Serve::Plain && kept {

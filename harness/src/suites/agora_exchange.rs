@@ -555,6 +555,20 @@ pub const CLIENT_CASES: &[Case] = &[
         ctx.checked("no follow-up after a declined conversation");
         Ok(())
     }),
+    client_case!("client-expired-conversation", "a conversation that has expired is reported as a failure and never used again", ["AEX-033", "AEX-034"], Must, |ctx| {
+        let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second", "third"]});
+        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::ExpireOnFollowUp)).await?;
+        client_request(ctx, &run, 0, "/")?;
+        let follow_ups = run.exchanges.iter().filter(|x| x.path.contains("/conversations/")).count();
+        if follow_ups > 1 {
+            return fail(format!("the client sent {follow_ups} follow-ups to a conversation the server had answered \"Conversation expired\" (AEX-034: an expired conversationId can never be used)"));
+        }
+        if !run.failed() {
+            return fail(format!("the client reported success after \"Conversation expired\": {}; stdout: {}", run.ended(), crate::finding::clipped(run.stdout.trim(), 300)));
+        }
+        ctx.checked("the client reported the expired conversation and used it no more");
+        Ok(())
+    }),
     client_case!("client-failure-reported", "a failure reply is reported as a failure, not a success", ["AEX-009", "AEX-010"], Must, |ctx| {
         let input = json!({"body": {"text": "hi"}, "protocolHash": echo_hash()});
         let run = crate::counterparty::drive(ctx, "single", &input, server(Serve::Failure)).await?;

@@ -210,10 +210,19 @@ pub const CLIENT_FAULTS: &[crate::faults::Fault] = &[
         ["agora-exchange/client-declined-conversation"]
     ),
     crate::fault!(
+        "retry-expired",
+        "conversations",
+        "goes on sending the follow-ups after a conversation has expired",
+        ["agora-exchange/client-expired-conversation"]
+    ),
+    crate::fault!(
         "ignore-failure",
         "failures",
-        "takes a failure reply for a success",
-        ["agora-exchange/client-failure-reported"]
+        "takes a failure reply for a success (so an expired conversation's too)",
+        [
+            "agora-exchange/client-failure-reported",
+            "agora-exchange/client-expired-conversation"
+        ]
     ),
 ];
 
@@ -268,6 +277,10 @@ pub async fn scenario(
                         req["protocolHash"] = json!(hash);
                     }
                     let reply = client.post(&path, &req).await?;
+                    if fault("retry-expired") && reply.json["status"] == "failure" {
+                        received.push(reply.json.clone());
+                        continue;
+                    }
                     out.push(take(reply, &mut received)?);
                 }
                 Ok(out)
