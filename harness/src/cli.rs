@@ -1056,9 +1056,11 @@ fn embedded_fixtures(prof: &mut Profile) {
 }
 
 /// The embedded agents of `run` expire offers after 1 s and conversations after
-/// 1 s, so that the expiry cases wait that long, not the references' defaults.
+/// 2 s, so that the expiry cases wait that long, not the references' defaults. A
+/// conversation's expiry is in whole seconds, so 2 s leaves it at least one second
+/// of life for the follow-up cases.
 const EMBEDDED_OFFER_TTL_MS: u64 = 1000;
-const EMBEDDED_CONVERSATION_TTL_S: u64 = 1;
+const EMBEDDED_CONVERSATION_TTL_S: u64 = 2;
 
 /// The reference client driver of this program, for `--role client` without
 /// `--client`.
