@@ -323,6 +323,7 @@ async fn on_upgrade(
     let query = uri.query().unwrap_or("").to_string();
     ws.max_message_size(side.max_bytes)
         .max_frame_size(side.max_bytes)
+        .read_buffer_size(reference_impl::wire::WS_READ_BUFFER_BYTES)
         .on_upgrade(move |socket| serve_hub(socket, side, query))
 }
 

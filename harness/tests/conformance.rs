@@ -1048,10 +1048,18 @@ fn cli_client_role(suite: &'static Suite) -> Result<(), Failed> {
 }
 
 /// `load`: every suite it drives, against its embedded reference, completes every
-/// request with its marker; against a target that answers garbage every request
-/// fails, by kind, and the exit is 1; agora-spaces is refused with the reason.
+/// request with its marker (agora-spaces: 8 members publishing 3 events each, every
+/// event delivered once to the 7 others); against a target that answers garbage
+/// every request fails, by kind, and the exit is 1; against a hub that sends each
+/// event back to its publisher only, twice, every delivery is lost and the
+/// duplicate is named.
 fn cli_load() -> Result<(), Failed> {
     for suite in agentconform::load::SUITES {
+        let (ok, unit) = if suite == "agora-spaces" {
+            ("168 ok, 0 failed", "168 deliveries")
+        } else {
+            ("24 ok, 0 failed", "24 requests")
+        };
         let out = expect_code(
             &[
                 "load",
@@ -1063,10 +1071,10 @@ fn cli_load() -> Result<(), Failed> {
                 "3",
             ],
             0,
-            "24 ok, 0 failed",
+            ok,
         )?;
-        if !out.contains("24 requests") {
-            return Err(format!("load {suite}: not 24 requests\n{out}").into());
+        if !out.contains(unit) {
+            return Err(format!("load {suite}: not {unit}\n{out}").into());
         }
     }
     let rt = rt();
@@ -1089,10 +1097,38 @@ fn cli_load() -> Result<(), Failed> {
         1,
         "0 ok, 8 failed",
     )?;
+    let hub = rt.block_on(hostile("ws-selfish"));
+    let out = expect_code(
+        &[
+            "load",
+            "--suite",
+            "agora-spaces",
+            "--target",
+            &hub,
+            "--clients",
+            "3",
+            "--requests",
+            "2",
+            "--timeout-ms",
+            "300",
+        ],
+        1,
+        "12 deliveries",
+    )?;
+    let needles = [
+        "0 ok",
+        "12 × lost",
+        "duplicated: a member's own event came back twice",
+    ];
+    for needle in needles {
+        if !out.contains(needle) {
+            return Err(format!("load against the selfish hub: no {needle:?}\n{out}").into());
+        }
+    }
     expect_code(
-        &["load", "--suite", "agora-spaces"],
+        &["load", "--suite", "agora-spaces", "--clients", "1"],
         2,
-        "not load-tested yet",
+        "at least 2",
     )?;
     expect_code(
         &["load", "--suite", "chorus", "--clients", "0"],

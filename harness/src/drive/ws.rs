@@ -39,7 +39,8 @@ impl WsDriver {
         }
         let config = WebSocketConfig::default()
             .max_message_size(Some(limits.max_bytes))
-            .max_frame_size(Some(limits.max_bytes));
+            .max_frame_size(Some(limits.max_bytes))
+            .read_buffer_size(reference_impl::wire::WS_READ_BUFFER_BYTES);
         let conn = tokio_tungstenite::connect_async_tls_with_config(
             &self.url,
             Some(config),

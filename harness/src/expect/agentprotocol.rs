@@ -92,7 +92,12 @@ pub struct Me {
     seen_ids: HashSet<String>,
     /// The profile's `agent_id`: whom the first hello is addressed to (AGP-A22).
     addressed: Option<String>,
+    /// The last signatures made, with the bytes signed ([`Me::signed`]).
+    signed: std::sync::Mutex<Vec<(String, Vec<u8>)>>,
 }
+
+/// Signatures [`Me`] remembers.
+const REMEMBERED_SIGNATURES: usize = 8;
 
 /// Where each binding's endpoint lies below the target URL (target-profile.md); the
 /// suite's descriptor lists them.
@@ -134,6 +139,7 @@ impl Me {
             target_features: Vec::new(),
             seen_ids: HashSet::new(),
             addressed: ctx.profile().agentprotocol.agent_id.clone(),
+            signed: Default::default(),
         }
     }
 
@@ -154,7 +160,26 @@ impl Me {
     pub fn sign(&self, msg: &mut Value) {
         // Our own messages are I-JSON; a failure would leave them unsigned, which the
         // target then rejects visibly.
-        let _ = message::sign(msg, &self.key);
+        if let Ok(bytes) = message::sign(msg, &self.key) {
+            if let Some(sig) = msg["signature"].as_str() {
+                let mut signed = self.signed.lock().unwrap_or_else(|p| p.into_inner());
+                if signed.len() >= REMEMBERED_SIGNATURES {
+                    signed.remove(0);
+                }
+                signed.push((sig.to_string(), bytes));
+            }
+        }
+    }
+
+    /// Whether `sig` is a signature this identity made over exactly `bytes`, among
+    /// the last few it made: Ed25519 signing is deterministic, so such a signature
+    /// verifies under this identity's key without verifying it again.
+    pub fn signed(&self, sig: &str, bytes: &[u8]) -> bool {
+        self.signed
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .any(|(s, b)| s == sig && b == bytes)
     }
 
     /// A signed request.

@@ -1004,6 +1004,29 @@ pub fn unix_now() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
+/// Milliseconds of Unix time.
+pub fn unix_now_ms() -> i64 {
+    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
+}
+
+/// How far past an instant the harness waits before it takes the instant as past
+/// on the target's clock too (clocks apart by less than this).
+pub const CLOCK_MARGIN_MS: i64 = 200;
+
+/// Waits until `at_ms` (Unix milliseconds) plus [`CLOCK_MARGIN_MS`], then POSTs a
+/// follow-up to conversation `id`.
+pub async fn post_after(ctx: &mut Ctx, id: &str, at_ms: i64) -> Step<Reply> {
+    let wait = (at_ms + CLOCK_MARGIN_MS - unix_now_ms()).max(0) as u64;
+    ctx.note(format!("waiting {wait} ms for the conversation to expire"));
+    tokio::time::sleep(std::time::Duration::from_millis(wait)).await;
+    post(
+        ctx,
+        &conversation_path(id),
+        &serde_json::json!({"body": "late"}),
+    )
+    .await
+}
+
 pub fn is_hex40(s: &str) -> bool {
     is_sha1_hex(s)
 }

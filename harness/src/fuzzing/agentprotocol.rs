@@ -725,7 +725,15 @@ fn signature(v: &Value, c: &Case, e: &mut Expect) {
         Some(Value::String(s)) if s.is_empty() => unsigned(c, e),
         Some(Value::String(s)) => {
             let agent = v["from"]["agentId"].as_str().unwrap_or_default();
-            match message::verify_tree(Tree::from_serde(v)) {
+            // A message as this case's identity signed it needs no second check.
+            let own = agent == c.me.id
+                && message::signing_bytes(Tree::from_serde(v)).is_ok_and(|b| c.me.signed(s, &b));
+            let verdict = if own {
+                Ok(())
+            } else {
+                message::verify_tree(Tree::from_serde(v))
+            };
+            match verdict {
                 Ok(()) if standard_b64(s, 64) && standard_b64(agent, 32) => {}
                 Ok(()) => e.soft(
                     &[IS, IM],

@@ -8,7 +8,6 @@ use crate::script::Ctx;
 use reference_impl::agora_exchange::document::{self, sha1_hex};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 macro_rules! client_case {
     ($id:literal, $title:literal, [$($req:literal),* $(,)?], $level:ident, |$ctx:ident| $body:block) => {
@@ -371,11 +370,18 @@ pub const CASES: &[Case] = &[
         if wait > max {
             return skip(format!("the conversation expires in {wait} s, beyond conversation_wait_max_s = {max}"));
         }
-        // Unix seconds: wait until the next second has surely begun on both clocks.
-        let wait_ms = (wait.max(0) as u64) * 1000 + 1200;
-        ctx.note(format!("waiting {wait_ms} ms for the conversation to expire"));
-        tokio::time::sleep(Duration::from_millis(wait_ms)).await;
-        let r = post(ctx, &conversation_path(&id), &json!({"body": "late"})).await?;
+        // conversationExpires is in whole Unix seconds, which a target may read as the
+        // first instant of that second (expired from then on) or as the whole second
+        // (expired after it). The first follow-up goes just past the instant; if the
+        // target still takes it, the second goes past the whole second, or past a
+        // later conversationExpires the taken follow-up carries (extending expiry on
+        // a follow-up is allowed, AEX-A11). Only a success after that fails.
+        let mut r = post_after(ctx, &id, expires * 1000).await?;
+        if r.is_success() {
+            let later = r.expires().filter(|e| *e > expires && *e - unix_now() <= max).unwrap_or(expires);
+            ctx.note(format!("a follow-up within the second of conversationExpires {expires} was taken; the next goes after conversationExpires {later} has passed whole"));
+            r = post_after(ctx, &id, (later + 1) * 1000).await?;
+        }
         if r.is_success() {
             return fail(format!("an expired conversation was used successfully (AEX-034): {}", r.describe()));
         }

@@ -116,10 +116,38 @@ async fn ws_misbehave(sock: tokio::net::TcpStream, how: &str) {
     let _ = ws.flush().await;
 }
 
+/// The `ws-selfish` hub of [`hostile`], on one connection (at most 30 s).
+async fn selfish_hub(sock: tokio::net::TcpStream) {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+    let Ok(mut ws) = tokio_tungstenite::accept_async(sock).await else {
+        return;
+    };
+    let registered = r#"{"type":"agent.registered","agent":{"id":"x"},"timestamp":1}"#;
+    let _ = ws.send(Message::Text(registered.into())).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    while let Ok(Some(Ok(Message::Text(t)))) = tokio::time::timeout_at(deadline, ws.next()).await {
+        let v: serde_json::Value = serde_json::from_str(t.as_str()).unwrap_or_default();
+        let answer = match v["type"].as_str() {
+            Some("space.join") => serde_json::json!({"type": "space.joined", "id": v["id"],
+                "space": v["space"], "members": [], "timestamp": 1}),
+            Some("space.publish") => serde_json::json!({"type": "space.event",
+                "space": v["space"], "data": v["data"], "timestamp": 1}),
+            _ => continue,
+        };
+        let copies = if v["type"] == "space.publish" { 2 } else { 1 };
+        for _ in 0..copies {
+            let _ = ws.send(Message::Text(answer.to_string().into())).await;
+        }
+    }
+}
+
 /// A loopback server that misbehaves in one way; stops when the runtime ends.
 /// HTTP: `hang`, `garbage`, `deep` (a reply nested 200,000 deep), `endless` (a
 /// chunked body of up to 64 MiB). WebSocket: `ws-silent`, `ws-flood`, `ws-tiny`,
-/// `ws-deep` (see [`ws_misbehave`]).
+/// `ws-deep` (see [`ws_misbehave`]), `ws-selfish` (an agora-spaces hub that
+/// registers and joins everyone, but sends each published event back to its
+/// publisher, twice, and to no one else).
 pub async fn hostile(kind: &'static str) -> String {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -133,6 +161,10 @@ pub async fn hostile(kind: &'static str) -> String {
                 return;
             };
             tokio::spawn(async move {
+                if kind == "ws-selfish" {
+                    selfish_hub(sock).await;
+                    return;
+                }
                 if let Some(flood) = kind.strip_prefix("ws-") {
                     if flood != "silent" {
                         ws_misbehave(sock, flood).await;

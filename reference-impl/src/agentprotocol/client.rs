@@ -102,10 +102,11 @@ async fn run(
     received: &mut Vec<Value>,
 ) -> Result<Value, ClientError> {
     let fault = |f: &str| faults.iter().any(|x| x == f);
-    let http = reqwest::Client::builder()
-        .timeout(timeout)
-        .build()
-        .map_err(|e| ClientError(format!("no HTTP client: {e}")))?;
+    let http = crate::wire::http::client(crate::wire::http::Setting {
+        timeout: Some(timeout),
+        ..Default::default()
+    })
+    .map_err(ClientError)?;
     let endpoint = format!("{}/agentprotocol", url.trim_end_matches('/'));
     let key = Keypair::generate();
     let me = agent_id(&key);

@@ -55,8 +55,7 @@ pub fn key_of(agent_id: &str) -> Option<VerifyingKey> {
         .map(|(b, _)| b)
         .filter(|b| b.len() == 32)
         .or_else(|| bs58::decode(agent_id).into_vec().ok())?;
-    let arr: [u8; 32] = bytes.as_slice().try_into().ok()?;
-    VerifyingKey::from_bytes(&arr).ok()
+    keys::key_from_bytes(&bytes).ok()
 }
 
 /// Why a signature did not verify.

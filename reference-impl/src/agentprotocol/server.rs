@@ -34,6 +34,7 @@ async fn ws_upgrade(State(a): State<Arc<ApAgent>>, ws: WebSocketUpgrade) -> Resp
     let max = a.config().max_message_bytes;
     ws.max_message_size(max)
         .max_frame_size(max)
+        .read_buffer_size(crate::wire::WS_READ_BUFFER_BYTES)
         .on_upgrade(move |s| session(a, s))
 }
 

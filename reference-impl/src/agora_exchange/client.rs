@@ -51,10 +51,11 @@ pub fn join(base: &str, path: &str) -> String {
 
 impl Client {
     pub fn new(base: &str) -> Result<Client, ClientError> {
-        let http = reqwest::Client::builder()
-            .no_proxy()
-            .build()
-            .map_err(|e| ClientError::Http(e.to_string()))?;
+        let http = crate::wire::http::client(crate::wire::http::Setting {
+            no_proxy: true,
+            ..Default::default()
+        })
+        .map_err(ClientError::Http)?;
         Ok(Client {
             http,
             base: base.to_string(),

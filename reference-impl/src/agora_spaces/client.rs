@@ -183,7 +183,8 @@ pub async fn scenario(
     (received, result)
 }
 
-type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
+/// A client's open WebSocket connection to a hub.
+pub type Socket = WebSocketStream<MaybeTlsStream<TcpStream>>;
 
 /// Where the client is in the handshake.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -382,12 +383,13 @@ async fn tick(heartbeat: &mut Option<Interval>) {
 
 /// Opens the WebSocket at `url` with `agent_id` in the query, within
 /// [`CONNECT_DEADLINE`], reading at most [`MAX_FRAME_BYTES`] a frame.
-async fn connect(url: &str, agent_id: &str) -> Result<Socket, ClientError> {
+pub async fn connect(url: &str, agent_id: &str) -> Result<Socket, ClientError> {
     let sep = if url.contains('?') { '&' } else { '?' };
     let target = format!("{url}{sep}agent_id={}", percent_encode(agent_id));
     let config = WebSocketConfig::default()
         .max_message_size(Some(MAX_FRAME_BYTES))
-        .max_frame_size(Some(MAX_FRAME_BYTES));
+        .max_frame_size(Some(MAX_FRAME_BYTES))
+        .read_buffer_size(crate::wire::WS_READ_BUFFER_BYTES);
     let conn = tokio_tungstenite::connect_async_with_config(target.as_str(), Some(config), true);
     match tokio::time::timeout(CONNECT_DEADLINE, conn).await {
         Ok(Ok((ws, _))) => Ok(ws),

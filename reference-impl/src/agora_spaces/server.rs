@@ -92,9 +92,13 @@ struct Space {
 /// Event ids a receiver has cancelled.
 type Cancels = Arc<Mutex<HashSet<String>>>;
 
+/// A frame in an outbox: text shared by every receiver it is queued for (a
+/// fan-out or a member update queues one copy, not one per member).
+type Frame = axum::extract::ws::Utf8Bytes;
+
 struct Conn {
     agent_id: String,
-    tx: mpsc::Sender<String>,
+    tx: mpsc::Sender<Frame>,
     cancels: Cancels,
 }
 
@@ -216,9 +220,9 @@ impl Spaces {
     }
 
     /// Queues a frame for `conn`; a full outbox disconnects it.
-    fn send_to(hub: &mut Hub, conn: u64, frame: String) {
+    fn send_to(hub: &mut Hub, conn: u64, frame: impl Into<Frame>) {
         let full = match hub.conns.get(&conn) {
-            Some(c) => c.tx.try_send(frame).is_err(),
+            Some(c) => c.tx.try_send(frame.into()).is_err(),
             None => false,
         };
         if full {
@@ -254,7 +258,7 @@ impl Spaces {
         let mut frame = json!({"type": "space.members", "space": name,
                                "joined": joined, "left": left, "timestamp": now_s()});
         frame[list] = json!(Self::members_of(space));
-        let frame = frame.to_string();
+        let frame = Frame::from(frame.to_string());
         let targets: Vec<u64> = space
             .members
             .iter()
@@ -289,7 +293,7 @@ impl Spaces {
         &self,
         agent_id: &str,
         token: Option<&str>,
-        tx: mpsc::Sender<String>,
+        tx: mpsc::Sender<Frame>,
     ) -> Result<(u64, Cancels, String), String> {
         if let Some(want) = &self.cfg.token {
             if token != Some(want.as_str()) {
@@ -348,7 +352,7 @@ impl Spaces {
     /// connection is closed afterwards, leaving its spaces. Refused connections
     /// return the refusal frame.
     pub fn handle_detached(self: &Arc<Self>, agent_id: &str, frames: &[&str]) -> Vec<String> {
-        let (tx, mut rx) = mpsc::channel::<String>(self.cfg.outbox);
+        let (tx, mut rx) = mpsc::channel::<Frame>(self.cfg.outbox);
         let (conn, _cancels, connection_id) =
             match self.open(agent_id, self.cfg.token.as_deref(), tx) {
                 Ok(c) => c,
@@ -359,12 +363,12 @@ impl Spaces {
         for f in frames {
             self.handle(conn, &connection_id, f, &mut publishes);
             while let Ok(frame) = rx.try_recv() {
-                out.push(frame);
+                out.push(frame.as_str().to_owned());
             }
         }
         self.close(conn);
         while let Ok(frame) = rx.try_recv() {
-            out.push(frame);
+            out.push(frame.as_str().to_owned());
         }
         out
     }
@@ -605,8 +609,8 @@ impl Spaces {
                     .collect();
                 if text.len() <= self.cfg.delta_threshold || self.fault("no-delta") {
                     let frame = json!({"type": "space.event", "space": name,
-                                       "data": {"from": agent_id, "text": text, "timestamp": ts}, "timestamp": now_s()})
-                    .to_string();
+                                       "data": {"from": agent_id, "text": text, "timestamp": ts}, "timestamp": now_s()});
+                    let frame = Frame::from(frame.to_string());
                     for t in targets {
                         Self::send_to(&mut hub, t, frame.clone());
                     }
@@ -644,7 +648,7 @@ impl Spaces {
     /// Streams one large text to one receiver as deltas and a done.
     async fn stream(
         &self,
-        tx: mpsc::Sender<String>,
+        tx: mpsc::Sender<Frame>,
         cancels: Cancels,
         space: String,
         event_id: String,
@@ -669,13 +673,13 @@ impl Spaces {
                 data["from"] = json!(from);
             }
             let frame = json!({"type": "space.event.delta", "space": space, "event_id": event_id, "data": data, "timestamp": now_s()});
-            if tx.send(frame.to_string()).await.is_err() {
+            if tx.send(frame.to_string().into()).await.is_err() {
                 return;
             }
             tokio::time::sleep(self.cfg.chunk_pause).await;
         }
         let done = json!({"type": "space.event.done", "space": space, "event_id": event_id, "timestamp": now_s()});
-        let _ = tx.send(done.to_string()).await;
+        let _ = tx.send(done.to_string().into()).await;
     }
 }
 
@@ -697,12 +701,13 @@ async fn ws_upgrade(
     let max = s.cfg.max_frame_bytes;
     ws.max_message_size(max)
         .max_frame_size(max)
+        .read_buffer_size(crate::wire::WS_READ_BUFFER_BYTES)
         .on_upgrade(move |socket| session(s, socket, agent_id, token))
 }
 
 async fn session(s: Arc<Spaces>, socket: WebSocket, agent_id: String, token: Option<String>) {
     let (mut sink, mut stream) = socket.split();
-    let (tx, mut rx) = mpsc::channel::<String>(s.cfg.outbox);
+    let (tx, mut rx) = mpsc::channel::<Frame>(s.cfg.outbox);
     let (conn, _cancels, connection_id) = match s.open(&agent_id, token.as_deref(), tx.clone()) {
         Ok(c) => c,
         Err(frame) => {
@@ -713,7 +718,7 @@ async fn session(s: Arc<Spaces>, socket: WebSocket, agent_id: String, token: Opt
     };
     let writer = tokio::spawn(async move {
         while let Some(frame) = rx.recv().await {
-            if sink.send(Message::Text(frame.into())).await.is_err() {
+            if sink.send(Message::Text(frame)).await.is_err() {
                 break;
             }
         }
@@ -721,7 +726,7 @@ async fn session(s: Arc<Spaces>, socket: WebSocket, agent_id: String, token: Opt
     });
     if !s.fault("no-registered") {
         let hello = s.registered(&agent_id, conn, &connection_id);
-        let _ = tx.try_send(hello.to_string());
+        let _ = tx.try_send(hello.to_string().into());
     }
     drop(tx);
     let mut publishes = (0i64, 0u32);

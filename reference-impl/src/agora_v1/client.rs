@@ -10,6 +10,7 @@ use super::envelope::{self, SigVariant};
 use crate::fault;
 use crate::faults::Fault;
 use crate::wire::clock::parse_timestamp;
+use crate::wire::http;
 use crate::wire::keys::Keypair;
 use crate::wire::{jcs, new_id};
 use serde_json::{json, Value};
@@ -188,9 +189,13 @@ pub async fn request(
     timeout: std::time::Duration,
 ) -> (Outcome, Result<(), ClientError>) {
     let mut out = Outcome::default();
-    let http = match reqwest::Client::builder().timeout(timeout).build() {
+    let setting = http::Setting {
+        timeout: Some(timeout),
+        ..http::Setting::default()
+    };
+    let http = match http::client(setting) {
         Ok(h) => h,
-        Err(e) => return (out, Err(ClientError(format!("no HTTP client: {e}")))),
+        Err(e) => return (out, Err(ClientError(e))),
     };
     let r = Requester {
         http,

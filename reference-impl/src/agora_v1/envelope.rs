@@ -94,9 +94,15 @@ fn strip_signature(tree: &mut Value<'_>, variant: SigVariant) -> Result<(), Sign
 
 /// The bytes a signer signs for this tree (consumed: members are sorted in place).
 pub fn signing_bytes(mut tree: Value<'_>, variant: SigVariant) -> Result<Vec<u8>, SignError> {
-    strip_signature(&mut tree, variant)?;
+    signing_bytes_in_place(&mut tree, variant)
+}
+
+/// [`signing_bytes`] on a tree that stays the caller's (its signature stripped and
+/// its members sorted).
+fn signing_bytes_in_place(tree: &mut Value<'_>, variant: SigVariant) -> Result<Vec<u8>, SignError> {
+    strip_signature(tree, variant)?;
     let mut out = Vec::with_capacity(512);
-    jcs::write(&mut tree, &mut out)?;
+    jcs::write(tree, &mut out)?;
     Ok(out)
 }
 
@@ -203,15 +209,12 @@ pub fn verify_tree(tree: Value<'_>) -> Verification {
         }
     };
     v.key_forms = candidates.iter().map(|(_, f)| *f).collect();
-    let mut second = Some(tree.clone());
-    let mut first = Some(tree);
+    // One tree serves both variants: the blank variant blanks the signature, the
+    // removed one then takes the member out. Canonicalizing only sorts members in
+    // place, so the second variant sees the same content as a fresh parse.
+    let mut tree = tree;
     for variant in [SigVariant::Blank, SigVariant::Removed] {
-        let t = match variant {
-            SigVariant::Blank => first.take(),
-            SigVariant::Removed => second.take(),
-        };
-        let Some(t) = t else { continue };
-        let canonical = signing_bytes(t, variant).map_err(|e| e.to_string());
+        let canonical = signing_bytes_in_place(&mut tree, variant).map_err(|e| e.to_string());
         let verified_with = canonical.as_ref().ok().and_then(|c| {
             candidates
                 .iter()

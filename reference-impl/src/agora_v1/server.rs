@@ -45,6 +45,7 @@ async fn ws_upgrade(State(agent): State<Arc<Agent>>, ws: WebSocketUpgrade) -> Re
     let limit = agent.config().max_message_bytes;
     ws.max_message_size(limit)
         .max_frame_size(limit)
+        .read_buffer_size(crate::wire::WS_READ_BUFFER_BYTES)
         .on_upgrade(move |socket| ws_session(agent, socket))
 }
 

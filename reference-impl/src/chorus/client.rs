@@ -280,12 +280,12 @@ struct Http {
 
 impl Http {
     fn new(total: Duration) -> Result<Http, ClientError> {
-        let client = reqwest::Client::builder()
-            .no_proxy()
-            .timeout(total)
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .map_err(|e| ClientError::Http(e.to_string()))?;
+        let client = crate::wire::http::client(crate::wire::http::Setting {
+            timeout: Some(total),
+            no_proxy: true,
+            follow_redirects: false,
+        })
+        .map_err(ClientError::Http)?;
         Ok(Http {
             client,
             deadline: Instant::now() + total,

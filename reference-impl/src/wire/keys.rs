@@ -127,11 +127,33 @@ pub fn did_key(vk: &VerifyingKey) -> String {
     format!("did:key:z{}", bs58::encode(bytes).into_string())
 }
 
-fn key_from_bytes(bytes: &[u8]) -> Result<VerifyingKey, KeyError> {
+/// The key of 32 public-key bytes. Decoding (a point decompression) costs about a
+/// quarter of a verification, and a verifier meets the same keys again and again,
+/// so each thread keeps the keys it decoded last (at most [`KEY_CACHE`]).
+pub fn key_from_bytes(bytes: &[u8]) -> Result<VerifyingKey, KeyError> {
     let arr: [u8; 32] = bytes
         .try_into()
         .map_err(|_| KeyError::WrongLength(bytes.len()))?;
-    VerifyingKey::from_bytes(&arr).map_err(|_| KeyError::NotAPoint)
+    if let Some(k) = DECODED.with(|c| c.borrow().get(&arr).copied()) {
+        return Ok(k);
+    }
+    let k = VerifyingKey::from_bytes(&arr).map_err(|_| KeyError::NotAPoint)?;
+    DECODED.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.len() >= KEY_CACHE {
+            c.clear();
+        }
+        c.insert(arr, k);
+    });
+    Ok(k)
+}
+
+/// Keys a thread keeps decoded.
+pub const KEY_CACHE: usize = 256;
+
+thread_local! {
+    static DECODED: std::cell::RefCell<std::collections::HashMap<[u8; 32], VerifyingKey>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 thread_local! {

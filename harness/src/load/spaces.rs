@@ -1,0 +1,393 @@
+//! `load --suite agora-spaces`: members in one space, every published event
+//! delivered exactly once to each other member (ASP-030).
+//!
+//! Every member connects with an agent id of its own (the profile's token in the
+//! query), waits for agent.registered, and joins the profile's public space; once
+//! every member has joined or failed, each joined member publishes `requests`
+//! events whose text is a marker `<run>-<member>-<k>`. Each member then reads until
+//! it holds every other member's events, or until nothing has arrived for the
+//! deadline. Per member and publisher: no event is lost, none arrives twice; a
+//! member's own event may come back (the flow diagram shows it, ASP-035), at most
+//! once. agora-spaces.zh.md fixes no order between events, so events out of publish
+//! order are counted as an observation, never an error.
+//!
+//! Bounded: members connect 64 at a time; the bookkeeping is one byte per
+//! (member, event) and the latencies are sampled to at most [`MAX_SAMPLES`].
+//! Membership frames (space.members lists every member, so that filling a space of
+//! n members sends about n³ / 3 names) are read and dropped without being parsed.
+
+use super::{kind_of, Load, Tally};
+use futures_util::{SinkExt, StreamExt};
+use reference_impl::agora_spaces::client::{self, Socket};
+use serde_json::{json, Value};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{watch, Semaphore};
+use tokio_tungstenite::tungstenite::Message;
+
+/// Latencies kept, at most (sampled evenly over the deliveries).
+pub const MAX_SAMPLES: usize = 200_000;
+/// Members connecting at once.
+const CONNECTING: usize = 64;
+
+/// What every member shares.
+struct Shared {
+    load: Arc<Load>,
+    run_tag: String,
+    started: Instant,
+    /// When each event (member × requests + k) was published, in µs since
+    /// `started` plus one (0: not published).
+    published: Vec<AtomicU64>,
+    /// Members done with joining (joined or not).
+    ready: watch::Sender<usize>,
+    joined: Vec<AtomicBool>,
+    connecting: Semaphore,
+    tally: Arc<Mutex<Tally>>,
+    /// Keep one latency in this many deliveries.
+    stride: u64,
+}
+
+impl Shared {
+    fn error(&self, kind: &str, n: u64) {
+        let mut t = self.tally.lock().unwrap_or_else(|p| p.into_inner());
+        *t.errors.entry(kind.to_string()).or_default() += n;
+    }
+
+    fn agent_id(&self, member: usize) -> String {
+        format!("{}-m{member}", self.run_tag)
+    }
+}
+
+/// Runs the load into `tally` (`sent` counts the deliveries expected).
+pub async fn run(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>) {
+    let n = l.clients;
+    let per = l.requests;
+    let deliveries = (n as u64) * (n.saturating_sub(1) as u64) * per as u64;
+    let shared = Arc::new(Shared {
+        published: (0..n * per).map(|_| AtomicU64::new(0)).collect(),
+        joined: (0..n).map(|_| AtomicBool::new(false)).collect(),
+        ready: watch::channel(0).0,
+        connecting: Semaphore::new(CONNECTING),
+        stride: deliveries.div_ceil(MAX_SAMPLES as u64).max(1),
+        started: Instant::now(),
+        load: l,
+        run_tag,
+        tally,
+    });
+    let mut tasks = tokio::task::JoinSet::new();
+    for m in 0..n {
+        let shared = shared.clone();
+        tasks.spawn(async move { member(&shared, m).await });
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+/// What a member reads: a frame's text, or why there is none.
+enum Read {
+    Text(String),
+    Idle,
+    Closed(String),
+}
+
+async fn read(ws: &mut Socket, within: Duration) -> Read {
+    let closed = || Read::Closed("the hub closed the connection".into());
+    loop {
+        match tokio::time::timeout(within, ws.next()).await {
+            Err(_) => return Read::Idle,
+            Ok(None) | Ok(Some(Ok(Message::Close(_)))) => return closed(),
+            Ok(Some(Err(e))) => return Read::Closed(format!("WebSocket: {e}")),
+            Ok(Some(Ok(Message::Text(t)))) => return Read::Text(t.as_str().to_owned()),
+            Ok(Some(Ok(Message::Binary(b)))) => {
+                return Read::Text(String::from_utf8_lossy(&b).into_owned())
+            }
+            Ok(Some(Ok(_))) => {}
+        }
+    }
+}
+
+/// An error frame's code, when `v` is one.
+fn error_code(v: &Value) -> Option<String> {
+    (v["type"] == "error").then(|| {
+        v["code"]
+            .as_str()
+            .or(v["error"]["code"].as_str())
+            .unwrap_or("an error without a code")
+            .to_string()
+    })
+}
+
+/// Connects and joins: the socket once joined, else `None` (the error counted).
+async fn join(s: &Shared, m: usize) -> Option<Socket> {
+    let l = &s.load;
+    let fail = |kind: String| {
+        s.error(&kind, 1);
+        None
+    };
+    let permit = s.connecting.acquire().await.ok()?;
+    let token = l.profile.target.token.as_deref();
+    let base = crate::expect::agora_spaces::url_for(&l.url, None, token);
+    let agent_id = s.agent_id(m);
+    let connect = client::connect(&base, &agent_id);
+    let mut ws = match tokio::time::timeout(l.timeout, connect).await {
+        Err(_) => return fail("connect: no connection within the deadline".into()),
+        Ok(Err(e)) => return fail(format!("connect: {}", kind_of(&e.to_string()))),
+        Ok(Ok(ws)) => ws,
+    };
+    drop(permit);
+    let space = &l.profile.agora_spaces.public_space;
+    let join = json!({"type": "space.join", "id": "load-join", "space": space,
+                      "timestamp": super::now_s()});
+    let mut asked = false;
+    let deadline = Instant::now() + l.timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let text = match read(&mut ws, left).await {
+            Read::Idle if asked => {
+                return fail("join: space.join drew no space.joined within the deadline".into())
+            }
+            Read::Idle => return fail("join: no agent.registered within the deadline".into()),
+            Read::Closed(why) => return fail(format!("join: {why}")),
+            Read::Text(t) => t,
+        };
+        // Membership updates of earlier joiners: not this member's answer.
+        if text.contains("\"space.members\"") {
+            continue;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(&text) else {
+            continue;
+        };
+        if let Some(code) = error_code(&v) {
+            return fail(format!("join refused: {code}"));
+        }
+        if !asked && v["type"] == "agent.registered" {
+            if ws
+                .send(Message::Text(join.to_string().into()))
+                .await
+                .is_err()
+            {
+                return fail("join: the connection closed before space.join".into());
+            }
+            asked = true;
+        } else if asked && v["type"] == "space.joined" {
+            return Some(ws);
+        }
+    }
+}
+
+/// What one member has taken of the events.
+struct Taken {
+    /// One byte per (publisher, k): 0, 1, or 2 for twice or more.
+    seen: Vec<u8>,
+    /// Distinct events of other members taken.
+    got: usize,
+    /// The last k taken from each publisher, plus one (0: none yet); kept only
+    /// when members publish more than one event each.
+    last_k: Vec<u32>,
+    reordered: u64,
+    own: u64,
+    latencies: Vec<u64>,
+}
+
+impl Taken {
+    fn new(n: usize, per: usize) -> Taken {
+        Taken {
+            seen: vec![0u8; n * per],
+            got: 0,
+            last_k: if per > 1 { vec![0; n] } else { Vec::new() },
+            reordered: 0,
+            own: 0,
+            latencies: Vec::new(),
+        }
+    }
+
+    /// Takes one frame of member `m`: an event of this run is counted, an error
+    /// counted as a refusal, anything else (membership updates above all) dropped
+    /// unparsed.
+    fn take(&mut self, s: &Shared, m: usize, text: &str) {
+        let (n, per) = (s.load.clients, s.load.requests);
+        if !text.contains(&format!("\"{}-", s.run_tag)) && !text.contains("\"error\"") {
+            return;
+        }
+        let Ok(v) = serde_json::from_str::<Value>(text) else {
+            return;
+        };
+        if let Some(code) = error_code(&v) {
+            s.error(&format!("refused: {code}"), 1);
+            return;
+        }
+        if v["type"] != "space.event" {
+            return;
+        }
+        let marker = v["data"]["text"].as_str();
+        let Some((p, k)) = marker.and_then(|t| parse_marker(t, &s.run_tag, n, per)) else {
+            return;
+        };
+        if p == m {
+            self.own += 1;
+            if self.own > per as u64 {
+                s.error("duplicated: a member's own event came back twice", 1);
+            }
+            return;
+        }
+        let slot = &mut self.seen[p * per + k];
+        *slot = slot.saturating_add(1).min(2);
+        if *slot == 1 {
+            self.got += 1;
+            let at = s.published[p * per + k].load(Ordering::Relaxed);
+            let index = (m * n * per + p * per + k) as u64;
+            if at > 0 && index.is_multiple_of(s.stride) {
+                let now = s.started.elapsed().as_micros() as u64 + 1;
+                self.latencies.push(now.saturating_sub(at));
+            }
+        }
+        if let Some(last) = self.last_k.get_mut(p) {
+            let k1 = u32::try_from(k + 1).unwrap_or(u32::MAX);
+            if k1 < *last {
+                self.reordered += 1;
+            }
+            *last = k1;
+        }
+    }
+}
+
+/// One member: join, wait for the others, publish, take the others' events.
+async fn member(s: &Shared, m: usize) {
+    let l = s.load.clone();
+    let (n, per) = (l.clients, l.requests);
+    let ws = join(s, m).await;
+    s.joined[m].store(ws.is_some(), Ordering::Relaxed);
+    s.ready.send_modify(|done| *done += 1);
+    let Some(mut ws) = ws else { return };
+    let mut taken = Taken::new(n, per);
+    // Read until every member is done joining (others may publish before this
+    // member sees that); a heartbeat keeps the connection alive meanwhile.
+    let mut ready = s.ready.subscribe();
+    let beat_every = Duration::from_secs(l.profile.timing.heartbeat_timeout_s.clamp(3, 60) / 3);
+    let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + beat_every, beat_every);
+    loop {
+        tokio::select! {
+            all = async { ready.wait_for(|done| *done >= n).await.is_ok() } => {
+                if !all {
+                    return;
+                }
+                break;
+            }
+            r = read(&mut ws, l.timeout * 4) => match r {
+                Read::Text(t) => taken.take(s, m, &t),
+                Read::Idle => {}
+                Read::Closed(why) => {
+                    s.error(&format!("dropped while the others joined: {why}"), 1);
+                    return;
+                }
+            },
+            _ = beat.tick() => {
+                let hb = json!({"type": "agent.heartbeat", "timestamp": super::now_s()});
+                let _ = ws.send(Message::Text(hb.to_string().into())).await;
+            }
+        }
+    }
+    let others: Vec<usize> = (0..n)
+        .filter(|o| *o != m && s.joined[*o].load(Ordering::Relaxed))
+        .collect();
+    let space = &l.profile.agora_spaces.public_space;
+    for k in 0..per {
+        let marker = format!("{}-{m}-{k}", s.run_tag);
+        let frame = json!({"type": "space.publish", "space": space, "timestamp": super::now_s(),
+                           "data": {"from": s.agent_id(m), "text": marker,
+                                    "timestamp": super::now_s()}});
+        let at = s.started.elapsed().as_micros() as u64 + 1;
+        s.published[m * per + k].store(at, Ordering::Relaxed);
+        if ws
+            .send(Message::Text(frame.to_string().into()))
+            .await
+            .is_err()
+        {
+            break;
+        }
+    }
+    let want = others.len() * per;
+    let mut ended = None;
+    while taken.got < want {
+        match read(&mut ws, l.timeout).await {
+            Read::Text(t) => taken.take(s, m, &t),
+            Read::Idle => break,
+            Read::Closed(why) => {
+                ended = Some(why);
+                break;
+            }
+        }
+    }
+    let _ = ws.close(None).await;
+    let (mut once, mut twice) = (0u64, 0u64);
+    for p in others {
+        for k in 0..per {
+            match taken.seen[p * per + k] {
+                1 => once += 1,
+                2 => twice += 1,
+                _ => {}
+            }
+        }
+    }
+    let lost = (want as u64).saturating_sub(once + twice);
+    let mut t = s.tally.lock().unwrap_or_else(|p| p.into_inner());
+    t.sent += want as u64;
+    t.ok += once;
+    t.latencies.extend(taken.latencies);
+    let mut count = |kind: String, k: u64| {
+        if k > 0 {
+            *t.errors.entry(kind).or_default() += k;
+        }
+    };
+    count(
+        "duplicated: an event delivered twice to one member".into(),
+        twice,
+    );
+    count(
+        match &ended {
+            Some(why) => format!("lost: not delivered ({why})"),
+            None => "lost: not delivered within the deadline".into(),
+        },
+        lost,
+    );
+    if taken.reordered > 0 {
+        *t.observed
+            .entry("out of publish order (agora-spaces.zh.md fixes no order)".into())
+            .or_default() += taken.reordered;
+    }
+}
+
+/// `<run>-<member>-<k>` as (member, k), when it is one of this run's.
+fn parse_marker(text: &str, run: &str, n: usize, per: usize) -> Option<(usize, usize)> {
+    let rest = text.strip_prefix(run)?.strip_prefix('-')?;
+    let (p, k) = rest.split_once('-')?;
+    let (p, k) = (p.parse::<usize>().ok()?, k.parse::<usize>().ok()?);
+    (p < n && k < per).then_some((p, k))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn markers_parse_within_bounds() {
+        assert_eq!(parse_marker("ldx-3-1", "ldx", 4, 2), Some((3, 1)));
+        assert_eq!(parse_marker("ldx-4-1", "ldx", 4, 2), None);
+        assert_eq!(parse_marker("ldy-3-1", "ldx", 4, 2), None);
+        assert_eq!(parse_marker("ldx-3", "ldx", 4, 2), None);
+    }
+
+    #[test]
+    fn error_codes_are_read_both_ways() {
+        let code = |v: Value| error_code(&v);
+        assert_eq!(
+            code(json!({"type": "error", "code": "SPACE_FULL"})).as_deref(),
+            Some("SPACE_FULL")
+        );
+        assert_eq!(
+            code(json!({"type": "error", "error": {"code": "X"}})).as_deref(),
+            Some("X")
+        );
+        assert_eq!(code(json!({"type": "space.event"})), None);
+    }
+}
