@@ -35,6 +35,8 @@ const CONNECTING: usize = 64;
 struct Shared {
     load: Arc<Load>,
     run_tag: String,
+    /// `"<run>-`: how a frame carrying one of this run's markers shows, unparsed.
+    quoted_tag: String,
     started: Instant,
     /// When each event (member × requests + k) was published, in µs since
     /// `started` plus one (0: not published).
@@ -72,6 +74,7 @@ pub async fn run(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>) {
         stride: deliveries.div_ceil(MAX_SAMPLES as u64).max(1),
         started: Instant::now(),
         load: l,
+        quoted_tag: format!("\"{run_tag}-"),
         run_tag,
         tally,
     });
@@ -206,7 +209,7 @@ impl Taken {
     /// unparsed.
     fn take(&mut self, s: &Shared, m: usize, text: &str) {
         let (n, per) = (s.load.clients, s.load.requests);
-        if !text.contains(&format!("\"{}-", s.run_tag)) && !text.contains("\"error\"") {
+        if !text.contains(&s.quoted_tag) && !text.contains("\"error\"") {
             return;
         }
         let Ok(v) = serde_json::from_str::<Value>(text) else {
