@@ -13,6 +13,11 @@ use agentconform::{embedded, suites};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+/// The allocator of the `agentconform` binary (src/main.rs), so that the live
+/// figures are what `agentconform fuzz` does.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 const LIVE_CASES: u64 = 20_000;
 const IN_PROCESS_FOR: Duration = Duration::from_secs(3);
 

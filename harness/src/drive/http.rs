@@ -2,6 +2,16 @@
 
 use super::{DriveError, Limits, Received};
 
+/// A reply body past this size is large.
+const LARGE_BODY: usize = 256 * 1024;
+
+/// How many large reply bodies the process reads at once. A run starts up to 64
+/// cases together; against a target whose every reply is endless, each would hold
+/// up to `max_response_bytes` (1 MiB) before it is refused as too large. The others
+/// wait their turn (within their own deadline), so reply bodies stay under 64 × 256
+/// KiB plus 16 × 1 MiB together, whatever the target sends.
+static LARGE_BODIES: tokio::sync::Semaphore = tokio::sync::Semaphore::const_new(16);
+
 #[derive(Clone)]
 pub struct HttpDriver {
     client: reqwest::Client,
@@ -68,6 +78,7 @@ pub async fn request(
             .get(reqwest::header::CONTENT_TYPE)
             .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
         let mut out = Vec::new();
+        let mut large = None;
         while let Some(chunk) = resp
             .chunk()
             .await
@@ -75,6 +86,10 @@ pub async fn request(
         {
             if out.len() + chunk.len() > limits.max_bytes {
                 return Err(DriveError::TooLarge(limits.max_bytes));
+            }
+            if large.is_none() && out.len() + chunk.len() > LARGE_BODY {
+                // Only so many large bodies are read at once (see LARGE_BODIES).
+                large = Some(LARGE_BODIES.acquire().await);
             }
             out.extend_from_slice(&chunk);
         }
