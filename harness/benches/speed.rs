@@ -18,6 +18,10 @@ use reference_impl::wire::jcs;
 use reference_impl::wire::keys::Keypair;
 use serde_json::{json, Value};
 
+/// The allocator of the `agentconform` binary (src/main.rs), for every side alike.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A signed agora-v1 envelope as a target sends it (keys in insertion order).
 fn envelope_bytes(i: u64) -> Vec<u8> {
     let key = Keypair::from_seed(&[7; 32]);

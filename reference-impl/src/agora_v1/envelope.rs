@@ -183,7 +183,7 @@ pub fn verify_tree(tree: Value<'_>) -> Verification {
             v.problem = Some("`sender.signature` is empty: the message is unsigned".into());
             return v;
         }
-        Some(Value::String(s)) => s.to_string(),
+        Some(Value::String(s)) => s,
         Some(_) => {
             v.problem = Some("`sender.signature` is not a string".into());
             return v;
@@ -193,7 +193,7 @@ pub fn verify_tree(tree: Value<'_>) -> Verification {
             return v;
         }
     };
-    let (sig, flavor) = match keys::decode_signature(&sig_text) {
+    let (sig, flavor) = match keys::decode_signature(sig_text) {
         Ok(s) => s,
         Err(e) => {
             v.problem = Some(format!("`sender.signature` is not a signature: {e}"));
