@@ -1267,14 +1267,7 @@ fn load_command(
             "--clients must be 1 to 10000 and --requests 1 to 100000".into(),
         ));
     }
-    // agora-spaces keeps a byte per (member, event) for each member.
-    if suite == "agora-spaces"
-        && (clients < 2 || (clients as u64).pow(2) * requests as u64 > 20_000_000)
-    {
-        return Err(Usage(
-            "agora-spaces load needs --clients of at least 2, and --clients² × --requests of at most 20,000,000 (1,000 members publish up to 20 events each)".into(),
-        ));
-    }
+    crate::load::fits(suite, clients, requests).map_err(Usage)?;
     if timeout_ms == 0 || timeout_ms > 600_000 {
         return Err(Usage("--timeout-ms must be 1 to 600000".into()));
     }
@@ -1290,11 +1283,7 @@ fn load_command(
                 let server = suites::start(suite, "127.0.0.1:0", &embedded::Options::default())
                     .await
                     .map_err(Usage)?;
-                let want = if suite == "agora-spaces" {
-                    Transport::Ws
-                } else {
-                    Transport::Http
-                };
+                let want = crate::load::transport(suite);
                 let url = server
                     .endpoints
                     .0

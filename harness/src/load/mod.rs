@@ -86,6 +86,26 @@ pub const SUITES: [&str; 5] = [
     "agora-spaces",
 ];
 
+/// The binding a suite's load speaks.
+pub fn transport(suite: &str) -> crate::drive::Transport {
+    if suite == "agora-spaces" {
+        crate::drive::Transport::Ws
+    } else {
+        crate::drive::Transport::Http
+    }
+}
+
+/// Whether a load of `clients` × `requests` fits the suite's bounds: agora-spaces
+/// keeps a byte per (member, event) for each member.
+pub fn fits(suite: &str, clients: usize, requests: usize) -> Result<(), String> {
+    if suite == "agora-spaces"
+        && (clients < 2 || (clients as u64).pow(2) * requests as u64 > 20_000_000)
+    {
+        return Err("agora-spaces load needs --clients of at least 2, and --clients² × --requests of at most 20,000,000 (1,000 members publish up to 20 events each)".into());
+    }
+    Ok(())
+}
+
 /// What one unit of a suite's load is called: a request, or for agora-spaces an
 /// event delivered to one member.
 pub fn unit(suite: &str) -> &'static str {
