@@ -24,7 +24,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::sync::{watch, Semaphore};
-use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::{Message, Utf8Bytes};
 
 /// Latencies kept, at most (sampled evenly over the deliveries).
 pub const MAX_SAMPLES: usize = 200_000;
@@ -88,7 +88,9 @@ pub async fn run(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>) {
 
 /// What a member reads: a frame's text, or why there is none.
 enum Read {
-    Text(String),
+    /// The frame's text as received (membership lists run to kilobytes each, so
+    /// they are not copied).
+    Text(Utf8Bytes),
     Idle,
     Closed(String),
 }
@@ -100,9 +102,9 @@ async fn read(ws: &mut Socket, within: Duration) -> Read {
             Err(_) => return Read::Idle,
             Ok(None) | Ok(Some(Ok(Message::Close(_)))) => return closed(),
             Ok(Some(Err(e))) => return Read::Closed(format!("WebSocket: {e}")),
-            Ok(Some(Ok(Message::Text(t)))) => return Read::Text(t.as_str().to_owned()),
+            Ok(Some(Ok(Message::Text(t)))) => return Read::Text(t),
             Ok(Some(Ok(Message::Binary(b)))) => {
-                return Read::Text(String::from_utf8_lossy(&b).into_owned())
+                return Read::Text(String::from_utf8_lossy(&b).into_owned().into())
             }
             Ok(Some(Ok(_))) => {}
         }
