@@ -1,8 +1,8 @@
 //! Fuzzing throughput, side by side in one run (`cargo bench -p agentconform --bench
 //! throughput`): live fuzz cases per second of every suite's fuzzer against its
-//! embedded reference (8 workers, the default of `agentconform fuzz`, and 32, as
-//! `--workers 32` runs), and in-process execs
-//! per second of the property of every cargo-fuzz target (`fuzzing::checks`, the
+//! embedded reference (with the suite's default worker count, as `agentconform
+//! fuzz` runs, and with 32, as `--workers 32` runs), and in-process execs per
+//! second of the property of every cargo-fuzz target (`fuzzing::checks`, the
 //! function each target calls) over its seed corpus. Prints a Markdown table;
 //! harness/benches/BENCHMARKS.md holds one run's figures. A benchmark, never a test.
 
@@ -36,7 +36,7 @@ const TARGETS: [(&str, Check); 10] = [
     ("profile", checks::profile),
 ];
 
-async fn live(suite: &'static str, workers: u64) -> (u64, f64) {
+async fn live(suite: &'static str, workers: Option<u64>) -> (u64, f64) {
     let server = suites::start(suite, "127.0.0.1:0", &embedded::Options::default())
         .await
         .expect("start the reference");
@@ -132,7 +132,7 @@ fn main() {
         .build()
         .expect("runtime");
     println!(
-        "| suite | live cases | cases/s, 8 workers | cases/s, 32 workers |\n|---|---|---|---|"
+        "| suite | live cases | default workers | cases/s, default workers | cases/s, 32 workers |\n|---|---|---|---|---|"
     );
     for suite in [
         "agora-v1",
@@ -141,9 +141,10 @@ fn main() {
         "agora-exchange",
         "agentprotocol",
     ] {
-        let (cases, rate) = rt.block_on(live(suite, 8));
-        let (_, wide) = rt.block_on(live(suite, 32));
-        println!("| {suite} | {cases} | {rate:.0} | {wide:.0} |");
+        let default = campaign::spec(suite).expect("a live fuzzer").workers;
+        let (cases, rate) = rt.block_on(live(suite, None));
+        let (_, wide) = rt.block_on(live(suite, Some(32)));
+        println!("| {suite} | {cases} | {default} | {rate:.0} | {wide:.0} |");
     }
     println!("\n| cargo-fuzz target | corpus inputs | execs/s |\n|---|---|---|");
     for (name, check) in TARGETS {

@@ -117,10 +117,10 @@ pub struct FuzzArgs {
     /// Stop after this many findings.
     #[arg(long = "max-findings", default_value_t = 100)]
     max_findings: u64,
-    /// Cases in flight at once (1 to 256). More help where cases wait on the target
-    /// (WebSocket round trips, delta streams) rather than on the CPU.
-    #[arg(long, default_value_t = 8)]
-    workers: u64,
+    /// Cases in flight at once (1 to 256); by default 8, or more for a suite whose
+    /// cases wait on the target rather than on the CPU (agora-spaces, agentprotocol).
+    #[arg(long)]
+    workers: Option<u64>,
     /// Which side to fuzz: server (the default) or client (mutated replies served to
     /// a client driven by --client).
     #[arg(long, value_enum, default_value_t = crate::case::Role::Server)]
@@ -1114,7 +1114,7 @@ fn fuzz_command(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
             "--fault applies to the embedded agent; it cannot be combined with --target".into(),
         ));
     }
-    if a.workers == 0 || a.workers > 256 {
+    if a.workers.is_some_and(|w| w == 0 || w > 256) {
         return Err(Usage("--workers must be 1 to 256".into()));
     }
     if a.max_findings == 0 {

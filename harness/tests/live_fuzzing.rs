@@ -66,7 +66,7 @@ async fn campaign_of(
             max_findings,
         },
         out: out.clone(),
-        workers: 4,
+        workers: Some(4),
         connection: campaign::Connection {
             url,
             transport,

@@ -97,6 +97,9 @@ pub static SPEC: Spec = Spec {
     probe: probe_fn,
     unreachable: &[],
     connection_per_worker: false,
+    // Two exchanges or more per case, some waiting on a delay: 16 in flight keep
+    // both cores busy (signing and verifying, on both sides, then bound the rate).
+    workers: 16,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -1771,6 +1774,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     probe: client_probe_fn,
     unreachable: &[],
     connection_per_worker: false,
+    workers: super::engine::WORKERS,
 };
 
 use crate::expect::agentprotocol::PeerPlan;

@@ -44,6 +44,7 @@ pub static SPEC: Spec = Spec {
         "needs a wait past conversationExpires; the conversation-expiry case waits, the fuzzer does not",
     )],
     connection_per_worker: false,
+    workers: super::engine::WORKERS,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -601,6 +602,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     probe: client_probe_fn,
     unreachable: &[],
     connection_per_worker: false,
+    workers: super::engine::WORKERS,
 };
 
 fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {

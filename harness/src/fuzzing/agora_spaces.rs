@@ -77,6 +77,9 @@ pub static SPEC: Spec = Spec {
         "needs a silence as long as the heartbeat timeout (60 s by default); the heartbeat-timeout case waits, the fuzzer does not",
     )],
     connection_per_worker: false,
+    // A case waits on round trips and, in the cancel flow, on the cancel grace: 16
+    // in flight keep both cores busy.
+    workers: 16,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -1877,6 +1880,7 @@ pub static CLIENT_SPEC: Spec = Spec {
         ("no-timestamp", "a missing timestamp is a SHOULD (ASP-A6), not a finding; client-join-publish warns of it"),
     ],
     connection_per_worker: false,
+    workers: super::engine::WORKERS,
 };
 
 use crate::expect::agora_spaces::{client_input, hub_edited, printed_texts, HubPlan};

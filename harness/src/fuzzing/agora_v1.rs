@@ -57,6 +57,7 @@ pub static SPEC: Spec = Spec {
         ),
     ],
     connection_per_worker: true,
+    workers: super::engine::WORKERS,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -534,6 +535,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     probe: client_probe_fn,
     unreachable: &[],
     connection_per_worker: false,
+    workers: super::engine::WORKERS,
 };
 
 fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {

@@ -54,8 +54,8 @@ pub struct Campaign {
     pub bounds: Bounds,
     /// Crash files go to `out/crashes`.
     pub out: PathBuf,
-    /// Cases at once.
-    pub workers: u64,
+    /// Cases at once; `None`: the suite's default (`Spec::workers`).
+    pub workers: Option<u64>,
     pub connection: Connection,
 }
 
@@ -128,7 +128,7 @@ pub async fn campaign(c: Campaign) -> Result<Summary, FuzzError> {
         seed: c.seed,
         bounds: c.bounds,
         out: &c.out,
-        workers: c.workers,
+        workers: c.workers.unwrap_or(spec.workers),
     })
     .await)
 }

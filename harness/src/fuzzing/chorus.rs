@@ -80,6 +80,7 @@ pub static SPEC: Spec = Spec {
     probe: probe_fn,
     unreachable: &[],
     connection_per_worker: false,
+    workers: super::engine::WORKERS,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -2276,6 +2277,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     probe: client_probe_fn,
     unreachable: &[],
     connection_per_worker: false,
+    workers: super::engine::WORKERS,
 };
 
 use crate::expect::chorus::{hire_input, hired_by_job_path, hired_ids, registry, Hire};

@@ -112,7 +112,13 @@ pub struct Spec {
     /// Whether each worker keeps one connection for all its cases (fast, for
     /// suites whose cases are single exchanges) rather than one per case.
     pub connection_per_worker: bool,
+    /// Cases in flight at once when the run does not say ([`WORKERS`] unless the
+    /// suite's cases wait on the target more than they compute).
+    pub workers: u64,
 }
+
+/// Cases in flight at once, for a suite whose cases keep the CPU busy.
+pub const WORKERS: u64 = 8;
 
 /// What one case did.
 pub struct CaseRun {

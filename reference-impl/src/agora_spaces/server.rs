@@ -37,8 +37,11 @@ pub struct SpacesConfig {
     /// Texts longer than this many bytes are streamed as deltas.
     pub delta_threshold: usize,
     pub chunk_bytes: usize,
-    /// Pause between two deltas of one stream.
+    /// Pause between two deltas of one stream, once `unpaced_chunks` have gone out
+    /// at once: a short stream arrives without waiting, a long one lasts long enough
+    /// for its receiver to cancel it under way.
     pub chunk_pause: Duration,
+    pub unpaced_chunks: usize,
     /// A space with a capacity, as (name, capacity).
     pub full_space: Option<(String, usize)>,
     /// Publishes per second per connection; unset: no limit.
@@ -58,6 +61,7 @@ impl Default for SpacesConfig {
             delta_threshold: 4096,
             chunk_bytes: 4096,
             chunk_pause: Duration::from_millis(2),
+            unpaced_chunks: 8,
             full_space: Some(("full".into(), 1)),
             rate_limit_per_s: None,
             max_frame_bytes: 4 * 1024 * 1024,
@@ -676,7 +680,9 @@ impl Spaces {
             if tx.send(frame.to_string().into()).await.is_err() {
                 return;
             }
-            tokio::time::sleep(self.cfg.chunk_pause).await;
+            if i + 1 >= self.cfg.unpaced_chunks {
+                tokio::time::sleep(self.cfg.chunk_pause).await;
+            }
         }
         let done = json!({"type": "space.event.done", "space": space, "event_id": event_id, "timestamp": now_s()});
         let _ = tx.send(done.to_string().into()).await;
