@@ -282,7 +282,8 @@ impl Peer {
     }
 
     pub async fn send(&mut self, ctx: &mut Ctx, v: &Value) -> Step<()> {
-        self.send_text(ctx, v.to_string()).await
+        self.send_text(ctx, reference_impl::wire::json_text(v))
+            .await
     }
 
     pub async fn send_text(&mut self, ctx: &mut Ctx, text: String) -> Step<()> {

@@ -130,9 +130,7 @@ fn sized(len: usize, fancy: bool) -> String {
             s.push(c);
         }
     }
-    while s.len() < len {
-        s.push('x');
-    }
+    s.push_str(&"x".repeat(len.saturating_sub(s.len())));
     s
 }
 
@@ -1517,9 +1515,9 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
         join_setup(ctx, &mut a, &space).await?;
     }
     join_setup(ctx, &mut b, &space).await?;
-    // Long enough to outlast the grace at the reference's pace (4 KiB deltas, a
-    // few ms apart): 3.5 MB for the default second, under the reference's 4 MiB
-    // frame limit; in proportion for a shorter grace.
+    // Long enough to outlast the grace at the reference's pace (4 KiB deltas, the
+    // first 32 KiB at once and the rest 2 ms apart): 3.5 MB for the default second,
+    // under the reference's 4 MiB frame limit; in proportion for a shorter grace.
     let len = (grace.as_millis() as usize)
         .saturating_mul(3500)
         .clamp(64 * 1024, 3_500_000);

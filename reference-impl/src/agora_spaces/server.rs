@@ -12,10 +12,13 @@
 //! ```
 //!
 //! Each connection has a bounded outbox; a receiver that cannot keep up is
-//! disconnected rather than buffered without limit.
+//! disconnected rather than buffered without limit. A stream's first deltas go out
+//! at once, the rest paced (`SpacesConfig::chunk_pause`), so that a long stream
+//! lasts long enough for its receiver to cancel it under way.
 
 use super::faults::FAULTS;
 use crate::faults::FaultSet;
+use crate::wire::json_text;
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
@@ -220,7 +223,7 @@ impl Spaces {
                 e["request_id"] = json!(id);
             }
         }
-        e.to_string()
+        json_text(&e)
     }
 
     /// Queues a frame for `conn`; a full outbox disconnects it.
@@ -262,7 +265,7 @@ impl Spaces {
         let mut frame = json!({"type": "space.members", "space": name,
                                "joined": joined, "left": left, "timestamp": now_s()});
         frame[list] = json!(Self::members_of(space));
-        let frame = Frame::from(frame.to_string());
+        let frame = Frame::from(json_text(&frame));
         let targets: Vec<u64> = space
             .members
             .iter()
@@ -444,7 +447,7 @@ impl Spaces {
                 if let Some(i) = rid {
                     r["id"] = json!(i);
                 }
-                reply(&mut hub, r.to_string());
+                reply(&mut hub, json_text(&r));
             }
             "agent.heartbeat" => {
                 let ty = if self.fault("heartbeat-pong") {
@@ -454,7 +457,7 @@ impl Spaces {
                 };
                 reply(
                     &mut hub,
-                    json!({"type": ty, "timestamp": now_s()}).to_string(),
+                    json_text(&json!({"type": ty, "timestamp": now_s()})),
                 );
             }
             "space.join" => {
@@ -512,7 +515,7 @@ impl Spaces {
                 if let Some(i) = rid {
                     r["id"] = json!(i);
                 }
-                reply(&mut hub, r.to_string());
+                reply(&mut hub, json_text(&r));
                 if !already {
                     self.announce(&mut hub, &name, conn, Some(&agent_id), None);
                 }
@@ -542,7 +545,7 @@ impl Spaces {
                 if let Some(i) = rid {
                     r["id"] = json!(i);
                 }
-                reply(&mut hub, r.to_string());
+                reply(&mut hub, json_text(&r));
             }
             "space.event.cancel" => {
                 if let (Some(ev), Some(c)) = (
@@ -614,7 +617,7 @@ impl Spaces {
                 if text.len() <= self.cfg.delta_threshold || self.fault("no-delta") {
                     let frame = json!({"type": "space.event", "space": name,
                                        "data": {"from": agent_id, "text": text, "timestamp": ts}, "timestamp": now_s()});
-                    let frame = Frame::from(frame.to_string());
+                    let frame = Frame::from(json_text(&frame));
                     for t in targets {
                         Self::send_to(&mut hub, t, frame.clone());
                     }
@@ -677,7 +680,7 @@ impl Spaces {
                 data["from"] = json!(from);
             }
             let frame = json!({"type": "space.event.delta", "space": space, "event_id": event_id, "data": data, "timestamp": now_s()});
-            if tx.send(frame.to_string().into()).await.is_err() {
+            if tx.send(json_text(&frame).into()).await.is_err() {
                 return;
             }
             if i + 1 >= self.cfg.unpaced_chunks {
@@ -685,7 +688,7 @@ impl Spaces {
             }
         }
         let done = json!({"type": "space.event.done", "space": space, "event_id": event_id, "timestamp": now_s()});
-        let _ = tx.send(done.to_string().into()).await;
+        let _ = tx.send(json_text(&done).into()).await;
     }
 }
 
@@ -732,7 +735,7 @@ async fn session(s: Arc<Spaces>, socket: WebSocket, agent_id: String, token: Opt
     });
     if !s.fault("no-registered") {
         let hello = s.registered(&agent_id, conn, &connection_id);
-        let _ = tx.try_send(hello.to_string().into());
+        let _ = tx.try_send(json_text(&hello).into());
     }
     drop(tx);
     let mut publishes = (0i64, 0u32);

@@ -27,3 +27,20 @@ pub fn is_uuid(s: &str) -> bool {
 pub fn new_id() -> String {
     uuid::Uuid::new_v4().to_string()
 }
+
+/// The compact JSON text of `v`, written straight into a byte buffer. It is what
+/// `v.to_string()` gives, several times faster on long strings with escapes: the
+/// `Display` path hands every run between two escapes to a `fmt::Formatter`.
+pub fn json_text(v: &serde_json::Value) -> String {
+    // Writing a `Value` cannot fail: its keys are strings and its numbers finite.
+    serde_json::to_string(v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod json_text_tests {
+    #[test]
+    fn same_text_as_display() {
+        let v = serde_json::json!({"t": "agents · 日本語 · 🙂 · \"q\" \\ \t\n \u{1}", "n": [1, 2.5, -0.0, null, true]});
+        assert_eq!(super::json_text(&v), v.to_string());
+    }
+}
