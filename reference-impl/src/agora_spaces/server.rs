@@ -44,6 +44,7 @@ pub struct SpacesConfig {
     /// at once: a short stream arrives without waiting, a long one lasts long enough
     /// for its receiver to cancel it under way.
     pub chunk_pause: Duration,
+    /// Deltas of a stream sent before the pauses start.
     pub unpaced_chunks: usize,
     /// A space with a capacity, as (name, capacity).
     pub full_space: Option<(String, usize)>,
