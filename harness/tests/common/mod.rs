@@ -183,20 +183,23 @@ pub async fn hostile(kind: &'static str) -> String {
                     }
                     return;
                 }
+                // One request per connection, each reply saying so (`connection:
+                // close`): a client must not reuse a connection the server is about
+                // to drop, and what these targets test is the reply, not that race.
                 let mut buf = vec![0u8; 65536];
                 let _ = sock.read(&mut buf).await;
                 match kind {
                     "hang" => tokio::time::sleep(Duration::from_secs(30)).await,
                     "garbage" => {
                         let _ = sock
-                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\n\r\nnot json!")
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 9\r\nconnection: close\r\n\r\nnot json!")
                             .await;
                     }
                     "deep" => {
                         // A reply nested 200,000 deep.
                         let body = format!("{}{}", "[".repeat(200_000), "]".repeat(200_000));
                         let head = format!(
-                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n",
                             body.len()
                         );
                         let _ = sock.write_all(head.as_bytes()).await;
