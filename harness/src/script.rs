@@ -214,6 +214,15 @@ impl Ctx {
         self.notes.push(t);
     }
 
+    /// Notes a request sent twice because its kept-alive connection closed before
+    /// the reply ([`crate::drive::http::request`]).
+    fn note_retry(&mut self, first: &str) {
+        self.note(format!(
+            "the target closed a kept-alive connection before replying ({first}); \
+             the request was sent once more"
+        ));
+    }
+
     /// Records a frame sent or received on a side connection (`who` names it).
     pub fn log_frame(&mut self, kind: &'static str, who: &str, text: &str) {
         self.log(kind, &format!("[{who}] {text}"), None);
@@ -332,7 +341,16 @@ impl Ctx {
 
     fn log_received(&mut self, r: &Received) {
         match r {
-            Received::Http { status, body } => self.log("recv", &clip_bytes(body), Some(*status)),
+            Received::Http {
+                status,
+                body,
+                retried,
+            } => {
+                if let Some(first) = retried {
+                    self.note_retry(first);
+                }
+                self.log("recv", &clip_bytes(body), Some(*status))
+            }
             Received::Frame(b) => self.log("recv", &clip_bytes(b), None),
             Received::Silence => self.log("note", "no reply within the deadline", None),
         }
@@ -400,6 +418,9 @@ impl Ctx {
             .await
         {
             Ok(r) => {
+                if let Some(first) = &r.retried {
+                    self.note_retry(first);
+                }
                 let text = format!(
                     "Content-Type: {}\n{}",
                     r.content_type.as_deref().unwrap_or("(none)"),

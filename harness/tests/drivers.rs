@@ -1,6 +1,7 @@
 //! The HTTP driver against targets that misbehave in scripted ways (wiremock on
 //! loopback): a reply larger than the cap, a body that never comes, a redirect, a
-//! success with the wrong content type. Every wait ends by its deadline and every read
+//! success with the wrong content type, a kept-alive connection closed before the
+//! reply (raw TCP on loopback). Every wait ends by its deadline and every read
 //! by its cap; nothing is followed or believed that the target did not say.
 
 use agentconform::drive::http::{client, request};
@@ -103,4 +104,129 @@ async fn a_success_with_the_wrong_content_type_is_judged_so() {
         err.contains("content-type") || err.contains("Content-Type"),
         "{err}"
     );
+}
+
+/// Reads one request (head and `content-length` body) from `s`; false at end of stream.
+async fn read_request(s: &mut tokio::net::TcpStream) -> bool {
+    use tokio::io::AsyncReadExt;
+    let mut buf = Vec::new();
+    let mut byte = [0u8; 1];
+    while !buf.ends_with(b"\r\n\r\n") {
+        match s.read(&mut byte).await {
+            Ok(1) => buf.push(byte[0]),
+            _ => return false,
+        }
+    }
+    let head = String::from_utf8_lossy(&buf).to_ascii_lowercase();
+    let len = head
+        .lines()
+        .find_map(|l| l.strip_prefix("content-length:"))
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .unwrap_or(0);
+    let mut body = vec![0u8; len];
+    s.read_exact(&mut body).await.is_ok()
+}
+
+const OK: &[u8] =
+    b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
+
+/// A kept-alive connection that the target closes as the next request goes out on
+/// it (here: it reads that request and closes without a word) is not the case's
+/// failure: the request goes out once more, on another connection, and the reply
+/// says so.
+#[tokio::test]
+async fn a_kept_alive_connection_closed_before_the_reply_is_retried_once() {
+    use tokio::io::AsyncWriteExt;
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    let target = tokio::spawn(async move {
+        // First connection: answers one request, then reads the next and closes.
+        let (mut s, _) = listener.accept().await.expect("accept");
+        assert!(read_request(&mut s).await);
+        s.write_all(OK).await.expect("write");
+        assert!(read_request(&mut s).await);
+        drop(s);
+        // Second connection: answers.
+        let (mut s, _) = listener.accept().await.expect("accept");
+        assert!(read_request(&mut s).await);
+        s.write_all(OK).await.expect("write");
+        s.flush().await.expect("flush");
+        // Hold the connection until the client is done with it.
+        let _ = read_request(&mut s).await;
+    });
+    let http = client().expect("client");
+    let limits = Limits {
+        timeout: Duration::from_secs(10),
+        max_bytes: 4096,
+    };
+    let post = || {
+        request(
+            &http,
+            reqwest::Method::POST,
+            &url,
+            &[],
+            Some(b"{}".to_vec()),
+            limits,
+        )
+    };
+    let first = post().await.expect("first request");
+    assert_eq!((first.status, first.retried.as_deref()), (200, None));
+    let second = post().await.expect("second request, sent again");
+    assert_eq!(second.status, 200);
+    let why = second.retried.expect("the reply says it was sent again");
+    assert!(
+        why.contains("connection closed before message completed"),
+        "{why}"
+    );
+    drop(http);
+    target.await.expect("target");
+}
+
+/// A target that closes every connection without a reply is reported, once sent
+/// again, with both attempts' errors: the retry hides nothing.
+#[tokio::test]
+async fn a_target_that_never_replies_is_reported_after_one_retry() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    let target = tokio::spawn(async move {
+        let mut accepted = 0;
+        // Two attempts, each on its own connection; each is read and dropped.
+        while accepted < 2 {
+            let (mut s, _) = listener.accept().await.expect("accept");
+            accepted += 1;
+            let _ = read_request(&mut s).await;
+        }
+        accepted
+    });
+    let http = client().expect("client");
+    let limits = Limits {
+        timeout: Duration::from_secs(10),
+        max_bytes: 4096,
+    };
+    let r = request(
+        &http,
+        reqwest::Method::POST,
+        &url,
+        &[],
+        Some(b"{}".to_vec()),
+        limits,
+    )
+    .await;
+    match r {
+        Err(DriveError::Io(m)) => {
+            assert!(m.contains("sent again, on another connection"), "{m}");
+            assert_eq!(
+                m.matches("connection closed before message completed")
+                    .count(),
+                2,
+                "{m}"
+            );
+        }
+        other => panic!("expected a transport failure, got {other:?}"),
+    }
+    assert_eq!(target.await.expect("target"), 2);
 }

@@ -684,6 +684,7 @@ fn exchange_response_trials() -> Vec<Trial> {
                         status: v["http_status"].as_u64().unwrap_or(200) as u16,
                         content_type: v["content_type"].as_str().map(String::from),
                         body,
+                        retried: None,
                     };
                     match judge(&schemas, &reply) {
                         Err(_) => "invalid".to_string(),

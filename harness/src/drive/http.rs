@@ -24,6 +24,31 @@ pub struct HttpReply {
     pub status: u16,
     pub content_type: Option<String>,
     pub body: Vec<u8>,
+    /// Set when the first attempt went out on a kept-alive connection the target
+    /// closed before it replied, and the request was sent again: why.
+    pub retried: Option<String>,
+}
+
+/// Whether `e` is the connection closing before a reply came (hyper's "connection
+/// closed before message completed"): what a reused keep-alive connection does when
+/// the target closes it, idle, just as the next request goes out on it.
+fn closed_before_reply(e: &reqwest::Error) -> bool {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(c) = cause {
+        if let Some(h) = c.downcast_ref::<hyper::Error>() {
+            return h.is_incomplete_message();
+        }
+        cause = c.source();
+    }
+    false
+}
+
+fn send_error(e: &reqwest::Error) -> DriveError {
+    if e.is_connect() {
+        DriveError::Connect(error_chain(e))
+    } else {
+        DriveError::Io(error_chain(e))
+    }
 }
 
 /// A client that trusts the platform's roots. A run builds its client from its
@@ -49,6 +74,12 @@ pub fn error_chain(e: &dyn std::error::Error) -> String {
 }
 
 /// Sends one request. `headers` come after the defaults; a `body` is sent as is.
+///
+/// A request whose connection closes before any reply is sent once more (the
+/// reply's `retried` says so): the client keeps connections alive between cases,
+/// and a target that closes an idle one as the next request goes out on it has
+/// done nothing wrong. The pool drops connections it has seen close, so the second
+/// attempt goes out on a live or a new one. If it fails too, both errors are told.
 pub async fn request(
     client: &reqwest::Client,
     method: reqwest::Method,
@@ -65,13 +96,26 @@ pub async fn request(
         if let Some(b) = body {
             req = req.body(b);
         }
-        let mut resp = req.send().await.map_err(|e| {
-            if e.is_connect() {
-                DriveError::Connect(error_chain(&e))
-            } else {
-                DriveError::Io(error_chain(&e))
-            }
-        })?;
+        // Every request here has a byte body or none, so it can be cloned.
+        let again = req.try_clone();
+        let mut retried = None;
+        let mut resp = match req.send().await {
+            Ok(r) => r,
+            Err(e) => match again {
+                Some(again) if closed_before_reply(&e) => {
+                    let first = error_chain(&e);
+                    let r = again.send().await.map_err(|e2| {
+                        DriveError::Io(format!(
+                            "{first}; sent again, on another connection: {}",
+                            error_chain(&e2)
+                        ))
+                    })?;
+                    retried = Some(first);
+                    r
+                }
+                _ => return Err(send_error(&e)),
+            },
+        };
         let status = resp.status().as_u16();
         let content_type = resp
             .headers()
@@ -97,6 +141,7 @@ pub async fn request(
             status,
             content_type,
             body: out,
+            retried,
         })
     };
     match tokio::time::timeout(limits.timeout, work).await {
@@ -126,6 +171,7 @@ impl HttpDriver {
         Ok(Received::Http {
             status: r.status,
             body: r.body,
+            retried: r.retried,
         })
     }
 }

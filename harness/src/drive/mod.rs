@@ -45,8 +45,13 @@ pub struct Limits {
 /// What came back.
 #[derive(Debug, Clone)]
 pub enum Received {
-    /// An HTTP response: status and body.
-    Http { status: u16, body: Vec<u8> },
+    /// An HTTP response: status and body, and why the request was sent twice if it
+    /// was ([`http::HttpReply::retried`]).
+    Http {
+        status: u16,
+        body: Vec<u8>,
+        retried: Option<String>,
+    },
     /// A WebSocket message.
     Frame(Vec<u8>),
     /// Nothing within the deadline (only where the binding allows silence).

@@ -162,6 +162,11 @@ impl Tls {
     pub fn http_client(&self) -> Result<reqwest::Client, String> {
         reqwest::Client::builder()
             .no_proxy()
+            // A kept-alive connection idle for a second is not used again: servers
+            // close idle connections after as little as 2 s (5 s is common), and a
+            // request sent as the close arrives finds no reply (drive::http::request
+            // sends such a request once more).
+            .pool_idle_timeout(Duration::from_secs(1))
             .redirect(reqwest::redirect::Policy::none())
             .tls_backend_preconfigured((*self.http).clone())
             .build()

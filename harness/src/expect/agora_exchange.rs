@@ -1038,6 +1038,7 @@ pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
         status: r.http_status.unwrap_or(200),
         content_type: r.content_type.clone(),
         body: r.body.clone(),
+        retried: None,
     };
     let _ = check_reply(ctx, &reply);
 }
@@ -1120,6 +1121,7 @@ mod tests {
                 status,
                 content_type: Some(ct.to_string()),
                 body: body.as_bytes().to_vec(),
+                retried: None,
             },
         )
     }

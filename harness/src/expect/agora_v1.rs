@@ -207,7 +207,7 @@ pub async fn send_as_is(ctx: &mut Ctx, env: &Value) -> Step<Received> {
 
 fn reply_bytes(r: &Received) -> Option<(&[u8], Option<u16>)> {
     match r {
-        Received::Http { status, body } => Some((body, Some(*status))),
+        Received::Http { status, body, .. } => Some((body, Some(*status))),
         Received::Frame(b) => Some((b, None)),
         Received::Silence => None,
     }
@@ -1185,6 +1185,7 @@ pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
         Some(status) => Received::Http {
             status,
             body: r.body.clone(),
+            retried: None,
         },
         None => Received::Frame(r.body.clone()),
     };

@@ -1243,7 +1243,7 @@ fn received(
         Err(err) => return fail(describe_drive_error(&err)),
         Ok(Received::Silence) => return Ok(Got::Silence),
         Ok(Received::Frame(b)) => (None, b),
-        Ok(Received::Http { status, body }) => {
+        Ok(Received::Http { status, body, .. }) => {
             f.ctx.log_frame(
                 "recv",
                 &who,
