@@ -269,6 +269,11 @@ pub enum Command {
         /// Lifetime of a conversation, in seconds (agora-exchange).
         #[arg(long = "conversation-ttl-s")]
         conversation_ttl_s: Option<u64>,
+        /// Expire a conversation only once the whole second of its conversationExpires
+        /// has passed, not from its first instant (agora-exchange; both readings are
+        /// allowed).
+        #[arg(long = "expiry-whole-second")]
+        expiry_whole_second: bool,
         /// How the fixture agent delivers job results: sync or callback (chorus).
         #[arg(long = "result-delivery", value_parser = ["sync", "callback"])]
         result_delivery: Option<String>,
@@ -591,6 +596,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             offer_ttl_ms,
             replay_window_s,
             conversation_ttl_s,
+            expiry_whole_second,
             result_delivery,
             separate_ledger,
             token,
@@ -633,6 +639,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                     offer_ttl_ms,
                     replay_window_s,
                     conversation_ttl_s,
+                    expiry_whole_second,
                     chorus_delivery: result_delivery.as_deref().map(|d| {
                         if d == "callback" {
                             reference_impl::chorus::server::Delivery::Callback

@@ -27,6 +27,9 @@ pub struct Options {
     pub token: Option<String>,
     /// agora-spaces: seconds of silence before a client is disconnected.
     pub heartbeat_timeout_s: Option<u64>,
+    /// agora-exchange: a conversation expires only once the whole second of its
+    /// conversationExpires has passed (`ExchangeConfig::expiry_whole_second`).
+    pub expiry_whole_second: bool,
     /// Serve TLS with this certificate: `https://` and `wss://` URLs (the file
     /// binding stays a folder).
     pub tls: Option<TlsIdentity>,
@@ -321,6 +324,7 @@ pub fn agora_exchange<'a>(
         if let Some(ttl) = opts.conversation_ttl_s {
             cfg.conversation_ttl_s = ttl;
         }
+        cfg.expiry_whole_second = opts.expiry_whole_second;
         start_agora_exchange_on(cfg, listen, opts.tls.as_ref()).await
     })
 }

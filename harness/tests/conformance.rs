@@ -1340,6 +1340,56 @@ fn chorus_callback_delivery_passes() -> Result<(), Failed> {
     }
 }
 
+/// conversation-expiry against a reference that reads conversationExpires as the
+/// whole second (the other reading the spec allows, AEX-A11): the follow-up just past
+/// the instant is taken, the case notes it and waits the second out, then passes;
+/// with ignore-expiry on as well, the follow-up after the second fails it.
+fn expiry_whole_second_reading(fault: Option<&'static str>) -> Result<(), Failed> {
+    let faults: Vec<&str> = fault.into_iter().collect();
+    let out = rt().block_on(async {
+        let opts = embedded::Options {
+            expiry_whole_second: true,
+            ..common::test_options(&faults)
+        };
+        let server = suites::start("agora-exchange", "127.0.0.1:0", &opts)
+            .await
+            .expect("start");
+        let selection = Selection {
+            include: vec!["agora-exchange/conversation-expiry".into()],
+            ..Selection::default()
+        };
+        let out = runner::run(
+            shared(common::test_profile()),
+            &[(&suites::agora_exchange::SUITE, server.endpoints.clone())],
+            &selection,
+        )
+        .await
+        .expect("run");
+        server.stop().await;
+        out
+    });
+    let [r] = out.results.as_slice() else {
+        return Err(format!("expected one result:\n{}", describe(&out.results)).into());
+    };
+    let taken = r
+        .transcript
+        .iter()
+        .any(|e| e.kind == "note" && e.text.contains("within the second of conversationExpires"));
+    let want = if fault.is_some() {
+        Outcome::Fail
+    } else {
+        Outcome::Pass
+    };
+    if r.outcome != want || !taken {
+        return Err(format!(
+            "want {want} after a follow-up taken within the second (noted: {taken}):\n{}",
+            describe(&out.results)
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// A profile's ledger_url and outcome_request are honoured: against a registry
 /// without a ledger, the run passes only through the profile's ledger URL, and an
 /// outcome request the target does not serve makes the reputation cases fail.
@@ -1462,6 +1512,14 @@ fn main() {
     trials.push(Trial::test(
         "reference::chorus::callback_delivery_passes_every_case",
         chorus_callback_delivery_passes,
+    ));
+    trials.push(Trial::test(
+        "reference::agora_exchange::expiry_whole_second_passes",
+        || expiry_whole_second_reading(None),
+    ));
+    trials.push(Trial::test(
+        "reference::agora_exchange::expiry_whole_second_ignore_expiry_fails",
+        || expiry_whole_second_reading(Some("ignore-expiry")),
     ));
     trials.push(Trial::test(
         "cli::chorus_profile_ledger_and_outcome_request",

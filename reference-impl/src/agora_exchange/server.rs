@@ -42,6 +42,11 @@ pub struct ExchangeConfig {
     /// How long an expired conversation is still answered "Conversation expired"
     /// before it is forgotten (then it is unknown: 404).
     pub expired_grace_s: u64,
+    /// Read conversationExpires as the whole second it names: a conversation is
+    /// expired only once that second has passed, not from its first instant. The
+    /// spec gives a Unix timestamp in seconds and leaves the reading open (ambiguity
+    /// AEX-A11); the default expires at the instant.
+    pub expiry_whole_second: bool,
     pub faults: FaultSet,
 }
 
@@ -53,6 +58,7 @@ impl Default for ExchangeConfig {
             max_body_bytes: 64 * 1024,
             max_conversations: 10_000,
             expired_grace_s: 600,
+            expiry_whole_second: false,
             faults: FaultSet::none(),
         }
     }
@@ -255,7 +261,8 @@ impl Exchange {
                 }
                 None => return transport_error(404, "Unknown conversation"),
                 Some(c) => {
-                    if now >= c.expires && !self.fault("ignore-expiry") {
+                    let expired_from = c.expires + i64::from(self.cfg.expiry_whole_second);
+                    if now >= expired_from && !self.fault("ignore-expiry") {
                         return self.agora_failure("Conversation expired");
                     }
                     conv_protocol = c.protocol.clone();
