@@ -182,9 +182,57 @@ pub fn clipped(text: &str, max: usize) -> String {
     }
 }
 
+/// `v` as compact JSON (as its `Display` writes it), [`clipped`] to `max` bytes. The
+/// writing stops a few bytes past `max`, so a large value costs no more than a small one.
+pub fn clipped_json(v: &serde_json::Value, max: usize) -> String {
+    /// Keeps the first `cap` bytes written, then refuses more.
+    struct Capped {
+        buf: Vec<u8>,
+        cap: usize,
+    }
+    impl std::io::Write for Capped {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            let room = self.cap - self.buf.len();
+            self.buf.extend_from_slice(&b[..b.len().min(room)]);
+            if b.len() > room {
+                Err(std::io::Error::other("past the cap"))
+            } else {
+                Ok(b.len())
+            }
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // Past `max` by a whole character at least, whatever the cut splits.
+    let mut w = Capped {
+        buf: Vec::with_capacity(max.min(4096) + 4),
+        cap: max + 4,
+    };
+    // An error means only that the cap was reached.
+    let _ = serde_json::to_writer(&mut w, v);
+    let text = match std::str::from_utf8(&w.buf) {
+        Ok(s) => s,
+        // The cap split a character: the valid prefix is still longer than `max`.
+        Err(e) => std::str::from_utf8(&w.buf[..e.valid_up_to()]).unwrap_or_default(),
+    };
+    clipped(text, max)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn clipped_json_is_clipped_display() {
+        let long = serde_json::json!({"text": "ünïcödé ".repeat(200), "n": [1, 2.5, null]});
+        let short = serde_json::json!({"a": "é", "b": [true]});
+        for v in [&long, &short] {
+            for max in [0, 1, 5, 17, 18, 19, 20, 240, 5000] {
+                assert_eq!(clipped_json(v, max), clipped(&v.to_string(), max), "{max}");
+            }
+        }
+    }
 
     #[test]
     fn level_and_outcome_follow_the_requirements() {

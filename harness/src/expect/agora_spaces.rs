@@ -718,7 +718,7 @@ fn handshake_finding(kind: &str, reqs: &[&str], summary: String) -> Finding {
 
 /// A frame as the target sent it (compact JSON), shortened to fit one report line.
 pub fn shown(v: &Value) -> String {
-    crate::finding::clipped(&v.to_string(), 240)
+    crate::finding::clipped_json(v, 240)
 }
 
 /// An error event in a few words: its code and message, as the target said them.

@@ -1753,7 +1753,7 @@ pub fn check_not_paid(ctx: &mut Ctx, run: &crate::counterparty::DriverRun, why: 
     if let Some(t) = transfers_sent(run).first() {
         return fail(format!(
             "the client paid after {why}: POST /transfer {} (CHO-038, CHO-041: payment settles a successful job)",
-            crate::finding::clipped(&t.to_string(), 300)
+            crate::finding::clipped_json(t, 300)
         ));
     }
     ctx.checked(format!("no payment after {why}"));
