@@ -229,6 +229,57 @@ pub fn write_f64(f: f64, out: &mut Vec<u8>) -> Result<(), CanonErrorKind> {
 }
 
 fn write_number_literal(lit: &str, out: &mut Vec<u8>) -> Result<(), CanonErrorKind> {
+    match already_canonical(lit) {
+        Some(text) => {
+            out.extend_from_slice(text.as_bytes());
+            Ok(())
+        }
+        None => write_number_literal_by_double(lit, out),
+    }
+}
+
+/// The canonical form of a number literal that needs no reading as a double: an
+/// integer of at most 15 digits, or a decimal fraction of at most 15 significant
+/// digits between 10^-6 and 10^15 with no trailing zero and no exponent (`-0`
+/// becomes `0`). Such a literal is its own ECMAScript form: a double holds every
+/// decimal of at most 15 significant digits apart from every other (DBL_DIG), so no
+/// shorter digit string reads as the same double, and in this range ECMAScript
+/// writes the digits without an exponent. Anything else is `None`.
+fn already_canonical(lit: &str) -> Option<&str> {
+    let body = lit.strip_prefix('-').unwrap_or(lit);
+    let (int, frac) = match body.split_once('.') {
+        Some((i, f)) => (i, Some(f)),
+        None => (body, None),
+    };
+    let digits = |t: &str| !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit());
+    if !digits(int) || (int.len() > 1 && int.starts_with('0')) {
+        return None;
+    }
+    let Some(frac) = frac else {
+        return match int {
+            "0" => Some("0"),
+            _ if int.len() <= 15 => Some(lit),
+            _ => None,
+        };
+    };
+    if !digits(frac) || frac.ends_with('0') {
+        return None;
+    }
+    let significant = if int == "0" {
+        let leading = frac.len() - frac.trim_start_matches('0').len();
+        if leading > 5 {
+            // Below 10^-6 ECMAScript writes an exponent.
+            return None;
+        }
+        frac.len() - leading
+    } else {
+        int.len() + frac.len()
+    };
+    (significant <= 15).then_some(lit)
+}
+
+/// A number literal read as a double and written in ECMAScript form.
+fn write_number_literal_by_double(lit: &str, out: &mut Vec<u8>) -> Result<(), CanonErrorKind> {
     let f: f64 = lit
         .parse()
         .map_err(|_| CanonErrorKind::NonFinite(lit.to_string()))?;
@@ -286,6 +337,101 @@ mod tests {
         assert!(matches!(e.kind, CanonErrorKind::NonFinite(_)));
         let e = canon(r#"{"s":"\udc00"}"#).unwrap_err();
         assert_eq!(e.pointer, "/s");
+    }
+
+    /// Literals that are their own canonical form are written as they are, and
+    /// give what reading them as a double gives, over many shapes: integers of 1
+    /// to 18 digits, fractions with 0 to 8 leading zeros, trailing zeros, exponents,
+    /// negative zero.
+    #[test]
+    fn literals_written_as_they_are_equal_the_double_route() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        fn digits(next: &mut dyn FnMut() -> u64, n: usize, first_nonzero: bool) -> String {
+            (0..n)
+                .map(|i| {
+                    let d = next() % 10;
+                    let d = if i == 0 && first_nonzero {
+                        1 + d % 9
+                    } else {
+                        d
+                    };
+                    char::from(b'0' + d as u8)
+                })
+                .collect()
+        }
+        let mut lits: Vec<String> = [
+            "0",
+            "-0",
+            "0.5",
+            "-0.5",
+            "0.000001",
+            "0.0000001",
+            "0.0000012",
+            "1.5",
+            "1.50",
+            "-0.0",
+            "100",
+            "1e2",
+            "1E-7",
+            "123456789012345",
+            "1234567890123456",
+            "999999999999999",
+            "999999999999999.5",
+            "0.100000000000001",
+            "12345678.9012345",
+            "9007199254740992",
+            "0.30000000000000004",
+            "5e-324",
+            "1.7976931348623157e308",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        for _ in 0..200_000 {
+            let int_len = 1 + (next() % 18) as usize;
+            let int = if next() % 4 == 0 {
+                "0".to_string()
+            } else {
+                digits(&mut next, int_len, true)
+            };
+            let mut lit = if next() % 3 == 0 {
+                format!("-{int}")
+            } else {
+                int
+            };
+            if next() % 2 == 0 {
+                let zeros = "0".repeat((next() % 9) as usize);
+                let frac_len = 1 + (next() % 16) as usize;
+                lit = format!("{lit}.{zeros}{}", digits(&mut next, frac_len, false));
+            }
+            if next() % 10 == 0 {
+                lit = format!("{lit}e{}", next() % 40);
+            }
+            lits.push(lit);
+        }
+        let mut fast = 0;
+        for lit in &lits {
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            let ra = write_number_literal(lit, &mut a);
+            let rb = write_number_literal_by_double(lit, &mut b);
+            assert_eq!(ra.is_ok(), rb.is_ok(), "{lit}");
+            assert_eq!(
+                a,
+                b,
+                "{lit}: {} vs {}",
+                String::from_utf8_lossy(&a),
+                String::from_utf8_lossy(&b)
+            );
+            fast += usize::from(already_canonical(lit).is_some());
+        }
+        // The fast route is taken often enough for the comparison to mean something.
+        assert!(fast > lits.len() / 4, "{fast} of {}", lits.len());
     }
 
     #[test]
