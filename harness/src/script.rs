@@ -214,12 +214,12 @@ impl Ctx {
         self.notes.push(t);
     }
 
-    /// Notes a request sent twice because its kept-alive connection closed before
-    /// the reply ([`crate::drive::http::request`]).
-    fn note_retry(&mut self, first: &str) {
+    /// Notes a request sent twice because its connection closed before the reply
+    /// ([`crate::drive::http::request`]); `first` is the first attempt's error.
+    pub fn note_retry(&mut self, first: &str) {
         self.note(format!(
-            "the target closed a kept-alive connection before replying ({first}); \
-             the request was sent once more"
+            "the target closed the connection before replying ({first}); the request \
+             was sent once more, on another connection"
         ));
     }
 

@@ -24,8 +24,8 @@ pub struct HttpReply {
     pub status: u16,
     pub content_type: Option<String>,
     pub body: Vec<u8>,
-    /// Set when the first attempt went out on a kept-alive connection the target
-    /// closed before it replied, and the request was sent again: why.
+    /// Set when the target closed the first attempt's connection before it replied
+    /// and the request was sent again: the first attempt's error.
     pub retried: Option<String>,
 }
 

@@ -221,7 +221,14 @@ impl Me {
             Err(e) => return Ok(Err(e)),
             Ok(Received::Silence) => return Ok(Ok(Answer::Silence)),
             Ok(Received::Frame(b)) => (None, b),
-            Ok(Received::Http { status, body, .. }) => {
+            Ok(Received::Http {
+                status,
+                body,
+                retried,
+            }) => {
+                if let Some(first) = retried {
+                    ctx.note_retry(&first);
+                }
                 if !(200..300).contains(&status) {
                     ctx.note(format!("HTTP status {status} (informational, AGP-A10)"));
                 }

@@ -1243,7 +1243,14 @@ fn received(
         Err(err) => return fail(describe_drive_error(&err)),
         Ok(Received::Silence) => return Ok(Got::Silence),
         Ok(Received::Frame(b)) => (None, b),
-        Ok(Received::Http { status, body, .. }) => {
+        Ok(Received::Http {
+            status,
+            body,
+            retried,
+        }) => {
+            if let Some(first) = retried {
+                f.ctx.note_retry(&first);
+            }
             f.ctx.log_frame(
                 "recv",
                 &who,
