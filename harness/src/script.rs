@@ -214,9 +214,20 @@ impl Ctx {
         self.notes.push(t);
     }
 
-    /// Notes a request sent twice because its connection closed before the reply
-    /// ([`crate::drive::http::request`]); `first` is the first attempt's error.
-    pub fn note_retry(&mut self, first: &str) {
+    /// Notes it when `r` is an HTTP reply to a request sent twice because its
+    /// connection closed before the reply ([`crate::drive::http::request`]).
+    pub fn note_if_retried(&mut self, r: &Received) {
+        if let Received::Http {
+            retried: Some(first),
+            ..
+        } = r
+        {
+            self.note_retry(first);
+        }
+    }
+
+    /// [`Ctx::note_if_retried`] with the first attempt's error.
+    fn note_retry(&mut self, first: &str) {
         self.note(format!(
             "the target closed the connection before replying ({first}); the request \
              was sent once more, on another connection"
@@ -340,15 +351,9 @@ impl Ctx {
     }
 
     fn log_received(&mut self, r: &Received) {
+        self.note_if_retried(r);
         match r {
-            Received::Http {
-                status,
-                body,
-                retried,
-            } => {
-                if let Some(first) = retried {
-                    self.note_retry(first);
-                }
+            Received::Http { status, body, .. } => {
                 self.log("recv", &clip_bytes(body), Some(*status))
             }
             Received::Frame(b) => self.log("recv", &clip_bytes(b), None),

@@ -217,18 +217,15 @@ impl Me {
             timeout: wait,
             max_bytes: ctx.profile().timing.max_response_bytes,
         };
-        let (status, body) = match self.drv.exchange(bytes, limits).await {
+        let received = self.drv.exchange(bytes, limits).await;
+        if let Ok(r) = &received {
+            ctx.note_if_retried(r);
+        }
+        let (status, body) = match received {
             Err(e) => return Ok(Err(e)),
             Ok(Received::Silence) => return Ok(Ok(Answer::Silence)),
             Ok(Received::Frame(b)) => (None, b),
-            Ok(Received::Http {
-                status,
-                body,
-                retried,
-            }) => {
-                if let Some(first) = retried {
-                    ctx.note_retry(&first);
-                }
+            Ok(Received::Http { status, body, .. }) => {
                 if !(200..300).contains(&status) {
                     ctx.note(format!("HTTP status {status} (informational, AGP-A10)"));
                 }

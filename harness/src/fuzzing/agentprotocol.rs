@@ -1238,19 +1238,15 @@ fn received(
     e: &Expect,
 ) -> FuzzStep<Got> {
     let who = f.ctx.transport.to_string();
+    if let Ok(r) = &r {
+        f.ctx.note_if_retried(r);
+    }
     let (status, body) = match r {
         Err(DriveError::Timeout(_)) if e.may_be_silent() => return Ok(Got::Silence),
         Err(err) => return fail(describe_drive_error(&err)),
         Ok(Received::Silence) => return Ok(Got::Silence),
         Ok(Received::Frame(b)) => (None, b),
-        Ok(Received::Http {
-            status,
-            body,
-            retried,
-        }) => {
-            if let Some(first) = retried {
-                f.ctx.note_retry(&first);
-            }
+        Ok(Received::Http { status, body, .. }) => {
             f.ctx.log_frame(
                 "recv",
                 &who,

@@ -445,9 +445,7 @@ pub const CASES: &[Case] = &[
                     Ok(r) => r,
                     Err(e) => return fail(format!("during the burst: {}", crate::script::describe_drive_error(&e))),
                 };
-                if let Received::Http { retried: Some(first), .. } = &r {
-                    ctx.note_retry(first);
-                }
+                ctx.note_if_retried(&r);
                 let env = expect_reply(ctx, &r)?;
                 match (env.ty.as_str(), env.error_code()) {
                     ("RESULT" | "OFFER", _) => ok += 1,
