@@ -130,6 +130,35 @@ async fn read_request(s: &mut tokio::net::TcpStream) -> bool {
 const OK: &[u8] =
     b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 2\r\n\r\n{}";
 
+/// A raw TCP listener on loopback and its URL.
+async fn raw_target() -> (tokio::net::TcpListener, String) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    (listener, url)
+}
+
+/// POSTs `{}` to `url` with `http` (10 s deadline, 4 KiB cap).
+async fn post_empty(
+    http: &reqwest::Client,
+    url: &str,
+) -> Result<agentconform::drive::http::HttpReply, DriveError> {
+    let limits = Limits {
+        timeout: Duration::from_secs(10),
+        max_bytes: 4096,
+    };
+    request(
+        http,
+        reqwest::Method::POST,
+        url,
+        &[],
+        Some(b"{}".to_vec()),
+        limits,
+    )
+    .await
+}
+
 /// A kept-alive connection that the target closes as the next request goes out on
 /// it (here: it reads that request and closes without a word) is not the case's
 /// failure: the request goes out once more, on another connection, and the reply
@@ -137,10 +166,7 @@ const OK: &[u8] =
 #[tokio::test]
 async fn a_kept_alive_connection_closed_before_the_reply_is_retried_once() {
     use tokio::io::AsyncWriteExt;
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    let (listener, url) = raw_target().await;
     let target = tokio::spawn(async move {
         // First connection: answers one request, then reads the next and closes.
         let (mut s, _) = listener.accept().await.expect("accept");
@@ -157,23 +183,11 @@ async fn a_kept_alive_connection_closed_before_the_reply_is_retried_once() {
         let _ = read_request(&mut s).await;
     });
     let http = client().expect("client");
-    let limits = Limits {
-        timeout: Duration::from_secs(10),
-        max_bytes: 4096,
-    };
-    let post = || {
-        request(
-            &http,
-            reqwest::Method::POST,
-            &url,
-            &[],
-            Some(b"{}".to_vec()),
-            limits,
-        )
-    };
-    let first = post().await.expect("first request");
+    let first = post_empty(&http, &url).await.expect("first request");
     assert_eq!((first.status, first.retried.as_deref()), (200, None));
-    let second = post().await.expect("second request, sent again");
+    let second = post_empty(&http, &url)
+        .await
+        .expect("second request, sent again");
     assert_eq!(second.status, 200);
     let why = second.retried.expect("the reply says it was sent again");
     assert!(
@@ -188,10 +202,7 @@ async fn a_kept_alive_connection_closed_before_the_reply_is_retried_once() {
 /// again, with both attempts' errors: the retry hides nothing.
 #[tokio::test]
 async fn a_target_that_never_replies_is_reported_after_one_retry() {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}/", listener.local_addr().expect("addr"));
+    let (listener, url) = raw_target().await;
     let target = tokio::spawn(async move {
         let mut accepted = 0;
         // Two attempts, each on its own connection; each is read and dropped.
@@ -203,19 +214,7 @@ async fn a_target_that_never_replies_is_reported_after_one_retry() {
         accepted
     });
     let http = client().expect("client");
-    let limits = Limits {
-        timeout: Duration::from_secs(10),
-        max_bytes: 4096,
-    };
-    let r = request(
-        &http,
-        reqwest::Method::POST,
-        &url,
-        &[],
-        Some(b"{}".to_vec()),
-        limits,
-    )
-    .await;
+    let r = post_empty(&http, &url).await;
     match r {
         Err(DriveError::Io(m)) => {
             assert!(m.contains("sent again, on another connection"), "{m}");
