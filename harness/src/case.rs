@@ -64,6 +64,11 @@ pub struct CaseResult {
     /// The findings themselves, merged by the runner into the report's list.
     #[serde(skip)]
     pub met: Vec<Met>,
+    /// The case whose pass on the same binding is this case's control: a refusal
+    /// this case passed on proves something only if that case's valid twin was
+    /// taken ([`crate::runner::apply_controls`]). The transcript names it.
+    #[serde(skip)]
+    pub control_case: Option<&'static str>,
 }
 
 /// A requirement the suite does not test, and why.

@@ -806,6 +806,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             let http = client_tls.http_client().map_err(Usage)?;
             let shared = Arc::new(RunShared {
                 transcript_budget: crate::script::TranscriptBudget::default(),
+                adapted: Default::default(),
                 profile: prof,
                 key: keypair,
                 other_key: Keypair::generate(),

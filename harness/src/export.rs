@@ -156,6 +156,7 @@ pub fn rejudge(v: &Vector, schemas: Schemas) -> Result<Rejudged, ExportError> {
     let http = tls.http_client().map_err(ExportError::Harness)?;
     let shared = Arc::new(RunShared {
         transcript_budget: crate::script::TranscriptBudget::default(),
+        adapted: Default::default(),
         profile: Profile::default(),
         key: Keypair::generate(),
         other_key: Keypair::generate(),

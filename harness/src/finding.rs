@@ -152,6 +152,63 @@ pub fn schema_findings(
     }
 }
 
+/// A refusal of a message the harness built valid, as one finding keyed by what the
+/// target said: `<suite>/refused:<code>:<message>`, the message [`normalised`] (ids,
+/// numbers and timestamps left out) so that every case that meets the same refusal,
+/// on any binding, meets one finding. It names no owner: the first case that met it
+/// fails for it, every later one is blocked by it. `what` says what was refused;
+/// `requirements` are the ids that make the message valid and its acceptance due.
+pub fn refusal(
+    suite: &str,
+    requirements: &[&str],
+    code: &str,
+    message: &str,
+    what: &str,
+) -> Finding {
+    let slug = normalised(message);
+    let code_slug: String = code
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .take(40)
+        .collect();
+    let key = match (code_slug.is_empty(), slug.is_empty()) {
+        (true, true) => format!("{suite}/refused"),
+        (false, true) => format!("{suite}/refused:{code_slug}"),
+        (true, false) => format!("{suite}/refused:{slug}"),
+        (false, false) => format!("{suite}/refused:{code_slug}:{slug}"),
+    };
+    let said = match (code.is_empty(), message.trim().is_empty()) {
+        (false, false) => format!("{code} {}", quote(message)),
+        (false, true) => code.to_string(),
+        (true, _) => quote(message),
+    };
+    Finding::new(
+        key,
+        requirements,
+        format!("{what} was refused with {said}, though the harness built it valid; every case that needs such a message accepted is blocked by this refusal"),
+    )
+}
+
+/// `text` reduced to what stays the same from one refusal to the next: lower case,
+/// words of letters only (a word with a digit in it, an id, number or timestamp, is
+/// left out, and so is one of 20 letters or more, a key), joined by `-`, at most 60
+/// bytes.
+pub fn normalised(text: &str) -> String {
+    let mut words: Vec<String> = Vec::new();
+    let mut len = 0;
+    for w in text.split(|c: char| !(c.is_alphanumeric() || c == '_')) {
+        if w.is_empty() || w.chars().any(|c| c.is_ascii_digit()) || w.chars().count() >= 20 {
+            continue;
+        }
+        if len + w.len() + 1 > 60 {
+            break;
+        }
+        len += w.len() + 1;
+        words.push(w.to_lowercase());
+    }
+    words.join("-")
+}
+
 /// Quotes what the target said, shortened to fit one report line.
 pub fn quote(text: &str) -> String {
     let t = text.trim();
@@ -261,6 +318,43 @@ mod tests {
         assert_eq!(f.key, "agora-exchange/single-round");
         let f = Finding::from_case_failure("s/c", &["AEX-044"], Level::Must, "no ids");
         assert_eq!(f.level, Level::Should);
+    }
+
+    #[test]
+    fn refusals_are_keyed_by_their_words_without_ids() {
+        let a = refusal(
+            "s",
+            &["AGP-018"],
+            "INVALID_SIGNATURE",
+            "Verification error: The first argument must be of type string. Received 3f2a9c11",
+            "an echo request",
+        );
+        let b = refusal(
+            "s",
+            &["AGP-018"],
+            "INVALID_SIGNATURE",
+            "Verification error: The first argument must be of type string. Received 77",
+            "a notify",
+        );
+        assert_eq!(a.key, b.key);
+        assert_eq!(
+            a.key,
+            "s/refused:INVALID_SIGNATURE:verification-error-the-first-argument-must-be-of-type"
+        );
+        assert!(a.summary.contains("Verification error"), "{}", a.summary);
+        assert_eq!(
+            normalised(
+                "no conversation 0b1c-22 at 2026-11-26T17:00:00Z for MCowBQYDK2VwAyEAabcdefghij"
+            ),
+            "no-conversation-at-for"
+        );
+        assert_eq!(normalised("'protocolSources'"), "protocolsources");
+        assert!(normalised(&"word ".repeat(40)).len() <= 60);
+        assert_eq!(refusal("s", &[], "", "", "x").key, "s/refused");
+        assert_ne!(
+            refusal("s", &[], "E1", "bad key", "x").key,
+            refusal("s", &[], "E2", "bad key", "x").key
+        );
     }
 
     #[test]

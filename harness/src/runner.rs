@@ -117,6 +117,7 @@ fn result_of(
         duration_ms,
         transcript,
         met,
+        control_case: None,
     }
 }
 
@@ -226,7 +227,7 @@ async fn run_one(
         message
     };
     let transcript = ctx.take_transcript();
-    result_of(
+    let mut r = result_of(
         case,
         transport,
         outcome,
@@ -234,7 +235,40 @@ async fn run_one(
         started.elapsed().as_millis() as u64,
         transcript,
         met,
-    )
+    );
+    r.control_case = ctx.control_case;
+    r
+}
+
+/// A case that passed on a refusal counts only when its control passed too: a case
+/// that names another as its control ([`crate::script::Ctx::controlled_by`]) is
+/// blocked when that case, on the same binding, did not pass (or did not run). Run
+/// after [`merge_findings`], which settles every outcome.
+pub fn apply_controls(results: &mut [CaseResult]) {
+    let passed = |rs: &[CaseResult], id: &str, t: Transport| -> Option<Outcome> {
+        rs.iter()
+            .find(|r| r.id == id && r.transport == t)
+            .map(|r| r.outcome)
+    };
+    for i in 0..results.len() {
+        let Some(control) = results[i].control_case else {
+            continue;
+        };
+        if !matches!(results[i].outcome, Outcome::Pass | Outcome::Warn) {
+            continue;
+        }
+        let t = results[i].transport;
+        let got = passed(results, control, t);
+        if matches!(got, Some(Outcome::Pass | Outcome::Warn)) {
+            continue;
+        }
+        let r = &mut results[i];
+        r.outcome = Outcome::Blocked;
+        r.message = match got {
+            Some(o) => format!("its control {control} did not pass ({o}): the valid twin was not taken, so a refusal here proves nothing"),
+            None => format!("its control {control} did not run: a refusal here proves nothing without it"),
+        };
+    }
 }
 
 /// The outcome a case earns from its own findings, starting from `base`.
@@ -421,6 +455,7 @@ pub async fn run_with_progress(
     }
     let mut results: Vec<CaseResult> = slots.into_iter().flatten().collect();
     let findings = merge_findings(&mut results);
+    apply_controls(&mut results);
     Ok(RunOutput {
         results,
         findings,
@@ -449,6 +484,7 @@ mod tests {
             duration_ms: 0,
             transcript: Vec::new(),
             met,
+            control_case: None,
         }
     }
 
@@ -512,6 +548,25 @@ mod tests {
         let mut rs = vec![result("s/b", Outcome::Pass, vec![met(&warn, false)])];
         merge_findings(&mut rs);
         assert_eq!(rs[0].outcome, Outcome::Warn);
+    }
+
+    #[test]
+    fn a_refusal_without_its_passing_control_is_blocked() {
+        let mut rs = vec![
+            result("s/valid", Outcome::Fail, vec![]),
+            result("s/refuse", Outcome::Pass, vec![]),
+            result("s/orphan", Outcome::Pass, vec![]),
+        ];
+        rs[1].control_case = Some("s/valid");
+        rs[2].control_case = Some("s/missing");
+        apply_controls(&mut rs);
+        assert_eq!(rs[1].outcome, Outcome::Blocked);
+        assert!(rs[1].message.contains("s/valid"), "{}", rs[1].message);
+        assert_eq!(rs[2].outcome, Outcome::Blocked);
+        rs[0].outcome = Outcome::Pass;
+        rs[1].outcome = Outcome::Pass;
+        apply_controls(&mut rs);
+        assert_eq!(rs[1].outcome, Outcome::Pass);
     }
 
     #[test]

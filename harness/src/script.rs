@@ -72,6 +72,34 @@ pub struct RunShared {
     /// Whom the run trusts over `https://` and `wss://`: every WebSocket connect
     /// uses it.
     pub tls: crate::drive::Tls,
+    /// The forms the target was found to need where its spec leaves the choice to
+    /// the client ([`Adaptations`]).
+    pub adapted: Adaptations,
+}
+
+/// Choices the spec leaves to a client that the target turned out to need: when a
+/// refusal names a cause (an optional member left out) and the other choice is
+/// taken, that is one finding, and the rest of the run sends the working form
+/// (each case notes it), so that the rest of the suite is judged.
+#[derive(Debug, Default)]
+pub struct Adaptations(std::sync::Mutex<std::collections::BTreeSet<String>>);
+
+impl Adaptations {
+    /// Records that the run sends the working form `key` (a finding key) from now on.
+    pub fn adopt(&self, key: &str) {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.to_string());
+    }
+
+    /// Whether the run sends the working form `key`.
+    pub fn has(&self, key: &str) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(key)
+    }
 }
 
 pub struct Ctx {
@@ -101,6 +129,10 @@ pub struct Ctx {
     /// The time replies are judged at, when pinned (an offline vector is judged at
     /// the time its replies were received); else the clock.
     pub pinned_clock: Option<time::OffsetDateTime>,
+    /// The valid message of this case that the target accepted ([`Ctx::control`]).
+    control: Option<String>,
+    /// The case whose pass is this case's control ([`Ctx::controlled_by`]).
+    pub control_case: Option<&'static str>,
 }
 
 /// A transcript entry, cut at the cap.
@@ -165,6 +197,8 @@ impl Ctx {
             reply_ids: HashSet::new(),
             pinned_clock: None,
             suite_id: None,
+            control: None,
+            control_case: None,
         }
     }
 
@@ -291,6 +325,58 @@ impl Ctx {
         } else {
             Stop::Blocked(key)
         }
+    }
+
+    /// Records that the target accepted `what`, a valid message of this case: the
+    /// control that makes a refusal in the same case mean something. A target that
+    /// refuses everything looks like one that checks everything; one that took the
+    /// valid twin does not.
+    pub fn control(&mut self, what: impl Into<String>) {
+        let what = what.into();
+        self.checked(format!("control: the target accepted {what}"));
+        self.control = Some(what);
+    }
+
+    /// The control this case has, if any.
+    pub fn has_control(&self) -> Option<&str> {
+        self.control.as_deref()
+    }
+
+    /// Names another case, run on the same binding, whose pass is this case's
+    /// control (the client role: the same client must have taken the valid reply).
+    /// The runner blocks this case when that one did not pass.
+    pub fn controlled_by(&mut self, case: &'static str) {
+        self.note(format!(
+            "control: {case} on the same binding, which must pass for a refusal here to count"
+        ));
+        self.control_case = Some(case);
+    }
+
+    /// A refusal this case expected has come: it counts only beside a control. `Ok`
+    /// with a note that names the control; without one, the stop that blocks the
+    /// case ("a refusal proves nothing").
+    pub fn refusal_counts(&mut self, what: &str) -> Step<()> {
+        if let Some(c) = self.control.clone() {
+            self.note(format!(
+                "{what} was refused; its control: the target accepted {c}"
+            ));
+            return Ok(());
+        }
+        if let Some(c) = self.control_case {
+            self.note(format!(
+                "{what} was refused; its control: {c}, on the same binding"
+            ));
+            return Ok(());
+        }
+        let key = format!("{}/control:none", self.suite());
+        Err(self.block(
+            Finding::new(
+                key,
+                &[],
+                format!("{what} was refused, but no valid message was accepted beside it, so a refusal proves nothing"),
+            )
+            .at(crate::inventory::Level::Info),
+        ))
     }
 
     /// The suite of the case being run ("target" outside a case).

@@ -295,6 +295,47 @@ impl Me {
         })
     }
 
+    /// Sends `msg`, a valid message the target must carry out, and returns its reply
+    /// for the case to judge. A response makes it the case's control
+    /// ([`Ctx::control`]); an error is a refusal of a valid message, one finding
+    /// however many cases meet it ([`refused`]), which blocks the case.
+    pub async fn accepted(&mut self, ctx: &mut Ctx, msg: &Value, what: &str) -> Step<Value> {
+        let r = self.send(ctx, msg).await?;
+        match r["type"].as_str() {
+            Some("response") => ctx.control(what),
+            Some("error") => return Err(ctx.block(refused(&r, what))),
+            _ => {}
+        }
+        Ok(r)
+    }
+
+    /// The case's control: a valid echo request, which must be carried out before a
+    /// refusal in the same case counts (a target that refuses everything looks like
+    /// one that checks everything).
+    pub async fn control(&mut self, ctx: &mut Ctx) -> Step<()> {
+        let echo = ctx.profile().agentprotocol.echo_action.clone();
+        let req = self.request(&echo, json!({"control": true}), json!({}));
+        self.twin(ctx, &req, "a valid echo request (the case's control)")
+            .await
+    }
+
+    /// Sends `msg`, the valid twin of what the case will send spoiled, which must be
+    /// carried out: the case's control. Anything but a response blocks the case.
+    pub async fn twin(&mut self, ctx: &mut Ctx, msg: &Value, what: &str) -> Step<()> {
+        let r = self.accepted(ctx, msg, what).await?;
+        if r["type"] != "response" {
+            return Err(ctx.block(
+                Finding::new(
+                    key("echo-request:not-carried-out"),
+                    &["AGP-018", "AGP-019"],
+                    format!("{what} drew {} (AGP-018)", describe(&r)),
+                )
+                .owned_by(ECHO),
+            ));
+        }
+        Ok(())
+    }
+
     /// hello → hello; learns the target's id, capabilities and features. A hello
     /// answered otherwise is the hello case's finding; the others go on with what
     /// the answer tells (AGP-A9).
@@ -315,6 +356,9 @@ impl Me {
         let wait = case_wait(ctx);
         let r = match self.send_answer(ctx, &h, wait).await? {
             Answer::Reply(r) => {
+                if r["type"] == "error" {
+                    return Err(ctx.block(refused(&r, "a valid hello")));
+                }
                 if r["type"] != "hello" {
                     ctx.finding(
                         Finding::new(
@@ -484,6 +528,24 @@ pub fn describe(r: &Value) -> String {
         Some(t) => format!("{t} {}", shown(&p.to_string())),
         None => shown(&r.to_string()),
     }
+}
+
+/// An error answering a message the harness built valid: the refusal finding,
+/// keyed by the error's code and message ([`crate::finding::refusal`]).
+pub fn refused(r: &Value, what: &str) -> Finding {
+    let p = &r["payload"];
+    let ids: &[&str] = if r["type"] == "hello" || what.contains("hello") {
+        &["AGP-013"]
+    } else {
+        &["AGP-018"]
+    };
+    crate::finding::refusal(
+        "agentprotocol",
+        ids,
+        p["code"].as_str().unwrap_or_default(),
+        p["message"].as_str().unwrap_or_default(),
+        what,
+    )
 }
 
 fn no_code(p: &Value) -> Finding {

@@ -751,6 +751,67 @@ pub fn expect_reply(ctx: &mut Ctx, r: &Received) -> Step<Env> {
 /// The reply must be of one of `types`.
 pub fn expect_type(ctx: &mut Ctx, r: &Received, types: &[&str]) -> Step<Env> {
     let env = expect_reply(ctx, r)?;
+    env_of_type(ctx, env, types)
+}
+
+/// A valid message the case built, its own subject, has been answered: the reply
+/// must be of one of `types`. An ERROR instead counts only beside a control
+/// ([`control`]): when a plain valid REQUEST on the same connection is processed, the
+/// ERROR is this case's own failure; when that is refused too, the refusal is one
+/// finding, which blocks the case.
+pub async fn expect_processed(ctx: &mut Ctx, r: &Received, types: &[&str]) -> Step<Env> {
+    let env = expect_reply(ctx, r)?;
+    if env.ty == "ERROR" && !types.contains(&"ERROR") {
+        control(ctx).await?;
+    }
+    env_of_type(ctx, env, types)
+}
+
+/// A plain valid message, which no case has as its subject, has been answered
+/// (`what` says what it was): an ERROR is a refusal, one finding however many cases
+/// meet it, which blocks the case; one of `types` is the case's control.
+pub fn expect_baseline(ctx: &mut Ctx, r: &Received, types: &[&str], what: &str) -> Step<Env> {
+    let env = expect_reply(ctx, r)?;
+    baseline(ctx, env, types, what)
+}
+
+/// [`expect_baseline`] of a reply already read.
+fn baseline(ctx: &mut Ctx, env: Env, types: &[&str], what: &str) -> Step<Env> {
+    if env.ty == "ERROR" && !types.contains(&"ERROR") {
+        let code = env.error_code().map(|c| c.to_string()).unwrap_or_default();
+        let f = crate::finding::refusal(
+            "agora-v1",
+            &["AV1-026"],
+            &code,
+            env.error_message().unwrap_or_default(),
+            what,
+        );
+        return Err(ctx.block(f));
+    }
+    let env = env_of_type(ctx, env, types)?;
+    ctx.control(what);
+    Ok(env)
+}
+
+/// The case's control: a valid message of the case the target processed already,
+/// else a plain valid REQUEST for the direct resource, sent now on the same
+/// connection, which must be processed (an ERROR is the refusal finding).
+pub async fn control(ctx: &mut Ctx) -> Step<()> {
+    if ctx.has_control().is_some() {
+        return Ok(());
+    }
+    let probe = request_with(ctx, |p| p["params"] = json!({"control": true}));
+    let r = send(ctx, probe).await?;
+    expect_baseline(
+        ctx,
+        &r,
+        &["RESULT", "OFFER"],
+        "a valid REQUEST for the direct resource (the case's control)",
+    )
+    .map(|_| ())
+}
+
+fn env_of_type(ctx: &mut Ctx, env: Env, types: &[&str]) -> Step<Env> {
     if !types.contains(&env.ty.as_str()) {
         return fail(format!(
             "expected {}, got {}",
@@ -850,7 +911,10 @@ pub async fn expect_rejection(
                 return Err(ctx.block(f));
             }
             ctx.finding(f);
-            judge_code(ctx, code, &said, codes, rule, what)
+            // A refusal, of whatever code, means something only beside a control.
+            control(ctx).await?;
+            judge_code(ctx, code, &said, codes, rule, what)?;
+            ctx.refusal_counts(what)
         }
         Some(Read::Env(env)) => {
             if env.ty != "ERROR" {
@@ -859,7 +923,9 @@ pub async fn expect_rejection(
                     env.said()
                 ));
             }
-            judge_code(ctx, env.error_code(), &env.said(), codes, rule, what)
+            control(ctx).await?;
+            judge_code(ctx, env.error_code(), &env.said(), codes, rule, what)?;
+            ctx.refusal_counts(what)
         }
     }
 }
@@ -893,6 +959,13 @@ async fn silence_as_refusal(ctx: &mut Ctx, what: &str) -> Step<()> {
         let about = env.str("request_id").unwrap_or_default();
         let late = about != probe_id && ctx.sent_ids.contains(about);
         if !late {
+            // The probe is the case's control: refused, it proves nothing.
+            baseline(
+                ctx,
+                *env,
+                &["RESULT", "OFFER"],
+                "a valid REQUEST sent right after on the same connection (the case's control)",
+            )?;
             break;
         }
         if env.ty != "ERROR" {
@@ -914,7 +987,7 @@ async fn silence_as_refusal(ctx: &mut Ctx, what: &str) -> Step<()> {
     ctx.checked(format!(
         "{what}: dropped silently, and the target answered a valid REQUEST right after: a silent refusal (AV1-A5)"
     ));
-    Ok(())
+    ctx.refusal_counts(what)
 }
 
 /// Sends a REQUEST for the direct resource and completes it, following an OFFER
@@ -924,7 +997,12 @@ pub async fn complete_request(ctx: &mut Ctx, params: Value) -> Step<(String, Env
     let req = message(ctx, "REQUEST", request_payload(&resource, params));
     let req_id = req["id"].as_str().unwrap_or_default().to_string();
     let r = send(ctx, req).await?;
-    let mut first = expect_type(ctx, &r, &["RESULT", "OFFER"])?;
+    let mut first = expect_baseline(
+        ctx,
+        &r,
+        &["RESULT", "OFFER"],
+        "a valid REQUEST for the direct resource",
+    )?;
     let result = if first.ty == "OFFER" {
         ctx.note("the target negotiates the direct resource (OFFER first); accepting it");
         check_offer(ctx, &first, &req_id);
@@ -1101,7 +1179,12 @@ pub async fn obtain_offer(ctx: &mut Ctx) -> Step<(String, Env)> {
     );
     let req_id = req["id"].as_str().unwrap_or_default().to_string();
     let r = send(ctx, req).await?;
-    let offer = expect_type(ctx, &r, &["OFFER"])?;
+    let offer = expect_baseline(
+        ctx,
+        &r,
+        &["OFFER"],
+        "a valid REQUEST for the negotiated resource",
+    )?;
     check_offer(ctx, &offer, &req_id);
     Ok((req_id, offer))
 }

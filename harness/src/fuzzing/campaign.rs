@@ -99,6 +99,7 @@ fn check_binding(suite: &str, transport: Transport) -> Result<(), FuzzError> {
 fn shared(c: Connection) -> (Arc<RunShared>, Transport, String) {
     let shared = Arc::new(RunShared {
         transcript_budget: crate::script::TranscriptBudget::per_case_only(),
+        adapted: Default::default(),
         profile: c.profile,
         key: Keypair::generate(),
         other_key: Keypair::generate(),

@@ -483,6 +483,7 @@ mod tests {
                 },
             ],
             met,
+            control_case: None,
         };
         let incidental = |f: &Finding| Met {
             finding: f.clone(),

@@ -97,6 +97,57 @@ fn verdict(ctx: &mut Ctx, mut found: Vec<Finding>) -> Step<()> {
     Err(Stop::Finding(first))
 }
 
+/// The case that owns the finding of a target that verifies only after hello.
+const TAMPERED: &str = "agentprotocol/reject-tampered";
+
+/// A request for `action` from `me`, signed by another key than its from.agentId's.
+fn wrong_key(me: &Me, action: &str) -> Value {
+    let mut m = me.message(
+        "request",
+        json!({"action": action, "correlationId": "wk", "params": {}}),
+    );
+    let other = Keypair::generate();
+    let _ = reference_impl::agentprotocol::message::sign(&mut m, &other);
+    m
+}
+
+/// An identity of the case's own that never says hello: it addresses the target by
+/// the id `me` learned from its hello. The verification duty does not depend on the
+/// handshake (agentprotocol.md, Signature Verification).
+fn stranger(ctx: &Ctx, me: &Me) -> Me {
+    let mut s = Me::new(ctx);
+    s.target = me.target.clone();
+    s
+}
+
+/// From a sender that never said hello, `twin` (valid) must be carried out, then
+/// `bad` refused. The finding when `bad` is carried out there, after the same fault
+/// was refused after hello; a note (nothing judged) when the target wants hello
+/// before anything else.
+async fn before_hello(
+    ctx: &mut Ctx,
+    s: &mut Me,
+    twin: &Value,
+    bad: &Value,
+    what: &str,
+) -> Step<Option<Finding>> {
+    let r = s.send(ctx, twin).await?;
+    if r["type"] != "response" {
+        ctx.note(format!("from a sender that never said hello, a valid request drew {}: the target wants hello first, so its signature check before hello is not judged", describe(&r)));
+        return Ok(None);
+    }
+    ctx.control("a valid request from a sender that never said hello");
+    match s.refusal(ctx, bad, "INVALID_SIGNATURE", &format!("{what}, from a sender that never said hello")).await? {
+        Err(got) if got.carried_out => Ok(Some(Finding::new(key("verify:before-hello"), &["AGP-024", "AGP-034", "AGP-035"],
+            format!("{what} from a sender that never said hello was carried out ({got}), while after hello the same drew INVALID_SIGNATURE: the target verifies signatures only after hello (AGP-024, AGP-034)")).owned_by(TAMPERED))),
+        Err(got) => {
+            ctx.note(format!("{what} from a sender that never said hello drew {got}: refused, with another code than after hello"));
+            Ok(None)
+        }
+        Ok(_) => Ok(None),
+    }
+}
+
 const CORE: [&str; 5] = [
     "agentprotocol:core",
     "agentprotocol:tasks",
@@ -157,7 +208,7 @@ pub const CASES: &[Case] = &[
         let mut req = me.message("request", json!({"action": echo(ctx), "correlationId": "req-123", "params": params, "timeout": 30000, "x-extra": 1}));
         req["metadata"] = json!({"priority": "high", "x-h": 1});
         me.sign(&mut req);
-        let r = me.send(ctx, &req).await?;
+        let r = me.accepted(ctx, &req, "a valid echo request with metadata and an extra payload member").await?;
         if r["type"] != "response" {
             return Err(own("echo-request:not-carried-out", &["AGP-018", "AGP-019", "AGP-043"], format!("an echo request with metadata and an extra payload member drew {} (AGP-018, AGP-043)", describe(&r))));
         }
@@ -176,11 +227,13 @@ pub const CASES: &[Case] = &[
         // read by read_reply, whose findings on them this case owns.
         let mut me = Me::new(ctx);
         me.hello(ctx).await?;
+        me.control(ctx).await?;
         let req = me.request("h-no-such-action", json!({}), json!({}));
         let r = match me.refusal(ctx, &req, "CAPABILITY_NOT_SUPPORTED", "unknown action").await? {
             Ok(r) => r,
             Err(got) => return Err(own("unknown-action:code", &["AGP-020", "AGP-026"], format!("an action the target lacks drew {got}, not error CAPABILITY_NOT_SUPPORTED (AGP-026)"))),
         };
+        ctx.refusal_counts("a request for an action the target lacks")?;
         let d = &r["payload"]["details"];
         if d["requested"] != "h-no-such-action" || !d["available"].is_array() {
             return Err(own("unknown-action:details", &["AGP-020"], format!("CAPABILITY_NOT_SUPPORTED details are {}: they should name the requested action and list the available ones (AGP-020)", shown(&d.to_string()))));
@@ -190,6 +243,7 @@ pub const CASES: &[Case] = &[
     case!("invalid-message", "no type, id 123, type \"bogus\" and params as a string each draw INVALID_MESSAGE", ["AGP-010", "AGP-018", "AGP-023"], Fact, |ctx| {
         let mut me = Me::new(ctx);
         me.hello(ctx).await?;
+        me.control(ctx).await?;
         let base = me.request(&echo(ctx), json!({"a": 1}), json!({}));
         let variants: Vec<(&str, &str, Value)> = vec![
             ("no type", "AGP-023", { let mut m = base.clone(); m.as_object_mut().map(|o| o.remove("type")); m }),
@@ -206,12 +260,13 @@ pub const CASES: &[Case] = &[
                 return Err(own("invalid-message:accepted", ids, format!("a request with {what} drew {got}, not error INVALID_MESSAGE ({req})")));
             }
         }
-        Ok(())
+        ctx.refusal_counts("each malformed request")
     }),
     case!("input-validation", "odd payloads draw INVALID_MESSAGE, never INTERNAL_ERROR or a dropped connection", ["AGP-038"], Should, |ctx| {
         let mut me = Me::new(ctx);
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
+        me.control(ctx).await?;
         for (what, payload) in [
             ("action 7", json!({"action": 7, "correlationId": "c1"})),
             ("timeout \"soon\"", json!({"action": echo(ctx), "correlationId": "c2", "timeout": "soon"})),
@@ -228,6 +283,8 @@ pub const CASES: &[Case] = &[
         let mut me = Me::new(ctx);
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
+        let twin = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
+        me.twin(ctx, &twin, "the same echo request, unchanged after signing").await?;
         let mut payload_changed = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
         payload_changed["payload"]["params"]["text"] = json!("changed");
         let mut to_changed = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
@@ -238,17 +295,35 @@ pub const CASES: &[Case] = &[
                 found.push(Finding::new(key(rule), &[req, "AGP-035"], format!("a message with {what} drew {got}, not error INVALID_SIGNATURE ({req})")));
             }
         }
+        if found.is_empty() {
+            ctx.refusal_counts("each message changed after signing")?;
+            let mut s = stranger(ctx, &me);
+            let twin = s.request(&echo(ctx), json!({"text": "signed"}), json!({}));
+            let mut bad = s.request(&echo(ctx), json!({"text": "signed"}), json!({}));
+            bad["payload"]["params"]["text"] = json!("changed");
+            found.extend(before_hello(ctx, &mut s, &twin, &bad, "a payload changed after signing").await?);
+        }
         verdict(ctx, found)
     }),
     case!("reject-wrong-key", "a message signed by one key but naming another in from.agentId draws INVALID_SIGNATURE", ["AGP-034", "AGP-035"], Fact, |ctx| {
         let mut me = Me::new(ctx);
         me.hello(ctx).await?;
-        let mut m = me.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}}));
-        let other = Keypair::generate();
-        let _ = reference_impl::agentprotocol::message::sign(&mut m, &other);
+        let mut twin = me.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}}));
+        me.sign(&mut twin);
+        me.twin(ctx, &twin, "the same request signed by from.agentId's own key").await?;
+        let m = wrong_key(&me, &echo(ctx));
         if let Err(got) = me.refusal(ctx, &m, "INVALID_SIGNATURE", "signature by another key").await? {
             let rule = if got.carried_out { "reject-wrong-key:carried-out" } else { "reject-wrong-key:code" };
             return Err(own(rule, &["AGP-034", "AGP-035"], format!("a message signed by another key than from.agentId's drew {got}, not error INVALID_SIGNATURE (AGP-034)")));
+        }
+        ctx.refusal_counts("a message signed by another key")?;
+        let mut s = stranger(ctx, &me);
+        let mut twin = s.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}}));
+        s.sign(&mut twin);
+        let bad = wrong_key(&s, &echo(ctx));
+        // Owned by reject-tampered: one finding for a target that verifies only after hello.
+        if let Some(f) = before_hello(ctx, &mut s, &twin, &bad, "a message signed by another key").await? {
+            ctx.finding(f);
         }
         Ok(())
     }),
@@ -257,18 +332,23 @@ pub const CASES: &[Case] = &[
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
         let m = me.message("request", json!({"action": echo(ctx), "correlationId": "us", "params": {}}));
+        let mut twin = m.clone();
+        twin["id"] = json!(reference_impl::wire::new_id());
+        me.sign(&mut twin);
+        me.twin(ctx, &twin, "the same request, signed").await?;
         let advertises = me.target_features.iter().any(|f| f == "signed-messages");
         match me.send_answer(ctx, &m, Duration::from_millis(ctx.profile().timing.case_timeout_ms)).await? {
             Answer::Reply(r) if r["type"] == "response" => {
                 let why = if advertises { "although the target advertises signed-messages (AGP-A3)" } else { "(a warning, AGP-A3)" };
                 found.push(Finding::new(key("unsigned-request:carried-out"), &["AGP-030", "AGP-035"], format!("an unsigned request was carried out {why}: {}", describe(&r))));
             }
-            Answer::Reply(_) | Answer::Empty(_) => {}
+            Answer::Reply(_) | Answer::Empty(_) => ctx.refusal_counts("an unsigned request")?,
             Answer::Silence => {
                 // A silent refusal, if the target is alive.
                 if me.probe(ctx).await?.is_none() {
                     return Err(ctx.block(Finding::new(key("transport:no-answer"), &[], "the target did not answer an unsigned request, nor a signed one after it")));
                 }
+                ctx.refusal_counts("an unsigned request (dropped silently)")?;
             }
         }
         verdict(ctx, found)
@@ -280,6 +360,9 @@ pub const CASES: &[Case] = &[
         let mut me = Me::new(ctx);
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
+        let mut twin = me.message("request", json!({"action": echo(ctx), "correlationId": "ua", "params": {}}));
+        me.sign(&mut twin);
+        me.twin(ctx, &twin, "the same request addressed to the target").await?;
         let mut m = me.message("request", json!({"action": echo(ctx), "correlationId": "ua", "params": {}}));
         m["to"]["agentId"] = json!(reference_impl::agentprotocol::message::agent_id(&Keypair::generate()));
         me.sign(&mut m);
@@ -290,6 +373,8 @@ pub const CASES: &[Case] = &[
                 return Err(Stop::Finding(Finding::new(key(rule), &["AGP-025"], format!("{summary}; the profile says the target is a hub or relay: set [agentprotocol] unknown_agent_error = false for a single agent")).at(Level::Profile)));
             }
             found.push(Finding::new(key(rule), &["AGP-025"], format!("{summary} (informational for a single agent)")).at(Level::Info));
+        } else {
+            ctx.refusal_counts("a request addressed to another agent")?;
         }
         verdict(ctx, found)
     }),
@@ -297,6 +382,7 @@ pub const CASES: &[Case] = &[
         let mut me = Me::new(ctx);
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
+        me.control(ctx).await?;
         let mut m = me.message("notify", json!({"event": "harness-ping"}));
         me.sign(&mut m);
         match me.send_answer(ctx, &m, SHORT).await? {
@@ -320,6 +406,12 @@ pub const CASES: &[Case] = &[
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
         let delay = ctx.profile().agentprotocol.delay_action.clone();
+        let within = me.request(&delay, json!({"ms": 20}), json!({"timeout": 5000}));
+        let what = format!("a {delay} of 20 ms with timeout 5000 ms (the case's control)");
+        let r = me.accepted(ctx, &within, &what).await?;
+        if r["type"] != "response" {
+            return Err(own("timeout:within-timeout", &["AGP-018", "AGP-027"], format!("{what} drew {}: a delay within its timeout must be carried out (AGP-018)", describe(&r))));
+        }
         let req = me.request(&delay, json!({"ms": 2000}), json!({"timeout": 100}));
         if let Err(got) = me.refusal(ctx, &req, "TIMEOUT", "delay 2000 ms with timeout 100 ms").await? {
             let summary = format!("a {delay} of 2000 ms with timeout 100 ms drew {got}, not error TIMEOUT");
@@ -327,6 +419,8 @@ pub const CASES: &[Case] = &[
                 return Err(Stop::Finding(Finding::new(key("timeout:not-timed-out"), &["AGP-027"], format!("{summary} (AGP-027); the profile says the target sends TIMEOUT: set [agentprotocol] timeout_error = false if it leaves that to the requester (AGP-A18)")).at(Level::Profile)));
             }
             found.push(Finding::new(key("timeout:not-timed-out"), &["AGP-A18"], format!("{summary} (informational, AGP-A18)")));
+        } else {
+            ctx.refusal_counts("a delay longer than its timeout")?;
         }
         verdict(ctx, found)
     }),
@@ -345,6 +439,7 @@ pub const CASES: &[Case] = &[
         let mut me = Me::new(ctx);
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
+        me.control(ctx).await?;
         let req = me.request(&echo(ctx), json!({"text": "café 日本語 🙂", "big": 1e21, "ratio": 0.1, "tiny": 1e-7}), json!({}));
         let r = me.send(ctx, &req).await?;
         if r["type"] == "error" && r["payload"]["code"] == "INVALID_SIGNATURE" {
@@ -356,6 +451,7 @@ pub const CASES: &[Case] = &[
         let mut me = Me::new(ctx);
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
+        me.control(ctx).await?;
         let n = 60;
         let (mut ok, mut limited) = (0, 0);
         for i in 0..n {
@@ -402,7 +498,7 @@ const SCHEMAS: &[(&str, &str)] = &[
 /// The requester's side (`run --role client`): the harness is the peer, the client
 /// driver runs scenario `request` against it over the HTTP binding.
 pub const CLIENT_CASES: &[Case] = &[
-    client_case!("client-request", "the requester says hello first, then sends a signed request with a string correlationId to POST /agentprotocol", ["AGP-013", "AGP-018", "AGP-030", "AGP-040"], Must, |ctx| {
+    client_case!("client-request", "the requester says hello first, then sends a signed request with a string correlationId to POST /agentprotocol", ["AGP-013", "AGP-018", "AGP-030", "AGP-040"], Fact, |ctx| {
         let input = client_input(ctx);
         let run = drive_peer(ctx, &input, PLAIN).await?;
         let hello = client_message(ctx, &run, 0)?;
@@ -434,17 +530,23 @@ pub const CLIENT_CASES: &[Case] = &[
         ctx.checked("no request to a peer without the capability");
         Ok(())
     }),
-    client_case!("client-checks-correlation", "a response that echoes another correlationId is not taken", ["AGP-019"], Must, |ctx| {
+    client_case!("client-checks-correlation", "a response that echoes another correlationId is not taken", ["AGP-019"], Fact, |ctx| {
+        ctx.controlled_by(CLIENT_REQUEST);
         let plan = PeerPlan { wrong_correlation: true, ..PLAIN };
         let run = drive_peer(ctx, &client_input(ctx), plan).await?;
         not_taken(ctx, &run, "a response echoing another correlationId")
     }),
-    client_case!("client-verifies-response", "a response whose signature does not verify is not taken", ["AGP-034", "AGP-035"], Should, |ctx| {
+    client_case!("client-verifies-response", "a response whose signature does not verify is not taken", ["AGP-035"], Should, |ctx| {
+        ctx.controlled_by(CLIENT_REQUEST);
         let plan = PeerPlan { bad_signature: true, ..PLAIN };
         let run = drive_peer(ctx, &client_input(ctx), plan).await?;
         not_taken(ctx, &run, "a response whose signature does not verify")
     }),
 ];
+
+/// The client case whose pass (the requester took a valid response) is the control
+/// of the cases where it must refuse one.
+const CLIENT_REQUEST: &str = "agentprotocol/client-request";
 
 const PLAIN: PeerPlan = PeerPlan {
     capabilities: &["agentprotocol:core", "agentconform:echo"],

@@ -39,6 +39,7 @@ pub fn shared(profile: Profile) -> Arc<RunShared> {
 pub fn shared_with(profile: Profile, tls: agentconform::drive::Tls) -> Arc<RunShared> {
     Arc::new(RunShared {
         transcript_budget: agentconform::script::TranscriptBudget::default(),
+        adapted: Default::default(),
         profile,
         key: Keypair::generate(),
         other_key: Keypair::generate(),

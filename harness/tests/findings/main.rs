@@ -96,15 +96,24 @@ fn only_owners_fail(out: &RunOutput, keys: &BTreeSet<String>) -> Result<(), Stri
     }
 }
 
-/// The cases of `caught_by` fail on every binding they ran over.
-fn named_cases_fail(out: &RunOutput, caught_by: &[&str]) -> Result<(), String> {
+/// The cases of `caught_by` fail on every binding they ran over, or on one of them
+/// and are blocked on the others by one of `keys` (a refusal is one finding, owned by
+/// the first case that met it).
+fn named_cases_fail(out: &RunOutput, caught_by: &[&str], keys: &[&str]) -> Result<(), String> {
     for id in caught_by {
         let runs: Vec<&CaseResult> = out
             .results
             .iter()
             .filter(|r| r.id == *id && r.outcome != Outcome::Skip)
             .collect();
-        if runs.is_empty() || runs.iter().any(|r| r.outcome != Outcome::Fail) {
+        let blocked_by_it = |r: &CaseResult| {
+            r.outcome == Outcome::Blocked && r.findings.iter().any(|k| keys.contains(&k.as_str()))
+        };
+        if !runs.iter().any(|r| r.outcome == Outcome::Fail)
+            || runs
+                .iter()
+                .any(|r| r.outcome != Outcome::Fail && !blocked_by_it(r))
+        {
             return Err(format!("{id} does not fail on every binding"));
         }
     }
@@ -123,7 +132,7 @@ fn one_finding(suite: &'static Suite, fault: &'static str) -> Result<(), Failed>
     let verdict = if got != want {
         Err(format!("failing findings {got:?}, want exactly {want:?}"))
     } else {
-        only_owners_fail(&out, &want).and_then(|()| named_cases_fail(&out, f.caught_by))
+        only_owners_fail(&out, &want).and_then(|()| named_cases_fail(&out, f.caught_by, f.findings))
     };
     verdict.map_err(|e| format!("fault {fault}: {e}\n{}", describe(&out)).into())
 }
@@ -142,7 +151,7 @@ fn combined(suite: &'static Suite, faults: &'static [&'static str]) -> Result<()
             return Err(format!("no fault {name}").into());
         };
         if f.findings.is_empty() {
-            if let Err(e) = named_cases_fail(&out, f.caught_by) {
+            if let Err(e) = named_cases_fail(&out, f.caught_by, f.findings) {
                 problems.push(format!("{name}: {e}"));
             }
         }
@@ -252,7 +261,7 @@ fn silent_target_passes_nothing(suite: &'static Suite, kind: &'static str) -> Re
 /// inventory treats all of them as informational.
 fn levels_agree(suite: &'static Suite) -> Result<(), Failed> {
     let mut bad = Vec::new();
-    for c in suite.cases {
+    for c in suite.cases.iter().chain(suite.client_cases) {
         let ids: Vec<String> = c.requirements.iter().map(|s| s.to_string()).collect();
         let derived = inventory::level_for(&ids, Level::Profile);
         let ok = c.level == derived

@@ -62,7 +62,13 @@ pub struct ApAgent {
     key: Keypair,
     cfg: ApConfig,
     rate: Mutex<HashMap<String, (i64, u32)>>,
+    /// Senders that said hello (kept only under `verify-only-after-hello`, at most
+    /// [`GREETED_CAP`]).
+    greeted: Mutex<std::collections::HashSet<String>>,
 }
+
+/// Most senders `verify-only-after-hello` remembers.
+const GREETED_CAP: usize = 10_000;
 
 /// One reply: the bytes, the agent it is addressed to (what the file binding names
 /// it after) and the HTTP status it goes out with.
@@ -93,6 +99,7 @@ impl ApAgent {
             key,
             cfg,
             rate: Mutex::new(HashMap::new()),
+            greeted: Mutex::new(Default::default()),
         }
     }
 
@@ -296,8 +303,29 @@ impl ApAgent {
         sender: &str,
     ) -> Result<Option<(&'static str, Value)>, Refusal> {
         self.shape(msg)?;
-        if !self.fault("skip-signature-check") {
+        let ty = msg["type"].as_str().unwrap_or_default();
+        if self.fault("refuse-signed-requests") && ty != "hello" {
+            return Err(refuse(
+                "INVALID_SIGNATURE",
+                "Verification error: The first argument must be of type string or an instance of Buffer, ArrayBuffer, or Array or an Array-like Object. Received an instance of Object",
+            ));
+        }
+        let stranger = self.fault("verify-only-after-hello")
+            && ty != "hello"
+            && !self
+                .greeted
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(sender);
+        if !self.fault("skip-signature-check") && !stranger {
             message::verify_tree(tree).map_err(|e| refuse("INVALID_SIGNATURE", e.to_string()))?;
+        }
+        if self.fault("verify-only-after-hello") && ty == "hello" {
+            let mut g = self.greeted.lock().unwrap_or_else(|p| p.into_inner());
+            if g.len() >= GREETED_CAP {
+                g.clear();
+            }
+            g.insert(sender.to_string());
         }
         let to = msg["to"]["agentId"].as_str();
         if let Some(to) = to {

@@ -124,4 +124,18 @@ pub const FAULTS: &[Fault] = &[
         ["agentprotocol/hello"],
         finding = ["agentprotocol/agent-id:encoding"]
     ),
+    fault!(
+        "refuse-signed-requests",
+        "signature checking",
+        "refuses every message but hello, validly signed or not, with one INVALID_SIGNATURE error, as a Node implementation did that handed a parsed object to its verify call",
+        ["agentprotocol/echo-request"],
+        finding = ["agentprotocol/refused:INVALID_SIGNATURE:verification-error-the-first-argument-must-be-of-type"]
+    ),
+    fault!(
+        "verify-only-after-hello",
+        "signature checking",
+        "verifies the signatures of senders that said hello, and takes any message from a sender that never did",
+        ["agentprotocol/reject-tampered"],
+        finding = ["agentprotocol/verify:before-hello"]
+    ),
 ];

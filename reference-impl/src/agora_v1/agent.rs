@@ -338,6 +338,13 @@ impl Agent {
         if bytes.len() > self.cfg.max_message_bytes {
             return Err(reject(400, "message too large"));
         }
+        if self.fault("refuse-everything") {
+            // A provider whose allow-list does not name the requester.
+            return Err(reject(
+                401,
+                "untrusted sender: not on this agent's allow-list",
+            ));
+        }
         let tree = json::parse(bytes).map_err(|e| {
             let code = if self.fault("malformed-code-500") {
                 500

@@ -100,6 +100,8 @@ pub const FAULTS: &[Fault] = &[
         ["agora-v1/reply-signature-encoding"], finding = ["agora-v1/reply:signature-encoding"]),
     fault!("offer-id-in-payload", "offer lifecycle", "gives an OFFER an envelope id of its own and knows the offer only by the offer_id in its payload, so an ACCEPT quoting the envelope id (AV1-A11) draws ERROR 404",
         ["agora-v1/negotiated-flow"], finding = ["agora-v1/offer:id-source"]),
+    fault!("refuse-everything", "trust", "answers every message with ERROR 401 \"untrusted sender\", as a provider whose allow-list does not name the requester: a refusal proves nothing there",
+        ["agora-v1/echo-direct"], finding = ["agora-v1/refused:401:untrusted-sender-not-on-this-agent-s-allow-list"]),
     fault!("bare-error-replies", "error shape", "refuses with a bare, unsigned `{\"error\": message, \"code\": n}` and HTTP status n (a web framework's error body) instead of a signed ERROR envelope",
         ["agora-v1/error-unknown-resource"], finding = ["agora-v1/reply:error-not-envelope"]),
 ];
