@@ -187,10 +187,90 @@ fn said_bytes(body: &[u8]) -> String {
     quote(&String::from_utf8_lossy(body))
 }
 
+/// The finding of a target that refuses a new exchange without `protocolSources`
+/// (which agora-exchange.txt §6.1 and §8.3 make optional) and takes it with one;
+/// its key is also the run's adaptation ([`crate::script::Adaptations`]).
+pub const KEY_SOURCES_REQUIRED: &str = "agora-exchange/request:protocol-sources-optional";
+
 /// POSTs a JSON request to `path` (empty: the base URL).
+///
+/// A new exchange sent without `protocolSources` that is refused with words naming
+/// that member is sent once more with `protocolSources: []`; when that is taken, the
+/// target requires what §6.1 makes optional: one finding, and from then on every new
+/// exchange of the run carries `protocolSources: []` (noted in each case), so that
+/// the rest of the suite is judged. [`post_as_is`] never adds it.
 pub async fn post(ctx: &mut Ctx, path: &str, request: &Value) -> Step<Reply> {
+    let adaptable = path.is_empty()
+        && request.get("body").is_some()
+        && request.get("protocolSources").is_none();
+    if !adaptable {
+        return post_as_is(ctx, path, request).await;
+    }
+    let mut with_sources = request.clone();
+    with_sources["protocolSources"] = json!([]);
+    if ctx.shared.adapted.has(KEY_SOURCES_REQUIRED) {
+        ctx.note(format!(
+            "protocolSources [] added: the target refuses a new exchange without it ({KEY_SOURCES_REQUIRED})"
+        ));
+        return post_as_is(ctx, path, &with_sources).await;
+    }
+    let r = post_as_is(ctx, path, request).await?;
+    let names_sources = |r: &Reply| {
+        !r.is_success()
+            && r.json.as_ref().is_some_and(|j| {
+                j.to_string()
+                    .to_ascii_lowercase()
+                    .contains("protocolsources")
+            })
+    };
+    if !names_sources(&r) {
+        return Ok(r);
+    }
+    ctx.note("the refusal names protocolSources, which a client may leave out (§6.1): the same request once more with protocolSources []");
+    let retry = post_as_is(ctx, path, &with_sources).await?;
+    if !retry.is_success() {
+        return Ok(r);
+    }
+    ctx.shared.adapted.adopt(KEY_SOURCES_REQUIRED);
+    ctx.finding(Finding::new(
+        KEY_SOURCES_REQUIRED,
+        &["AEX-016", "AEX-017"],
+        format!(
+            "the target requires protocolSources, which agora-exchange.txt §6.1 and §8.3 make optional: a request without it drew {}, the same with protocolSources [] drew {}; the rest of the run sends protocolSources []",
+            r.describe(),
+            retry.describe()
+        ),
+    ));
+    Ok(retry)
+}
+
+/// POSTs a JSON request to `path` exactly as given.
+pub async fn post_as_is(ctx: &mut Ctx, path: &str, request: &Value) -> Step<Reply> {
     let bytes = serde_json::to_vec(request).unwrap_or_default();
     post_bytes(ctx, path, bytes, &[]).await
+}
+
+/// The case's control: a plain single-round request, which the target must take
+/// before a refusal in the same case counts. A refusal of it is one finding, keyed
+/// by the target's words, which blocks the case.
+pub async fn control(ctx: &mut Ctx) -> Step<()> {
+    let r = post(ctx, "", &json!({"protocolHash": null, "body": "ping"})).await?;
+    let what = "a plain single-round request (the case's control)";
+    if r.is_success() {
+        ctx.control(what);
+        return Ok(());
+    }
+    let status = r
+        .status()
+        .map(String::from)
+        .unwrap_or_else(|| format!("HTTP {}", r.http));
+    Err(ctx.block(crate::finding::refusal(
+        "agora-exchange",
+        &["AEX-013", "AEX-015"],
+        &status,
+        r.error().unwrap_or_default(),
+        what,
+    )))
 }
 
 /// POSTs raw bytes with `Content-Type: application/json` plus `headers`.
@@ -696,7 +776,7 @@ pub fn expect_success(r: &Reply, what: &str) -> Step<()> {
 pub fn expect_rejected(ctx: &mut Ctx, r: &Reply, what: &str) -> Step<()> {
     if r.is_client_error() || r.is_agora_failure() {
         ctx.checked(format!("{what}: rejected ({})", r.describe()));
-        Ok(())
+        ctx.refusal_counts(what)
     } else {
         fail(format!(
             "{what}: expected an HTTP 4xx or HTTP 200 with status failure, got {}",
@@ -986,6 +1066,7 @@ pub async fn open_conversation(
         fixture_refused(ctx, fx, &r)?;
     }
     expect_success(&r, "multi-round request")?;
+    ctx.control("a multi-round request");
     let Some(id) = r.conversation_id().map(String::from) else {
         return skip("the target declined multi-round mode (no conversationId; allowed, AEX-028)");
     };

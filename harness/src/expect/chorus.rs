@@ -108,11 +108,13 @@ impl Resp {
         if matches!(status.as_deref(), Some("success" | "pending")) {
             return false;
         }
+        // Only the shapes chorus.md and its ambiguities give a refusal: a status word
+        // of failure, or an error code (CHO-A5). A member that merely reads false
+        // (`"success": false` beside the scores of a FAILURE outcome report) says
+        // something about the subject, not about the request.
         status
             .as_deref()
             .is_some_and(|s| FAILURE_WORDS.contains(&s) && s != "failure")
-            || o.get("success") == Some(&Value::Bool(false))
-            || o.get("ok") == Some(&Value::Bool(false))
             || (!self.is_failure_result()
                 && self.codes().iter().any(|c| CODES.contains(&c.as_str())))
     }
@@ -1143,12 +1145,51 @@ fn is_final(v: &Value) -> bool {
 }
 
 /// A final result, judged once by the schema (findings owned by the echo case) and
-/// read on with its status upper-cased.
-fn read_result(ctx: &mut Ctx, v: &Value) -> Value {
-    shape_findings(ctx, "job-result", v, &["CHO-029"], JOB_ECHO, |_| false);
+/// read on with its status upper-cased. A member that echoes a value the job sent
+/// invalid on purpose (`sent` breaks the job-request schema there, a job_id "123")
+/// is not judged again for that value: the finding would be the harness's own.
+fn read_result(ctx: &mut Ctx, v: &Value, sent: &Value) -> Value {
+    let echoed = echoed_invalid(ctx, v, sent);
+    shape_findings(ctx, "job-result", v, &["CHO-029"], JOB_ECHO, |f| {
+        echoed
+            .iter()
+            .any(|m| f.key.ends_with(&format!(":/{m}")) || f.key.contains(&format!(":/{m}/")))
+    });
+    for m in &echoed {
+        ctx.note(format!(
+            "the result echoes {m} {} as the job sent it (invalid on purpose); not judged again",
+            v[m.as_str()]
+        ));
+    }
     let mut out = v.clone();
     if let Some(s) = v["status"].as_str() {
         out["status"] = json!(s.to_ascii_uppercase());
+    }
+    out
+}
+
+/// The top-level members of `result` that repeat `sent`'s value where `sent` itself
+/// breaks the job-request schema.
+fn echoed_invalid(ctx: &Ctx, result: &Value, sent: &Value) -> Vec<String> {
+    let Ok(bad) = ctx.shared.schemas.violations("chorus/job-request", sent) else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    for v in bad {
+        let member = v
+            .pointer
+            .trim_start_matches('/')
+            .split('/')
+            .next()
+            .unwrap_or_default()
+            .to_string();
+        if !member.is_empty()
+            && result.get(&member).is_some()
+            && result.get(&member) == sent.get(&member)
+            && !out.contains(&member)
+        {
+            out.push(member);
+        }
     }
     out
 }
@@ -1194,7 +1235,7 @@ pub async fn run_job(
                 r.describe()
             )));
         }
-        let result = read_result(ctx, j);
+        let result = read_result(ctx, j, &body);
         if result["status"] == "FAILURE" && !r.codes().is_empty() {
             return Ok((body, JobOutcome::Rejected(r)));
         }
@@ -1258,7 +1299,7 @@ pub async fn run_job(
         };
         if is_final(&v) {
             let rtt = started.elapsed();
-            let result = read_result(ctx, &v);
+            let result = read_result(ctx, &v, &body);
             return Ok((
                 body,
                 JobOutcome::Result {

@@ -91,6 +91,7 @@ pub const CASES: &[Case] = &[
         Ok(())
     }),
     case!("missing-body", "requests without body are rejected (an HTTP 4xx or status failure), never answered with success", ["AEX-008"], Must, false, |ctx| {
+        control(ctx).await?;
         for req in [json!({"protocolHash": null}), json!({})] {
             let r = post(ctx, "", &req).await?;
             expect_rejected(ctx, &r, &format!("request {req}"))?;
@@ -255,6 +256,7 @@ pub const CASES: &[Case] = &[
         }
     }),
     case!("malformed-hash", "a protocolHash that is not 40 hex digits is rejected (an HTTP 4xx or status failure)", ["AEX-040"], Must, false, |ctx| {
+        control(ctx).await?;
         let r = post(ctx, "", &json!({"protocolHash": "xyz", "body": "ping"})).await?;
         expect_rejected(ctx, &r, "protocolHash \"xyz\"")
     }),

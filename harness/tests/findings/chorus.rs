@@ -223,6 +223,17 @@ fn zero_offset_timestamps_are_utc() -> Result<(), Failed> {
     no_finding(&out, "timestamps with +00:00")
 }
 
+/// A 2xx outcome reply whose `success` member is false (it states the FAILURE that
+/// was reported) is no refusal: every case, the reputation cases among them, passes.
+fn outcome_reply_success_false_is_no_refusal() -> Result<(), Failed> {
+    let cfg = ChorusConfig {
+        outcome_success_flag: true,
+        ..ChorusConfig::default()
+    };
+    let out = run_with(cfg, false, |_| test_profile());
+    no_finding(&out, "outcome replies with \"success\": false")
+}
+
 /// Idempotency is informational in the inventory (CHO-A14) unless the profile
 /// declares it: with `idempotent_transfers = false` a ledger that applies a repeat
 /// twice warns and never fails the run.
@@ -303,6 +314,10 @@ pub fn trials() -> Vec<Trial> {
         Trial::test(
             "chorus::zero_offset_timestamps_are_utc",
             zero_offset_timestamps_are_utc,
+        ),
+        Trial::test(
+            "chorus::outcome_reply_success_false_is_no_refusal",
+            outcome_reply_success_false_is_no_refusal,
         ),
     ]
 }

@@ -42,4 +42,6 @@ pub const FAULTS: &[Fault] = &[
         ["agora-exchange/malformed-json"], finding = ["agora-exchange/malformed-json:status"]),
     fault!("protocol-error-as-failure", "protocol-level errors", "a body that breaks the protocol document draws status failure instead of success with body.error",
         ["agora-exchange/protocol-level-error"], finding = ["agora-exchange/protocol-level-error"]),
+    fault!("require-protocol-sources", "request members", "a new exchange without protocolSources is refused with {\"status\": \"failure\", \"error\": \"'protocolSources'\"}, a Python server's KeyError (§6.1 makes the member optional)",
+        ["agora-exchange/single-round"], finding = ["agora-exchange/request:protocol-sources-optional"]),
 ];

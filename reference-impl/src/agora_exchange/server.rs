@@ -270,6 +270,13 @@ impl Exchange {
                 }
             }
         }
+        if conversation.is_none()
+            && self.fault("require-protocol-sources")
+            && req.get("protocolSources").is_none()
+        {
+            // request["protocolSources"] in a Python server, its KeyError as the error.
+            return self.agora_failure("'protocolSources'");
+        }
         let body = match req.get("body") {
             None if self.fault("malformed-request-422") => {
                 return framework_error(&["body", "body"], "Field required", "missing")

@@ -131,4 +131,11 @@ pub const FAULTS: &[Fault] = &[
         ["chorus/job-echo"],
         finding = ["chorus/schema:job-result:/status"]
     ),
+    fault!(
+        "accept-any-job-id",
+        "job validation",
+        "the fixture agent takes a job whose job_id is not a UUID (\"123\") and echoes that id in its result",
+        ["chorus/job-rejects-invalid"],
+        finding = ["chorus/job-rejects-invalid"]
+    ),
 ];

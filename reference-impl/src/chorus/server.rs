@@ -61,6 +61,10 @@ pub struct ChorusConfig {
     /// The member of `output_data` that carries the echoed text (default `text`),
     /// as a fixture does whose output has a shape of its own.
     pub fixture_output_member: Option<String>,
+    /// Outcome replies also carry `old_score`, `new_score` and `success` (the
+    /// outcome recorded), as a registry did whose FAILURE reports are answered 200
+    /// with `"success": false`: allowed, and no refusal.
+    pub outcome_success_flag: bool,
 }
 
 impl Default for ChorusConfig {
@@ -75,6 +79,7 @@ impl Default for ChorusConfig {
             hirer_reputation_member: None,
             utc_offset_form: false,
             fixture_output_member: None,
+            outcome_success_flag: false,
         }
     }
 }
@@ -476,10 +481,14 @@ impl Chorus {
                 new = new.clamp(0.0, 100.0);
             }
             agent.reputation = new;
-            Ok(Reply {
-                status: 200,
-                body: json!({"agent_id": agent_id, "reputation_score": new}),
-            })
+            let mut body = json!({"agent_id": agent_id, "reputation_score": new});
+            if self.cfg.outcome_success_flag {
+                // A registry that states the outcome it recorded beside the scores.
+                body["old_score"] = json!(old);
+                body["new_score"] = json!(new);
+                body["success"] = json!(success);
+            }
+            Ok(Reply { status: 200, body })
         };
         run().unwrap_or_else(|e| e)
     }
@@ -602,7 +611,7 @@ impl Chorus {
         };
         let run = || -> Result<(Reply, Option<(String, Value)>), Reply> {
             let job_id = req_str(&o, "job_id")?.to_string();
-            if !is_uuid(&job_id) {
+            if !is_uuid(&job_id) && !self.fault("accept-any-job-id") {
                 return Err(invalid(format!("`job_id` {job_id:?} is not a UUID")));
             }
             let skill = req_str(&o, "skill_name")?;
