@@ -209,6 +209,12 @@ pub fn normalised(text: &str) -> String {
     words.join("-")
 }
 
+/// `v` as compact JSON, the form findings show values in (never a debug form:
+/// `null` for a missing value, `["a"]` for a list).
+pub fn json<T: Serialize + ?Sized>(v: &T) -> String {
+    serde_json::to_string(v).unwrap_or_else(|_| "null".into())
+}
+
 /// Quotes what the target said, shortened to fit one report line.
 pub fn quote(text: &str) -> String {
     let t = text.trim();

@@ -143,6 +143,10 @@ pub struct AgentProtocol {
     /// The target answers a message addressed to another agent with UNKNOWN_AGENT
     /// (AGP-025: a hub or relay). False: a single agent, where it is informational.
     pub unknown_agent_error: bool,
+    /// The longest a sender throttled with RATE_LIMITED waits before one request of
+    /// its is served again (the target's rate window). The rate-limit case waits
+    /// this long after its burst; 0: not judged.
+    pub rate_window_ms: u64,
 }
 
 impl Default for AgentProtocol {
@@ -153,6 +157,7 @@ impl Default for AgentProtocol {
             agent_id: None,
             timeout_error: true,
             unknown_agent_error: true,
+            rate_window_ms: 1000,
         }
     }
 }

@@ -759,7 +759,10 @@ fn check_scores(ctx: &mut Ctx, agents: &[Value], what: &str) -> bool {
             Finding::new(
                 "chorus/discover:ranking",
                 &["CHO-021"],
-                format!("{what} does not rank by reputation, highest first: the scores come as {scores:?}"),
+                format!(
+                    "{what} does not rank by reputation, highest first: the scores come as {}",
+                    crate::finding::json(&scores)
+                ),
             )
             .owned_by(RANKING),
         );

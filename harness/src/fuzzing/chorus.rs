@@ -1343,7 +1343,10 @@ fn check_registered(f: &mut FuzzCtx, r: &Resp, sent: Option<&Value>) -> FuzzStep
         if !sent_id.is_some_and(|s| s.eq_ignore_ascii_case(got)) {
             return finding(
                 Oracle::Registration,
-                format!("the reply names agent {got:?}, not the registered {sent_id:?} (CHO-013)"),
+                format!(
+                    "the reply names agent {got:?}, not the registered {} (CHO-013)",
+                    crate::finding::json(&sent_id)
+                ),
             );
         }
     }
@@ -2387,7 +2390,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         if amounts.len() != 1 || !amounts[0].as_f64().is_some_and(|a| (a - cost).abs() < 1e-9) {
             return finding(
                 Oracle::Verdict,
-                format!("the orchestrator paid {amounts:?} for one job whose execution_cost is {cost:.2} (CHO-033, CHO-038)"),
+                format!("the orchestrator paid {} for one job whose execution_cost is {cost:.2} (CHO-033, CHO-038)", crate::finding::json(&amounts)),
             );
         }
     }

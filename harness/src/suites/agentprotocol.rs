@@ -406,11 +406,13 @@ pub const CASES: &[Case] = &[
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
         let delay = ctx.profile().agentprotocol.delay_action.clone();
-        let within = me.request(&delay, json!({"ms": 20}), json!({"timeout": 5000}));
-        let what = format!("a {delay} of 20 ms with timeout 5000 ms (the case's control)");
-        let r = me.accepted(ctx, &within, &what).await?;
-        if r["type"] != "response" {
-            return Err(own("timeout:within-timeout", &["AGP-018", "AGP-027"], format!("{what} drew {}: a delay within its timeout must be carried out (AGP-018)", describe(&r))));
+        let within = me.request(&delay, json!({"ms": 20}), json!({"timeout": 1500}));
+        let what = format!("a {delay} of 20 ms with timeout 1500 ms (the case's control)");
+        let r = me.send(ctx, &within).await?;
+        match (r["type"].as_str(), r["payload"]["code"].as_str()) {
+            (Some("response"), _) => ctx.control(&what),
+            (Some("error"), Some(c)) if c != "TIMEOUT" => return Err(ctx.block(refused(&r, &what))),
+            _ => return Err(own("timeout:within-timeout", &["AGP-018", "AGP-027"], format!("{what} drew {}: a delay within its timeout must be carried out (AGP-018)", describe(&r)))),
         }
         let req = me.request(&delay, json!({"ms": 2000}), json!({"timeout": 100}));
         if let Err(got) = me.refusal(ctx, &req, "TIMEOUT", "delay 2000 ms with timeout 100 ms").await? {
@@ -466,6 +468,20 @@ pub const CASES: &[Case] = &[
         ctx.note(format!("{n} requests: {ok} answered, {limited} RATE_LIMITED"));
         if limited == 0 {
             found.push(Finding::new(key("rate-limit:none"), &["AGP-037"], format!("{n} requests in a burst drew no RATE_LIMITED (AGP-037)")));
+        }
+        let window = ctx.profile().agentprotocol.rate_window_ms;
+        if limited > 0 && window > 0 {
+            // One request after the window is not too many (AGP-028).
+            let wait = window + 200;
+            ctx.note(format!("waiting {wait} ms, past the rate window the profile gives ([agentprotocol] rate_window_ms = {window}), before one more request"));
+            tokio::time::sleep(Duration::from_millis(wait)).await;
+            let req = me.request(&echo(ctx), json!({"after": "window"}), json!({}));
+            let r = me.send(ctx, &req).await?;
+            if r["type"] == "error" && r["payload"]["code"] == "RATE_LIMITED" {
+                found.push(Finding::new(key("rate-limit:never-reset"), &["AGP-028"], format!("one request {wait} ms after the burst, past the rate window of {window} ms, still drew {} (AGP-028): the sender stays throttled; if the target's window is longer, set [agentprotocol] rate_window_ms", describe(&r))).at(Level::Profile));
+            } else {
+                ctx.checked(format!("one request after the rate window drew {}", describe(&r)));
+            }
         }
         verdict(ctx, found)
     }),
@@ -597,9 +613,9 @@ fn client_message(ctx: &mut Ctx, run: &crate::counterparty::DriverRun, i: usize)
         .starts_with("application/json")
     {
         return fail(format!(
-            "message {} says Content-Type {:?}, not application/json (AGP-040)",
+            "message {} says Content-Type {}, not application/json (AGP-040)",
             i + 1,
-            x.content_type
+            crate::finding::json(&x.content_type)
         ));
     }
     check_client_message(ctx, &x.received)

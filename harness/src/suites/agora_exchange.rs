@@ -138,18 +138,43 @@ pub const CASES: &[Case] = &[
         }
         Ok(())
     }),
-    case!("post-only", "a GET to the base URL is not processed as an exchange", ["AEX-003"], Must, false, |ctx| {
-        let r = ctx.http(reqwest::Method::GET, "", &[], None).await?;
-        let parsed: Option<Value> = serde_json::from_slice(&r.body).ok();
-        let success = parsed
-            .as_ref()
-            .and_then(|v| v["status"].as_str())
-            .is_some_and(|s| s.eq_ignore_ascii_case("success"));
-        if r.status == 200 && success {
-            return fail("GET on the base URL was answered as a successful exchange");
+    case!("post-only", "GET and PUT to the base URL and GET to a conversation each draw an HTTP 4xx (the code informational), never an exchange; a 200 would be application/json",
+        ["AEX-003", "AEX-004", "AEX-048"], Must, false, |ctx| {
+        control(ctx).await?;
+        let conversation = match open_conversation(ctx, None, json!({"protocolHash": null, "body": "start", "multiround": true})).await {
+            Ok((id, _, _)) => conversation_path(&id),
+            Err(Stop::Skip(why)) => {
+                ctx.note(format!("no conversation to GET ({why}); a never-issued id instead"));
+                conversation_path(&format!("h-never-issued-{}", reference_impl::wire::new_id()))
+            }
+            Err(e) => return Err(e),
+        };
+        let put_body = serde_json::to_vec(&json!({"protocolHash": null, "body": "ping"})).unwrap_or_default();
+        let tries = [
+            (reqwest::Method::GET, String::new(), None),
+            (reqwest::Method::PUT, String::new(), Some(put_body)),
+            (reqwest::Method::GET, conversation, None),
+        ];
+        let mut wrong: Vec<String> = Vec::new();
+        for (method, path, body) in tries {
+            let shown = format!("{method} /{path}");
+            let headers: &[(&str, &str)] = if body.is_some() { &[("content-type", "application/json")] } else { &[] };
+            let r = ctx.http(method, &path, headers, body).await?;
+            if (400..500).contains(&r.status) {
+                ctx.checked(format!("{shown}: HTTP {} (any 4xx; the exact code is informational, AEX-003)", r.status));
+                continue;
+            }
+            let ct = r.content_type.as_deref().unwrap_or("(none)");
+            let mut said = format!("{shown} drew HTTP {} with Content-Type {ct} and {}", r.status, crate::finding::quote(&String::from_utf8_lossy(&r.body)));
+            if r.status == 200 && !ct.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")) {
+                said.push_str(" (a 200 must be application/json, AEX-004)");
+            }
+            wrong.push(said);
         }
-        ctx.note(format!("GET on the base URL: HTTP {}", r.status));
-        Ok(())
+        if !wrong.is_empty() {
+            return fail(format!("{}: a request of another method than POST must draw an HTTP 4xx (AEX-003, AEX-048)", wrong.join("; ")));
+        }
+        ctx.refusal_counts("requests of other methods than POST")
     }),
     case!("wellknown", "/wellknown maps 40-hex SHA1 keys of whole documents to their sources, with well-formed metadata",
         ["AEX-036", "AEX-037", "AEX-038", "AEX-039", "AEX-043", "AEX-044", "AEX-045"], Must, false, |ctx| {
@@ -236,7 +261,7 @@ pub const CASES: &[Case] = &[
         match r.error() {
             Some(e) if e.eq_ignore_ascii_case("unsupported protocol") => Ok(()),
             other => {
-                ctx.warn(format!("error is {other:?}, not \"Unsupported protocol\" (AEX-041, AEX-A10)"));
+                ctx.warn(format!("error is {}, not \"Unsupported protocol\" (AEX-041, AEX-A10)", crate::finding::json(&other)));
                 Ok(())
             }
         }
@@ -396,7 +421,7 @@ pub const CASES: &[Case] = &[
         } else if !r.is_agora_failure() {
             return fail(format!("expected HTTP 200 with status failure, got {} (AEX-052)", r.describe()));
         } else if !r.error().is_some_and(|e| e.to_ascii_lowercase().contains("expir")) {
-            ctx.warn(format!("error {:?} does not say the conversation expired (AEX-033, AEX-A10)", r.error()));
+            ctx.warn(format!("error {} does not say the conversation expired (AEX-033, AEX-A10)", crate::finding::json(&r.error())));
         }
         Ok(())
     }),
@@ -665,7 +690,9 @@ fn client_completed(
     let got: Vec<&Value> = run.lines.iter().filter_map(|l| l.get("result")).collect();
     if got.len() != bodies.len() || got.iter().zip(bodies).any(|(g, w)| *g != w) {
         return fail(format!(
-            "the driver printed results {got:?}, not the reply bodies {bodies:?}"
+            "the driver printed results {}, not the reply bodies {}",
+            crate::finding::json(&got),
+            crate::finding::json(&bodies)
         ));
     }
     ctx.checked("the client took every reply body");

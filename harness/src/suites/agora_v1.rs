@@ -304,9 +304,16 @@ pub const CASES: &[Case] = &[
         if ttl + margin > max {
             return skip(format!("the offer ttl is {ttl} ms; waiting it out exceeds offer_wait_max_ms = {max}"));
         }
-        ctx.note(format!("waiting {} ms for the offer to expire", ttl + margin));
+        // A second offer, accepted late only after another quote REQUEST: a target
+        // that forgets expired offers on a new REQUEST answers it 404, not 408.
+        let (_, mut second) = obtain_offer(ctx).await?;
+        ctx.note(format!("waiting {} ms for the offers to expire", ttl + margin));
         tokio::time::sleep(Duration::from_millis(ttl + margin)).await;
         let r = accept_offer_late(ctx, &mut offer).await?;
+        expect_error(ctx, &r, 408)?;
+        ctx.note("another quote REQUEST, then a late ACCEPT of the second offer");
+        obtain_offer(ctx).await?;
+        let r = accept_offer_late(ctx, &mut second).await?;
         expect_error(ctx, &r, 408).map(|_| ())
     }),
     case!("accept-unknown-offer", "an ACCEPT naming an unknown offer draws ERROR 400 or 404", ["AV1-040"], Fact, ANY, false, |ctx| {
@@ -390,6 +397,14 @@ pub const CASES: &[Case] = &[
         if cost <= 0.0 {
             return skip(format!("the negotiated resource costs {cost}; no budget can be below it"));
         }
+        // The valid twin: a budget that covers the cost is optional and fine (AV1-034).
+        let enough = message(ctx, "REQUEST", json!({"resource": resource, "params": {}, "budget": {"max": cost * 2.0}}));
+        let r = send(ctx, enough).await?;
+        let env = expect_reply(ctx, &r)?;
+        if env.ty != "OFFER" && env.ty != "RESULT" {
+            return fail(format!("a REQUEST whose budget.max {} covers the cost {cost} drew {} (AV1-034)", cost * 2.0, env.said()));
+        }
+        ctx.control(format!("a REQUEST whose budget covers the cost (answered {})", env.ty));
         let req = message(ctx, "REQUEST", json!({"resource": resource, "params": {}, "budget": {"max": cost / 2.0}}));
         let r = send(ctx, req).await?;
         expect_error(ctx, &r, 402).map(|_| ())
@@ -452,7 +467,7 @@ pub const CASES: &[Case] = &[
                 match (env.ty.as_str(), env.error_code()) {
                     ("RESULT" | "OFFER", _) => ok += 1,
                     ("ERROR", Some(429)) => throttled += 1,
-                    (ty, code) => return fail(format!("a burst request drew {ty} {code:?}; throttling must use ERROR 429")),
+                    (ty, code) => return fail(format!("a burst request drew {ty} {}; throttling must use ERROR 429", crate::finding::json(&code))),
                 }
             }
         }

@@ -217,9 +217,9 @@ pub const CASES: &[Case] = &[
             scores.push(e["reputation_score"].as_f64().unwrap_or(f64::NAN));
         }
         if scores.windows(2).all(|w| (w[0] - w[1]).abs() < 1e-9) {
-            return skip(format!("the outcomes left the three agents at one score ({scores:?}): the ranking cannot be judged"));
+            return skip(format!("the outcomes left the three agents at one score ({}): the ranking cannot be judged", crate::finding::json(&scores)));
         }
-        ctx.checked(format!("{} agents listed, scores {scores:?}", found.len()));
+        ctx.checked(format!("{} agents listed, scores {}", found.len(), crate::finding::json(&scores)));
         Ok(())
     }),
     case!("job-echo", "the fixture agent completes a job: result schema, ids, output, cost and time",
@@ -601,8 +601,8 @@ fn check_took_output(
     }
     if run.results() != [&input["input_data"]] {
         return fail(format!(
-            "the driver printed the results {:?}, not the job's output_data {}",
-            run.results(),
+            "the driver printed the results {}, not the job's output_data {}",
+            crate::finding::json(&run.results()),
             input["input_data"]
         ));
     }

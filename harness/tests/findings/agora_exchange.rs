@@ -12,6 +12,10 @@ use std::collections::BTreeSet;
 
 /// Faults switched on together; each must still be reported.
 pub const COMBINED: &[&[&str]] = &[
+    // The server of issue 24: a KeyError for the optional protocolSources, in the
+    // {"status": "error", "message": …} shape; its own finding and the shape, and
+    // every multi-round case judged past them.
+    &["require-protocol-sources", "failure-status-error"],
     // The cascade of issue 11: another failure shape hid the missing
     // conversationExpires and the accepted protocol change.
     &[

@@ -120,6 +120,30 @@ fn named_cases_fail(out: &RunOutput, caught_by: &[&str], keys: &[&str]) -> Resul
     Ok(())
 }
 
+/// Rust debug forms that must never reach a report: values are shown as JSON.
+const DEBUG_FORMS: [&str; 7] = [
+    "Some(", "None", "Number(", "String(", "Object {", "Array [", "Bool(",
+];
+
+/// No finding and no case message shows a value in a Rust debug form.
+fn no_debug_forms(out: &RunOutput) -> Result<(), String> {
+    let texts = out
+        .findings
+        .iter()
+        .map(|f| (f.finding.key.as_str(), f.finding.summary.as_str()))
+        .chain(
+            out.results
+                .iter()
+                .map(|r| (r.id.as_str(), r.message.as_str())),
+        );
+    for (at, text) in texts {
+        if let Some(form) = DEBUG_FORMS.iter().find(|d| text.contains(**d)) {
+            return Err(format!("{at} shows a debug form ({form}): {text}"));
+        }
+    }
+    Ok(())
+}
+
 fn one_finding(suite: &'static Suite, fault: &'static str) -> Result<(), Failed> {
     let f = suites::faults(suite.id)
         .unwrap_or(&[])
@@ -132,7 +156,9 @@ fn one_finding(suite: &'static Suite, fault: &'static str) -> Result<(), Failed>
     let verdict = if got != want {
         Err(format!("failing findings {got:?}, want exactly {want:?}"))
     } else {
-        only_owners_fail(&out, &want).and_then(|()| named_cases_fail(&out, f.caught_by, f.findings))
+        only_owners_fail(&out, &want)
+            .and_then(|()| named_cases_fail(&out, f.caught_by, f.findings))
+            .and_then(|()| no_debug_forms(&out))
     };
     verdict.map_err(|e| format!("fault {fault}: {e}\n{}", describe(&out)).into())
 }
@@ -173,6 +199,9 @@ fn combined(suite: &'static Suite, faults: &'static [&'static str]) -> Result<()
         } else if let Err(e) = only_owners_fail(&out, &want) {
             problems.push(e);
         }
+    }
+    if let Err(e) = no_debug_forms(&out) {
+        problems.push(e);
     }
     if problems.is_empty() {
         Ok(())

@@ -289,7 +289,7 @@ impl ApAgent {
             r.retain(|_, (t, _)| *t == now);
         }
         let e = r.entry(sender.to_string()).or_insert((now, 0));
-        if e.0 != now {
+        if e.0 != now && !self.fault("rate-window-never-resets") {
             *e = (now, 0);
         }
         e.1 += 1;
@@ -404,7 +404,10 @@ impl ApAgent {
                     .unwrap_or(0)
                     .min(self.cfg.max_delay_ms);
                 match timeout {
-                    Some(t) if t < ms && !self.fault("ignore-timeout") => {
+                    Some(t)
+                        if (t < ms && !self.fault("ignore-timeout"))
+                            || self.fault("timeout-always") =>
+                    {
                         tokio::time::sleep(Duration::from_millis(t)).await;
                         Err(refuse(
                             "TIMEOUT",

@@ -138,4 +138,18 @@ pub const FAULTS: &[Fault] = &[
         ["agentprotocol/reject-tampered"],
         finding = ["agentprotocol/verify:before-hello"]
     ),
+    fault!(
+        "timeout-always",
+        "timeout",
+        "a delay request that carries any timeout waits the timeout out and answers TIMEOUT, even when the delay is far shorter",
+        ["agentprotocol/timeout"],
+        finding = ["agentprotocol/timeout:within-timeout"]
+    ),
+    fault!(
+        "rate-window-never-resets",
+        "rate limiting",
+        "a sender's request count never resets: once throttled, it stays RATE_LIMITED for good",
+        ["agentprotocol/rate-limit"],
+        finding = ["agentprotocol/rate-limit:never-reset"]
+    ),
 ];

@@ -44,4 +44,6 @@ pub const FAULTS: &[Fault] = &[
         ["agora-exchange/protocol-level-error"], finding = ["agora-exchange/protocol-level-error"]),
     fault!("require-protocol-sources", "request members", "a new exchange without protocolSources is refused with {\"status\": \"failure\", \"error\": \"'protocolSources'\"}, a Python server's KeyError (§6.1 makes the member optional)",
         ["agora-exchange/single-round"], finding = ["agora-exchange/request:protocol-sources-optional"]),
+    fault!("non-post-empty-200", "POST only", "GET and PUT to the base URL and GET to a conversation are answered HTTP 200 with an empty body and no Content-Type",
+        ["agora-exchange/post-only"], finding = ["agora-exchange/post-only"]),
 ];

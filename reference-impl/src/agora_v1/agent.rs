@@ -591,6 +591,9 @@ impl Agent {
             Ok(out("RESULT", self.result_payload(id, params), id))
         } else if resource == self.cfg.negotiated_resource {
             let cost = self.cfg.offer_cost;
+            if budget_max.is_some() && self.fault("refuse-any-budget") {
+                return Err(with_id(402, "payment required".into()));
+            }
             if let Some(max) = budget_max {
                 if max < cost && !self.fault("ignore-budget") {
                     let code = if self.fault("budget-code-400") {
@@ -614,7 +617,8 @@ impl Agent {
             let ttl = self.cfg.offer_ttl_ms;
             {
                 let mut st = self.lock();
-                if st.offers.len() >= self.cfg.max_remembered {
+                if st.offers.len() >= self.cfg.max_remembered || self.fault("forget-expired-offers")
+                {
                     st.offers.retain(|_, o| o.expires > now && !o.accepted);
                 }
                 if st.offers.len() < self.cfg.max_remembered {

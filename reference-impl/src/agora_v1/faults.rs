@@ -102,6 +102,10 @@ pub const FAULTS: &[Fault] = &[
         ["agora-v1/negotiated-flow"], finding = ["agora-v1/offer:id-source"]),
     fault!("refuse-everything", "trust", "answers every message with ERROR 401 \"untrusted sender\", as a provider whose allow-list does not name the requester: a refusal proves nothing there",
         ["agora-v1/echo-direct"], finding = ["agora-v1/refused:401:untrusted-sender-not-on-this-agent-s-allow-list"]),
+    fault!("refuse-any-budget", "budget", "answers ERROR 402 to every REQUEST for the negotiated resource that carries a budget object, sufficient or not",
+        ["agora-v1/budget-too-low"], finding = ["agora-v1/budget-too-low"]),
+    fault!("forget-expired-offers", "offer expiry", "forgets expired offers whenever a new quote REQUEST comes, so a late ACCEPT after another quote draws ERROR 404, not 408",
+        ["agora-v1/offer-expiry"], finding = ["agora-v1/offer-expiry"]),
     fault!("bare-error-replies", "error shape", "refuses with a bare, unsigned `{\"error\": message, \"code\": n}` and HTTP status n (a web framework's error body) instead of a signed ERROR envelope",
         ["agora-v1/error-unknown-resource"], finding = ["agora-v1/reply:error-not-envelope"]),
 ];
