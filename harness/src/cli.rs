@@ -807,6 +807,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             let shared = Arc::new(RunShared {
                 transcript_budget: crate::script::TranscriptBudget::default(),
                 adapted: Default::default(),
+                embedded: target.is_none() && role == crate::case::Role::Server,
                 profile: prof,
                 key: keypair,
                 other_key: Keypair::generate(),

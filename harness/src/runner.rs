@@ -185,7 +185,13 @@ async fn run_one(
                 .unwrap_or_default();
             (Outcome::Blocked, format!("blocked by {key}: {summary}"))
         }
-        Ok(Err(Stop::Skip(m))) => (Outcome::Skip, m),
+        Ok(Err(Stop::Skip(m))) => match skip_is_failure(shared.embedded, case.level, &m) {
+            Some(m) => {
+                met.push(own(from_text(&m)));
+                (Outcome::Pass, m)
+            }
+            None => (Outcome::Skip, m),
+        },
         Ok(Ok(())) => (Outcome::Pass, String::new()),
     };
     // Warnings the case gave in text are findings of its own subject.
@@ -269,6 +275,15 @@ pub fn apply_controls(results: &mut [CaseResult]) {
             None => format!("its control {control} did not run: a refusal here proves nothing without it"),
         };
     }
+}
+
+/// A MUST case that skips against the embedded reference, whose every setting (ttls,
+/// expiries, spaces) the harness chose, fails instead: the failure's text, or `None`
+/// where the skip stands.
+fn skip_is_failure(embedded: bool, level: crate::case::Level, why: &str) -> Option<String> {
+    (embedded && level == crate::case::Level::Must).then(|| {
+        format!("skipped against the embedded reference, whose settings the harness chose, so it cannot skip: {why}")
+    })
 }
 
 /// The outcome a case earns from its own findings, starting from `base`.
@@ -567,6 +582,15 @@ mod tests {
         rs[1].outcome = Outcome::Pass;
         apply_controls(&mut rs);
         assert_eq!(rs[1].outcome, Outcome::Pass);
+    }
+
+    #[test]
+    fn must_cases_cannot_skip_against_the_embedded_reference() {
+        let why = "the conversation expires in 3000000000 s, beyond conversation_wait_max_s = 10";
+        let m = skip_is_failure(true, Level::Must, why).expect("a failure");
+        assert!(m.contains(why) && m.contains("embedded reference"), "{m}");
+        assert_eq!(skip_is_failure(false, Level::Must, why), None);
+        assert_eq!(skip_is_failure(true, Level::Fact, why), None);
     }
 
     #[test]

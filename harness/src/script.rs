@@ -75,6 +75,9 @@ pub struct RunShared {
     /// The forms the target was found to need where its spec leaves the choice to
     /// the client ([`Adaptations`]).
     pub adapted: Adaptations,
+    /// The target is the embedded reference, whose every setting (ttls, expiries,
+    /// spaces) the harness chose: a MUST case that skips there fails instead.
+    pub embedded: bool,
 }
 
 /// Choices the spec leaves to a client that the target turned out to need: when a

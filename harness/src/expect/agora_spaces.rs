@@ -604,6 +604,25 @@ impl Peer {
         Ok(v)
     }
 
+    /// [`Peer::join`] of the case's own fresh space; where the target does not
+    /// create spaces on join (allowed, ASP-A8), the profile's public space instead,
+    /// noted, and `space` names it from then on. For cases whose frames are told
+    /// apart by their own ids and texts, so that other cases in that space do not
+    /// disturb them.
+    pub async fn join_own(&mut self, ctx: &mut Ctx, space: &mut String) -> Step<Value> {
+        match self.join(ctx, space).await {
+            Err(Stop::Skip(why)) if is_fresh(space) => {
+                let public = ctx.profile().agora_spaces.public_space.clone();
+                ctx.note(format!(
+                    "{why}; the case runs in the public space {public} instead, shared with other cases"
+                ));
+                *space = public;
+                self.join(ctx, space).await
+            }
+            other => other,
+        }
+    }
+
     pub async fn publish(&mut self, ctx: &mut Ctx, space: &str, text: &str) -> Step<()> {
         let msg = json!({"type": "space.publish", "id": format!("pub-{}", &new_id()[..8]), "space": space,
                          "data": {"from": self.agent_id, "text": text, "timestamp": now_s()}, "timestamp": now_s()});

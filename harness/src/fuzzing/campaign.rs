@@ -100,6 +100,7 @@ fn shared(c: Connection) -> (Arc<RunShared>, Transport, String) {
     let shared = Arc::new(RunShared {
         transcript_budget: crate::script::TranscriptBudget::per_case_only(),
         adapted: Default::default(),
+        embedded: false,
         profile: c.profile,
         key: Keypair::generate(),
         other_key: Keypair::generate(),

@@ -169,7 +169,22 @@ pub const CASES: &[Case] = &[
             Refusal::Http(s) => ctx.note(format!("{what} was refused with HTTP {s} (ASP-A21)")),
             Refusal::Closed => {}
         }
+        // The same id claimed by agent.register from a connection of another agent.
+        let (mut c, _, _) = Peer::join_as(ctx, &agent_id("dup-other")).await?;
+        let reg = json!({"type": "agent.register", "id": "h-dup", "timestamp": now_s(),
+                         "agent": {"id": me, "type": "process", "capabilities": ["text"], "metadata": {}}});
+        c.send(ctx, &reg).await?;
+        let v = c.expect(ctx, "an answer to agent.register for the live agent", |v| answers(v, "h-dup")).await?;
+        if v["type"] == "error" {
+            let code = code_of(ctx, &v)?;
+            if code != "AGENT_EXISTS" {
+                return fail(format!("agent.register for the live agent {me} from another connection drew {}, not AGENT_EXISTS (ASP-013)", said_error(&v)));
+            }
+        } else {
+            return fail(format!("agent.register for the live agent {me} from another connection drew {v}, not AGENT_EXISTS (ASP-013)"));
+        }
         a.close().await;
+        c.close().await;
         Ok(())
     }),
     case!("join-general", "joining the public space echoes the id and lists the joiner", ["ASP-022", "ASP-023"], Fact, false, None, |ctx| {
@@ -207,11 +222,11 @@ pub const CASES: &[Case] = &[
     }),
     case!("member-updates", "join and leave reach the other members as space.members; a leaver gets no more events",
         ["ASP-025", "ASP-026", "ASP-027"], Fact, false, None, |ctx| {
-        let space = user_space();
+        let mut space = user_space();
         let (ida, idb) = (agent_id("ma"), agent_id("mb"));
         let (mut a, _, _) = Peer::join_as(ctx, &ida).await?;
         let (mut b, _, _) = Peer::join_as(ctx, &idb).await?;
-        a.join(ctx, &space).await?;
+        a.join_own(ctx, &mut space).await?;
         b.join(ctx, &space).await?;
         let j = a.expect(ctx, "space.members announcing B", |v| v["type"] == "space.members" && v["joined"] == idb.as_str()).await?;
         // A members list the harness cannot read is already the finding members:list;
@@ -238,14 +253,39 @@ pub const CASES: &[Case] = &[
         c.close().await;
         Ok(())
     }),
+    case!("disconnect-keeps-others", "when one of three members disconnects, the other two stay members and their events still reach each other",
+        ["ASP-027", "ASP-030"], Fact, false, None, |ctx| {
+        let mut space = user_space();
+        let (ida, idb, idc) = (agent_id("da"), agent_id("db"), agent_id("dc"));
+        let (mut a, _, _) = Peer::join_as(ctx, &ida).await?;
+        let (mut b, _, _) = Peer::join_as(ctx, &idb).await?;
+        let (mut c, _, _) = Peer::join_as(ctx, &idc).await?;
+        a.join_own(ctx, &mut space).await?;
+        b.join(ctx, &space).await?;
+        c.join(ctx, &space).await?;
+        c.close().await;
+        ctx.note("C disconnected without space.leave");
+        let text = format!("after C left {ida}");
+        b.publish(ctx, &space, &text).await?;
+        let want = text.clone();
+        let got = a.wait_for(ctx, Duration::from_millis(ctx.profile().timing.case_timeout_ms), move |v| v["type"] == "space.event" && v["data"]["text"] == want.as_str()).await?;
+        if got.is_none() {
+            return fail(format!("after C disconnected, B's event did not reach A within {} ms: the disconnect of one member ended the others' membership (ASP-030)", ctx.profile().timing.case_timeout_ms));
+        }
+        ctx.checked("after one member's disconnect, the other two still reach each other");
+        a.close().await;
+        b.close().await;
+        Ok(())
+    }),
     case!("publish-fanout", "a publish reaches every other member once, and nobody outside", ["ASP-028", "ASP-029", "ASP-030", "ASP-031", "ASP-035"], Fact, false, None, |ctx| {
-        let space = user_space();
+        let mut space = user_space();
         let ids: Vec<String> = ["fa", "fb", "fc", "fd"].iter().map(|t| agent_id(t)).collect();
         let mut peers = Vec::new();
         for id in &ids {
             peers.push(Peer::join_as(ctx, id).await?.0);
         }
-        for p in peers.iter_mut().take(3) {
+        peers[0].join_own(ctx, &mut space).await?;
+        for p in peers.iter_mut().skip(1).take(2) {
             p.join(ctx, &space).await?;
         }
         let text = format!("t1 {}", &ids[0]);
@@ -275,24 +315,28 @@ pub const CASES: &[Case] = &[
         Ok(())
     }),
     case!("order-per-publisher", "20 publishes from one agent arrive complete and in order", ["ASP-030"], Fact, false, None, |ctx| {
-        let space = user_space();
-        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("oa")).await?;
+        let mut space = user_space();
+        let ida = agent_id("oa");
+        let (mut a, _, _) = Peer::join_as(ctx, &ida).await?;
         let (mut b, _, _) = Peer::join_as(ctx, &agent_id("ob")).await?;
-        a.join(ctx, &space).await?;
+        a.join_own(ctx, &mut space).await?;
         b.join(ctx, &space).await?;
+        // Texts of this case's own, so that a shared space's other events pass by.
+        let tag = format!(" {ida}");
         for i in 0..20 {
-            a.publish(ctx, &space, &format!("m{i:02}")).await?;
+            a.publish(ctx, &space, &format!("m{i:02}{tag}")).await?;
         }
         let mut got = Vec::new();
         while got.len() < 20 {
-            match b.wait_for(ctx, Duration::from_millis(ctx.profile().timing.case_timeout_ms), |v| v["type"] == "space.event").await? {
+            let mine = tag.clone();
+            match b.wait_for(ctx, Duration::from_millis(ctx.profile().timing.case_timeout_ms), move |v| v["type"] == "space.event" && v["data"]["text"].as_str().is_some_and(|t| t.ends_with(mine.as_str()))).await? {
                 Some(v) => got.push(v["data"]["text"].as_str().unwrap_or_default().to_string()),
-                None => return fail(format!("only {} of 20 events arrived: {got:?}", got.len())),
+                None => return fail(format!("only {} of 20 events arrived: {}", got.len(), crate::finding::json(&got))),
             }
         }
-        let want: Vec<String> = (0..20).map(|i| format!("m{i:02}")).collect();
+        let want: Vec<String> = (0..20).map(|i| format!("m{i:02}{tag}")).collect();
         if got != want {
-            return fail(format!("events arrived out of order: {got:?}"));
+            return fail(format!("events arrived out of order: {}", crate::finding::json(&got)));
         }
         Ok(())
     }),

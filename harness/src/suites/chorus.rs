@@ -399,6 +399,36 @@ pub const CASES: &[Case] = &[
         let r = send_transfer(ctx, &transfer(&from, &to, 0.01)).await?;
         expect_code(ctx, &r, "TRANSFER_FAILED", "transfer from an empty balance")
     }),
+    case!("transfer-credits-recipient", "credits sent to an owner are its to spend: it moves its own and what it got, and not a cent more", ["CHO-038", "CHO-040"], Profile, |ctx| {
+        let initial = ctx.profile().chorus.initial_credits;
+        let part = floor_cents(initial * 0.4);
+        if part < 0.01 {
+            return skip(format!("fresh owners hold {initial} credits ([chorus] initial_credits): too few to send part of them on"));
+        }
+        let (a, b, c) = (funded_owner(ctx).await?, funded_owner(ctx).await?, funded_owner(ctx).await?);
+        let r = send_transfer(ctx, &transfer(&a, &b, part)).await?;
+        expect_taken(ctx, &r, part, "A's transfer to B")?;
+        ctx.control(format!("a transfer of {part} from A to B"));
+        let holds = ((initial + part) * 100.0).round() / 100.0;
+        let r = send_transfer(ctx, &transfer(&b, &c, holds)).await?;
+        if r.codes().iter().any(|c| c == "TRANSFER_FAILED") {
+            return fail(format!("B, funded with {initial} and sent {part} by A, could not move the {holds} it holds: {} (the recipient of a transfer was not credited, CHO-038)", r.describe()));
+        }
+        expect_taken(ctx, &r, holds, "B's transfer of all it holds")?;
+        let r = send_transfer(ctx, &transfer(&b, &c, 0.01)).await?;
+        if taken(&r) {
+            // Overdraft, which transfer-insufficient judges, or more credit than sent?
+            let d = funded_owner(ctx).await?;
+            let over = ((initial + 0.01) * 100.0).round() / 100.0;
+            let r2 = send_transfer(ctx, &transfer(&d, &c, over)).await?;
+            if taken(&r2) {
+                ctx.note(format!("B could move 0.01 past all it held, and a fresh owner {over}, past its {initial}: the ledger allows overdraft (the transfer-insufficient case judges that), so what B was credited is not judged"));
+                return Ok(());
+            }
+            return fail(format!("after moving all the {holds} it held, B could still move 0.01 ({}), though a fresh owner cannot overdraw: B was credited more than the {part} sent (CHO-038, CHO-040)", r.describe()));
+        }
+        expect_code(ctx, &r, "TRANSFER_FAILED", "B's transfer beyond what it holds")
+    }),
     case!("transfer-idempotent", "a repeated transfer_id is applied once", ["CHO-039"], Profile, |ctx| {
         let initial = ctx.profile().chorus.initial_credits;
         let part = floor_cents(initial * 0.3);

@@ -39,7 +39,64 @@ pub fn trials() -> Vec<Trial> {
             "agora_spaces::frames_are_read_leniently",
             frames_are_read_leniently,
         ),
+        Trial::test(
+            "agora_spaces::hub_without_space_creation_falls_back",
+            hub_without_space_creation_falls_back,
+        ),
     ]
+}
+
+/// A hub that does not create spaces on join (allowed, ASP-A8): no finding, the
+/// cases that tell their frames apart by their own ids and texts run in the public
+/// space instead (they pass), and every case that needs a space of its own skips
+/// with that reason.
+fn hub_without_space_creation_falls_back() -> Result<(), Failed> {
+    use reference_impl::agora_spaces::server::SpacesConfig;
+    let out = rt().block_on(async {
+        let cfg = SpacesConfig {
+            token: Some(TEST_TOKEN.into()),
+            heartbeat_timeout: std::time::Duration::from_secs(TEST_HEARTBEAT_S),
+            create_user_spaces: false,
+            ..SpacesConfig::default()
+        };
+        let server = agentconform::embedded::start_agora_spaces(cfg, "127.0.0.1:0")
+            .await
+            .expect("start hub");
+        let out = runner::run(
+            shared(test_profile()),
+            &[(&suites::agora_spaces::SUITE, server.endpoints.clone())],
+            &Selection::default(),
+        )
+        .await;
+        server.stop().await;
+        out
+    })?;
+    let fell_back = [
+        "agora-spaces/member-updates",
+        "agora-spaces/disconnect-keeps-others",
+        "agora-spaces/publish-fanout",
+        "agora-spaces/order-per-publisher",
+    ];
+    let mut wrong: Vec<String> = Vec::new();
+    for r in &out.results {
+        let ok = match r.outcome {
+            Outcome::Pass => true,
+            Outcome::Skip => !fell_back.contains(&r.id.as_str()) && r.message.contains("ASP-A8"),
+            _ => false,
+        };
+        if !ok {
+            wrong.push(format!("{} {}: {}", r.outcome, r.id, r.message));
+        }
+    }
+    if out.findings.is_empty() && wrong.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "a hub that does not create spaces: {wrong:?}\n{}",
+            describe(&out)
+        )
+        .into())
+    }
 }
 
 /// Server frames in shapes real implementations send: each deviation is one finding

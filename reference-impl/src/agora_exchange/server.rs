@@ -536,6 +536,43 @@ mod tests {
         assert_eq!(ex.handle(Some("nope"), br#"{"body":"x"}"#).status, 404);
     }
 
+    /// At the cap, live conversations are never evicted: a new one is refused until
+    /// others have expired, while every live one goes on.
+    #[test]
+    fn the_conversation_cap_never_evicts_a_live_conversation() {
+        let clock = ManualClock::new(datetime!(2025-01-01 0:00 UTC));
+        let cfg = ExchangeConfig {
+            max_conversations: 3,
+            ..ExchangeConfig::default()
+        };
+        let ttl = cfg.conversation_ttl_s as i64;
+        let ex = Exchange::new(cfg, clock.clone());
+        let open = |ex: &Exchange| ex.handle(None, br#"{"body":"start","multiround":true}"#);
+        let ids: Vec<String> = (0..3)
+            .map(|_| {
+                let r = open(&ex);
+                assert_eq!(r.body["status"], "success", "{}", r.body);
+                r.body["conversationId"].as_str().unwrap().to_string()
+            })
+            .collect();
+        let full = open(&ex);
+        assert!(full.body.get("conversationId").is_none(), "{}", full.body);
+        for id in &ids {
+            let r = ex.handle(Some(id), br#"{"body":"still here"}"#);
+            assert_eq!(r.body["status"], "success", "{id} was evicted: {}", r.body);
+        }
+        // A second before they expire: still live, still refused.
+        clock.advance(time::Duration::seconds(ttl - 1));
+        assert!(open(&ex).body.get("conversationId").is_none());
+        for id in &ids {
+            let r = ex.handle(Some(id), br#"{"body":"still here"}"#);
+            assert_eq!(r.body["status"], "success", "{id} was evicted: {}", r.body);
+        }
+        // Once expired, they make room.
+        clock.advance(time::Duration::seconds(2));
+        assert!(open(&ex).body["conversationId"].is_string());
+    }
+
     #[test]
     fn errors_go_to_their_layer() {
         let ex = Exchange::with_config(ExchangeConfig::default());

@@ -109,4 +109,18 @@ pub const FAULTS: &[Fault] = &[
         ["agora-spaces/heartbeat-keepalive"],
         finding = ["agora-spaces/heartbeat:shape"]
     ),
+    fault!(
+        "disconnect-drops-all",
+        "membership",
+        "when a member disconnects, every member of its spaces is removed with it, silently",
+        ["agora-spaces/disconnect-keeps-others"],
+        finding = ["agora-spaces/disconnect-keeps-others"]
+    ),
+    fault!(
+        "register-takes-live-id",
+        "agent ids",
+        "agent.register for an agent id that another connection holds is answered agent.registered",
+        ["agora-spaces/duplicate-agent"],
+        finding = ["agora-spaces/duplicate-agent"]
+    ),
 ];

@@ -54,6 +54,10 @@ pub struct SpacesConfig {
     /// Frames queued for one connection before it is dropped as too slow.
     pub outbox: usize,
     pub max_spaces: usize,
+    /// Joining a user space that does not exist creates it (true), or draws
+    /// SPACE_NOT_FOUND (false), as a hub does that serves only spaces made otherwise
+    /// (allowed, ambiguity ASP-A8).
+    pub create_user_spaces: bool,
     pub faults: FaultSet,
 }
 
@@ -71,6 +75,7 @@ impl Default for SpacesConfig {
             max_frame_bytes: 4 * 1024 * 1024,
             outbox: 4096,
             max_spaces: 10_000,
+            create_user_spaces: true,
             faults: FaultSet::none(),
         }
     }
@@ -347,9 +352,15 @@ impl Spaces {
             .filter(|(_, s)| s.members.iter().any(|(_, m)| *m == conn))
             .map(|(n, _)| n.clone())
             .collect();
+        let drop_all = self.fault("disconnect-drops-all");
         for n in names {
             if let Some(s) = hub.spaces.get_mut(&n) {
-                s.members.retain(|(_, m)| *m != conn);
+                if drop_all {
+                    // Membership kept per space, not per connection: one goes, all go.
+                    s.members.clear();
+                } else {
+                    s.members.retain(|(_, m)| *m != conn);
+                }
             }
             self.announce(&mut hub, &n, conn, None, Some(&c.agent_id));
         }
@@ -436,7 +447,10 @@ impl Spaces {
                     .and_then(|a| a.get("id"))
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                if want != agent_id && hub.agents.contains_key(want) {
+                if want != agent_id
+                    && hub.agents.contains_key(want)
+                    && !self.fault("register-takes-live-id")
+                {
                     let e = self.error(
                         "AGENT_EXISTS",
                         format!("agent {want:?} is already connected"),
@@ -467,7 +481,7 @@ impl Spaces {
                     return reply(&mut hub, e);
                 };
                 if !hub.spaces.contains_key(&name) {
-                    let create = is_user_name(&name)
+                    let create = (is_user_name(&name) && self.cfg.create_user_spaces)
                         || (is_system_name(&name) && self.fault("autocreate-system-space"));
                     if create && hub.spaces.len() < self.cfg.max_spaces {
                         let kind = if is_system_name(&name) {

@@ -138,4 +138,11 @@ pub const FAULTS: &[Fault] = &[
         ["chorus/job-rejects-invalid"],
         finding = ["chorus/job-rejects-invalid"]
     ),
+    fault!(
+        "transfer-recipient-not-credited",
+        "transfer",
+        "a transfer debits from_owner and answers completed, but never credits to_owner",
+        ["chorus/transfer-credits-recipient"],
+        finding = ["chorus/transfer-credits-recipient"]
+    ),
 ];

@@ -590,6 +590,8 @@ impl Chorus {
             st.balances.insert(from.clone(), from_balance - cents);
             let to_new = if from == to {
                 from_balance
+            } else if self.fault("transfer-recipient-not-credited") {
+                to_balance
             } else {
                 to_balance + cents
             };
