@@ -95,7 +95,10 @@ pub static SPEC: Spec = Spec {
     transports: &[Transport::Http, Transport::Ws],
     case: case_fn,
     probe: probe_fn,
-    unreachable: &[],
+    unreachable: &[(
+        "rate-window-never-resets",
+        "needs a burst past the rate limit and then a wait past the rate window; a fuzz case's identity sends a few messages and is gone, and the rate-limit case waits",
+    )],
     connection_per_worker: false,
     // Two exchanges or more per case, some waiting on a delay: 16 in flight keep
     // both cores busy (signing and verifying, on both sides, then bound the rate).

@@ -39,10 +39,16 @@ pub static SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: case_fn,
     probe: probe_fn,
-    unreachable: &[(
-        "ignore-expiry",
-        "needs a wait past conversationExpires; the conversation-expiry case waits, the fuzzer does not",
-    )],
+    unreachable: &[
+        (
+            "ignore-expiry",
+            "needs a wait past conversationExpires; the conversation-expiry case waits, the fuzzer does not",
+        ),
+        (
+            "non-post-empty-200",
+            "the fuzzer POSTs every request; other methods are the post-only case's",
+        ),
+    ],
     connection_per_worker: false,
     workers: super::engine::WORKERS,
 };

@@ -72,10 +72,16 @@ pub static SPEC: Spec = Spec {
     transports: &[Transport::Ws],
     case: case_fn,
     probe: probe_fn,
-    unreachable: &[(
-        "no-heartbeat-timeout",
-        "needs a silence as long as the heartbeat timeout (60 s by default); the heartbeat-timeout case waits, the fuzzer does not",
-    )],
+    unreachable: &[
+        (
+            "no-heartbeat-timeout",
+            "needs a silence as long as the heartbeat timeout (60 s by default); the heartbeat-timeout case waits, the fuzzer does not",
+        ),
+        (
+            "disconnect-drops-all",
+            "needs three members of one space, one of which disconnects while the others go on; a fuzz case's agents leave together at its end, which the disconnect-keeps-others case does not",
+        ),
+    ],
     connection_per_worker: false,
     // A case waits on round trips and, in the cancel flow, on the cancel grace: 16
     // in flight keep both cores busy.

@@ -44,6 +44,14 @@ pub static SPEC: Spec = Spec {
     probe: probe_fn,
     unreachable: &[
         (
+            "refuse-any-budget",
+            "its ERROR 402 answers a quote with a budget of 10, which the fuzzer leaves open (the cost of a quote is the target's); the budget-too-low case sends a budget that covers the offered cost",
+        ),
+        (
+            "forget-expired-offers",
+            "needs a wait past an offer's ttl; the offer-expiry cases wait, the fuzzer does not",
+        ),
+        (
             "expired-offer-code-400",
             "needs a wait past an offer's ttl; the offer-expiry cases wait, the fuzzer does not",
         ),
