@@ -478,7 +478,10 @@ impl Peer {
         let unsolicited = Duration::from_millis(heartbeat_ms.clamp(500, 5000));
         let first = p.wait_for(ctx, unsolicited, answer).await?;
         match first {
-            Some(v) if v["type"] == "agent.registered" => return Ok((p, v, true)),
+            Some(v) if v["type"] == "agent.registered" => {
+                registered_control(ctx, agent_id);
+                return Ok((p, v, true));
+            }
             Some(v) => {
                 let hint = if v["code"] == "UNAUTHORIZED" {
                     " (does the target want another token? [target] token in the profile)"
@@ -513,7 +516,10 @@ impl Peer {
         p.send(ctx, &reg).await?;
         let wait = Peer::case_wait(ctx);
         match p.wait_for(ctx, wait, answer).await? {
-            Some(v) if v["type"] == "agent.registered" => Ok((p, v, false)),
+            Some(v) if v["type"] == "agent.registered" => {
+                registered_control(ctx, agent_id);
+                Ok((p, v, false))
+            }
             Some(v) => Err(ctx.block(handshake_finding(
                 "no-registered",
                 &["ASP-010", "ASP-A3"],
@@ -659,6 +665,7 @@ impl Peer {
         let mut p = match attempt {
             Attempt::Refused(s) if (400..500).contains(&s) => {
                 ctx.checked(format!("{what}: the upgrade was refused with HTTP {s}"));
+                refusal_counts(ctx, what).await?;
                 return Ok(Refusal::Http(s));
             }
             Attempt::Refused(s) => {
@@ -716,8 +723,25 @@ impl Peer {
             }
         };
         p.close().await;
+        refusal_counts(ctx, what).await?;
         Ok(out)
     }
+}
+
+/// A valid connection was registered: the case's control, unless it has one.
+fn registered_control(ctx: &mut Ctx, agent_id: &str) {
+    if ctx.has_control().is_none() {
+        ctx.control(format!("a valid connection as {agent_id}"));
+    }
+}
+
+/// A refusal counts only beside a control: a valid connection registered in the same
+/// case, made now when there is none yet ([`prove_alive`]).
+async fn refusal_counts(ctx: &mut Ctx, what: &str) -> Step<()> {
+    if ctx.has_control().is_none() {
+        prove_alive(ctx).await?;
+    }
+    ctx.refusal_counts(what)
 }
 
 /// Shows that the target answers a valid connection (agent_id and the profile's

@@ -593,6 +593,8 @@ pub const CLIENT_CASES: &[Case] = &[
         Ok(())
     }),
     client_case!("client-expired-conversation", "a conversation that has expired is reported as a failure and never used again", ["AEX-033", "AEX-034"], Must, |ctx| {
+        // A client that fails every conversation passes here only if it completes one.
+        ctx.controlled_by("agora-exchange/client-conversation");
         let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second", "third"]});
         let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::ExpireOnFollowUp)).await?;
         client_request(ctx, &run, 0, "/")?;
@@ -607,6 +609,8 @@ pub const CLIENT_CASES: &[Case] = &[
         Ok(())
     }),
     client_case!("client-failure-reported", "a failure reply is reported as a failure, not a success", ["AEX-009", "AEX-010"], Must, |ctx| {
+        // A client that reports every exchange as failed passes here only if it takes a success.
+        ctx.controlled_by("agora-exchange/client-single");
         let input = json!({"body": {"text": "hi"}, "protocolHash": echo_hash()});
         let run = crate::counterparty::drive(ctx, "single", &input, server(Serve::Failure)).await?;
         client_request(ctx, &run, 0, "/")?;

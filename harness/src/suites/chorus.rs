@@ -43,6 +43,29 @@ pub const UNTESTABLE: &[Untestable] = &[
 ];
 
 /// The fixture answered a valid job with FAILURE: it takes another input.
+/// The case's control for a job it expects refused: a valid job for the fixture skill
+/// must complete with SUCCESS first. A refusal or a FAILURE of it is the one
+/// fixture finding job-echo owns, which blocks the case.
+async fn job_control(ctx: &mut crate::script::Ctx, url: &str) -> crate::case::Step<()> {
+    let (job, outcome) = run_job(ctx, url, |_| {}).await?;
+    match outcome {
+        JobOutcome::Result { result, .. } if result["status"] == "SUCCESS" => {
+            ctx.control("a valid job for the fixture skill");
+            Ok(())
+        }
+        JobOutcome::Result { result, .. } => Err(ctx.block(fixture_failed(&result, &job))),
+        JobOutcome::Rejected(r) => Err(ctx.block(
+            Finding::new("chorus/profile:fixture_input", &[],
+                format!("the fixture agent refused a valid job with {}: if it takes another input than {}, set [chorus] fixture_input", r.describe(), job["input_data"]))
+                .at(Level::Profile).owned_by(JOB_ECHO),
+        )),
+    }
+}
+
+/// The client case whose pass (a job taken and paid) is the control of the cases
+/// where the client must not pay.
+const CLIENT_HIRE: &str = "chorus/client-hire";
+
 fn fixture_failed(result: &Value, job: &Value) -> Finding {
     Finding::new(
         "chorus/profile:fixture_input",
@@ -108,6 +131,9 @@ pub const CASES: &[Case] = &[
     }),
     case!("register-rejects-invalid", "registrations with a bad agent_id, no api_endpoint, no skills, a bad skill or timestamp, or no JSON draw a 4xx",
         ["CHO-001", "CHO-002", "CHO-004", "CHO-009", "CHO-010"], Fact, |ctx| {
+        // The control: a complete registration is taken.
+        register(ctx, &[(&unique_skill(), 0.1)]).await?;
+        ctx.control("a complete registration");
         let good = registration(&[("h_invalid", 0.1)]);
         let mut cases: Vec<(&str, Value)> = Vec::new();
         let mut v = good.clone(); v["agent_id"] = json!("not-a-uuid"); cases.push(("agent_id \"not-a-uuid\"", v));
@@ -274,6 +300,7 @@ pub const CASES: &[Case] = &[
     }),
     case!("job-skill-mismatch", "a job for a skill the agent lacks draws SKILL_MISMATCH", ["CHO-027", "CHO-046"], Fact, |ctx| {
         let (_, url) = fixture_agent(ctx).await?;
+        job_control(ctx, &url).await?;
         let (_, outcome) = run_job(ctx, &url, |j| j["skill_name"] = json!("h_no_such_skill")).await?;
         match outcome {
             JobOutcome::Rejected(r) => expect_code(ctx, &r, "SKILL_MISMATCH", "unknown skill"),
@@ -285,6 +312,7 @@ pub const CASES: &[Case] = &[
     }),
     case!("job-budget-insufficient", "a budget below the cost draws BUDGET_INSUFFICIENT; a budget equal to it is accepted", ["CHO-028"], Fact, |ctx| {
         let (agent, url) = fixture_agent(ctx).await?;
+        job_control(ctx, &url).await?;
         let cost = agent["skill"]["cost_per_call"].as_f64().unwrap_or(0.1);
         let low = floor_cents(cost / 2.0);
         let (_, outcome) = run_job(ctx, &url, |j| j["budget"] = json!(low)).await?;
@@ -310,6 +338,7 @@ pub const CASES: &[Case] = &[
     }),
     case!("job-rejects-invalid", "jobs with job_id \"123\", or without skill_name or input_data, are rejected", ["CHO-003", "CHO-024", "CHO-025"], Fact, |ctx| {
         let (_, url) = fixture_agent(ctx).await?;
+        job_control(ctx, &url).await?;
         let mutations: [(&str, Mutation); 3] = [
             ("job_id \"123\"", |j| j["job_id"] = json!("123")),
             ("no skill_name", |j| { j.as_object_mut().map(|o| o.remove("skill_name")); }),
@@ -670,6 +699,7 @@ pub const CLIENT_CASES: &[Case] = &[
     }),
     client_case!("client-failure-no-pay", "a FAILURE result is reported and not paid for",
         ["CHO-032", "CHO-038", "CHO-041"], Fact, |ctx| {
+        ctx.controlled_by(CLIENT_HIRE);
         let (run, input, _) = hire(ctx, Hire::Failure).await?;
         let (_, job) = check_job_sent(ctx, &run, &input)?;
         check_outcome_reported(ctx, &run, &job, "FAILURE");
@@ -677,12 +707,14 @@ pub const CLIENT_CASES: &[Case] = &[
     }),
     client_case!("client-skill-mismatch", "a job refused with SKILL_MISMATCH is reported as an error and not paid for",
         ["CHO-027", "CHO-038"], Fact, |ctx| {
+        ctx.controlled_by(CLIENT_HIRE);
         let (run, input, _) = hire(ctx, Hire::SkillMismatch).await?;
         check_job_sent(ctx, &run, &input)?;
         check_not_paid(ctx, &run, "a SKILL_MISMATCH refusal")
     }),
     client_case!("client-budget-insufficient", "a job refused with BUDGET_INSUFFICIENT is reported as an error and not paid for",
         ["CHO-028", "CHO-038"], Fact, |ctx| {
+        ctx.controlled_by(CLIENT_HIRE);
         let (run, input, _) = hire(ctx, Hire::BudgetInsufficient).await?;
         check_job_sent(ctx, &run, &input)?;
         check_not_paid(ctx, &run, "a BUDGET_INSUFFICIENT refusal")

@@ -43,6 +43,12 @@ pub const CLIENT_FAULTS: &[Fault] = &[
         "takes a response whose signature does not verify",
         ["agentprotocol/client-verifies-response"]
     ),
+    fault!(
+        "refuse-every-response",
+        "signature checking",
+        "refuses every response after hello (it cannot verify anyone it has greeted): it fails the valid exchange, and its refusals of bad responses prove nothing, so those cases are blocked",
+        ["agentprotocol/client-request"]
+    ),
 ];
 
 /// What the requester is asked to do: `{"action", "capability", "params", "peer"}`.
@@ -180,6 +186,10 @@ async fn run(
     .map_err(|e| ClientError(format!("cannot sign: {e}")))?;
     let reply = send(req).await?;
     received.push(reply.clone());
+    if fault("refuse-every-response") {
+        // A library that looks up the peer's key in a registry it never filled.
+        return fail("cannot verify the response: no key known for its sender");
+    }
     if message::verify_bytes(reply.to_string().as_bytes()).is_err() && !fault("trust-unsigned") {
         return fail("the response does not carry a valid signature");
     }
