@@ -941,7 +941,25 @@ pub fn check_frame(ctx: &mut Ctx, v: Value) -> Result<Value, Finding> {
             .at(Level::Should)
             .owned_by(HANDSHAKE),
         ),
-        Some(t) if t.is_number() => {}
+        Some(t) if t.is_number() => {
+            // Unix seconds or milliseconds, told apart by magnitude (ASP-A6): a
+            // number that is neither, within a day of the harness clock, is no time.
+            let now = ctx.clock().unix_timestamp() as f64;
+            let f = t.as_f64().unwrap_or(f64::NAN);
+            const DAY: f64 = 86_400.0;
+            if !((f - now).abs() <= DAY || (f / 1000.0 - now).abs() <= DAY) {
+                ctx.finding(
+                    Finding::new(
+                        "agora-spaces/event:timestamp",
+                        &["ASP-020", "ASP-A6"],
+                        format!(
+                            "{ty} carries the timestamp {t}, neither Unix seconds nor milliseconds within a day of the harness clock ({now})"
+                        ),
+                    )
+                    .owned_by(HANDSHAKE),
+                );
+            }
+        }
         Some(t) => ctx.finding(
             Finding::new(
                 "agora-spaces/event:timestamp",
