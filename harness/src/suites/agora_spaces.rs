@@ -404,7 +404,7 @@ pub const CASES: &[Case] = &[
         b.expect_none(ctx, Duration::ZERO, "an error for the cancel", |v| v["type"] == "error").await?;
         Ok(())
     }),
-    case!("space-list", "space.list answers with the id, typed entries and member counts that match", ["ASP-019", "ASP-038", "ASP-039", "ASP-040", "ASP-047", "ASP-049", "ASP-050"], Fact, false, None, |ctx| {
+    case!("space-list", "space.list answers with the id, typed entries and member counts that match", ["ASP-019", "ASP-038", "ASP-039", "ASP-040", "ASP-046", "ASP-047", "ASP-049", "ASP-050"], Fact, false, None, |ctx| {
         let space = user_space();
         let (mut a, _, _) = Peer::join_as(ctx, &agent_id("la")).await?;
         let (mut b, _, _) = Peer::join_as(ctx, &agent_id("lb")).await?;
@@ -420,6 +420,9 @@ pub const CASES: &[Case] = &[
         let Some(mine) = spaces.iter().find(|s| s["id"] == space.as_str()) else {
             return fail(format!("the joined space {space} is not listed (ASP-A8)"));
         };
+        if mine["type"].as_str().is_some_and(|t| t.eq_ignore_ascii_case("system")) {
+            return fail(format!("the user space {space} is listed as a system space: {mine} (ASP-046)"));
+        }
         let count = joined["members"].as_array().map_or(0, Vec::len);
         if mine["member_count"].as_u64() != Some(count as u64) {
             return fail(format!("member_count {} for {space}, but space.joined listed {count} members (ASP-040)", mine["member_count"]));
