@@ -182,9 +182,11 @@ impl Me {
             .any(|(s, b)| s == sig && b == bytes)
     }
 
-    /// A signed request.
+    /// A signed request with every member AGP-018 lists (action, correlationId,
+    /// params, and a timeout of 30 s unless `extra` gives another), so that a target
+    /// that requires them never refuses the harness's own valid requests.
     pub fn request(&self, action: &str, params: Value, extra: Value) -> Value {
-        let mut payload = json!({"action": action, "correlationId": format!("req-{}", &new_id()[..8]), "params": params});
+        let mut payload = json!({"action": action, "correlationId": format!("req-{}", &new_id()[..8]), "params": params, "timeout": 30000});
         if let (Some(p), Some(e)) = (payload.as_object_mut(), extra.as_object()) {
             p.extend(e.clone());
         }

@@ -104,7 +104,7 @@ const TAMPERED: &str = "agentprotocol/reject-tampered";
 fn wrong_key(me: &Me, action: &str) -> Value {
     let mut m = me.message(
         "request",
-        json!({"action": action, "correlationId": "wk", "params": {}}),
+        json!({"action": action, "correlationId": "wk", "params": {}, "timeout": 30000}),
     );
     let other = Keypair::generate();
     let _ = reference_impl::agentprotocol::message::sign(&mut m, &other);
@@ -308,7 +308,7 @@ pub const CASES: &[Case] = &[
     case!("reject-wrong-key", "a message signed by one key but naming another in from.agentId draws INVALID_SIGNATURE", ["AGP-034", "AGP-035"], Fact, |ctx| {
         let mut me = Me::new(ctx);
         me.hello(ctx).await?;
-        let mut twin = me.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}}));
+        let mut twin = me.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}, "timeout": 30000}));
         me.sign(&mut twin);
         me.twin(ctx, &twin, "the same request signed by from.agentId's own key").await?;
         let m = wrong_key(&me, &echo(ctx));
@@ -318,7 +318,7 @@ pub const CASES: &[Case] = &[
         }
         ctx.refusal_counts("a message signed by another key")?;
         let mut s = stranger(ctx, &me);
-        let mut twin = s.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}}));
+        let mut twin = s.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}, "timeout": 30000}));
         s.sign(&mut twin);
         let bad = wrong_key(&s, &echo(ctx));
         // Owned by reject-tampered: one finding for a target that verifies only after hello.
@@ -331,7 +331,7 @@ pub const CASES: &[Case] = &[
         let mut me = Me::new(ctx);
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
-        let m = me.message("request", json!({"action": echo(ctx), "correlationId": "us", "params": {}}));
+        let m = me.message("request", json!({"action": echo(ctx), "correlationId": "us", "params": {}, "timeout": 30000}));
         let mut twin = m.clone();
         twin["id"] = json!(reference_impl::wire::new_id());
         me.sign(&mut twin);
@@ -360,10 +360,10 @@ pub const CASES: &[Case] = &[
         let mut me = Me::new(ctx);
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
-        let mut twin = me.message("request", json!({"action": echo(ctx), "correlationId": "ua", "params": {}}));
+        let mut twin = me.message("request", json!({"action": echo(ctx), "correlationId": "ua", "params": {}, "timeout": 30000}));
         me.sign(&mut twin);
         me.twin(ctx, &twin, "the same request addressed to the target").await?;
-        let mut m = me.message("request", json!({"action": echo(ctx), "correlationId": "ua", "params": {}}));
+        let mut m = me.message("request", json!({"action": echo(ctx), "correlationId": "ua", "params": {}, "timeout": 30000}));
         m["to"]["agentId"] = json!(reference_impl::agentprotocol::message::agent_id(&Keypair::generate()));
         me.sign(&mut m);
         if let Err(got) = me.refusal(ctx, &m, "UNKNOWN_AGENT", "to.agentId of another agent").await? {
