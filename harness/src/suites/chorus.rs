@@ -54,12 +54,23 @@ async fn job_control(ctx: &mut crate::script::Ctx, url: &str) -> crate::case::St
             Ok(())
         }
         JobOutcome::Result { result, .. } => Err(ctx.block(fixture_failed(&result, &job))),
-        JobOutcome::Rejected(r) => Err(ctx.block(
-            Finding::new("chorus/profile:fixture_input", &[],
-                format!("the fixture agent refused a valid job with {}: if it takes another input than {}, set [chorus] fixture_input", r.describe(), job["input_data"]))
-                .at(Level::Profile).owned_by(JOB_ECHO),
-        )),
+        JobOutcome::Rejected(r) => Err(ctx.block(fixture_refused(&r, &job))),
     }
+}
+
+/// The fixture agent refused a valid job: the one PROFILE finding job-echo owns.
+fn fixture_refused(r: &Resp, job: &Value) -> Finding {
+    Finding::new(
+        "chorus/profile:fixture_input",
+        &[],
+        format!(
+            "the fixture agent refused a valid job with {}: if it takes another input than {}, set [chorus] fixture_input",
+            r.describe(),
+            job["input_data"]
+        ),
+    )
+    .at(Level::Profile)
+    .owned_by(JOB_ECHO)
 }
 
 /// The client case whose pass (a job taken and paid) is the control of the cases
@@ -255,12 +266,7 @@ pub const CASES: &[Case] = &[
         // The result's schema (timestamp, status, members) is judged in `run_job`.
         let (result, via, rtt) = match outcome {
             JobOutcome::Result { result, via, rtt } => (result, via, rtt),
-            JobOutcome::Rejected(r) => {
-                let f = Finding::new("chorus/profile:fixture_input", &[],
-                    format!("the fixture agent refused a valid job with {}: if it takes another input than {}, set [chorus] fixture_input", r.describe(), job["input_data"]))
-                    .at(Level::Profile).owned_by(JOB_ECHO);
-                return Err(ctx.block(f));
-            }
+            JobOutcome::Rejected(r) => return Err(ctx.block(fixture_refused(&r, &job))),
         };
         ctx.checked(format!("result delivered {via}"));
         let same = |a: &Value, b: &Value| matches!((a.as_str(), b.as_str()), (Some(x), Some(y)) if same_id(x, y));
