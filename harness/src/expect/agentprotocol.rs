@@ -305,7 +305,7 @@ impl Me {
         let r = self.send(ctx, msg).await?;
         match r["type"].as_str() {
             Some("response") => ctx.control(what),
-            Some("error") => return Err(ctx.block(refused(&r, what))),
+            Some("error") => return Err(ctx.block(refused(&r, what, &["AGP-018"]))),
             _ => {}
         }
         Ok(r)
@@ -359,7 +359,7 @@ impl Me {
         let r = match self.send_answer(ctx, &h, wait).await? {
             Answer::Reply(r) => {
                 if r["type"] == "error" {
-                    return Err(ctx.block(refused(&r, "a valid hello")));
+                    return Err(ctx.block(refused(&r, "a valid hello", &["AGP-013"])));
                 }
                 if r["type"] != "hello" {
                     ctx.finding(
@@ -534,13 +534,10 @@ pub fn describe(r: &Value) -> String {
 
 /// An error answering a message the harness built valid: the refusal finding,
 /// keyed by the error's code and message ([`crate::finding::refusal`]).
-pub fn refused(r: &Value, what: &str) -> Finding {
+/// `ids` are the requirements that make the refused message due an answer (AGP-013
+/// for hello, AGP-018 for a request).
+pub fn refused(r: &Value, what: &str, ids: &[&str]) -> Finding {
     let p = &r["payload"];
-    let ids: &[&str] = if r["type"] == "hello" || what.contains("hello") {
-        &["AGP-013"]
-    } else {
-        &["AGP-018"]
-    };
     crate::finding::refusal(
         "agentprotocol",
         ids,

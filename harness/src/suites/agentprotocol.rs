@@ -411,7 +411,7 @@ pub const CASES: &[Case] = &[
         let r = me.send(ctx, &within).await?;
         match (r["type"].as_str(), r["payload"]["code"].as_str()) {
             (Some("response"), _) => ctx.control(&what),
-            (Some("error"), Some(c)) if c != "TIMEOUT" => return Err(ctx.block(refused(&r, &what))),
+            (Some("error"), Some(c)) if c != "TIMEOUT" => return Err(ctx.block(refused(&r, &what, &["AGP-018"]))),
             _ => return Err(own("timeout:within-timeout", &["AGP-018", "AGP-027"], format!("{what} drew {}: a delay within its timeout must be carried out (AGP-018)", describe(&r)))),
         }
         let req = me.request(&delay, json!({"ms": 2000}), json!({"timeout": 100}));
