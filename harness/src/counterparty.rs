@@ -36,11 +36,21 @@ pub struct Exchange {
     pub received: Vec<u8>,
     pub answered: Vec<u8>,
     pub status: u16,
+    /// The path as the client wrote it, when it differed from `path` by doubled
+    /// slashes (`//conversations/…`), which `path` has collapsed.
+    pub written: Option<String>,
 }
 
 /// The scripted side: answers each message the client sends to a path (with its
 /// query) with a status and a body.
 pub type Answer = Box<dyn FnMut(&str, &[u8]) -> (u16, Vec<u8>) + Send>;
+
+/// Whether a request (method, path without its query) is one the suite's spec
+/// defines for the counterparty. Any other request is answered 405 (a known path)
+/// or 404 without reaching the scripted side, kept apart from the scenario's
+/// exchanges (`DriverRun::outside`) and reported once per method and path as what
+/// it is, a request the spec does not define (a warning).
+pub type Defined = fn(&str, &str) -> bool;
 
 /// A callback: the URL and the body.
 type Post = (String, Vec<u8>);
@@ -56,7 +66,8 @@ pub struct Outbox {
 }
 
 impl Outbox {
-    /// The counterparty's base URL, ending in `/` (empty before it listens).
+    /// The counterparty's base URL, without a trailing slash (empty before it
+    /// listens).
     pub fn base(&self) -> &str {
         self.base.get().map_or("", String::as_str)
     }
@@ -136,7 +147,12 @@ pub enum Exit {
 /// What one driver run did.
 #[derive(Debug, Clone)]
 pub struct DriverRun {
+    /// The scenario's exchanges: the requests the suite's spec defines, and the
+    /// callbacks.
     pub exchanges: Vec<Exchange>,
+    /// Requests the spec does not define for the counterparty (another method or
+    /// path), answered 404 or 405 without reaching the scripted side.
+    pub outside: Vec<Exchange>,
     /// The hub's WebSocket frames (empty for HTTP counterparts).
     pub frames: Vec<WsFrame>,
     pub exit: Exit,
@@ -191,6 +207,9 @@ struct Side {
     state: Arc<Mutex<(Answer, Vec<Exchange>)>>,
     outbox: Outbox,
     max_bytes: usize,
+    defined: Defined,
+    outside: Arc<Mutex<Vec<Exchange>>>,
+    first: Arc<std::sync::OnceLock<Instant>>,
 }
 
 impl Side {
@@ -203,6 +222,27 @@ impl Side {
     }
 }
 
+/// `path` with every run of slashes before its query collapsed into one, and
+/// whether that changed it.
+fn collapse_slashes(path: &str) -> (String, bool) {
+    let (route, query) = match path.split_once('?') {
+        Some((r, q)) => (r, Some(q)),
+        None => (path, None),
+    };
+    let mut out = String::with_capacity(path.len());
+    for c in route.chars() {
+        if !(c == '/' && out.ends_with('/')) {
+            out.push(c);
+        }
+    }
+    let changed = out.len() != route.len();
+    if let Some(q) = query {
+        out.push('?');
+        out.push_str(q);
+    }
+    (out, changed)
+}
+
 async fn on_message(
     State(side): State<Side>,
     method: Method,
@@ -213,13 +253,42 @@ async fn on_message(
     let Ok(bytes) = to_bytes(body, side.max_bytes).await else {
         return StatusCode::PAYLOAD_TOO_LARGE.into_response();
     };
-    let path = uri
+    let _ = side.first.set(Instant::now());
+    let as_written = uri
         .path_and_query()
         .map_or_else(|| uri.path().to_string(), |p| p.as_str().to_string());
+    let (path, doubled) = collapse_slashes(&as_written);
+    let written = doubled.then_some(as_written);
     let content_type = headers
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(String::from);
+    let route = path.split('?').next().unwrap_or_default();
+    if !(side.defined)(method.as_str(), route) {
+        let (status, error) = if ["GET", "POST"]
+            .iter()
+            .any(|m| *m != method.as_str() && (side.defined)(m, route))
+        {
+            (405, "method not allowed")
+        } else {
+            (404, "no such endpoint")
+        };
+        let out = serde_json::json!({"error": error}).to_string().into_bytes();
+        side.outside
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(Exchange {
+                method: method.to_string(),
+                path,
+                content_type,
+                received: bytes.to_vec(),
+                answered: out.clone(),
+                status,
+                written,
+            });
+        let code = StatusCode::from_u16(status).unwrap_or(StatusCode::NOT_FOUND);
+        return (code, [(header::CONTENT_TYPE, "application/json")], out).into_response();
+    }
     let (status, out) = {
         let mut guard = side.state.lock().unwrap_or_else(|p| p.into_inner());
         let (answer, log) = &mut *guard;
@@ -231,6 +300,7 @@ async fn on_message(
             received: bytes.to_vec(),
             answered: out.clone(),
             status,
+            written,
         });
         (status, out)
     };
@@ -282,6 +352,7 @@ async fn call_back(side: Side, url: String, body: Vec<u8>) {
         received,
         answered: body,
         status,
+        written: None,
     });
 }
 
@@ -293,6 +364,7 @@ struct HubSide {
     conns: Arc<std::sync::atomic::AtomicUsize>,
     start: Instant,
     max_bytes: usize,
+    first: Arc<std::sync::OnceLock<Instant>>,
 }
 
 impl HubSide {
@@ -320,6 +392,7 @@ async fn on_upgrade(
     uri: Uri,
     ws: WebSocketUpgrade,
 ) -> axum::response::Response {
+    let _ = side.first.set(Instant::now());
     let query = uri.query().unwrap_or("").to_string();
     ws.max_message_size(side.max_bytes)
         .max_frame_size(side.max_bytes)
@@ -408,8 +481,9 @@ pub async fn drive(
     scenario: &str,
     input: &Value,
     answer: Answer,
+    defined: Defined,
 ) -> Step<DriverRun> {
-    drive_http(ctx, scenario, input, answer, Outbox::default()).await
+    drive_http(ctx, scenario, input, answer, defined, Outbox::default()).await
 }
 
 /// [`drive`], with callbacks.
@@ -418,12 +492,16 @@ pub async fn drive_http(
     scenario: &str,
     input: &Value,
     answer: Answer,
+    defined: Defined,
     outbox: Outbox,
 ) -> Step<DriverRun> {
     let side = Side {
         state: Arc::new(Mutex::new((answer, Vec::new()))),
         outbox,
         max_bytes: ctx.profile().timing.max_response_bytes,
+        defined,
+        outside: Arc::default(),
+        first: Arc::default(),
     };
     let router = Router::new()
         .route("/", any(on_message))
@@ -434,12 +512,36 @@ pub async fn drive_http(
         scenario,
         input,
         router,
-        "http",
-        "/",
+        ("http", ""),
         Some(&side.outbox.base),
+        &side.first,
     )
     .await?;
     run.exchanges = std::mem::take(&mut side.state.lock().unwrap_or_else(|p| p.into_inner()).1);
+    run.outside = std::mem::take(&mut *side.outside.lock().unwrap_or_else(|p| p.into_inner()));
+    report_slashes(ctx, &run);
+    for x in &run.outside {
+        ctx.log_frame(
+            "recv",
+            "client",
+            &format!(
+                "{} {} (not defined by the spec)\n{}",
+                x.method,
+                x.path,
+                String::from_utf8_lossy(&x.received)
+            ),
+        );
+        ctx.log_frame(
+            "send",
+            "harness",
+            &format!(
+                "HTTP {}: {}",
+                x.status,
+                String::from_utf8_lossy(&x.answered)
+            ),
+        );
+    }
+    report_outside(ctx, &run);
     for x in &run.exchanges {
         if x.method == "CALLBACK" {
             ctx.log_frame(
@@ -492,12 +594,22 @@ pub async fn drive_hub(ctx: &mut Ctx, scenario: &str, input: &Value, hub: Hub) -
         conns: Arc::default(),
         start: Instant::now(),
         max_bytes: ctx.profile().timing.max_response_bytes,
+        first: Arc::default(),
     };
     let router = Router::new()
         .route("/ws", get(on_upgrade))
         .route("/", get(on_upgrade))
         .with_state(side.clone());
-    let mut run = run_driver(ctx, scenario, input, router, "ws", "/ws", None).await?;
+    let mut run = run_driver(
+        ctx,
+        scenario,
+        input,
+        router,
+        ("ws", "/ws"),
+        None,
+        &side.first,
+    )
+    .await?;
     let (frames, dropped) =
         std::mem::take(&mut *side.frames.lock().unwrap_or_else(|p| p.into_inner()));
     for f in &frames {
@@ -523,6 +635,67 @@ pub async fn drive_hub(ctx: &mut Ctx, scenario: &str, input: &Value, hub: Hub) -
     }
     run.frames = frames;
     Ok(run)
+}
+
+/// A request path the client wrote with doubled slashes (`{url}/` joined with
+/// `/path`): one warning per suite, the request itself judged by its collapsed
+/// path. The specs write a base URL without a trailing slash and the harness gives
+/// it so; most servers take `//path` like `/path`, some do not.
+fn report_slashes(ctx: &mut Ctx, run: &DriverRun) {
+    let doubled = run.exchanges.iter().chain(&run.outside).find_map(|x| {
+        x.written
+            .as_deref()
+            .map(|w| (x.method.as_str(), w, &x.path))
+    });
+    if let Some((method, written, path)) = doubled {
+        let suite = ctx.suite();
+        ctx.finding(
+            crate::finding::Finding::new(
+                format!("{suite}/client:double-slash"),
+                &[],
+                format!(
+                    "the client sent {method} {written}, with doubled slashes; the harness took it as {path}, which a server may not (the URL it was given has no trailing slash)"
+                ),
+            )
+            .at(crate::inventory::Level::Should),
+        );
+    }
+}
+
+/// Each request outside the spec's endpoints, once per method and path: a warning
+/// that says what it was and how the harness answered.
+fn report_outside(ctx: &mut Ctx, run: &DriverRun) {
+    let suite = ctx.suite();
+    let mut seen = std::collections::BTreeSet::new();
+    for x in &run.outside {
+        let route = x.path.split('?').next().unwrap_or_default();
+        let shape: String = route
+            .split('/')
+            .map(|seg| {
+                if seg.chars().any(|c| c.is_ascii_digit()) {
+                    "*"
+                } else {
+                    seg
+                }
+            })
+            .collect::<Vec<_>>()
+            .join("/");
+        let key = format!("{suite}/client:undefined-request:{} {shape}", x.method);
+        if !seen.insert(key.clone()) {
+            continue;
+        }
+        ctx.finding(
+            crate::finding::Finding::new(
+                key,
+                &[],
+                format!(
+                    "the client sent {} {}, a request {suite} does not define; the harness answered HTTP {} and left it out of the scenario",
+                    x.method, x.path, x.status
+                ),
+            )
+            .at(crate::inventory::Level::Should),
+        );
+    }
 }
 
 /// Reads a pipe to its end, keeping at most `cap` bytes (the rest is read and
@@ -557,6 +730,36 @@ async fn end_group(pid: Option<u32>) {
     }
 }
 
+/// Waits for the driver: `[client] timeout_ms` from its first connection to the
+/// counterparty, and before that at most `[client] startup_ms` from its start (an
+/// interpreter that takes seconds to load its libraries is not a failing client).
+async fn wait_driver(
+    child: &mut tokio::process::Child,
+    began: Instant,
+    first: &std::sync::OnceLock<Instant>,
+    client: &crate::profile::ClientSection,
+) -> Exit {
+    // How often the wait looks whether the first connection came, before it did.
+    const LOOK: Duration = Duration::from_millis(50);
+    let run_for = Duration::from_millis(client.timeout_ms);
+    let start_for = Duration::from_millis(client.startup_ms);
+    loop {
+        let (until, settled) = match first.get() {
+            Some(t) => (*t + run_for, true),
+            None => ((began + start_for).min(Instant::now() + LOOK), false),
+        };
+        match tokio::time::timeout_at(until.into(), child.wait()).await {
+            Ok(Ok(status)) => return status.code().map_or(Exit::Signal, Exit::Code),
+            Ok(Err(_)) => return Exit::Signal,
+            Err(_) if settled => return Exit::Deadline,
+            Err(_) if first.get().is_none() && began.elapsed() >= start_for => {
+                return Exit::Deadline
+            }
+            Err(_) => {}
+        }
+    }
+}
+
 /// Starts `router` on loopback, runs the driver against `scheme://ADDR{path}`, and
 /// stops the router; the exchanges are left to the caller.
 async fn run_driver(
@@ -564,9 +767,9 @@ async fn run_driver(
     scenario: &str,
     input: &Value,
     router: Router,
-    scheme: &str,
-    path: &str,
+    (scheme, path): (&str, &str),
     base: Option<&std::sync::OnceLock<String>>,
+    first: &std::sync::OnceLock<Instant>,
 ) -> Step<DriverRun> {
     let client = ctx.profile().client.clone();
     let Some(template) = client.command.clone() else {
@@ -616,13 +819,8 @@ async fn run_driver(
     let cap = client.max_output_bytes;
     let out = child.stdout.take().map(|o| tokio::spawn(capped(o, cap)));
     let err = child.stderr.take().map(|e| tokio::spawn(capped(e, cap)));
-    let deadline = Duration::from_millis(client.timeout_ms);
     let began = Instant::now();
-    let exit = match tokio::time::timeout(deadline, child.wait()).await {
-        Ok(Ok(status)) => status.code().map_or(Exit::Signal, Exit::Code),
-        Ok(Err(_)) => Exit::Signal,
-        Err(_) => Exit::Deadline,
-    };
+    let exit = wait_driver(&mut child, began, first, &client).await;
     let took = began.elapsed();
     end_group(pid).await;
     let _ = child.wait().await;
@@ -647,6 +845,7 @@ async fn run_driver(
             .filter_map(|l| serde_json::from_str(l.trim()).ok())
             .collect(),
         exchanges: Vec::new(),
+        outside: Vec::new(),
         frames: Vec::new(),
         exit,
         took,

@@ -30,8 +30,12 @@ pub struct ClientSection {
     /// The client driver: a shell command with `{url}`, `{scenario}` and `{case}`
     /// (`--client` sets it; without either, the reference driver runs).
     pub command: Option<String>,
-    /// How long one driver run may take before its process group is ended.
+    /// How long one driver run may take, from its first connection to the
+    /// counterparty, before its process group is ended.
     pub timeout_ms: u64,
+    /// How long the driver may take to start (until its first connection), so
+    /// that a slow interpreter is not a failing client.
+    pub startup_ms: u64,
     /// Most bytes of the driver's standard output and error kept (each).
     pub max_output_bytes: usize,
 }
@@ -41,6 +45,7 @@ impl Default for ClientSection {
         ClientSection {
             command: None,
             timeout_ms: 10_000,
+            startup_ms: 30_000,
             max_output_bytes: 64 * 1024,
         }
     }
@@ -380,6 +385,12 @@ impl Profile {
         let t = &self.timing;
         if t.case_timeout_ms == 0 || t.case_timeout_ms > 600_000 {
             return Err("[timing] case_timeout_ms must be between 1 and 600000".into());
+        }
+        let c = &self.client;
+        for (key, v) in [("timeout_ms", c.timeout_ms), ("startup_ms", c.startup_ms)] {
+            if v == 0 || v > 600_000 {
+                return Err(format!("[client] {key} must be between 1 and 600000"));
+            }
         }
         if t.max_response_bytes < 1024 {
             return Err("[timing] max_response_bytes must be at least 1024".into());

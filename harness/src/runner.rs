@@ -133,6 +133,12 @@ pub fn case_budget(profile: &crate::profile::Profile) -> Duration {
     Duration::from_millis(t.case_timeout_ms * 3 + longest_wait)
 }
 
+/// What a client case may take beyond its driver's deadlines: its own exchanges
+/// before and after the driver (a callback, the judging).
+fn client_margin(profile: &crate::profile::Profile) -> u64 {
+    profile.timing.case_timeout_ms * 2
+}
+
 async fn run_one(
     shared: Arc<RunShared>,
     case: &'static Case,
@@ -142,7 +148,17 @@ async fn run_one(
     let started = Instant::now();
     let mut ctx = Ctx::new(shared.clone(), transport, &url);
     ctx.case_id = Some(case.id);
-    let budget = case_budget(&shared.profile);
+    let mut budget = case_budget(&shared.profile);
+    let is_client = crate::suites::by_id(case.suite)
+        .is_some_and(|s| s.client_cases.iter().any(|c| std::ptr::eq(c, case)));
+    if is_client {
+        // A client case waits for its driver: the start-up allowance, then the
+        // driver's own deadline from its first connection, then the judging.
+        let c = &shared.profile.client;
+        budget = budget.max(Duration::from_millis(
+            c.startup_ms + c.timeout_ms + client_margin(&shared.profile),
+        ));
+    }
     let ended = tokio::time::timeout(budget, (case.run)(&mut ctx)).await;
     ctx.close().await;
     let own = |f: Finding| Met {

@@ -1154,7 +1154,7 @@ fn cli_client_driver_misbehaves() -> Result<(), Failed> {
     let profile = dir.join("p.toml");
     std::fs::write(
         &profile,
-        "[client]\ntimeout_ms = 300\nmax_output_bytes = 1024\n",
+        "[client]\ntimeout_ms = 300\nstartup_ms = 300\nmax_output_bytes = 1024\n",
     )
     .map_err(|e| e.to_string())?;
     let p = profile.to_string_lossy().into_owned();
@@ -1282,6 +1282,145 @@ fn cli_client_python_driver() -> Result<(), Failed> {
         0,
         "6 passed, 0 failed",
     )?;
+    Ok(())
+}
+
+/// The driver interface, fair to real clients: `{url}` has no trailing slash, so a
+/// client joining `{url}/conversations/{id}` passes; one that writes `//` draws a
+/// warning, not a failure; a DELETE no spec part defines is reported as such and
+/// not counted as a follow-up; a hirer that registers first is answered 201; a
+/// driver that takes 12 s to start is not cut at the 10 s deadline.
+fn cli_client_interface() -> Result<(), Failed> {
+    if std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return Err("python3 is not installed (Debian: python3)".into());
+    }
+    let dir = tempdir("client-interface");
+    // A conversation driver that joins paths naively, as a client library does:
+    // `{url}{sep}conversations/{id}`, then optionally closes with DELETE.
+    let driver = dir.join("conversation.py");
+    std::fs::write(
+        &driver,
+        r#"import json, os, sys, urllib.request
+url, sep, close = os.environ["AGENTCONFORM_URL"], sys.argv[1], sys.argv[2] == "delete"
+ask = json.load(open(os.environ["AGENTCONFORM_INPUT"]))
+def call(method, to, body=None):
+    data = None if body is None else json.dumps(body).encode()
+    req = urllib.request.Request(to, data=data, method=method, headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=5) as r:
+            return json.loads(r.read(1 << 20))
+    except urllib.error.HTTPError as e:
+        return json.loads(e.read(1 << 20) or b"null")
+first = call("POST", url, {"body": ask["body"], "protocolHash": ask["protocolHash"], "multiround": True})
+print(json.dumps({"result": first["body"]}))
+conv = url + sep + "conversations/" + first["conversationId"]
+for b in ask["followups"]:
+    print(json.dumps({"result": call("POST", conv, {"body": b})["body"]}))
+if close:
+    call("DELETE", conv)
+"#,
+    )
+    .map_err(|e| e.to_string())?;
+    let report = dir.join("report");
+    let r = report.to_string_lossy().into_owned();
+    for (sep, close, warning) in [
+        ("/", "keep", None),
+        ("//", "keep", Some("agora-exchange/client:double-slash")),
+        (
+            "/",
+            "delete",
+            Some("agora-exchange/client:undefined-request:DELETE /conversations/*"),
+        ),
+    ] {
+        let cmd = format!("python3 '{}' '{sep}' {close}", driver.display());
+        let args = [
+            "run",
+            "--suite",
+            "agora-exchange",
+            "--role",
+            "client",
+            "--cases",
+            "agora-exchange/client-conversation",
+            "--client",
+            &cmd,
+            "--report",
+            &r,
+        ];
+        let outcome = if warning.is_some() {
+            "0 passed, 0 failed, 1 warned"
+        } else {
+            "1 passed, 0 failed"
+        };
+        expect_code(&args, 0, outcome)?;
+        let json =
+            std::fs::read_to_string(report.join("report.json")).map_err(|e| e.to_string())?;
+        let v: serde_json::Value = serde_json::from_str(&json).map_err(|e| e.to_string())?;
+        let keys: Vec<(String, String)> = v["findings"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|f| {
+                (
+                    f["key"].as_str().unwrap_or("").to_string(),
+                    f["outcome"].as_str().unwrap_or("").to_string(),
+                )
+            })
+            .collect();
+        let want: Vec<(String, String)> = warning
+            .iter()
+            .map(|k| (k.to_string(), "warn".to_string()))
+            .collect();
+        if keys != want {
+            return Err(
+                format!("joined with {sep:?}, {close}: findings {keys:?}, want {want:?}").into(),
+            );
+        }
+    }
+    let exe = bin().to_string_lossy().into_owned();
+    let reference =
+        format!("'{exe}' client --suite {{suite}} --scenario {{scenario}} --url {{url}}");
+    // A hirer that registers itself first, as chorus.md's agents do.
+    let register = format!(
+        "python3 -c 'import os, urllib.request as u; u.urlopen(u.Request(os.environ[\"AGENTCONFORM_URL\"] + \"/register\", data=b\"{{}}\", headers={{\"content-type\": \"application/json\"}}), timeout=5)' && {reference}"
+    );
+    expect_code(
+        &[
+            "run",
+            "--suite",
+            "chorus",
+            "--role",
+            "client",
+            "--cases",
+            "chorus/client-hire",
+            "--client",
+            &register,
+        ],
+        0,
+        "1 passed, 0 failed",
+    )?;
+    // A driver whose interpreter takes 12 s to start: the 10 s deadline counts from
+    // its first connection, within the 30 s start-up allowance.
+    let slow = format!("sleep 12 && {reference}");
+    expect_code(
+        &[
+            "run",
+            "--suite",
+            "agora-v1",
+            "--role",
+            "client",
+            "--cases",
+            "agora-v1/client-direct",
+            "--client",
+            &slow,
+        ],
+        0,
+        "1 passed, 0 failed",
+    )?;
+    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -1564,6 +1703,7 @@ fn main() {
         "cli::client_python_driver",
         cli_client_python_driver,
     ));
+    trials.push(Trial::test("cli::client_interface", cli_client_interface));
     trials.push(Trial::test(
         "cli::export_and_replay_offline",
         cli_export_and_replay_offline,

@@ -1448,6 +1448,12 @@ pub struct PeerPlan {
     pub bad_signature: bool,
 }
 
+/// The requests agentprotocol.md defines for an agent's HTTP binding: POST
+/// `/agentprotocol`.
+pub fn defined(method: &str, path: &str) -> bool {
+    method == "POST" && path.trim_end_matches('/') == "/agentprotocol"
+}
+
 /// The peer's answers, signed with `key`: a hello for a hello, a response for a
 /// request (its params as the result), INVALID_MESSAGE otherwise.
 pub fn peer(key: Keypair, plan: PeerPlan) -> crate::counterparty::Answer {

@@ -1141,6 +1141,23 @@ pub enum Serve {
     ExpireOnFollowUp,
 }
 
+/// The requests agora-exchange.txt defines for a server: POST to the base URL
+/// (a new exchange, §5), POST to `/conversations/{id}` (a follow-up, §7.2), and
+/// GET `/wellknown` (§9).
+pub fn defined(method: &str, path: &str) -> bool {
+    let path = path.trim_end_matches('/');
+    match method {
+        "POST" => {
+            path.is_empty()
+                || path
+                    .strip_prefix("/conversations/")
+                    .is_some_and(|id| !id.is_empty() && !id.contains('/'))
+        }
+        "GET" => path == "/wellknown",
+        _ => false,
+    }
+}
+
 /// The conversation the scripted server opens.
 pub const CONVERSATION: &str = "conv-1";
 
@@ -1149,6 +1166,10 @@ pub const CONVERSATION: &str = "conv-1";
 pub fn server(plan: Serve) -> crate::counterparty::Answer {
     Box::new(move |path: &str, bytes: &[u8]| {
         let reply = |status: u16, v: Value| (status, v.to_string().into_bytes());
+        if path == "/wellknown" {
+            let doc = document::ECHO_DOCUMENT;
+            return reply(200, json!({ sha1_hex(doc.as_bytes()): [doc] }));
+        }
         let Ok(req) = serde_json::from_slice::<Value>(bytes) else {
             return reply(400, json!({"status": "failure", "error": "malformed JSON"}));
         };

@@ -1294,6 +1294,12 @@ pub enum Provide {
     Error(i64),
 }
 
+/// The requests agora-v1.md defines for a provider's HTTP binding: POST to the
+/// endpoint (the base URL).
+pub fn defined(method: &str, path: &str) -> bool {
+    method == "POST" && path == "/"
+}
+
 /// The provider's answers, signed with `key`: REQUEST as `plan` says, ACCEPT with a
 /// RESULT for the REQUEST, anything else with ERROR 400.
 pub fn provider(key: Keypair, plan: Provide) -> crate::counterparty::Answer {

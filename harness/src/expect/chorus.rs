@@ -1573,7 +1573,7 @@ pub fn registry(
                 .map(|((name, owner, score, endpoint), id)| {
                     json!({
                         "agent_id": id, "agent_name": format!("h-agent-{name}"),
-                        "api_endpoint": format!("{base}{endpoint}"),
+                        "api_endpoint": format!("{base}/{endpoint}"),
                         "skill": {"skill_name": skill, "cost_per_call": HIRE_COST},
                         "reputation_score": score, "status": "online", "owner_id": owner,
                     })
@@ -1583,6 +1583,15 @@ pub fn registry(
         }
         if route == "/results" {
             return reply(200, json!({"status": "recorded"}));
+        }
+        if route == "/register" {
+            // A hirer may announce itself first, as chorus.md's agents do (§3.1).
+            let r: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            let id = r["agent_id"].as_str().map_or_else(new_id, String::from);
+            return reply(
+                201,
+                json!({"status": "registered", "agent_id": id, "reputation_score": 50.0}),
+            );
         }
         if route == "/transfer" {
             let t: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
@@ -1637,6 +1646,20 @@ pub fn registry(
             }
         }
     })
+}
+
+/// The requests chorus.md and the target profile define for a registry, ledger and
+/// agents: `POST /register`, `GET /discover`, `POST /transfer`, the outcome report
+/// `POST /results`, and a job to one of [`HIRED`]'s job URLs.
+pub fn defined(method: &str, path: &str) -> bool {
+    match method {
+        "GET" => path == "/discover",
+        "POST" => {
+            matches!(path, "/register" | "/transfer" | "/results")
+                || hired_by_job_path(path).is_some()
+        }
+        _ => false,
+    }
 }
 
 /// Which of [`HIRED`] a job path reaches: its `api_endpoint` with `/jobs` appended

@@ -1799,7 +1799,14 @@ fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(async move {
         let input = client_input(&f.ctx);
         let answer = crate::expect::agentprotocol::peer(f.ctx.shared.key.clone(), CLIENT_PLAIN);
-        let run = crate::counterparty::drive(&mut f.ctx, "request", &input, answer).await?;
+        let run = crate::counterparty::drive(
+            &mut f.ctx,
+            "request",
+            &input,
+            answer,
+            crate::expect::agentprotocol::defined,
+        )
+        .await?;
         super::client::ended_well(&run)?;
         super::client::must_complete(&run, false, "a plain request")
     })
@@ -1853,7 +1860,14 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         c.edit.clone(),
         served.clone(),
     );
-    let run = crate::counterparty::drive(&mut f.ctx, "request", &input, answer).await?;
+    let run = crate::counterparty::drive(
+        &mut f.ctx,
+        "request",
+        &input,
+        answer,
+        crate::expect::agentprotocol::defined,
+    )
+    .await?;
     ended_well(&run)?;
     let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let mut types = Vec::new();

@@ -623,6 +623,7 @@ fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
             "single",
             &input,
             crate::expect::agora_exchange::server(Serve::Plain),
+            crate::expect::agora_exchange::defined,
         )
         .await?;
         super::client::ended_well(&run)?;
@@ -682,7 +683,14 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     } else {
         "single"
     };
-    let run = crate::counterparty::drive(&mut f.ctx, scenario, &input, answer).await?;
+    let run = crate::counterparty::drive(
+        &mut f.ctx,
+        scenario,
+        &input,
+        answer,
+        crate::expect::agora_exchange::defined,
+    )
+    .await?;
     ended_well(&run)?;
     let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let mut opened = false;

@@ -555,7 +555,14 @@ fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(async move {
         let ask = client_ask(&f.ctx, false, 10.0);
         let answer = mutated_provider(&f.ctx, ReplyMut::None, false, None);
-        let run = crate::counterparty::drive(&mut f.ctx, "request", &ask, answer).await?;
+        let run = crate::counterparty::drive(
+            &mut f.ctx,
+            "request",
+            &ask,
+            answer,
+            crate::expect::agora_v1::defined,
+        )
+        .await?;
         super::client::ended_well(&run)?;
         if run.failed() {
             return finding(
@@ -702,7 +709,14 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         on_result,
         c.negotiated.then_some(cost),
     );
-    let run = crate::counterparty::drive(&mut f.ctx, "request", &ask, answer).await?;
+    let run = crate::counterparty::drive(
+        &mut f.ctx,
+        "request",
+        &ask,
+        answer,
+        crate::expect::agora_v1::defined,
+    )
+    .await?;
     super::client::ended_well(&run)?;
     // Every message the client sent passes the shared checks.
     for x in &run.exchanges {

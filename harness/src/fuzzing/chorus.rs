@@ -2294,8 +2294,15 @@ fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
         let input = hire_input();
         let outbox = crate::counterparty::Outbox::default();
         let answer = registry(Hire::Success, &input, hired_ids(), outbox.clone());
-        let run =
-            crate::counterparty::drive_http(&mut f.ctx, "hire", &input, answer, outbox).await?;
+        let run = crate::counterparty::drive_http(
+            &mut f.ctx,
+            "hire",
+            &input,
+            answer,
+            crate::expect::chorus::defined,
+            outbox,
+        )
+        .await?;
         super::client::ended_well(&run)?;
         super::client::must_complete(&run, false, "a plain hire")
     })
@@ -2338,7 +2345,15 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         c.edit.clone(),
         served.clone(),
     );
-    let run = crate::counterparty::drive_http(&mut f.ctx, "hire", &input, answer, outbox).await?;
+    let run = crate::counterparty::drive_http(
+        &mut f.ctx,
+        "hire",
+        &input,
+        answer,
+        crate::expect::chorus::defined,
+        outbox,
+    )
+    .await?;
     ended_well(&run)?;
     let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let kept = !served.applied || served.same_value;

@@ -583,7 +583,14 @@ async fn drive_peer(
     plan: PeerPlan,
 ) -> Step<crate::counterparty::DriverRun> {
     let answer = peer(ctx.shared.key.clone(), plan);
-    crate::counterparty::drive(ctx, "request", input, answer).await
+    crate::counterparty::drive(
+        ctx,
+        "request",
+        input,
+        answer,
+        crate::expect::agentprotocol::defined,
+    )
+    .await
 }
 
 /// Message `i` the requester sent: POSTed to /agentprotocol as application/json

@@ -551,7 +551,7 @@ const SCHEMAS: &[(&str, &str)] = &[
 pub const CLIENT_CASES: &[Case] = &[
     client_case!("client-single", "a single-round request: POSTed to the base URL as application/json, with the body and protocolHash given", ["AEX-003", "AEX-005", "AEX-007", "AEX-008", "AEX-013", "AEX-015"], Must, |ctx| {
         let input = json!({"body": {"text": "hello from the harness"}, "protocolHash": echo_hash()});
-        let run = crate::counterparty::drive(ctx, "single", &input, server(Serve::Plain)).await?;
+        let run = crate::counterparty::drive(ctx, "single", &input, server(Serve::Plain), crate::expect::agora_exchange::defined).await?;
         let first = client_request(ctx, &run, 0, "/")?;
         if first["body"] != input["body"] || first["protocolHash"] != input["protocolHash"] {
             return fail(format!("the request carries body {} and protocolHash {}, not the scenario's {} and {}", first["body"], first["protocolHash"], input["body"], input["protocolHash"]));
@@ -561,7 +561,7 @@ pub const CLIENT_CASES: &[Case] = &[
     }),
     client_case!("client-conversation", "a conversation: multiround true, then follow-ups POSTed to /conversations/{id} without protocolHash", ["AEX-018", "AEX-024", "AEX-029", "AEX-030"], Must, |ctx| {
         let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second", {"n": 3}]});
-        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::Plain)).await?;
+        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::Plain), crate::expect::agora_exchange::defined).await?;
         let first = client_request(ctx, &run, 0, "/")?;
         if first["multiround"] != true {
             return fail(format!("the opening request does not ask for multi-round mode with \"multiround\": true (it has {})", first["multiround"]));
@@ -584,7 +584,7 @@ pub const CLIENT_CASES: &[Case] = &[
     }),
     client_case!("client-declined-conversation", "when the server declines multi-round mode, the client sends no follow-up to a conversation", ["AEX-025", "AEX-028", "AEX-029"], Must, |ctx| {
         let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second"]});
-        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::DeclineConversation)).await?;
+        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::DeclineConversation), crate::expect::agora_exchange::defined).await?;
         client_request(ctx, &run, 0, "/")?;
         if let Some(x) = run.exchanges.iter().skip(1).find(|x| x.path.contains("/conversations/")) {
             return fail(format!("the server opened no conversation, yet the client POSTed a follow-up to {}", x.path));
@@ -596,7 +596,7 @@ pub const CLIENT_CASES: &[Case] = &[
         // A client that fails every conversation passes here only if it completes one.
         ctx.controlled_by("agora-exchange/client-conversation");
         let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second", "third"]});
-        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::ExpireOnFollowUp)).await?;
+        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::ExpireOnFollowUp), crate::expect::agora_exchange::defined).await?;
         client_request(ctx, &run, 0, "/")?;
         let follow_ups = run.exchanges.iter().filter(|x| x.path.contains("/conversations/")).count();
         if follow_ups > 1 {
@@ -612,7 +612,7 @@ pub const CLIENT_CASES: &[Case] = &[
         // A client that reports every exchange as failed passes here only if it takes a success.
         ctx.controlled_by("agora-exchange/client-single");
         let input = json!({"body": {"text": "hi"}, "protocolHash": echo_hash()});
-        let run = crate::counterparty::drive(ctx, "single", &input, server(Serve::Failure)).await?;
+        let run = crate::counterparty::drive(ctx, "single", &input, server(Serve::Failure), crate::expect::agora_exchange::defined).await?;
         client_request(ctx, &run, 0, "/")?;
         if !run.failed() || run.lines.iter().any(|l| l.get("result").is_some()) {
             return fail(format!("the client reported success after a failure reply: {}; stdout: {}", run.ended(), crate::finding::clipped(run.stdout.trim(), 300)));

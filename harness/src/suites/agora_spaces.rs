@@ -724,7 +724,26 @@ pub const CLIENT_CASES: &[Case] = &[
         let run = crate::counterparty::drive_hub(ctx, "listen", &input, hub(HubPlan::Silent, &input)).await?;
         client_frames(ctx, &run)?;
         let closed = run.frames.iter().any(|f| f.what == crate::counterparty::Ws::ClientClosed);
+        // How long the client went on after the hub's last frame: a client that
+        // ends by a deadline of its own long after the heartbeat timeout did not
+        // give up on the silence.
+        let last_hub = run.frames.iter().filter(|f| matches!(f.what, crate::counterparty::Ws::Hub(_))).map(|f| f.at).max().unwrap_or_default();
+        let gone = run.frames.iter().find(|f| f.what == crate::counterparty::Ws::ClientClosed).map_or(run.took, |f| f.at);
+        let waited = gone.saturating_sub(last_hub);
+        let timeout = input["heartbeat_timeout_ms"].as_u64().unwrap_or(1000);
+        let late = waited > std::time::Duration::from_millis(timeout * 3 + 1000);
         match &run.exit {
+            crate::counterparty::Exit::Code(c) if *c != 0 && late => {
+                ctx.deviation(Finding::new(
+                    "agora-spaces/client:silent-hub",
+                    &["ASP-015", "ASP-A5"],
+                    format!(
+                        "the client waited {} ms on a silent hub, with heartbeat_timeout_ms {timeout}, and ended only then ({}; ASP-015)",
+                        waited.as_millis(), run.ended()
+                    ),
+                ).at(crate::case::Level::Should));
+                Ok(())
+            }
             crate::counterparty::Exit::Deadline => {
                 ctx.deviation(Finding::new(
                     "agora-spaces/client:silent-hub",
@@ -741,7 +760,7 @@ pub const CLIENT_CASES: &[Case] = &[
                 if closed { "" } else { " (and it did not close the connection)" }
             )),
             _ => {
-                ctx.checked(format!("the client gave up after {} ms and reported an error", run.took.as_millis()));
+                ctx.checked(format!("the client gave up {} ms after the hub's last frame and reported an error", waited.as_millis()));
                 Ok(())
             }
         }

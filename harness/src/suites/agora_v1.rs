@@ -627,7 +627,14 @@ async fn drive_requester(
     plan: Provide,
 ) -> crate::case::Step<crate::counterparty::DriverRun> {
     let answer = provider(ctx.shared.key.clone(), plan);
-    crate::counterparty::drive(ctx, "request", ask, answer).await
+    crate::counterparty::drive(
+        ctx,
+        "request",
+        ask,
+        answer,
+        crate::expect::agora_v1::defined,
+    )
+    .await
 }
 
 /// The first message must be a well-formed REQUEST.

@@ -622,7 +622,15 @@ async fn hire(
     let ids = hired_ids();
     let outbox = crate::counterparty::Outbox::default();
     let answer = registry(plan, &input, ids.clone(), outbox.clone());
-    let run = crate::counterparty::drive_http(ctx, "hire", &input, answer, outbox).await?;
+    let run = crate::counterparty::drive_http(
+        ctx,
+        "hire",
+        &input,
+        answer,
+        crate::expect::chorus::defined,
+        outbox,
+    )
+    .await?;
     Ok((run, input, ids))
 }
 
