@@ -2,205 +2,234 @@
 """An agora-v1 client driver for `agentconform run --role client`, standard library only.
 
 Scenario `request`: send a signed REQUEST for the input's resource, params and budget;
-when an OFFER comes back, check it (signature, freshness, link, cost within budget) and
-ACCEPT it by its id; print each reply as a JSON line and the RESULT's data as
-{"result": ...}; exit 1 with {"error": ...} when the client refuses or fails.
+when an OFFER comes back, check it (envelope, protocol, fresh id, signature over
+RFC 8785, timestamp, link to the REQUEST, cost within budget, ttl not run out) and
+ACCEPT it by its id; check the RESULT the same way; print each reply as a JSON line
+and the RESULT's data as {"result": ...}; exit 1 with {"error": ...} when the client
+refuses or fails (an ERROR fails the task).
 
 The harness gives the counterparty's URL and the input file in the environment
 (AGENTCONFORM_URL, AGENTCONFORM_INPUT). Ed25519 (RFC 8032) and the RFC 8785 canonical
-form are written out below so that the driver needs nothing but Python 3.
+form come from agentcrypto.py, next to this file.
 """
-import base64, datetime, hashlib, json, os, sys, urllib.request, uuid
+import datetime, json, math, os, re, sys, time, urllib.error, urllib.parse, urllib.request, uuid
 
-# --- Ed25519 (RFC 8032, section 5.1), slow but short ---
-P = 2**255 - 19
-L = 2**252 + 27742317777372353535851937790883648493
-D = -121665 * pow(121666, P - 2, P) % P
-SQRT_M1 = pow(2, (P - 1) // 4, P)
+sys.dont_write_bytecode = True  # leave no __pycache__ beside the drivers
+import agentcrypto as ac  # noqa: E402
 
-
-def recover_x(y, sign):
-    xx = (y * y - 1) * pow(D * y * y + 1, P - 2, P) % P
-    x = pow(xx, (P + 3) // 8, P)
-    if (x * x - xx) % P:
-        x = x * SQRT_M1 % P
-    if (x * x - xx) % P:
-        raise ValueError("not a point")
-    if x & 1 != sign:
-        x = P - x
-    return x
-
-
-BY = 4 * pow(5, P - 2, P) % P
-BASE = (recover_x(BY, 0), BY, 1, recover_x(BY, 0) * BY % P)
-
-
-def add(a, b):
-    x1, y1, z1, t1 = a
-    x2, y2, z2, t2 = b
-    aa, bb = (y1 - x1) * (y2 - x2) % P, (y1 + x1) * (y2 + x2) % P
-    cc, dd = t1 * 2 * D * t2 % P, z1 * 2 * z2 % P
-    e, f, g, h = bb - aa, dd - cc, dd + cc, bb + aa
-    return (e * f % P, g * h % P, f * g % P, e * h % P)
-
-
-def mul(s, pt):
-    q = (0, 1, 1, 0)
-    while s:
-        if s & 1:
-            q = add(q, pt)
-        pt, s = add(pt, pt), s >> 1
-    return q
-
-
-def encode(pt):
-    x, y, z, _ = pt
-    zi = pow(z, P - 2, P)
-    x, y = x * zi % P, y * zi % P
-    return (y | (x & 1) << 255).to_bytes(32, "little")
-
-
-def decode(b):
-    y = int.from_bytes(b, "little") & ((1 << 255) - 1)
-    x = recover_x(y, b[31] >> 7)
-    return (x, y, 1, x * y % P)
-
-
-def sha512(m):
-    return hashlib.sha512(m).digest()
-
-
-def secret(seed):
-    h = sha512(seed)
-    a = int.from_bytes(h[:32], "little") & ((1 << 254) - 8) | (1 << 254)
-    return a, h[32:], encode(mul(a, BASE))
-
-
-def sign(seed, msg):
-    a, prefix, pub = secret(seed)
-    r = int.from_bytes(sha512(prefix + msg), "little") % L
-    big_r = encode(mul(r, BASE))
-    k = int.from_bytes(sha512(big_r + pub + msg), "little") % L
-    return big_r + ((r + k * a) % L).to_bytes(32, "little")
-
-
-def verify(pub, msg, sig):
-    try:
-        s = int.from_bytes(sig[32:], "little")
-        if len(sig) != 64 or s >= L:
-            return False
-        k = int.from_bytes(sha512(sig[:32] + pub + msg), "little") % L
-        return encode(mul(s, BASE)) == encode(add(decode(sig[:32]), mul(k, decode(pub))))
-    except ValueError:
-        return False
-
-
-# --- did:key (base58btc of 0xed01 + key) ---
-B58 = "123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz"
-
-
-def b58encode(b):
-    n, out = int.from_bytes(b, "big"), ""
-    while n:
-        n, r = divmod(n, 58)
-        out = B58[r] + out
-    return "1" * (len(b) - len(b.lstrip(b"\0"))) + out
-
-
-def b58decode(s):
-    n = 0
-    for c in s:
-        n = n * 58 + B58.index(c)
-    body = n.to_bytes((n.bit_length() + 7) // 8, "big")
-    return b"\0" * (len(s) - len(s.lstrip("1"))) + body
-
-
-def did_of(pub):
-    return "did:key:z" + b58encode(b"\xed\x01" + pub)
-
-
-def key_of(did):
-    raw = b58decode(did[len("did:key:z"):])
-    if not did.startswith("did:key:z") or raw[:2] != b"\xed\x01" or len(raw) != 34:
-        raise ValueError("not an Ed25519 did:key")
-    return raw[2:]
-
-
-# --- RFC 8785 for the values agora-v1 messages hold ---
-def canon(v):
-    if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
-        v = int(v)
-    if isinstance(v, dict):
-        items = sorted(v.items(), key=lambda kv: kv[0].encode("utf-16-be"))
-        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + canon(x) for k, x in items) + "}"
-    if isinstance(v, list):
-        return "[" + ",".join(canon(x) for x in v) + "]"
-    return json.dumps(v, ensure_ascii=False)
-
-
-def b64url(b):
-    return base64.urlsafe_b64encode(b).rstrip(b"=").decode()
-
-
-def unb64url(s):
-    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
-
+PROTOCOL = "agora/1.0"
+WINDOW_S = 60  # the replay window (AV1-007)
+TIMEOUT_S = 10  # the longest wait for one reply
+MAX_BYTES = 1 << 20  # the most read of one reply or of the input
 
 SEED = os.urandom(32)
-DID = did_of(secret(SEED)[2])
+DID = ac.did_of(ac.public_key(SEED))
+SEEN = set()  # every id of this conversation: our messages' and the replies' (AV1-004)
+
+
+def utc_now():
+    return datetime.datetime.now(datetime.timezone.utc)
+
+
+STAMP = re.compile(r"(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(?:\.(\d+))?(?:[Zz]|\+00:00)")
+
+
+def parse_stamp(text):
+    """An RFC 3339 UTC date-time (Z or +00:00, optional fraction; AV1-006, AV1-A8)."""
+    m = STAMP.fullmatch(text) if isinstance(text, str) else None
+    try:
+        if not m:
+            raise ValueError
+        micro = int((m.group(7) or "0")[:6].ljust(6, "0"))
+        return datetime.datetime(*map(int, m.groups()[:6]), micro, tzinfo=datetime.timezone.utc)
+    except ValueError:
+        raise RuntimeError(f"the timestamp {text!r} is not an ISO 8601 UTC date-time") from None
 
 
 def message(ty, payload):
-    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    env = {"protocol": "agora/1.0", "id": str(uuid.uuid4()), "timestamp": now, "type": ty,
-           "sender": {"id": DID, "signature": ""}, "payload": payload}
-    env["sender"]["signature"] = b64url(sign(SEED, canon(env).encode()))
+    """A signed envelope with a fresh id (AV1-004), stamped now."""
+    msg_id = str(uuid.uuid4())
+    while msg_id in SEEN:
+        msg_id = str(uuid.uuid4())
+    SEEN.add(msg_id)
+    env = {"protocol": PROTOCOL, "id": msg_id, "timestamp": utc_now().strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "type": ty, "sender": {"id": DID, "signature": ""}, "payload": payload}
+    env["sender"]["signature"] = ac.b64url(ac.sign(SEED, ac.canonical(env)))
     return env
 
 
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None  # a signed message goes where it was sent, nowhere else
+
+
+OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}), NoRedirect)
+
+
+def read_capped(r, deadline):
+    """The body of a response, at most MAX_BYTES, within the deadline."""
+    body = b""
+    while True:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"no whole reply within {TIMEOUT_S} s")
+        chunk = r.read1(65536)
+        if not chunk:
+            return body
+        body += chunk
+        if len(body) > MAX_BYTES:
+            raise RuntimeError(f"the reply is larger than {MAX_BYTES} bytes")
+
+
 def post(url, env):
-    req = urllib.request.Request(url, data=canon(env).encode(), headers={"content-type": "application/json"})
+    """POSTs one envelope (its canonical bytes); prints and returns the reply."""
+    deadline = time.monotonic() + TIMEOUT_S
+    req = urllib.request.Request(url, data=ac.canonical(env), method="POST",
+                                 headers={"content-type": "application/json"})
     try:
-        with urllib.request.urlopen(req, timeout=10) as r:
-            body = r.read(1 << 20)
-    except urllib.error.HTTPError as e:
-        body = e.read(1 << 20)
-    reply = json.loads(body)
+        try:
+            with OPENER.open(req, timeout=TIMEOUT_S) as r:
+                body = read_capped(r, deadline)
+        except urllib.error.HTTPError as e:  # an ERROR may come with a 4xx or 5xx status
+            with e:
+                body = read_capped(e, deadline) if e.fp is not None else b""
+    except (urllib.error.URLError, OSError) as e:
+        raise RuntimeError(f"cannot reach {url}: {e}") from None
+    try:
+        reply = ac.loads(body)
+    except ValueError as e:
+        raise RuntimeError(f"the reply is not JSON: {e}") from None
     print(json.dumps({"received": reply}), flush=True)
     return reply
 
 
-def check(reply, request_id):
-    blank = json.loads(json.dumps(reply))
-    sig = blank["sender"]["signature"]
-    blank["sender"]["signature"] = ""
-    if not verify(key_of(reply["sender"]["id"]), canon(blank).encode(), unb64url(sig)):
-        raise RuntimeError(f"the {reply['type']} does not carry a valid signature")
-    at = datetime.datetime.strptime(reply["timestamp"], "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.timezone.utc)
-    if abs((datetime.datetime.now(datetime.timezone.utc) - at).total_seconds()) > 60:
+def check_envelope(reply):
+    """A reply is an envelope (AV1-001, AV1-002)."""
+    if not isinstance(reply, dict):
+        raise RuntimeError("the reply is not a JSON object")
+    missing = [m for m in ("protocol", "id", "timestamp", "type", "sender", "payload") if m not in reply]
+    if missing:
+        raise RuntimeError(f"the reply is not an agora envelope: no {', '.join(missing)}")
+    if not isinstance(reply["type"], str) or not isinstance(reply["sender"], dict) \
+            or not isinstance(reply["payload"], dict):
+        raise RuntimeError("the reply's type, sender or payload has the wrong JSON type")
+
+
+def check_protocol(reply):
+    """`protocol` is exactly "agora/1.0" (AV1-003)."""
+    if reply["protocol"] != PROTOCOL:
+        raise RuntimeError(f"the {reply['type']} speaks protocol {reply['protocol']!r}, not {PROTOCOL!r}")
+
+
+def check_fresh_id(reply):
+    """The reply's id repeats no id of this conversation, ours or a reply's (AV1-004)."""
+    rid = reply["id"]
+    if not isinstance(rid, str) or not rid:
+        raise RuntimeError(f"the {reply['type']} has id {rid!r}, not a string")
+    if rid in SEEN:
+        raise RuntimeError(f"the {reply['type']} repeats the id {rid!r} already seen in this conversation")
+    SEEN.add(rid)
+
+
+def check_signature(reply):
+    """The signature verifies over the RFC 8785 form of the envelope, its signature
+    blanked to "" or removed (AV1-016, AV1-017, AV1-023, AV1-A2), with a key that
+    sender.id names (did:key or a raw key, AV1-A4)."""
+    ty, sender = reply["type"], reply["sender"]
+    sig_text = sender.get("signature")
+    if not isinstance(sig_text, str) or not sig_text:
+        raise RuntimeError(f"the {ty} is not signed")
+    try:
+        sig, keys = ac.unb64(sig_text), ac.candidate_keys(sender.get("id"))
+        unsigned = {k: v for k, v in sender.items() if k != "signature"}
+        forms = [ac.canonical(dict(reply, sender=dict(unsigned, signature=""))),
+                 ac.canonical(dict(reply, sender=unsigned))]
+    except (ValueError, TypeError) as e:
+        raise RuntimeError(f"the {ty}'s signature cannot be checked: {e}") from None
+    if not any(ac.verify(k, data, sig) for data in forms for k in keys):
+        raise RuntimeError(f"the {ty} does not carry a valid signature over its RFC 8785 form")
+
+
+def check_timestamp(reply):
+    """Stamped within the replay window of now, either way (AV1-007, AV1-A6)."""
+    at = parse_stamp(reply["timestamp"])
+    if abs((utc_now() - at).total_seconds()) > WINDOW_S:
         raise RuntimeError(f"the {reply['type']} is stamped {reply['timestamp']}, outside the replay window")
-    if reply["payload"].get("request_id") != request_id:
-        raise RuntimeError(f"the {reply['type']} does not name the REQUEST")
+
+
+def check_link(reply, request_id):
+    """An OFFER or RESULT names our REQUEST (AV1-037, AV1-042)."""
+    named = reply["payload"].get("request_id")
+    if named != request_id:
+        raise RuntimeError(f"the {reply['type']} names request {named!r}, not ours ({request_id!r})")
+
+
+def check(reply, request_id):
+    """Every check an OFFER or RESULT gets before it is taken."""
+    check_protocol(reply)
+    check_fresh_id(reply)
+    check_signature(reply)
+    check_timestamp(reply)
+    check_link(reply, request_id)
+
+
+def number(v):
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and math.isfinite(v)
+
+
+def check_budget(offer, budget):
+    """The OFFER's cost is a number within the budget (AV1-034)."""
+    cost = offer["payload"].get("cost")
+    if not number(cost):
+        raise RuntimeError(f"the OFFER's cost is {cost!r}, not a number: not accepted")
+    if budget is not None and cost > budget:
+        raise RuntimeError(f"the OFFER costs {cost}, over the budget of {budget}: not accepted")
+
+
+def check_ttl(offer):
+    """The OFFER is still valid: its timestamp plus its ttl (ms) is not past (AV1-039)."""
+    ttl = offer["payload"].get("ttl")
+    if not number(ttl) or ttl < 0:
+        raise RuntimeError(f"the OFFER's ttl is {ttl!r}, not a number of ms: not accepted")
+    age_ms = (utc_now() - parse_stamp(offer["timestamp"])).total_seconds() * 1000
+    if age_ms > ttl:
+        raise RuntimeError(f"the OFFER stamped {offer['timestamp']} with ttl {ttl} ms has expired: not accepted")
+
+
+def failed(reply):
+    """An ERROR ends the task as failed (AV1-031)."""
+    p = reply["payload"]
+    raise RuntimeError(f"the provider refused: ERROR {p.get('code')} {p.get('message')!r}")
 
 
 def main():
-    url = os.environ["AGENTCONFORM_URL"]
-    with open(os.environ["AGENTCONFORM_INPUT"]) as f:
-        ask = json.load(f)
+    if os.environ.get("AGENTCONFORM_SCENARIO", "request") != "request":
+        raise RuntimeError(f"unknown scenario {os.environ['AGENTCONFORM_SCENARIO']!r}")
+    base = os.environ["AGENTCONFORM_URL"]
+    base = base[:-1] if base.endswith("/") else base
+    url = base if urllib.parse.urlsplit(base).path else base + "/"
+    with open(os.environ["AGENTCONFORM_INPUT"], "rb") as f:
+        ask = ac.loads(f.read(MAX_BYTES))
+    if not isinstance(ask, dict) or not isinstance(ask.get("resource"), str):
+        raise RuntimeError("the input has no string resource")
+    budget = ask.get("budget") if number(ask.get("budget")) else None
     payload = {"resource": ask["resource"], "params": ask.get("params", {})}
-    if "budget" in ask:
-        payload["budget"] = {"max": ask["budget"]}
+    if budget is not None:
+        payload["budget"] = {"max": budget}
     request = message("REQUEST", payload)
     reply = post(url, request)
-    if reply.get("type") == "ERROR":
-        raise RuntimeError(f"the provider refused: {reply['payload']}")
-    if reply.get("type") == "OFFER":
+    check_envelope(reply)
+    if reply["type"] == "ERROR":
+        failed(reply)
+    if reply["type"] == "OFFER":
         check(reply, request["id"])
-        if "budget" in ask and reply["payload"]["cost"] > ask["budget"]:
-            raise RuntimeError("the OFFER costs more than the budget")
+        check_budget(reply, budget)
+        check_ttl(reply)
         reply = post(url, message("ACCEPT", {"offer_id": reply["id"]}))
-    if reply.get("type") != "RESULT":
-        raise RuntimeError(f"no RESULT: {reply.get('type')}")
+        check_envelope(reply)
+        if reply["type"] == "ERROR":
+            failed(reply)
+    if reply["type"] != "RESULT":
+        raise RuntimeError(f"no RESULT: {reply['type']}")
     check(reply, request["id"])
     print(json.dumps({"result": reply["payload"].get("data")}), flush=True)
 
@@ -209,5 +238,6 @@ if __name__ == "__main__":
     try:
         main()
     except Exception as e:  # the driver reports every failure of its client
-        print(json.dumps({"error": str(e)}), flush=True)
+        said = str(e) if isinstance(e, RuntimeError) else f"{type(e).__name__}: {e}"
+        print(json.dumps({"error": said}), flush=True)
         sys.exit(1)

@@ -1262,9 +1262,10 @@ fn cli_client_fuzz_and_replay() -> Result<(), Failed> {
     Ok(())
 }
 
-/// A client driver in another language: a Python driver (standard library only)
-/// for the agora-v1 request scenario passes every agora-v1 client case.
-fn cli_client_python_driver() -> Result<(), Failed> {
+/// The example client drivers in Python (`harness/client-drivers/`, one per suite:
+/// the standard library, and `websockets` for agora-spaces) pass every client case
+/// of their suite.
+fn cli_client_example_driver(suite: &'static Suite, file: &'static str) -> Result<(), Failed> {
     if std::process::Command::new("python3")
         .arg("--version")
         .output()
@@ -1272,18 +1273,37 @@ fn cli_client_python_driver() -> Result<(), Failed> {
     {
         return Err("python3 is not installed (Debian: python3)".into());
     }
-    let driver =
-        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("client-drivers/agora_v1_request.py");
+    if suite.id == "agora-spaces" {
+        let has = std::process::Command::new("python3")
+            .args(["-c", "import websockets"])
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if !has {
+            return Err("the agora-spaces example driver needs the Python package websockets (Debian: python3-websockets; pip install websockets)".into());
+        }
+    }
+    let driver = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("client-drivers")
+        .join(file);
     let cmd = format!("python3 '{}'", driver.display());
     expect_code(
         &[
-            "run", "--suite", "agora-v1", "--role", "client", "--client", &cmd,
+            "run", "--suite", suite.id, "--role", "client", "--client", &cmd,
         ],
         0,
-        "6 passed, 0 failed",
+        &format!("{} passed, 0 failed", suite.client_cases.len()),
     )?;
     Ok(())
 }
+
+/// The example driver of each suite, in `harness/client-drivers/`.
+const EXAMPLE_DRIVERS: &[(&str, &str)] = &[
+    ("agora-v1", "agora_v1_request.py"),
+    ("agora-exchange", "agora_exchange_client.py"),
+    ("agora-spaces", "agora_spaces_client.py"),
+    ("chorus", "chorus_hire.py"),
+    ("agentprotocol", "agentprotocol_request.py"),
+];
 
 /// The driver interface, fair to real clients: `{url}` has no trailing slash, so a
 /// client joining `{url}/conversations/{id}` passes; one that writes `//` draws a
@@ -1699,10 +1719,15 @@ fn main() {
         "cli::client_driver_misbehaves",
         cli_client_driver_misbehaves,
     ));
-    trials.push(Trial::test(
-        "cli::client_python_driver",
-        cli_client_python_driver,
-    ));
+    for (id, file) in EXAMPLE_DRIVERS {
+        let Some(suite) = suites::by_id(id) else {
+            continue;
+        };
+        trials.push(Trial::test(
+            format!("cli::client_example_driver::{id}"),
+            move || cli_client_example_driver(suite, file),
+        ));
+    }
     trials.push(Trial::test("cli::client_interface", cli_client_interface));
     trials.push(Trial::test(
         "cli::export_and_replay_offline",

@@ -16,17 +16,76 @@ pub struct Fault {
     /// one finding it must produce, and nothing else may fail. Empty for the older
     /// faults, which are judged by `caught_by` alone.
     pub findings: &'static [&'static str],
+    /// What a server's fault asks of a client that receives its replies: the client
+    /// role's side of the same catalogue. Every server fault states it; a client
+    /// fault has none to state.
+    pub duty: Duty,
 }
 
-/// One catalogue entry: `fault!(name, family, description, [cases])`, or with
-/// `finding = [keys]` after the cases for a fault that must be exactly those findings.
+/// The duty a server fault puts on the client that talks to such a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Duty {
+    /// A client fault, or a server fault whose catalogue entry states no duty (a
+    /// test keeps the server catalogues free of it).
+    NotStated,
+    /// Nothing a client receives in its scenarios changes: the server takes what it
+    /// should refuse, or deviates where no client scenario goes.
+    None,
+    /// A client may take the reply: a reading the spec does not forbid a client to
+    /// be lenient about.
+    MayTake,
+    /// The client must refuse the reply (never act on it, never report it as a
+    /// success). The client cases that serve it, each of which fails a client that
+    /// takes it.
+    Refuse(&'static [&'static str]),
+    /// The client must report the exchange as an error. The client cases that serve
+    /// it.
+    ReportError(&'static [&'static str]),
+}
+
+impl Duty {
+    /// The client cases that serve the fault's reply to a client.
+    pub fn cases(&self) -> &'static [&'static str] {
+        match self {
+            Duty::Refuse(c) | Duty::ReportError(c) => c,
+            Duty::NotStated | Duty::None | Duty::MayTake => &[],
+        }
+    }
+
+    /// In words, for listings.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            Duty::NotStated => "not stated",
+            Duty::None => "none",
+            Duty::MayTake => "the client may take the reply",
+            Duty::Refuse(_) => "the client must refuse the reply",
+            Duty::ReportError(_) => "the client must report an error",
+        }
+    }
+}
+
+/// One catalogue entry: `fault!(name, family, description, [cases])`, then
+/// optionally `finding = [keys]` for a fault that must be exactly those findings,
+/// and for a server fault `duty = none | may_take | refuse[cases] |
+/// report_error[cases]` (see [`Duty`]).
 #[macro_export]
 macro_rules! fault {
-    ($name:literal, $family:literal, $desc:literal, [$($case:literal),+ $(,)?]) => {
-        $crate::faults::Fault { name: $name, family: $family, description: $desc, caught_by: &[$($case),+], findings: &[] }
-    };
-    ($name:literal, $family:literal, $desc:literal, [$($case:literal),+ $(,)?], finding = [$($key:literal),+ $(,)?]) => {
-        $crate::faults::Fault { name: $name, family: $family, description: $desc, caught_by: &[$($case),+], findings: &[$($key),+] }
+    (@duty) => { $crate::faults::Duty::NotStated };
+    (@duty none) => { $crate::faults::Duty::None };
+    (@duty may_take) => { $crate::faults::Duty::MayTake };
+    (@duty refuse [$($c:literal),+ $(,)?]) => { $crate::faults::Duty::Refuse(&[$($c),+]) };
+    (@duty report_error [$($c:literal),+ $(,)?]) => { $crate::faults::Duty::ReportError(&[$($c),+]) };
+    ($name:literal, $family:literal, $desc:literal, [$($case:literal),+ $(,)?]
+        $(, finding = [$($key:literal),+ $(,)?])?
+        $(, duty = $duty:ident $([$($dcase:literal),+ $(,)?])?)? $(,)?) => {
+        $crate::faults::Fault {
+            name: $name,
+            family: $family,
+            description: $desc,
+            caught_by: &[$($case),+],
+            findings: &[$($($key),+)?],
+            duty: $crate::fault!(@duty $($duty $([$($dcase),+])?)?),
+        }
     };
 }
 

@@ -16,7 +16,7 @@ use crate::profile::{HttpStatusRule, OfferIdSource};
 use crate::script::Ctx;
 use reference_impl::agora_v1::envelope::{self, SigVariant, ERROR_CODES, PROTOCOL, TYPES};
 use reference_impl::wire::clock::{format_timestamp, parse_timestamp};
-use reference_impl::wire::keys::{B64Flavor, KeyForm, Keypair};
+use reference_impl::wire::keys::{self, B64Flavor, KeyForm, Keypair};
 use reference_impl::wire::{jcs, json, new_id};
 use serde_json::{json, Value};
 use time::{Duration, OffsetDateTime};
@@ -1300,16 +1300,63 @@ pub fn defined(method: &str, path: &str) -> bool {
     method == "POST" && path == "/"
 }
 
+/// How the harness's provider spoils one reply, for a client case that serves a
+/// reply the client must refuse or report (the client side of a server fault).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Spoil {
+    None,
+    /// The RESULT carries protocol `agora/1.1` (AV1-003; `wrong-protocol-tag`).
+    ResultProtocol,
+    /// The RESULT reuses the REQUEST's id (AV1-004; `reuse-request-id`).
+    ResultReusesId,
+    /// The RESULT's request_id names the OFFER (AV1-042; `result-links-offer`).
+    ResultNamesOffer,
+    /// The OFFER's request_id names another request (AV1-037).
+    OfferNamesOther,
+    /// The OFFER is fresh (stamped 5 s ago) but its ttl of 1 s has run out (AV1-039).
+    OfferExpired,
+    /// The RESULT is stamped ten minutes ago (AV1-007; `stale-reply-timestamp`).
+    ResultStale,
+    /// The RESULT's signature is empty (`unsigned-replies`).
+    ResultUnsigned,
+    /// The RESULT is signed with a key other than its sender.id's (`reply-wrong-key`).
+    ResultWrongKey,
+    /// The RESULT is signed over its members in insertion order and sent so
+    /// (`sign-non-canonical`).
+    ResultInsertionOrder,
+    /// The RESULT is signed over sorted-key JSON with non-ASCII text escaped
+    /// (AV1-017, AV1-023), its data holding such text.
+    ResultSortedKeys,
+    /// The REQUEST is refused with a bare `{"error", "code"}` and HTTP 401
+    /// (`bare-error-replies`).
+    BareError,
+    /// The ERROR's code is a string (`error-code-string`).
+    ErrorCodeString,
+    /// The ERROR goes out with HTTP 200, code and message nested under
+    /// payload.error (`error-code-nested`).
+    ErrorNested,
+    /// The ACCEPT is answered ERROR 404 (`offer-id-in-payload`).
+    AcceptRefused,
+}
+
 /// The provider's answers, signed with `key`: REQUEST as `plan` says, ACCEPT with a
 /// RESULT for the REQUEST, anything else with ERROR 400.
 pub fn provider(key: Keypair, plan: Provide) -> crate::counterparty::Answer {
+    spoiled_provider(key, plan, Spoil::None)
+}
+
+/// [`provider`], with one reply spoiled as `spoil` says.
+pub fn spoiled_provider(key: Keypair, plan: Provide, spoil: Spoil) -> crate::counterparty::Answer {
     let mut request: Option<(String, Value)> = None;
+    let mut offer_id = String::new();
+    let other_key = Keypair::generate();
     Box::new(move |_path: &str, bytes: &[u8]| {
         let msg: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
         let ty = msg["type"].as_str().unwrap_or_default().to_string();
         let id = msg["id"].as_str().unwrap_or_default().to_string();
         let mut at = now();
         let mut bad = false;
+        let mut ttl = 30_000;
         let (rty, payload) = match (ty.as_str(), plan) {
             ("REQUEST", Provide::Direct) => (
                 "RESULT",
@@ -1325,23 +1372,46 @@ pub fn provider(key: Keypair, plan: Provide) -> crate::counterparty::Answer {
             ) => {
                 request = Some((id.clone(), msg["payload"]["params"].clone()));
                 if stale {
-                    at -= Duration::minutes(10);
+                    // Outside the 60 s window, but within its own ttl: only the
+                    // freshness check refuses it.
+                    at -= Duration::minutes(2);
+                    ttl = 900_000;
+                }
+                if spoil == Spoil::OfferExpired {
+                    at -= Duration::seconds(5);
+                    ttl = 1000;
                 }
                 bad = bad_signature;
+                let names = if spoil == Spoil::OfferNamesOther {
+                    new_id()
+                } else {
+                    id.clone()
+                };
                 (
                     "OFFER",
-                    json!({"request_id": id, "cost": cost, "ttl": 30_000, "eta": 10}),
+                    json!({"request_id": names, "cost": cost, "ttl": ttl, "eta": 10}),
                 )
             }
             ("REQUEST", Provide::Error(code)) => (
                 "ERROR",
                 json!({"code": code, "message": "refused by the harness", "request_id": id}),
             ),
+            ("ACCEPT", _) if spoil == Spoil::AcceptRefused => (
+                "ERROR",
+                json!({"code": 404, "message": "unknown offer (refused by the harness on purpose)", "request_id": id}),
+            ),
             ("ACCEPT", _) => match &request {
-                Some((rid, params)) => (
-                    "RESULT",
-                    json!({"request_id": rid, "status": "success", "data": params}),
-                ),
+                Some((rid, params)) => {
+                    let names = if spoil == Spoil::ResultNamesOffer {
+                        offer_id.clone()
+                    } else {
+                        rid.clone()
+                    };
+                    (
+                        "RESULT",
+                        json!({"request_id": names, "status": "success", "data": params}),
+                    )
+                }
                 None => (
                     "ERROR",
                     json!({"code": 404, "message": "no offer was made"}),
@@ -1352,26 +1422,86 @@ pub fn provider(key: Keypair, plan: Provide) -> crate::counterparty::Answer {
                 json!({"code": 400, "message": "unexpected message"}),
             ),
         };
-        let mut env = envelope::build(rty, &new_id(), at, &key.did(), payload);
+        let mut payload = payload;
+        if rty == "RESULT" && spoil == Spoil::ResultSortedKeys {
+            payload["data"] = json!({"text": "déjà vu, naïve café"});
+        }
+        if rty == "RESULT" && spoil == Spoil::ResultStale {
+            at -= Duration::minutes(10);
+        }
+        let reply_id = if rty == "RESULT" && spoil == Spoil::ResultReusesId {
+            request.as_ref().map_or(id.clone(), |(rid, _)| rid.clone())
+        } else {
+            new_id()
+        };
+        let mut env = envelope::build(rty, &reply_id, at, &key.did(), payload);
         if rty == "OFFER" {
             // The OFFER's envelope id names it (AV1-A11); the payload says so too.
             env["payload"]["offer_id"] = env["id"].clone();
+            offer_id = reply_id.clone();
         }
-        let _ = envelope::sign(&mut env, &key, SigVariant::Blank);
+        if rty == "RESULT" && spoil == Spoil::ResultProtocol {
+            env["protocol"] = json!("agora/1.1");
+        }
+        let result = rty == "RESULT";
+        let error = rty == "ERROR";
+        let signer = if result && spoil == Spoil::ResultWrongKey {
+            &other_key
+        } else {
+            &key
+        };
+        let _ = envelope::sign(&mut env, signer, SigVariant::Blank);
+        let mut body = None;
+        match spoil {
+            Spoil::ResultUnsigned if result => env["sender"]["signature"] = json!(""),
+            Spoil::ResultInsertionOrder if result => {
+                env["sender"]["signature"] = json!("");
+                let text = serde_json::to_vec(&env).unwrap_or_default();
+                env["sender"]["signature"] = json!(keys::b64url(&key.sign(&text).to_bytes()));
+                body = serde_json::to_vec(&env).ok();
+            }
+            Spoil::ResultSortedKeys if result => {
+                env["sender"]["signature"] = json!("");
+                let text = envelope::sorted_key_json(&env);
+                env["sender"]["signature"] =
+                    json!(keys::b64url(&key.sign(text.as_bytes()).to_bytes()));
+            }
+            Spoil::BareError if error => {
+                return (
+                    401,
+                    json!({"error": "untrusted sender (refused by the harness on purpose)", "code": 401})
+                        .to_string()
+                        .into_bytes(),
+                );
+            }
+            Spoil::ErrorCodeString if error => {
+                env["payload"]["code"] = json!(env["payload"]["code"].to_string());
+                let _ = envelope::sign(&mut env, &key, SigVariant::Blank);
+            }
+            Spoil::ErrorNested if error => {
+                let code = env["payload"]["code"].clone();
+                let message = env["payload"]["message"].clone();
+                env["payload"] = json!({"error": {"code": code, "message": message}});
+                let _ = envelope::sign(&mut env, &key, SigVariant::Blank);
+                return (200, wire(&env));
+            }
+            _ => {}
+        }
         if bad {
             let spoiled =
                 crate::script::spoil(env["sender"]["signature"].as_str().unwrap_or_default(), 5);
             env["sender"]["signature"] = json!(spoiled);
         }
-        let code = if rty == "ERROR" {
+        let code = if error {
             env["payload"]["code"]
                 .as_u64()
                 .and_then(|c| u16::try_from(c).ok())
+                .or_else(|| env["payload"]["code"].as_str().and_then(|c| c.parse().ok()))
                 .unwrap_or(400)
         } else {
             200
         };
-        (code, wire(&env))
+        (code, body.unwrap_or_else(|| wire(&env)))
     })
 }
 

@@ -541,7 +541,12 @@ pub static CLIENT_SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: client_case_fn,
     probe: client_probe_fn,
-    unreachable: &[],
+    unreachable: &[
+        (
+            "error-in-200-taken",
+            "the fuzzer mutates OFFERs and RESULTs and never serves an ERROR; client-reports-malformed-error serves one with HTTP 200",
+        ),
+    ],
     connection_per_worker: false,
     workers: super::engine::WORKERS,
 };
@@ -588,6 +593,13 @@ enum ReplyMut {
     Stale(u16, bool),
     /// The reply names another request.
     OtherRequest,
+    /// The reply carries protocol "agora/1.1" (AV1-003).
+    OtherProtocol,
+    /// The reply's id is the REQUEST's (AV1-004).
+    ReusedId,
+    /// An OFFER stamped 5 s ago with a ttl of 1000 ms (AV1-039); other replies
+    /// are left as they are.
+    LapsedTtl,
     /// The same reply in another spelling (it still verifies).
     Respell(WireForm),
     /// Raw byte edits of the reply.
@@ -597,15 +609,17 @@ enum ReplyMut {
 }
 
 impl ReplyMut {
-    /// Whether a requester must refuse the reply.
-    fn must_refuse(&self) -> bool {
+    /// Whether a requester must refuse the reply (an OFFER when `offer`).
+    fn must_refuse(&self, offer: bool) -> bool {
         matches!(
             self,
             ReplyMut::BadSignature
                 | ReplyMut::NoSignature
                 | ReplyMut::Stale(..)
                 | ReplyMut::OtherRequest
-        )
+                | ReplyMut::OtherProtocol
+                | ReplyMut::ReusedId
+        ) || (offer && matches!(self, ReplyMut::LapsedTtl))
     }
 }
 
@@ -628,7 +642,8 @@ fn client_ask(ctx: &crate::script::Ctx, negotiated: bool, budget: f64) -> Value 
     } else {
         &p.direct_resource
     };
-    json!({"resource": resource, "params": {"text": "fuzz"}, "budget": budget})
+    // Non-ASCII text, where RFC 8785 and sorted-key JSON part ways (AV1-017).
+    json!({"resource": resource, "params": {"text": "fuzz, ça va"}, "budget": budget})
 }
 
 /// The provider, with `how` applied to its first reply, or to its RESULT when
@@ -686,6 +701,25 @@ fn mutate_reply(key: &Keypair, how: &ReplyMut, out: Vec<u8>) -> Vec<u8> {
             v["payload"]["request_id"] = json!(reference_impl::wire::new_id());
             resign(&mut v);
         }
+        ReplyMut::OtherProtocol => {
+            v["protocol"] = json!("agora/1.1");
+            resign(&mut v);
+        }
+        ReplyMut::ReusedId => {
+            v["id"] = v["payload"]["request_id"].clone();
+            if v["type"] == "OFFER" {
+                v["payload"]["offer_id"] = v["id"].clone();
+            }
+            resign(&mut v);
+        }
+        ReplyMut::LapsedTtl => {
+            if v["type"] != "OFFER" {
+                return out;
+            }
+            v["timestamp"] = json!(format_timestamp(now() - time::Duration::seconds(5)));
+            v["payload"]["ttl"] = json!(1000);
+            resign(&mut v);
+        }
         ReplyMut::Respell(w) => return respell(&v, *w),
         ReplyMut::Bytes(edits) => return edit_bytes(out, edits),
         ReplyMut::Member(i, val) => {
@@ -725,7 +759,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         if env.ty == "ACCEPT" {
             let offer: Value =
                 serde_json::from_slice(&run.exchanges[0].answered).unwrap_or_default();
-            if c.negotiated && !on_result && (c.how.must_refuse() || c.over_budget) {
+            if c.negotiated && !on_result && (c.how.must_refuse(true) || c.over_budget) {
                 let oracle = match c.how {
                     ReplyMut::Stale(..) => Oracle::Freshness,
                     ReplyMut::BadSignature | ReplyMut::NoSignature => Oracle::Signature,
@@ -749,7 +783,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     }
     let took = !run.failed() && run.lines.iter().any(|l| l.get("result").is_some());
     let refused_result = if c.negotiated { on_result } else { true };
-    if took && refused_result && c.how.must_refuse() {
+    if took && refused_result && c.how.must_refuse(false) {
         return finding(
             Oracle::Verdict,
             format!(
@@ -758,7 +792,9 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             ),
         );
     }
-    let plain = matches!(c.how, ReplyMut::None | ReplyMut::Respell(_)) && !c.over_budget;
+    let plain = (matches!(c.how, ReplyMut::None | ReplyMut::Respell(_))
+        || (matches!(c.how, ReplyMut::LapsedTtl) && (on_result || !c.negotiated)))
+        && !c.over_budget;
     if plain && !took {
         let oracle = if matches!(c.how, ReplyMut::Respell(_)) {
             Oracle::WireForm

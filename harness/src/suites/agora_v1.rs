@@ -539,6 +539,7 @@ pub const CLIENT_CASES: &[Case] = &[
                 ));
             }
             ctx.checked("the ACCEPT names the OFFER by its id");
+            ids_unique(ctx, &run)?;
             completed(ctx, &run, &ask["params"])
         }
     ),
@@ -581,7 +582,7 @@ pub const CLIENT_CASES: &[Case] = &[
                 stale: true,
                 bad_signature: false,
             };
-            offer_refused(ctx, plan, "an OFFER stamped ten minutes ago").await
+            offer_refused(ctx, plan, "an OFFER stamped two minutes ago, within its own ttl of 15 min").await
         }
     ),
     client_case!(
@@ -590,6 +591,8 @@ pub const CLIENT_CASES: &[Case] = &[
         ["AV1-031"],
         Fact,
         |ctx| {
+            // A requester that fails every task passes here only if it completes one.
+            ctx.controlled_by("agora-v1/client-direct");
             let ask = client_ask(ctx, false);
             let run = drive_requester(ctx, &ask, Provide::Error(404)).await?;
             first_request(ctx, &run)?;
@@ -604,10 +607,183 @@ pub const CLIENT_CASES: &[Case] = &[
                 ));
             }
             ctx.checked("the requester reported the task as failed");
+            // An ERROR to its ACCEPT (a provider that knows the offer by another
+            // id) fails the task too.
+            let plan = Provide::Offer { cost: 5.0, stale: false, bad_signature: false };
+            let ask = client_ask(ctx, true);
+            let run = drive_spoiled(ctx, &ask, plan, Spoil::AcceptRefused).await?;
+            first_request(ctx, &run)?;
+            reported_failure(ctx, &run, "an ERROR 404 to its ACCEPT")
+        }
+    ),
+    client_case!(
+        "client-refuses-wrong-protocol",
+        "the requester does not take a RESULT whose protocol is not agora/1.0",
+        ["AV1-003"],
+        Fact,
+        |ctx| {
+            result_refused(ctx, Spoil::ResultProtocol, "a RESULT with protocol \"agora/1.1\"").await
+        }
+    ),
+    client_case!(
+        "client-refuses-reused-id",
+        "the requester does not take a RESULT that reuses its REQUEST's id",
+        ["AV1-004", "AV1-A19"],
+        Fact,
+        |ctx| {
+            result_refused(ctx, Spoil::ResultReusesId, "a RESULT whose id is the REQUEST's").await
+        }
+    ),
+    client_case!(
+        "client-refuses-foreign-offer",
+        "the requester does not ACCEPT an OFFER that names another request",
+        ["AV1-029", "AV1-037"],
+        Fact,
+        |ctx| {
+            ctx.controlled_by("agora-v1/client-negotiated");
+            let ask = client_ask(ctx, true);
+            let plan = Provide::Offer { cost: 5.0, stale: false, bad_signature: false };
+            let run = drive_spoiled(ctx, &ask, plan, Spoil::OfferNamesOther).await?;
+            first_request(ctx, &run)?;
+            refused(ctx, &run, "an OFFER whose request_id names another request")
+        }
+    ),
+    client_case!(
+        "client-refuses-foreign-result",
+        "the requester does not take a RESULT whose request_id names its OFFER rather than its REQUEST",
+        ["AV1-042"],
+        Fact,
+        |ctx| {
+            ctx.controlled_by("agora-v1/client-negotiated");
+            let ask = client_ask(ctx, true);
+            let plan = Provide::Offer { cost: 5.0, stale: false, bad_signature: false };
+            let run = drive_spoiled(ctx, &ask, plan, Spoil::ResultNamesOffer).await?;
+            first_request(ctx, &run)?;
+            reported_failure(ctx, &run, "a RESULT whose request_id names the OFFER")
+        }
+    ),
+    client_case!(
+        "client-refuses-expired-offer",
+        "the requester does not ACCEPT an OFFER whose ttl has run out, though it is fresh",
+        ["AV1-029", "AV1-039"],
+        Fact,
+        |ctx| {
+            ctx.controlled_by("agora-v1/client-negotiated");
+            let ask = client_ask(ctx, true);
+            let plan = Provide::Offer { cost: 5.0, stale: false, bad_signature: false };
+            let run = drive_spoiled(ctx, &ask, plan, Spoil::OfferExpired).await?;
+            first_request(ctx, &run)?;
+            refused(ctx, &run, "an OFFER stamped 5 s ago with a ttl of 1000 ms")
+        }
+    ),
+    client_case!(
+        "client-refuses-stale-result",
+        "the requester does not take a RESULT stamped outside the replay window",
+        ["AV1-007"],
+        Must,
+        |ctx| {
+            result_refused(ctx, Spoil::ResultStale, "a RESULT stamped ten minutes ago").await
+        }
+    ),
+    client_case!(
+        "client-refuses-bad-result-signature",
+        "the requester verifies the RESULT's signature over the RFC 8785 form: an empty signature, another key's, or one over insertion-order or sorted-key JSON is refused",
+        ["AV1-016", "AV1-017", "AV1-023"],
+        Must,
+        |ctx| {
+            for (spoil, what) in [
+                (Spoil::ResultUnsigned, "a RESULT with an empty signature"),
+                (Spoil::ResultWrongKey, "a RESULT signed with a key other than its sender.id's"),
+                (Spoil::ResultInsertionOrder, "a RESULT signed over its members in insertion order, and sent so"),
+                (Spoil::ResultSortedKeys, "a RESULT signed over sorted-key JSON with its non-ASCII text escaped (\\u00e9), not RFC 8785"),
+            ] {
+                result_refused(ctx, spoil, what).await?;
+            }
+            Ok(())
+        }
+    ),
+    client_case!(
+        "client-reports-malformed-error",
+        "a refusal in another shape (a bare {error, code} body, a string code, a nested payload.error) still fails the requester's task",
+        ["AV1-031"],
+        Fact,
+        |ctx| {
+            ctx.controlled_by("agora-v1/client-direct");
+            for (spoil, what) in [
+                (Spoil::BareError, "a bare {\"error\", \"code\"} body with HTTP 401"),
+                (Spoil::ErrorCodeString, "an ERROR whose code is the string \"403\""),
+                (Spoil::ErrorNested, "an ERROR with HTTP 200 and payload.error {code, message}"),
+            ] {
+                let ask = client_ask(ctx, false);
+                let run = drive_spoiled(ctx, &ask, Provide::Error(403), spoil).await?;
+                first_request(ctx, &run)?;
+                reported_failure(ctx, &run, what)?;
+            }
             Ok(())
         }
     ),
 ];
+
+/// Runs the requester's direct flow against a RESULT spoiled as `spoil` says: it
+/// must not take it.
+async fn result_refused(
+    ctx: &mut crate::script::Ctx,
+    spoil: Spoil,
+    what: &str,
+) -> crate::case::Step<()> {
+    // A requester that takes no RESULT passes here only if it takes a sound one.
+    ctx.controlled_by("agora-v1/client-direct");
+    let ask = client_ask(ctx, false);
+    let run = drive_spoiled(ctx, &ask, Provide::Direct, spoil).await?;
+    first_request(ctx, &run)?;
+    reported_failure(ctx, &run, what)
+}
+
+/// The requester's task failed at `what`: no result line, and a non-zero exit.
+fn reported_failure(
+    ctx: &mut crate::script::Ctx,
+    run: &crate::counterparty::DriverRun,
+    what: &str,
+) -> crate::case::Step<()> {
+    if run.lines.iter().any(|l| l.get("result").is_some()) || !run.failed() {
+        return fail(format!(
+            "the requester took {what}: {}; stdout: {}",
+            run.ended(),
+            crate::finding::clipped(run.stdout.trim(), 300)
+        ));
+    }
+    ctx.checked(format!(
+        "the requester refused {what} and reported its task as failed"
+    ));
+    Ok(())
+}
+
+/// Every message of the requester has an id of its own, unlike every other
+/// message of the conversation, the provider's among them (AV1-004, AV1-A19).
+fn ids_unique(
+    ctx: &mut crate::script::Ctx,
+    run: &crate::counterparty::DriverRun,
+) -> crate::case::Step<()> {
+    let mut seen: Vec<(String, &str)> = Vec::new();
+    for x in &run.exchanges {
+        for (bytes, who) in [(&x.received, "the requester"), (&x.answered, "the harness")] {
+            let id = serde_json::from_slice::<serde_json::Value>(bytes)
+                .ok()
+                .and_then(|v| v["id"].as_str().map(String::from));
+            let Some(id) = id else { continue };
+            if let Some((_, first)) = seen.iter().find(|(s, _)| *s == id) {
+                if who == "the requester" {
+                    return fail(format!(
+                        "the requester's message reuses id {id:?}, already used by {first} (AV1-004: an id is unique to its message)"
+                    ));
+                }
+            }
+            seen.push((id, who));
+        }
+    }
+    ctx.checked("every message of the requester has an id of its own");
+    Ok(())
+}
 
 /// The scenario input of a client case: the profile's direct (or negotiated)
 /// resource, params, and a budget of 10.
@@ -618,7 +794,8 @@ fn client_ask(ctx: &crate::script::Ctx, negotiated: bool) -> serde_json::Value {
     } else {
         &p.direct_resource
     };
-    json!({"resource": resource, "params": {"text": "hello from the harness"}, "budget": 10})
+    // Non-ASCII text, where RFC 8785 and sorted-key JSON part ways (AV1-017).
+    json!({"resource": resource, "params": {"text": "héllo from the harness, ça va"}, "budget": 10})
 }
 
 async fn drive_requester(
@@ -626,7 +803,16 @@ async fn drive_requester(
     ask: &serde_json::Value,
     plan: Provide,
 ) -> crate::case::Step<crate::counterparty::DriverRun> {
-    let answer = provider(ctx.shared.key.clone(), plan);
+    drive_spoiled(ctx, ask, plan, Spoil::None).await
+}
+
+async fn drive_spoiled(
+    ctx: &mut crate::script::Ctx,
+    ask: &serde_json::Value,
+    plan: Provide,
+    spoil: Spoil,
+) -> crate::case::Step<crate::counterparty::DriverRun> {
+    let answer = spoiled_provider(ctx.shared.key.clone(), plan, spoil);
     crate::counterparty::drive(
         ctx,
         "request",

@@ -1,8 +1,9 @@
 //! The reference agora-v1 requester (agora-v1.md §4, the requester states): sends a
 //! REQUEST over the HTTP binding, and when an OFFER comes back, checks it and
-//! ACCEPTs it; returns the RESULT's data. Every reply must be a signed envelope
-//! that verifies, is fresh, and names the REQUEST; an OFFER over the budget is
-//! refused (never ACCEPTed).
+//! ACCEPTs it; returns the RESULT's data. Every reply must be an agora/1.0 envelope
+//! with an id not seen before in the conversation, signed over RFC 8785, fresh, and
+//! naming the REQUEST; an OFFER over the budget or past its ttl is refused (never
+//! ACCEPTed).
 //!
 //! Its faults (`CLIENT_FAULTS`) model real requesters that skip one of these checks.
 
@@ -43,6 +44,55 @@ pub const CLIENT_FAULTS: &[Fault] = &[
         ["agora-v1/client-negotiated"]
     ),
     fault!(
+        "accept-any-protocol",
+        "envelope",
+        "takes a reply whatever its protocol tag",
+        ["agora-v1/client-refuses-wrong-protocol"]
+    ),
+    fault!(
+        "accept-reused-id",
+        "envelope",
+        "takes a reply whose id repeats one already seen in the conversation",
+        ["agora-v1/client-refuses-reused-id"]
+    ),
+    fault!(
+        "ignore-request-link",
+        "negotiation",
+        "takes an OFFER or RESULT whatever request its request_id names",
+        [
+            "agora-v1/client-refuses-foreign-offer",
+            "agora-v1/client-refuses-foreign-result"
+        ]
+    ),
+    fault!(
+        "ignore-offer-ttl",
+        "negotiation",
+        "ACCEPTs an OFFER whose ttl has run out, if it is within the replay window",
+        ["agora-v1/client-refuses-expired-offer"]
+    ),
+    fault!(
+        "accept-stale-result",
+        "freshness",
+        "takes a RESULT stamped outside the replay window",
+        ["agora-v1/client-refuses-stale-result"]
+    ),
+    fault!(
+        "verify-sorted-keys",
+        "signature checking",
+        "verifies signatures over sorted-key JSON with non-ASCII text escaped (Python's json.dumps(sort_keys=True)) instead of RFC 8785: it refuses sound replies holding such text and takes one signed that way",
+        [
+            "agora-v1/client-direct",
+            "agora-v1/client-negotiated",
+            "agora-v1/client-refuses-bad-result-signature"
+        ]
+    ),
+    fault!(
+        "error-in-200-taken",
+        "errors",
+        "takes any reply to its REQUEST with HTTP 200 that is not an OFFER as the outcome, an ERROR among them",
+        ["agora-v1/client-reports-malformed-error"]
+    ),
+    fault!(
         "stale-timestamps",
         "freshness",
         "stamps its messages ten minutes in the past",
@@ -52,6 +102,12 @@ pub const CLIENT_FAULTS: &[Fault] = &[
         "sign-insertion-order",
         "signing",
         "signs compact JSON in insertion order (as JSON.stringify gives) instead of the RFC 8785 bytes",
+        ["agora-v1/client-direct"]
+    ),
+    fault!(
+        "sign-sorted-keys",
+        "signing",
+        "signs sorted-key JSON with non-ASCII text escaped (Python's json.dumps(sort_keys=True)) instead of the RFC 8785 bytes",
         ["agora-v1/client-direct"]
     ),
 ];
@@ -114,9 +170,13 @@ impl Requester<'_> {
         }
         let id = new_id();
         let mut env = envelope::build(ty, &id, at, &self.key.did(), payload);
-        if self.fault("sign-insertion-order") {
+        if self.fault("sign-insertion-order") || self.fault("sign-sorted-keys") {
             env["sender"]["signature"] = json!("");
-            let text = serde_json::to_string(&env).unwrap_or_default();
+            let text = if self.fault("sign-sorted-keys") {
+                envelope::sorted_key_json(&env)
+            } else {
+                serde_json::to_string(&env).unwrap_or_default()
+            };
             let sig = crate::wire::keys::b64url(&self.key.sign(text.as_bytes()).to_bytes());
             env["sender"]["signature"] = json!(sig);
         } else {
@@ -129,6 +189,10 @@ impl Requester<'_> {
     }
 
     async fn send(&self, bytes: Vec<u8>) -> Result<Value, ClientError> {
+        self.send_status(bytes).await.map(|(_, v)| v)
+    }
+
+    async fn send_status(&self, bytes: Vec<u8>) -> Result<(u16, Value), ClientError> {
         let r = self
             .http
             .post(self.url)
@@ -137,11 +201,13 @@ impl Requester<'_> {
             .send()
             .await
             .map_err(|e| ClientError(format!("cannot reach {}: {e}", self.url)))?;
+        let status = r.status().as_u16();
         let body = r
             .bytes()
             .await
             .map_err(|e| ClientError(format!("cannot read the reply: {e}")))?;
         serde_json::from_slice(&body)
+            .map(|v| (status, v))
             .map_err(|e| ClientError(format!("the reply is not JSON: {e}")))
     }
 
@@ -152,25 +218,58 @@ impl Requester<'_> {
         reply: &Value,
         request_id: &str,
         skip_signature: bool,
+        seen: &mut Vec<String>,
     ) -> Result<(), ClientError> {
-        let bytes = serde_json::to_vec(reply).unwrap_or_default();
-        if !skip_signature && !envelope::verify_bytes(&bytes).ok() {
+        let ty = reply["type"].as_str().unwrap_or("reply");
+        if reply["protocol"] != envelope::PROTOCOL && !self.fault("accept-any-protocol") {
             return Err(ClientError(format!(
-                "the {} does not carry a valid signature",
-                reply["type"].as_str().unwrap_or("reply")
+                "the {ty} carries protocol {}, not {:?}",
+                reply["protocol"],
+                envelope::PROTOCOL
+            )));
+        }
+        let id = reply["id"].as_str().unwrap_or_default().to_string();
+        if seen.contains(&id) && !self.fault("accept-reused-id") {
+            return Err(ClientError(format!(
+                "the {ty}'s id {id:?} repeats one already seen in this conversation"
+            )));
+        }
+        seen.push(id);
+        let verified = if self.fault("verify-sorted-keys") {
+            let mut blank = reply.clone();
+            blank["sender"]["signature"] = json!("");
+            envelope::verifies_over(reply, envelope::sorted_key_json(&blank).as_bytes())
+        } else {
+            let bytes = serde_json::to_vec(reply).unwrap_or_default();
+            envelope::verify_bytes(&bytes).ok()
+        };
+        if !skip_signature && !verified {
+            return Err(ClientError(format!(
+                "the {ty} does not carry a valid signature"
             )));
         }
         let stamp = reply["timestamp"].as_str().unwrap_or_default();
-        let fresh = parse_timestamp(stamp)
-            .map(|t| (OffsetDateTime::now_utc() - t).abs() <= self.window)
-            .unwrap_or(false);
-        let let_stale_pass = reply["type"] == "OFFER" && self.fault("accept-stale-offer");
+        let at = parse_timestamp(stamp).ok();
+        let fresh = at.is_some_and(|t| (OffsetDateTime::now_utc() - t).abs() <= self.window);
+        let let_stale_pass = (ty == "OFFER" && self.fault("accept-stale-offer"))
+            || (ty == "RESULT" && self.fault("accept-stale-result"));
         if !(fresh || let_stale_pass) {
             return Err(ClientError(format!(
                 "the reply is stamped {stamp:?}, outside the replay window"
             )));
         }
-        if reply["payload"]["request_id"] != request_id {
+        if ty == "OFFER" && !self.fault("ignore-offer-ttl") {
+            let ttl = reply["payload"]["ttl"].as_f64().unwrap_or(0.0);
+            let lapsed = at.is_some_and(|t| {
+                t + time::Duration::milliseconds(ttl as i64) < OffsetDateTime::now_utc()
+            });
+            if lapsed {
+                return Err(ClientError(format!(
+                    "the OFFER stamped {stamp:?} with a ttl of {ttl} ms has run out: not accepted"
+                )));
+            }
+        }
+        if reply["payload"]["request_id"] != request_id && !self.fault("ignore-request-link") {
             return Err(ClientError(format!(
                 "the reply names request {}, not {request_id:?}",
                 reply["payload"]["request_id"]
@@ -214,12 +313,23 @@ async fn run(r: &Requester<'_>, ask: &Ask, out: &mut Outcome) -> Result<(), Clie
         payload["budget"] = json!({"max": max});
     }
     let (request_id, bytes) = r.message("REQUEST", payload)?;
-    let reply = r.send(bytes).await?;
+    // Every id of the conversation, the requester's own among them (AV1-004).
+    let mut seen = vec![request_id.clone()];
+    let (status, reply) = r.send_status(bytes).await?;
     out.received.push(reply.clone());
     let reply = match reply["type"].as_str() {
         Some("RESULT") => reply,
+        Some(t) if t != "OFFER" && status == 200 && r.fault("error-in-200-taken") => {
+            out.data = Some(reply["payload"]["data"].clone());
+            return Ok(());
+        }
         Some("OFFER") => {
-            r.check(&reply, &request_id, r.fault("accept-bad-offer-signature"))?;
+            r.check(
+                &reply,
+                &request_id,
+                r.fault("accept-bad-offer-signature"),
+                &mut seen,
+            )?;
             let cost = reply["payload"]["cost"].as_f64().unwrap_or(f64::INFINITY);
             if let Some(max) = ask.budget.filter(|m| cost > *m) {
                 if !r.fault("accept-over-budget") {
@@ -234,7 +344,8 @@ async fn run(r: &Requester<'_>, ask: &Ask, out: &mut Outcome) -> Result<(), Clie
             } else {
                 reply["id"].clone()
             };
-            let (_, accept) = r.message("ACCEPT", json!({"offer_id": offer_id}))?;
+            let (accept_id, accept) = r.message("ACCEPT", json!({"offer_id": offer_id}))?;
+            seen.push(accept_id);
             let result = r.send(accept).await?;
             out.received.push(result.clone());
             result
@@ -250,7 +361,7 @@ async fn run(r: &Requester<'_>, ask: &Ask, out: &mut Outcome) -> Result<(), Clie
     if reply["type"] != "RESULT" {
         return Err(ClientError(format!("no RESULT: {reply}")));
     }
-    r.check(&reply, &request_id, false)?;
+    r.check(&reply, &request_id, false, &mut seen)?;
     out.data = Some(reply["payload"]["data"].clone());
     Ok(())
 }
