@@ -1139,6 +1139,22 @@ pub enum Serve {
     /// The conversation opens, then expires: every follow-up is answered
     /// `{"status": "failure", "error": "Conversation expired"}` (AEX-033).
     ExpireOnFollowUp,
+    /// The conversation opens already expired (`conversationExpires` a second in
+    /// the past), and follow-ups are answered with success as a server that does
+    /// not check expiry would (`ignore-expiry`): only the client's reading of
+    /// `conversationExpires` keeps it from using the conversation (AEX-034).
+    ExpiredOnOpen,
+    /// Every reply says `"status": "Success"` (`status-capitalized`; AEX-009).
+    StatusCapitalized,
+    /// Every request fails as `{"status": "error", "message": …}`
+    /// (`failure-status-error`).
+    StatusError,
+    /// Every request fails with the failure described in `body`, without `error`
+    /// (`failure-without-error`).
+    FailureWithoutError,
+    /// Every new exchange is refused as a Python server's KeyError on
+    /// protocolSources (`require-protocol-sources`).
+    RequireSources,
 }
 
 /// The requests agora-exchange.txt defines for a server: POST to the base URL
@@ -1173,15 +1189,49 @@ pub fn server(plan: Serve) -> crate::counterparty::Answer {
         let Ok(req) = serde_json::from_slice::<Value>(bytes) else {
             return reply(400, json!({"status": "failure", "error": "malformed JSON"}));
         };
-        let expires = unix_now() + 300;
+        let expires = if plan == Serve::ExpiredOnOpen {
+            unix_now() - 1
+        } else {
+            unix_now() + 300
+        };
         let echo = json!({"status": "success", "body": {"echo": req["body"]}});
+        match plan {
+            Serve::StatusCapitalized => {
+                return reply(
+                    200,
+                    json!({"status": "Success", "body": {"echo": req["body"]}}),
+                )
+            }
+            Serve::StatusError => {
+                return reply(
+                    200,
+                    json!({"status": "error", "message": "Unsupported protocol"}),
+                )
+            }
+            Serve::FailureWithoutError => {
+                return reply(
+                    200,
+                    json!({"status": "failure", "body": {"reason": "Unsupported protocol"}}),
+                )
+            }
+            Serve::RequireSources => {
+                return reply(
+                    200,
+                    json!({"status": "failure", "error": "'protocolSources'"}),
+                )
+            }
+            _ => {}
+        }
         match path.trim_end_matches('/') {
             "" if plan == Serve::Failure => reply(
                 200,
                 json!({"status": "failure", "error": "Unsupported protocol"}),
             ),
             "" if req["multiround"] == true
-                && matches!(plan, Serve::Plain | Serve::ExpireOnFollowUp) =>
+                && matches!(
+                    plan,
+                    Serve::Plain | Serve::ExpireOnFollowUp | Serve::ExpiredOnOpen
+                ) =>
             {
                 let mut v = echo;
                 v["conversationId"] = json!(CONVERSATION);

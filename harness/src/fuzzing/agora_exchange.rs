@@ -600,8 +600,9 @@ async fn check_wellknown(f: &mut FuzzCtx) -> FuzzStep<()> {
 /// `conversation`) against the scripted server of `expect::agora_exchange`, one
 /// reply edited. Oracles: every request is JSON sent as `application/json`; no
 /// follow-up carries protocolHash (AEX-030) or goes to a conversation the server
-/// did not open; a failure reply is never reported as success; replies that keep
-/// their value complete the scenario; no crash, no hang.
+/// did not open or that its conversationExpires says is over (AEX-034); a failure
+/// reply, or a status other than "success", is never reported as success; replies
+/// that keep their value complete the scenario; no crash, no hang.
 pub static CLIENT_SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: client_case_fn,
@@ -638,7 +639,8 @@ use crate::expect::agora_exchange::Serve;
 struct ClientCase {
     conversation: bool,
     /// 0: plain, 1: the server declines the conversation, 2: every reply fails, 3:
-    /// the conversation expires before its first follow-up.
+    /// the conversation expires before its first follow-up, 4: it opens already
+    /// expired, 5: every reply says "Success", 6: every reply says "error".
     plan: u8,
     /// Which reply is edited (by its order).
     reply: u8,
@@ -662,7 +664,10 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         Serve::DeclineConversation,
         Serve::Failure,
         Serve::ExpireOnFollowUp,
-    ][usize::from(c.plan % 4)];
+        Serve::ExpiredOnOpen,
+        Serve::StatusCapitalized,
+        Serve::StatusError,
+    ][usize::from(c.plan % 7)];
     let input = client_input(c.conversation);
     let requests = if c.conversation { 3 } else { 1 };
     let target = usize::from(c.reply) % requests;
@@ -739,6 +744,30 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
                 c.edit
             ),
         );
+    }
+    if matches!(plan, Serve::StatusCapitalized | Serve::StatusError) && kept && took(&run) {
+        return finding(
+            Oracle::Verdict,
+            format!(
+                "the client reported success after a reply whose status is not \"success\" ({plan:?}, {:?}; AEX-009)",
+                c.edit
+            ),
+        );
+    }
+    if plan == Serve::ExpiredOnOpen && c.conversation && kept {
+        if let Some(x) = run
+            .exchanges
+            .iter()
+            .find(|x| x.path.contains("/conversations/"))
+        {
+            return finding(
+                Oracle::Verdict,
+                format!(
+                    "the client POSTed to {} after the conversationExpires of the reply that opened it ({:?}; AEX-034)",
+                    x.path, c.edit
+                ),
+            );
+        }
     }
     if plan == Serve::ExpireOnFollowUp && c.conversation && kept && took(&run) {
         return finding(

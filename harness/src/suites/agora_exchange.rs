@@ -608,19 +608,70 @@ pub const CLIENT_CASES: &[Case] = &[
         ctx.checked("the client reported the expired conversation and used it no more");
         Ok(())
     }),
-    client_case!("client-failure-reported", "a failure reply is reported as a failure, not a success", ["AEX-009", "AEX-010"], Must, |ctx| {
+    client_case!("client-failure-reported", "a failure reply is reported as a failure, not a success, with or without its error member", ["AEX-009", "AEX-010"], Must, |ctx| {
         // A client that reports every exchange as failed passes here only if it takes a success.
         ctx.controlled_by("agora-exchange/client-single");
-        let input = json!({"body": {"text": "hi"}, "protocolHash": echo_hash()});
-        let run = crate::counterparty::drive(ctx, "single", &input, server(Serve::Failure), crate::expect::agora_exchange::defined).await?;
-        client_request(ctx, &run, 0, "/")?;
-        if !run.failed() || run.lines.iter().any(|l| l.get("result").is_some()) {
-            return fail(format!("the client reported success after a failure reply: {}; stdout: {}", run.ended(), crate::finding::clipped(run.stdout.trim(), 300)));
+        for (plan, what) in [
+            (Serve::Failure, "a failure reply"),
+            (Serve::FailureWithoutError, "a failure reply that describes the failure in body, without error"),
+            (Serve::RequireSources, "a failure reply naming 'protocolSources'"),
+        ] {
+            reported_failure(ctx, plan, what).await?;
         }
-        ctx.checked("the client reported the failure");
+        Ok(())
+    }),
+    client_case!("client-status-exact", "only \"status\": \"success\" is a success: \"Success\" and \"error\" are reported as errors", ["AEX-009"], Must, |ctx| {
+        ctx.controlled_by("agora-exchange/client-single");
+        for (plan, what) in [
+            (Serve::StatusCapitalized, "a reply with \"status\": \"Success\""),
+            (Serve::StatusError, "a reply with \"status\": \"error\""),
+        ] {
+            reported_failure(ctx, plan, what).await?;
+        }
+        Ok(())
+    }),
+    client_case!("client-reads-expiry", "the client reads conversationExpires: a conversation that opens already expired gets no follow-up, though the server would answer it", ["AEX-022", "AEX-034"], Must, |ctx| {
+        // A client that never sends a follow-up passes here only if it sends them
+        // to a live conversation.
+        ctx.controlled_by("agora-exchange/client-conversation");
+        let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second"]});
+        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::ExpiredOnOpen), crate::expect::agora_exchange::defined).await?;
+        client_request(ctx, &run, 0, "/")?;
+        let expires = serde_json::from_slice::<Value>(&run.exchanges[0].answered).map(|v| v["conversationExpires"].clone()).unwrap_or_default();
+        if let Some(x) = run.exchanges.iter().skip(1).find(|x| x.path.contains("/conversations/")) {
+            return fail(format!("the conversation expired at {expires} (conversationExpires, before the reply was sent), yet the client POSTed a follow-up to {} (AEX-034)", x.path));
+        }
+        if !run.failed() {
+            return fail(format!("the client reported success for a conversation that expired before its follow-ups: {}; stdout: {}", run.ended(), crate::finding::clipped(run.stdout.trim(), 300)));
+        }
+        ctx.checked(format!("the client read conversationExpires {expires}, sent no follow-up and reported the conversation expired"));
         Ok(())
     }),
 ];
+
+/// Runs the `single` scenario against `plan`, whose reply is not a success: the
+/// client must report it as an error (AEX-009, AEX-010).
+async fn reported_failure(ctx: &mut Ctx, plan: Serve, what: &str) -> crate::case::Step<()> {
+    let input = json!({"body": {"text": "hi"}, "protocolHash": echo_hash()});
+    let run = crate::counterparty::drive(
+        ctx,
+        "single",
+        &input,
+        server(plan),
+        crate::expect::agora_exchange::defined,
+    )
+    .await?;
+    client_request(ctx, &run, 0, "/")?;
+    if !run.failed() || run.lines.iter().any(|l| l.get("result").is_some()) {
+        return fail(format!(
+            "the client reported success after {what}: {}; stdout: {}",
+            run.ended(),
+            crate::finding::clipped(run.stdout.trim(), 300)
+        ));
+    }
+    ctx.checked(format!("the client reported {what} as an error"));
+    Ok(())
+}
 
 /// The echo protocol's hash, for the scenarios' protocolHash.
 fn echo_hash() -> String {

@@ -21,6 +21,8 @@ pub enum ClientError {
     Failure(String),
     #[error("the server did not open a conversation (no conversationId)")]
     NoConversation,
+    #[error("the conversation expired at {0} (conversationExpires): no follow-up sent")]
+    Expired(i64),
 }
 
 /// One reply.
@@ -143,6 +145,14 @@ impl Client {
 }
 
 fn success_body(reply: ExchangeReply) -> Result<Value, ClientError> {
+    success_body_read(reply, |s| s == "success")
+}
+
+/// [`success_body`] with `success` deciding which status words are a success.
+fn success_body_read(
+    reply: ExchangeReply,
+    success: impl Fn(&str) -> bool,
+) -> Result<Value, ClientError> {
     if reply.http_status != 200 {
         return Err(ClientError::Status {
             status: reply.http_status,
@@ -150,7 +160,7 @@ fn success_body(reply: ExchangeReply) -> Result<Value, ClientError> {
         });
     }
     match reply.json["status"].as_str() {
-        Some("success") => Ok(reply.json.get("body").cloned().unwrap_or(Value::Null)),
+        Some(s) if success(s) => Ok(reply.json.get("body").cloned().unwrap_or(Value::Null)),
         _ => Err(ClientError::Failure(
             reply.json["error"]
                 .as_str()
@@ -217,12 +227,31 @@ pub const CLIENT_FAULTS: &[crate::faults::Fault] = &[
         ["agora-exchange/client-expired-conversation"]
     ),
     crate::fault!(
+        "ignore-expires",
+        "conversations",
+        "never reads conversationExpires: it sends follow-ups to a conversation past its expiry",
+        ["agora-exchange/client-reads-expiry"]
+    ),
+    crate::fault!(
+        "status-case-insensitive",
+        "failures",
+        "takes any spelling of success (\"Success\", \"SUCCESS\") for a success",
+        ["agora-exchange/client-status-exact"]
+    ),
+    crate::fault!(
+        "status-not-failure",
+        "failures",
+        "takes every status other than \"failure\" for a success, \"error\" among them",
+        ["agora-exchange/client-status-exact"]
+    ),
+    crate::fault!(
         "ignore-failure",
         "failures",
         "takes a failure reply for a success (so an expired conversation's too)",
         [
             "agora-exchange/client-failure-reported",
-            "agora-exchange/client-expired-conversation"
+            "agora-exchange/client-expired-conversation",
+            "agora-exchange/client-status-exact"
         ]
     ),
 ];
@@ -251,7 +280,18 @@ pub async fn scenario(
         if fault("ignore-failure") {
             return Ok(reply.json.get("body").cloned().unwrap_or(Value::Null));
         }
-        success_body(reply)
+        success_body_read(reply, |s| {
+            s == "success"
+                || (fault("status-case-insensitive") && s.eq_ignore_ascii_case("success"))
+                || (fault("status-not-failure") && s != "failure")
+        })
+    };
+    // The conversation's expiry as the last reply gave it (AEX-022, AEX-034).
+    let expired = |expires: Option<i64>| {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64);
+        expires.filter(|e| *e <= now && !fault("ignore-expires"))
     };
     let result = async {
         match name {
@@ -265,6 +305,7 @@ pub async fn scenario(
                 let first = json!({"protocolHash": hash, "body": body, "multiround": true});
                 let reply = client.post("", &first).await?;
                 let id = reply.json["conversationId"].as_str().map(String::from);
+                let mut expires = reply.json["conversationExpires"].as_i64();
                 let mut out = vec![take(reply, &mut received)?];
                 let id = match id {
                     Some(id) => id,
@@ -273,11 +314,17 @@ pub async fn scenario(
                 };
                 let path = format!("conversations/{}", percent_encode(&id));
                 for f in input["followups"].as_array().into_iter().flatten() {
+                    if let Some(at) = expired(expires) {
+                        return Err(ClientError::Expired(at));
+                    }
                     let mut req = json!({"body": f});
                     if fault("resend-protocol-hash") {
                         req["protocolHash"] = json!(hash);
                     }
                     let reply = client.post(&path, &req).await?;
+                    if let Some(e) = reply.json["conversationExpires"].as_i64() {
+                        expires = Some(e);
+                    }
                     if fault("retry-expired") && reply.json["status"] == "failure" {
                         received.push(reply.json.clone());
                         continue;
