@@ -1446,6 +1446,29 @@ pub struct PeerPlan {
     pub wrong_correlation: bool,
     /// The response's signature does not verify.
     pub bad_signature: bool,
+    /// How the response is spoiled beyond those.
+    pub spoil: PeerSpoil,
+}
+
+/// A response a requester must refuse or report, for a client case (the client
+/// side of a server fault).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PeerSpoil {
+    None,
+    /// No signature member (`unsigned-replies`).
+    Unsigned,
+    /// Signed over Python's `json.dumps(sort_keys=True)` (`python-json-signing`).
+    PythonSigned,
+    /// The correlation id spelled `correlation_id` (`correlation-id-snake-case`).
+    SnakeCorrelation,
+    /// Addressed to another agent (AGP-009).
+    Misaddressed,
+    /// An error with this code (`unknown-action-internal-error`,
+    /// `refuse-signed-requests`, `timeout-always`; AGP-020, AGP-022).
+    Error(&'static str),
+    /// An error whose code, message and details sit under payload.error
+    /// (`error-payload-nested`).
+    ErrorNested,
 }
 
 /// The requests agentprotocol.md defines for an agent's HTTP binding: POST
@@ -1471,10 +1494,24 @@ pub fn peer(key: Keypair, plan: PeerPlan) -> crate::counterparty::Answer {
                 } else {
                     corr
                 };
-                (
-                    "response",
-                    json!({"correlationId": corr, "status": "success", "result": msg["payload"]["params"]}),
-                )
+                match plan.spoil {
+                    PeerSpoil::Error(code) => (
+                        "error",
+                        json!({"correlationId": corr, "code": code, "message": "refused by the harness on purpose", "details": {}}),
+                    ),
+                    PeerSpoil::ErrorNested => (
+                        "error",
+                        json!({"error": {"correlationId": corr, "code": "INTERNAL_ERROR", "message": "refused by the harness on purpose", "details": {}}}),
+                    ),
+                    PeerSpoil::SnakeCorrelation => (
+                        "response",
+                        json!({"correlation_id": corr, "status": "success", "result": msg["payload"]["params"]}),
+                    ),
+                    _ => (
+                        "response",
+                        json!({"correlationId": corr, "status": "success", "result": msg["payload"]["params"]}),
+                    ),
+                }
             }
             _ => (
                 "error",
@@ -1488,10 +1525,31 @@ pub fn peer(key: Keypair, plan: PeerPlan) -> crate::counterparty::Answer {
             "to": {"agentId": msg["from"]["agentId"], "broadcast": false},
             "type": ty, "payload": payload,
         });
+        let answers_request = msg["type"] == "request";
+        if answers_request && plan.spoil == PeerSpoil::Misaddressed {
+            m["to"]["agentId"] = json!(agent_id(&Keypair::generate()));
+        }
         let _ = message::sign(&mut m, &key);
         if plan.bad_signature && ty == "response" {
             let spoiled = crate::script::spoil(m["signature"].as_str().unwrap_or_default(), 3);
             m["signature"] = json!(spoiled);
+        }
+        if answers_request {
+            match plan.spoil {
+                PeerSpoil::Unsigned => {
+                    if let Some(o) = m.as_object_mut() {
+                        o.remove("signature");
+                    }
+                }
+                PeerSpoil::PythonSigned => {
+                    if let Some(o) = m.as_object_mut() {
+                        o.remove("signature");
+                    }
+                    let text = message::python_sorted_json(&m, false);
+                    m["signature"] = json!(keys::b64std(&key.sign(text.as_bytes()).to_bytes()));
+                }
+                _ => {}
+            }
         }
         (200, m.to_string().into_bytes())
     })

@@ -1462,7 +1462,7 @@ pub fn spoiled_provider(key: Keypair, plan: Provide, spoil: Spoil) -> crate::cou
             }
             Spoil::ResultSortedKeys if result => {
                 env["sender"]["signature"] = json!("");
-                let text = envelope::sorted_key_json(&env);
+                let text = reference_impl::wire::pyjson::python_sorted_json(&env, true);
                 env["sender"]["signature"] =
                     json!(keys::b64url(&key.sign(text.as_bytes()).to_bytes()));
             }

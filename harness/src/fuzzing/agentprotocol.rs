@@ -1770,10 +1770,12 @@ async fn pipeline(f: &mut FuzzCtx, c: &mut Case) -> FuzzStep<()> {
 /// Fuzzing a requester: each case runs the client driver once (scenario
 /// `request`) against the scripted peer of `expect::agentprotocol`, its hello or
 /// its response edited. Oracles: hello comes first; every message passes the
-/// shared message checks; no request to a peer whose hello lacks the capability
-/// (AGP-036); a response with another correlationId, a signature that does not
-/// verify, or a value changed after signing is never taken; replies that keep
-/// their value complete the request; no crash, no hang.
+/// shared message checks, is addressed to the peer given (AGP-008) and has an id
+/// of its own (AGP-003); no request to a peer whose hello lacks the capability
+/// (AGP-036); a response with another correlationId (or correlation_id), a
+/// signature that does not verify or is missing, a value changed after signing, an
+/// addressee other than the requester (AGP-009), or an error in its place is never
+/// taken; replies that keep their value complete the request; no crash, no hang.
 pub static CLIENT_SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: client_case_fn,
@@ -1783,12 +1785,13 @@ pub static CLIENT_SPEC: Spec = Spec {
     workers: super::engine::WORKERS,
 };
 
-use crate::expect::agentprotocol::PeerPlan;
+use crate::expect::agentprotocol::{PeerPlan, PeerSpoil};
 
 const CLIENT_PLAIN: PeerPlan = PeerPlan {
     capabilities: &["agentprotocol:core", "agentconform:echo"],
     wrong_correlation: false,
     bad_signature: false,
+    spoil: PeerSpoil::None,
 };
 
 fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -1831,8 +1834,16 @@ struct ClientCase {
 async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     use super::client::{edit_answer, ended_well, must_complete, took, Served};
     let c: ClientCase = f.draw();
-    let kind = c.plan % 4;
+    let kind = c.plan % 8;
+    let spoiled = |spoil| PeerPlan {
+        spoil,
+        ..CLIENT_PLAIN
+    };
     let plan = match kind {
+        4 => spoiled(PeerSpoil::Misaddressed),
+        5 => spoiled(PeerSpoil::Error("INTERNAL_ERROR")),
+        6 => spoiled(PeerSpoil::SnakeCorrelation),
+        7 => spoiled(PeerSpoil::Unsigned),
         1 => PeerPlan {
             capabilities: &["agentprotocol:core"],
             ..CLIENT_PLAIN
@@ -1871,10 +1882,30 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     ended_well(&run)?;
     let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let mut types = Vec::new();
+    let mut ids = Vec::new();
     for x in &run.exchanges {
         f.fuzzed(&x.received);
         let m = crate::expect::agentprotocol::check_client_message(&mut f.ctx, &x.received)?;
         types.push(m["type"].as_str().unwrap_or_default().to_string());
+        if m["to"]["agentId"] != input["peer"] {
+            return finding(
+                Oracle::ReplyCheck,
+                format!(
+                    "the requester's {} is addressed to {}, not to the peer it was given (AGP-008)",
+                    m["type"], m["to"]["agentId"]
+                ),
+            );
+        }
+        if ids.contains(&m["id"]) {
+            return finding(
+                Oracle::ReplyCheck,
+                format!(
+                    "the requester's {} reuses the id {} of an earlier message (AGP-003)",
+                    m["type"], m["id"]
+                ),
+            );
+        }
+        ids.push(m["id"].clone());
     }
     if types.first().is_some_and(|t| t != "hello") {
         return finding(
@@ -1893,8 +1924,12 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         );
     }
     let response_changed = !on_hello && served.applied && !served.same_value;
-    if took(&run) && (plan.wrong_correlation || plan.bad_signature || response_changed) {
-        let oracle = if plan.wrong_correlation {
+    let must_refuse = plan.wrong_correlation
+        || plan.bad_signature
+        || plan.spoil != PeerSpoil::None
+        || response_changed;
+    if took(&run) && must_refuse {
+        let oracle = if plan.wrong_correlation || plan.spoil == PeerSpoil::SnakeCorrelation {
             Oracle::Correlation
         } else {
             Oracle::Signature

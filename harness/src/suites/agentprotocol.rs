@@ -530,6 +530,16 @@ pub const CLIENT_CASES: &[Case] = &[
             return fail(format!("the request's correlationId is {}, not a string (AGP-018)", req["payload"]["correlationId"]));
         }
         ctx.checked("the request names the scenario's action and params with a string correlationId");
+        for (what, m) in [("hello", &hello), ("request", &req)] {
+            if m["to"]["agentId"] != input["peer"] {
+                return fail(format!("the {what} is addressed to {}, not to the peer it was given, {} (AGP-008)", m["to"]["agentId"], input["peer"]));
+            }
+        }
+        ctx.checked("both messages are addressed to the peer the scenario names");
+        if hello["id"] == req["id"] {
+            return fail(format!("the hello and the request share the id {} (AGP-003: an id is unique to each message)", req["id"]));
+        }
+        ctx.checked("every message of the requester has an id of its own");
         if run.failed() || !run.lines.iter().any(|l| l.get("result") == Some(&input["params"])) {
             return fail(format!("the requester did not take the response: {}; stdout: {}", run.ended(), crate::finding::clipped(run.stdout.trim(), 300)));
         }
@@ -537,26 +547,63 @@ pub const CLIENT_CASES: &[Case] = &[
         Ok(())
     }),
     client_case!("client-checks-capabilities", "the requester sends no request to a peer whose hello lacks the capability", ["AGP-036"], Should, |ctx| {
+        // A requester that never sends a request passes here only if it sends one
+        // to a peer that has the capability.
+        ctx.controlled_by(CLIENT_REQUEST);
         let plan = PeerPlan { capabilities: &["agentprotocol:core"], ..PLAIN };
-        let run = drive_peer(ctx, &client_input(ctx), plan).await?;
+        let input = client_input(ctx);
+        let run = drive_peer(ctx, &input, plan).await?;
+        let hello = client_message(ctx, &run, 0)?;
+        if hello["type"] != "hello" {
+            return fail(format!("the requester's first message is {}, not hello: it cannot have read the peer's capabilities (AGP-013)", hello["type"]));
+        }
         let sent_request = run.sent().any(|b| serde_json::from_slice::<Value>(b).is_ok_and(|v| v["type"] == "request"));
         if sent_request {
-            return fail("the requester sent its request to a peer whose hello does not list agentconform:echo (AGP-036)");
+            return fail(format!("the requester sent its request to a peer whose hello does not list {} (AGP-036)", input["capability"]));
         }
         ctx.checked("no request to a peer without the capability");
         Ok(())
     }),
-    client_case!("client-checks-correlation", "a response that echoes another correlationId is not taken", ["AGP-019"], Fact, |ctx| {
+    client_case!("client-checks-correlation", "a response that echoes another correlationId, or spells it correlation_id, is not taken", ["AGP-019"], Fact, |ctx| {
         ctx.controlled_by(CLIENT_REQUEST);
-        let plan = PeerPlan { wrong_correlation: true, ..PLAIN };
-        let run = drive_peer(ctx, &client_input(ctx), plan).await?;
-        not_taken(ctx, &run, "a response echoing another correlationId")
+        for (plan, what) in [
+            (PeerPlan { wrong_correlation: true, ..PLAIN }, "a response echoing another correlationId"),
+            (PeerPlan { spoil: PeerSpoil::SnakeCorrelation, ..PLAIN }, "a response that names the correlation id correlation_id, not correlationId"),
+        ] {
+            let run = drive_peer(ctx, &client_input(ctx), plan).await?;
+            not_taken(ctx, &run, what)?;
+        }
+        Ok(())
     }),
-    client_case!("client-verifies-response", "a response whose signature does not verify is not taken", ["AGP-035"], Should, |ctx| {
+    client_case!("client-verifies-response", "a response whose signature does not verify over the RFC 8785 form (spoiled, missing, or over Python's json.dumps) is not taken", ["AGP-035"], Should, |ctx| {
         ctx.controlled_by(CLIENT_REQUEST);
-        let plan = PeerPlan { bad_signature: true, ..PLAIN };
-        let run = drive_peer(ctx, &client_input(ctx), plan).await?;
-        not_taken(ctx, &run, "a response whose signature does not verify")
+        for (plan, what) in [
+            (PeerPlan { bad_signature: true, ..PLAIN }, "a response whose signature does not verify"),
+            (PeerPlan { spoil: PeerSpoil::Unsigned, ..PLAIN }, "a response without a signature"),
+            (PeerPlan { spoil: PeerSpoil::PythonSigned, ..PLAIN }, "a response signed over Python's json.dumps(sort_keys=True), not RFC 8785"),
+        ] {
+            let run = drive_peer(ctx, &client_input(ctx), plan).await?;
+            not_taken(ctx, &run, what)?;
+        }
+        Ok(())
+    }),
+    client_case!("client-reports-error-response", "an error answering the request is reported as an error, never taken as a result, whatever its code or shape", ["AGP-020", "AGP-022"], Fact, |ctx| {
+        ctx.controlled_by(CLIENT_REQUEST);
+        for (spoil, what) in [
+            (PeerSpoil::Error("INTERNAL_ERROR"), "an INTERNAL_ERROR error"),
+            (PeerSpoil::Error("INVALID_SIGNATURE"), "an INVALID_SIGNATURE error"),
+            (PeerSpoil::Error("TIMEOUT"), "a TIMEOUT error"),
+            (PeerSpoil::ErrorNested, "an error whose code and message sit under payload.error"),
+        ] {
+            let run = drive_peer(ctx, &client_input(ctx), PeerPlan { spoil, ..PLAIN }).await?;
+            not_taken(ctx, &run, what)?;
+        }
+        Ok(())
+    }),
+    client_case!("client-refuses-misaddressed-response", "a response addressed to another agent is not taken", ["AGP-009"], Fact, |ctx| {
+        ctx.controlled_by(CLIENT_REQUEST);
+        let run = drive_peer(ctx, &client_input(ctx), PeerPlan { spoil: PeerSpoil::Misaddressed, ..PLAIN }).await?;
+        not_taken(ctx, &run, "a response whose to.agentId names another agent")
     }),
 ];
 
@@ -568,13 +615,15 @@ const PLAIN: PeerPlan = PeerPlan {
     capabilities: &["agentprotocol:core", "agentconform:echo"],
     wrong_correlation: false,
     bad_signature: false,
+    spoil: PeerSpoil::None,
 };
 
 /// The scenario input: the action, the capability it needs, its params, and the
 /// harness's agentId (the peer the requester addresses).
 fn client_input(ctx: &Ctx) -> Value {
     let peer = reference_impl::agentprotocol::message::agent_id(&ctx.shared.key);
-    json!({"action": "echo", "capability": "agentconform:echo", "params": {"text": "hello from the harness"}, "peer": peer})
+    // Non-ASCII text, where RFC 8785 and sorted-key JSON part ways.
+    json!({"action": "echo", "capability": "agentconform:echo", "params": {"text": "héllo from the harness, ça va"}, "peer": peer})
 }
 
 async fn drive_peer(

@@ -44,6 +44,42 @@ pub const CLIENT_FAULTS: &[Fault] = &[
         ["agentprotocol/client-verifies-response"]
     ),
     fault!(
+        "ignore-addressee",
+        "addressing",
+        "takes a response addressed to another agent",
+        ["agentprotocol/client-refuses-misaddressed-response"]
+    ),
+    fault!(
+        "error-as-result",
+        "errors",
+        "takes any reply that echoes its correlationId as the outcome, an error among them",
+        ["agentprotocol/client-reports-error-response"]
+    ),
+    fault!(
+        "read-snake-case-correlation",
+        "correlation",
+        "reads the correlation id from correlation_id when correlationId is missing",
+        ["agentprotocol/client-checks-correlation"]
+    ),
+    fault!(
+        "reuse-message-id",
+        "ids",
+        "sends its hello and its request under one message id",
+        ["agentprotocol/client-request"]
+    ),
+    fault!(
+        "broadcast-request",
+        "addressing",
+        "sends its request as a broadcast, without the peer's agentId",
+        ["agentprotocol/client-request"]
+    ),
+    fault!(
+        "verify-python-json",
+        "signature checking",
+        "verifies signatures over Python's json.dumps(sort_keys=True) instead of RFC 8785: it refuses the sound hello of every peer, fails the valid exchange, and the cases it controls are blocked",
+        ["agentprotocol/client-request"]
+    ),
+    fault!(
         "refuse-every-response",
         "signature checking",
         "refuses every response after hello (it cannot verify anyone it has greeted): it fails the valid exchange, and its refusals of bad responses prove nothing, so those cases are blocked",
@@ -116,9 +152,15 @@ async fn run(
     let endpoint = format!("{}/agentprotocol", url.trim_end_matches('/'));
     let key = Keypair::generate();
     let me = agent_id(&key);
+    let shared_id = new_id();
     let message = |ty: &str, to: Value, payload: Value| {
+        let id = if fault("reuse-message-id") {
+            shared_id.clone()
+        } else {
+            new_id()
+        };
         let mut m = json!({
-            "protocol": PROTOCOL, "id": new_id(),
+            "protocol": PROTOCOL, "id": id,
             "timestamp": format_timestamp(time::OffsetDateTime::now_utc()),
             "from": {"agentId": me, "capabilities": ["agentprotocol:core"]},
             "to": to, "type": ty, "payload": payload,
@@ -144,6 +186,18 @@ async fn run(
                 .map_err(|e| ClientError(format!("the reply is not JSON: {e}")))
         }
     };
+    let verifies = |reply: &Value| {
+        if fault("verify-python-json") {
+            let mut blank = reply.clone();
+            if let Some(o) = blank.as_object_mut() {
+                o.remove("signature");
+            }
+            let text = crate::wire::pyjson::python_sorted_json(&blank, false);
+            message::verifies_over(reply, text.as_bytes())
+        } else {
+            message::verify_bytes(reply.to_string().as_bytes()).is_ok()
+        }
+    };
     let mut peer = match &ask.peer {
         Some(id) => json!({"agentId": id, "broadcast": false}),
         None => json!({"broadcast": true}),
@@ -160,7 +214,7 @@ async fn run(
         if reply["type"] != "hello" {
             return fail(format!("the peer answered hello with {}", reply["type"]));
         }
-        if message::verify_bytes(reply.to_string().as_bytes()).is_err() {
+        if !verifies(&reply) {
             return fail("the peer's hello does not carry a valid signature");
         }
         let caps: Vec<&str> = reply["from"]["capabilities"]
@@ -178,6 +232,9 @@ async fn run(
         }
     }
     let corr = new_id();
+    if fault("broadcast-request") {
+        peer = json!({"broadcast": true});
+    }
     let req = message(
         "request",
         peer,
@@ -190,10 +247,21 @@ async fn run(
         // A library that looks up the peer's key in a registry it never filled.
         return fail("cannot verify the response: no key known for its sender");
     }
-    if message::verify_bytes(reply.to_string().as_bytes()).is_err() && !fault("trust-unsigned") {
+    if !verifies(&reply) && !fault("trust-unsigned") {
         return fail("the response does not carry a valid signature");
     }
-    if reply["payload"]["correlationId"] != corr.as_str() && !fault("ignore-correlation") {
+    // A reply goes back to its requester (AGP-009).
+    if reply["to"]["agentId"] != me.as_str() && !fault("ignore-addressee") {
+        return fail(format!(
+            "the reply is addressed to {}, not to this requester",
+            reply["to"]["agentId"]
+        ));
+    }
+    let mut echoed = &reply["payload"]["correlationId"];
+    if echoed.is_null() && fault("read-snake-case-correlation") {
+        echoed = &reply["payload"]["correlation_id"];
+    }
+    if echoed != corr.as_str() && !fault("ignore-correlation") {
         return fail(format!(
             "the reply echoes correlationId {}, not {corr:?}",
             reply["payload"]["correlationId"]
@@ -203,6 +271,7 @@ async fn run(
         Some("response") if reply["payload"]["status"] == "success" => {
             Ok(reply["payload"]["result"].clone())
         }
+        Some(_) if fault("error-as-result") => Ok(reply["payload"].clone()),
         Some("error") => fail(format!(
             "the peer refused: {} {}",
             reply["payload"]["code"], reply["payload"]["message"]

@@ -173,7 +173,7 @@ impl Requester<'_> {
         if self.fault("sign-insertion-order") || self.fault("sign-sorted-keys") {
             env["sender"]["signature"] = json!("");
             let text = if self.fault("sign-sorted-keys") {
-                envelope::sorted_key_json(&env)
+                crate::wire::pyjson::python_sorted_json(&env, true)
             } else {
                 serde_json::to_string(&env).unwrap_or_default()
             };
@@ -238,7 +238,10 @@ impl Requester<'_> {
         let verified = if self.fault("verify-sorted-keys") {
             let mut blank = reply.clone();
             blank["sender"]["signature"] = json!("");
-            envelope::verifies_over(reply, envelope::sorted_key_json(&blank).as_bytes())
+            envelope::verifies_over(
+                reply,
+                crate::wire::pyjson::python_sorted_json(&blank, true).as_bytes(),
+            )
         } else {
             let bytes = serde_json::to_vec(reply).unwrap_or_default();
             envelope::verify_bytes(&bytes).ok()

@@ -238,39 +238,6 @@ pub fn verify_tree(tree: Value<'_>) -> Verification {
     v
 }
 
-/// The sorted-key JSON a naive signer writes instead of RFC 8785 (Python's
-/// `json.dumps(v, sort_keys=True, separators=(",", ":"))`): members sorted by code
-/// point, compact, every character outside ASCII escaped as `\uXXXX`. It agrees
-/// with RFC 8785 on ASCII text and differs on any other (`"é"` against `"\u00e9"`).
-pub fn sorted_key_json(v: &serde_json::Value) -> String {
-    fn sort(v: &serde_json::Value) -> serde_json::Value {
-        match v {
-            serde_json::Value::Object(m) => {
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                serde_json::Value::Object(
-                    keys.into_iter().map(|k| (k.clone(), sort(&m[k]))).collect(),
-                )
-            }
-            serde_json::Value::Array(a) => serde_json::Value::Array(a.iter().map(sort).collect()),
-            other => other.clone(),
-        }
-    }
-    let text = sort(v).to_string();
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if c.is_ascii() {
-            out.push(c);
-        } else {
-            let mut units = [0u16; 2];
-            for u in c.encode_utf16(&mut units) {
-                out.push_str(&format!("\\u{u:04x}"));
-            }
-        }
-    }
-    out
-}
-
 /// Whether `env`'s signature verifies over `signed` (bytes some signer wrote in
 /// place of the canonical form) with the key its `sender.id` names.
 pub fn verifies_over(env: &serde_json::Value, signed: &[u8]) -> bool {
@@ -292,15 +259,6 @@ pub fn verifies_over(env: &serde_json::Value, signed: &[u8]) -> bool {
 mod tests {
     use super::*;
     use time::macros::datetime;
-
-    #[test]
-    fn sorted_key_json_escapes_what_rfc_8785_writes_raw() {
-        let v = serde_json::json!({"b": "café 😀", "a": [1.5, {"d": null, "c": true}]});
-        assert_eq!(
-            sorted_key_json(&v),
-            r#"{"a":[1.5,{"c":true,"d":null}],"b":"caf\u00e9 \ud83d\ude00"}"#
-        );
-    }
 
     #[test]
     fn sign_then_verify_both_variants() {

@@ -6,6 +6,7 @@ pub mod http;
 pub mod jcs;
 pub mod json;
 pub mod keys;
+pub mod pyjson;
 
 /// The read buffer of every WebSocket connection, client or server side. The
 /// WebSocket library fills its whole read buffer with zeros before every read, so
