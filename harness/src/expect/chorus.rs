@@ -1519,7 +1519,26 @@ pub enum Hire {
     SkillMismatch,
     /// The agent refuses the job: BUDGET_INSUFFICIENT.
     BudgetInsufficient,
+    /// The agent refuses the job the way a web framework does, HTTP 404
+    /// `{"detail": …}` without SKILL_MISMATCH (`skill-mismatch-detail-404`).
+    SkillMismatchDetail,
+    /// The result names another job (CHO-030).
+    ForeignResult,
+    /// The reply is 202 PENDING and the result POSTed to callback_url names
+    /// another job (CHO-030).
+    ForeignCallback,
+    /// The result charges an execution_cost above the job's budget (CHO-033;
+    /// `ignore-budget`).
+    CostOverBudget,
+    /// The reply is 202 PENDING and no result ever comes (`callback-never-sent`).
+    CallbackNever,
+    /// The job succeeds, and the transfer is answered HTTP 200 with status
+    /// "failed" and TRANSFER_FAILED (`transfer-failed-200`; CHO-040).
+    TransferFailed,
 }
+
+/// How far over the budget [`Hire::CostOverBudget`] charges.
+pub const OVER_BUDGET_BY: f64 = 0.05;
 
 /// The cost of the harness's agents' skill, charged as execution_cost.
 pub const HIRE_COST: f64 = 0.10;
@@ -1595,6 +1614,12 @@ pub fn registry(
         }
         if route == "/transfer" {
             let t: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+            if plan == Hire::TransferFailed {
+                return reply(
+                    200,
+                    json!({"status": "failed", "error": "TRANSFER_FAILED", "message": "the payer has 0.00 credits (on purpose)"}),
+                );
+            }
             return reply(
                 200,
                 json!({"status": "completed", "transfer_id": t["transfer_id"]}),
@@ -1615,10 +1640,40 @@ pub fn registry(
             })
         };
         match plan {
-            Hire::Success => reply(
+            Hire::Success | Hire::TransferFailed => reply(
                 200,
                 result("SUCCESS", job["input_data"].clone(), Value::Null),
             ),
+            Hire::ForeignResult => {
+                let mut r = result("SUCCESS", job["input_data"].clone(), Value::Null);
+                r["job_id"] = json!(new_id());
+                reply(200, r)
+            }
+            Hire::CostOverBudget => {
+                let mut r = result("SUCCESS", job["input_data"].clone(), Value::Null);
+                let budget = job["budget"].as_f64().unwrap_or(HIRE_COST);
+                r["execution_cost"] = json!(((budget + OVER_BUDGET_BY) * 100.0).round() / 100.0);
+                reply(200, r)
+            }
+            Hire::SkillMismatchDetail => reply(
+                404,
+                json!({"detail": "Not Found: this agent lacks the skill (on purpose)"}),
+            ),
+            Hire::CallbackNever => {
+                let mut pending = result("PENDING", Value::Null, Value::Null);
+                pending["execution_cost"] = Value::Null;
+                reply(202, pending)
+            }
+            Hire::ForeignCallback => {
+                if let Some(url) = job["callback_url"].as_str() {
+                    let mut done = result("SUCCESS", job["input_data"].clone(), Value::Null);
+                    done["job_id"] = json!(new_id());
+                    outbox.push(url.to_string(), done.to_string().into_bytes());
+                }
+                let mut pending = result("PENDING", Value::Null, Value::Null);
+                pending["execution_cost"] = Value::Null;
+                reply(202, pending)
+            }
             Hire::Failure => reply(
                 200,
                 result(
@@ -1759,6 +1814,23 @@ pub fn check_job_sent(
             &["CHO-003"],
             format!("the client's job_id {} is not a UUID", job["job_id"]),
         ));
+    } else if job["job_id"].as_str().and_then(|id| id.as_bytes().get(14)) != Some(&b'4') {
+        // RFC 4122 syntax of another version: CHO-A7 warns.
+        ctx.finding(
+            Finding::new(
+                "chorus/client:job-id-version",
+                &["CHO-003", "CHO-A7"],
+                format!(
+                    "the client's job_id {} is a UUID of version {}, not 4",
+                    job["job_id"],
+                    job["job_id"]
+                        .as_str()
+                        .and_then(|id| id.get(14..15))
+                        .unwrap_or("?")
+                ),
+            )
+            .at(Level::Should),
+        );
     }
     if !is_utc_timestamp(&job["timestamp_utc"]) {
         ctx.finding(Finding::new(
@@ -1835,6 +1907,40 @@ pub fn check_not_paid(ctx: &mut Ctx, run: &crate::counterparty::DriverRun, why: 
     Ok(())
 }
 
+/// How the client paid for one successful job, judged the same in `run` and in
+/// `fuzz`: once, the execution_cost charged (CHO-033, CHO-038), never above the
+/// job's budget.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Payment {
+    /// One transfer of the execution_cost.
+    Exact,
+    /// No transfer.
+    Missing,
+    /// More than one transfer for the job.
+    Twice(usize),
+    /// One transfer without a numeric amount.
+    NoAmount(Value),
+    /// One transfer of more than the job's budget (a failure).
+    OverBudget(f64),
+    /// One transfer of another amount within the budget (a warning).
+    OtherAmount(f64),
+}
+
+/// Judges the transfers of a run for a job whose result charged `cost` within
+/// `budget`.
+pub fn judge_payment(transfers: &[Value], cost: f64, budget: f64) -> Payment {
+    match transfers {
+        [] => Payment::Missing,
+        [t] => match t["amount"].as_f64() {
+            None => Payment::NoAmount(t["amount"].clone()),
+            Some(a) if a > budget + EXACT => Payment::OverBudget(a),
+            Some(a) if (a - cost).abs() > EXACT => Payment::OtherAmount(a),
+            Some(_) => Payment::Exact,
+        },
+        many => Payment::Twice(many.len()),
+    }
+}
+
 /// The client paid once for the job, after its SUCCESS: a complete transfer
 /// (CHO-039) from the scenario's owner to the hired agent's owner, for the job,
 /// of the execution_cost charged (CHO-033, CHO-038).
@@ -1847,17 +1953,19 @@ pub fn check_paid(
     ids: &[String; 2],
 ) -> Step<()> {
     let transfers = transfers_sent(run);
+    let budget = job["budget"].as_f64().unwrap_or(f64::MAX);
+    let verdict = judge_payment(&transfers, HIRE_COST, budget);
     let Some(t) = transfers.first() else {
         return fail(format!(
             "the client never paid for the successful job: no POST /transfer (CHO-038); {}",
             run.ended()
         ));
     };
-    if transfers.len() > 1 {
+    if let Payment::Twice(n) = verdict {
         ctx.finding(Finding::new(
             "chorus/client:paid-twice",
             &["CHO-038"],
-            format!("the client sent {} transfers for one job", transfers.len()),
+            format!("the client sent {n} transfers for one job"),
         ));
     }
     // transfer_id, job_id and amount are judged below, once.
@@ -1910,28 +2018,30 @@ pub fn check_paid(
             t["to_owner"]
         ));
     }
-    let amount = t["amount"].as_f64();
-    if amount.is_none() {
-        ctx.finding(Finding::new(
+    match verdict {
+        Payment::NoAmount(a) => ctx.finding(Finding::new(
             "chorus/client:amount-missing",
             &["CHO-039"],
+            format!("the client's transfer has the amount {a}, not a number of credits"),
+        )),
+        Payment::OverBudget(a) => ctx.finding(Finding::new(
+            "chorus/client:amount-over-budget",
+            &["CHO-033", "CHO-038"],
             format!(
-                "the client's transfer has the amount {}, not a number of credits",
-                t["amount"]
+                "the client pays {a} for a job whose execution_cost is {HIRE_COST:.2} and whose budget is {budget:.2}"
             ),
-        ));
-    } else if !amount.is_some_and(|a| (a - HIRE_COST).abs() <= EXACT) {
-        ctx.finding(
+        )),
+        Payment::OtherAmount(a) => ctx.finding(
             Finding::new(
                 "chorus/client:amount",
                 &["CHO-033", "CHO-038"],
                 format!(
-                    "the client pays {} for a job whose execution_cost is {HIRE_COST:.2}",
-                    t["amount"]
+                    "the client pays {a} for a job whose execution_cost is {HIRE_COST:.2}"
                 ),
             )
             .at(Level::Should),
-        );
+        ),
+        Payment::Exact | Payment::Missing | Payment::Twice(_) => {}
     }
     ctx.checked("the client paid the job once, to its agent");
     Ok(())
@@ -1945,13 +2055,37 @@ pub fn check_outcome_reported(
     job: &Value,
     status: &str,
 ) {
-    let reported = sent_to(run, "POST", "/results")
+    let reports: Vec<Value> = sent_to(run, "POST", "/results")
         .iter()
         .map(|x| serde_json::from_slice::<Value>(&x.received).unwrap_or(Value::Null))
-        .any(|r| r["job_id"] == job["job_id"] && r["status"] == status);
-    if reported {
+        .filter(|r| r["job_id"] == job["job_id"])
+        .collect();
+    // The report comes after the result and carries it: its final status, and for
+    // a SUCCESS the output and the charge the harness's agent sent.
+    let carries = |r: &Value| {
+        r["status"] == status
+            && (status != "SUCCESS"
+                || (r["output_data"] == job["input_data"]
+                    && r["execution_cost"]
+                        .as_f64()
+                        .is_some_and(|c| (c - HIRE_COST).abs() <= EXACT)))
+    };
+    if let Some(r) = reports.iter().find(|r| !carries(r)) {
+        ctx.finding(
+            Finding::new(
+                "chorus/client:outcome-content",
+                &["CHO-A1"],
+                format!(
+                    "the client's outcome report of job {} does not carry the {status} result it received: {}",
+                    job["job_id"],
+                    crate::finding::clipped_json(r, 300)
+                ),
+            )
+            .at(Level::Profile),
+        );
+    } else if !reports.is_empty() {
         ctx.checked(format!(
-            "the client reported the {status} outcome to the registry"
+            "the client reported the {status} outcome to the registry, with the result it received"
         ));
     } else {
         ctx.finding(

@@ -2271,14 +2271,25 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
 /// Fuzzing an orchestrator: each case runs the client driver once (scenario
 /// `hire`) against the scripted registry of `expect::chorus`, the discovery or the
 /// job reply edited. Oracles: every job is complete (a UUID job_id, an ISO 8601 UTC
-/// timestamp, the currency); nothing is paid for a job refused or failed, or whose
-/// result does not say SUCCESS; when every reply keeps its value a successful job
-/// is paid once, its execution_cost, and its output taken; no crash, no hang.
+/// timestamp, the currency); nothing is paid for a job refused or failed, whose
+/// result does not say SUCCESS or names another job, or whose result never came;
+/// nothing above the job's budget; a failed transfer is not a success; when every
+/// reply keeps its value a successful job is paid once, judged as `run` judges it
+/// (`expect::chorus::judge_payment`), and its output taken; no crash, no hang.
 pub static CLIENT_SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: client_case_fn,
     probe: client_probe_fn,
-    unreachable: &[],
+    unreachable: &[
+        (
+            "pays-the-budget",
+            "paying another amount than the execution_cost within the budget is a warning in run (judge_payment), and the fuzzer reports only what fails; client-hire warns",
+        ),
+        (
+            "job-id-uuid-v1",
+            "a UUID of another version is a warning (CHO-A7), and the fuzzer reports only what fails; client-hire warns",
+        ),
+    ],
     connection_per_worker: false,
     workers: super::engine::WORKERS,
 };
@@ -2311,7 +2322,9 @@ fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
 /// One client fuzz case.
 #[derive(Debug, Clone, Default, Arbitrary)]
 struct ClientCase {
-    /// Success, callback, failure, skill mismatch, budget insufficient.
+    /// Success, callback, failure, skill mismatch, budget insufficient, a result
+    /// naming another job, a charge over the budget, a callback that never comes,
+    /// a failed transfer.
     plan: u8,
     /// Edit the job reply (else the discovery reply).
     on_job: bool,
@@ -2327,7 +2340,11 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         Hire::Failure,
         Hire::SkillMismatch,
         Hire::BudgetInsufficient,
-    ][usize::from(c.plan % 5)];
+        Hire::ForeignResult,
+        Hire::CostOverBudget,
+        Hire::CallbackNever,
+        Hire::TransferFailed,
+    ][usize::from(c.plan % 9)];
     let input = hire_input();
     let outbox = crate::counterparty::Outbox::default();
     let served = std::sync::Arc::new(std::sync::Mutex::new(Served::default()));
@@ -2372,7 +2389,42 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         }
     }
     let transfers = crate::expect::chorus::transfers_sent(&run);
-    let pays = matches!(plan, Hire::Success | Hire::Callback);
+    let pays = matches!(plan, Hire::Success | Hire::Callback | Hire::TransferFailed);
+    let job_budget = jobs
+        .first()
+        .and_then(|(_, j)| j["budget"].as_f64())
+        .unwrap_or(f64::MAX);
+    if kept {
+        match plan {
+            Hire::ForeignResult | Hire::CallbackNever if !transfers.is_empty() => {
+                return finding(
+                    Oracle::Verdict,
+                    format!(
+                        "the orchestrator paid for a job answered {plan:?}, which has no result of its own: {} (CHO-030, CHO-038)",
+                        crate::finding::json(&transfers)
+                    ),
+                );
+            }
+            Hire::CostOverBudget => {
+                if let Some(t) = transfers
+                    .iter()
+                    .find(|t| t["amount"].as_f64().is_some_and(|a| a > job_budget + 1e-9))
+                {
+                    return finding(
+                        Oracle::Verdict,
+                        format!("the orchestrator paid {} for a job whose budget was {job_budget} (CHO-033)", t["amount"]),
+                    );
+                }
+            }
+            Hire::TransferFailed if !transfers.is_empty() && super::client::took(&run) => {
+                return finding(
+                    Oracle::Verdict,
+                    "the orchestrator reported success although its transfer was answered TRANSFER_FAILED (CHO-040)",
+                );
+            }
+            _ => {}
+        }
+    }
     // A payment needs a result that says SUCCESS: the job reply, or (after a 202)
     // the result the harness POSTed to the callback_url.
     if let (Some(t), true) = (transfers.first(), plan != Hire::Callback) {
@@ -2394,19 +2446,28 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         }
     }
     if pays && kept {
-        let respelled = served.applied && !matches!(c.edit, super::client::Edit::None);
-        must_complete(
-            &run,
-            respelled,
-            &format!("a hire answered {plan:?} ({:?})", c.edit),
-        )?;
-        let amounts: Vec<&Value> = transfers.iter().map(|t| &t["amount"]).collect();
-        let cost = crate::expect::chorus::HIRE_COST;
-        if amounts.len() != 1 || !amounts[0].as_f64().is_some_and(|a| (a - cost).abs() < 1e-9) {
-            return finding(
-                Oracle::Verdict,
-                format!("the orchestrator paid {} for one job whose execution_cost is {cost:.2} (CHO-033, CHO-038)", crate::finding::json(&amounts)),
-            );
+        if plan != Hire::TransferFailed {
+            let respelled = served.applied && !matches!(c.edit, super::client::Edit::None);
+            must_complete(
+                &run,
+                respelled,
+                &format!("a hire answered {plan:?} ({:?})", c.edit),
+            )?;
+        }
+        // The payment's verdict is the one `run` gives (`judge_payment`): another
+        // amount within the budget is a warning there, so no finding here.
+        use crate::expect::chorus::{judge_payment, Payment, HIRE_COST};
+        match judge_payment(&transfers, HIRE_COST, job_budget) {
+            Payment::Exact | Payment::OtherAmount(_) => {}
+            other => {
+                return finding(
+                    Oracle::Verdict,
+                    format!(
+                        "the orchestrator paid {} for one job whose execution_cost is {HIRE_COST:.2} within a budget of {job_budget}: {other:?} (CHO-033, CHO-038)",
+                        crate::finding::json(&transfers.iter().map(|t| &t["amount"]).collect::<Vec<_>>())
+                    ),
+                );
+            }
         }
     }
     Ok(())

@@ -708,6 +708,7 @@ pub const CLIENT_CASES: &[Case] = &[
             Some(c) => ctx.note(format!("the client's callback_url answered HTTP {}: {}", c.status, crate::finding::clipped(&String::from_utf8_lossy(&c.received), 200))),
             None => ctx.note("the result was not POSTed to the client's callback_url (the driver ended first)"),
         }
+        check_outcome_reported(ctx, &run, &job, "SUCCESS");
         check_paid(ctx, &run, &input, agent, &job, &ids)?;
         check_took_output(ctx, &run, &input)
     }),
@@ -719,12 +720,18 @@ pub const CLIENT_CASES: &[Case] = &[
         check_outcome_reported(ctx, &run, &job, "FAILURE");
         check_not_paid(ctx, &run, "a FAILURE result")
     }),
-    client_case!("client-skill-mismatch", "a job refused with SKILL_MISMATCH is reported as an error and not paid for",
+    client_case!("client-skill-mismatch", "a job refused with SKILL_MISMATCH, or with a web framework's 404 {detail}, is reported as an error and not paid for",
         ["CHO-027", "CHO-038"], Fact, |ctx| {
         ctx.controlled_by(CLIENT_HIRE);
-        let (run, input, _) = hire(ctx, Hire::SkillMismatch).await?;
-        check_job_sent(ctx, &run, &input)?;
-        check_not_paid(ctx, &run, "a SKILL_MISMATCH refusal")
+        for (plan, what) in [
+            (Hire::SkillMismatch, "a SKILL_MISMATCH refusal"),
+            (Hire::SkillMismatchDetail, "a refusal as HTTP 404 {\"detail\": …}"),
+        ] {
+            let (run, input, _) = hire(ctx, plan).await?;
+            check_job_sent(ctx, &run, &input)?;
+            check_not_paid(ctx, &run, what)?;
+        }
+        Ok(())
     }),
     client_case!("client-budget-insufficient", "a job refused with BUDGET_INSUFFICIENT is reported as an error and not paid for",
         ["CHO-028", "CHO-038"], Fact, |ctx| {
@@ -732,5 +739,61 @@ pub const CLIENT_CASES: &[Case] = &[
         let (run, input, _) = hire(ctx, Hire::BudgetInsufficient).await?;
         check_job_sent(ctx, &run, &input)?;
         check_not_paid(ctx, &run, "a BUDGET_INSUFFICIENT refusal")
+    }),
+    client_case!("client-refuses-foreign-result", "a result naming another job, in the reply or by callback, is not taken and not paid for",
+        ["CHO-030", "CHO-038"], Fact, |ctx| {
+        ctx.controlled_by(CLIENT_HIRE);
+        for (plan, what) in [
+            (Hire::ForeignResult, "a job reply whose result names another job_id"),
+            (Hire::ForeignCallback, "a callback whose result names another job_id (and no result for its own job)"),
+        ] {
+            let (run, input, _) = hire(ctx, plan).await?;
+            check_job_sent(ctx, &run, &input)?;
+            check_not_paid(ctx, &run, what)?;
+        }
+        Ok(())
+    }),
+    client_case!("client-refuses-cost-over-budget", "a result that charges an execution_cost above the job's budget is not paid as charged",
+        ["CHO-033", "CHO-038"], Fact, |ctx| {
+        ctx.controlled_by(CLIENT_HIRE);
+        let (run, input, _) = hire(ctx, Hire::CostOverBudget).await?;
+        let (_, job) = check_job_sent(ctx, &run, &input)?;
+        let budget = job["budget"].as_f64().unwrap_or(f64::MAX);
+        if let Some(t) = transfers_sent(&run).iter().find(|t| t["amount"].as_f64().is_some_and(|a| a > budget + 1e-9)) {
+            return fail(format!(
+                "the client paid {} for a job whose budget was {} (the result charged {:.2} over it; CHO-033: the charge is not above the budget)",
+                t["amount"], job["budget"], OVER_BUDGET_BY
+            ));
+        }
+        ctx.checked(format!("the client paid nothing above the job's budget of {}", job["budget"]));
+        if !run.failed() {
+            ctx.note("the driver exited 0 although the result charged more than the budget");
+        }
+        Ok(())
+    }),
+    client_case!("client-callback-missing", "a job answered 202 PENDING whose result never comes is reported as an error after the wait and not paid for",
+        ["CHO-026", "CHO-035", "CHO-038"], Fact, |ctx| {
+        ctx.controlled_by("chorus/client-callback");
+        let (run, input, _) = hire(ctx, Hire::CallbackNever).await?;
+        check_job_sent(ctx, &run, &input)?;
+        check_not_paid(ctx, &run, "a 202 PENDING reply whose result never came")
+    }),
+    client_case!("client-transfer-failed", "a payment answered TRANSFER_FAILED, even with HTTP 200, is reported as an error",
+        ["CHO-040", "CHO-046"], Fact, |ctx| {
+        ctx.controlled_by(CLIENT_HIRE);
+        let (run, input, _) = hire(ctx, Hire::TransferFailed).await?;
+        check_job_sent(ctx, &run, &input)?;
+        if transfers_sent(&run).is_empty() {
+            return fail(format!("the client never paid for the successful job: no POST /transfer (CHO-038); {}", run.ended()));
+        }
+        if !run.failed() {
+            return fail(format!(
+                "the client reported success although its transfer was answered {{\"status\": \"failed\", \"error\": \"TRANSFER_FAILED\"}}: {}; stdout: {}",
+                run.ended(),
+                crate::finding::clipped(run.stdout.trim(), 300)
+            ));
+        }
+        ctx.checked("the client reported the failed transfer as an error");
+        Ok(())
     }),
 ];

@@ -85,6 +85,40 @@ pub const CLIENT_FAULTS: &[Fault] = &[
         "ignores-callback",
         "results",
         "takes a PENDING reply as the end of the job and never waits for the callback",
+        [
+            "chorus/client-callback",
+            "chorus/client-callback-missing",
+            "chorus/client-refuses-foreign-result"
+        ]
+    ),
+    fault!(
+        "pays-over-budget",
+        "payment",
+        "pays the execution_cost charged even when it is above the job's budget",
+        ["chorus/client-refuses-cost-over-budget"]
+    ),
+    fault!(
+        "takes-foreign-result",
+        "results",
+        "takes a result whatever job_id it names, in the reply or by callback",
+        ["chorus/client-refuses-foreign-result"]
+    ),
+    fault!(
+        "ignores-transfer-failure",
+        "payment",
+        "takes any HTTP 2xx answer to its transfer as paid, TRANSFER_FAILED with status \"failed\" among them",
+        ["chorus/client-transfer-failed"]
+    ),
+    fault!(
+        "job-id-uuid-v1",
+        "jobs",
+        "sends version-1 (time-based) UUIDs as job ids",
+        ["chorus/client-hire"]
+    ),
+    fault!(
+        "report-pending-outcome",
+        "results",
+        "reports the PENDING reply of a job answered 202 as its outcome, before the result comes",
         ["chorus/client-callback"]
     ),
     fault!(
@@ -377,6 +411,11 @@ fn job_id(faults: &FaultSet) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(1);
     if faults.has("job-id-not-uuid") {
         format!("job-{}", COUNTER.fetch_add(1, Ordering::Relaxed))
+    } else if faults.has("job-id-uuid-v1") {
+        // A version-1 layout: the version digit is 1, the variant bits 10.
+        let mut id: Vec<char> = new_id().chars().collect();
+        id[14] = '1';
+        id.into_iter().collect()
     } else {
         new_id()
     }
@@ -502,23 +541,36 @@ async fn run_hire(
         }
     }
     // 3. The result, from the reply or the callback.
-    let got = obtain_result(&ctx, &job_url(endpoint), &job, &job_id, &mut rx, received).await;
+    // Under report-pending-outcome: whether a PENDING reply went out as the outcome.
+    let mut reported = false;
+    let got = obtain_result(
+        &ctx,
+        &job_url(endpoint),
+        &job,
+        &job_id,
+        &mut rx,
+        received,
+        &mut reported,
+    )
+    .await;
     let _ = tokio::time::timeout(STOP_GRACE, listener.stop()).await;
     let Some(result) = got? else {
         // ignores-callback: a PENDING reply taken for the end of the job.
         return Ok(vec![Value::Null]);
     };
 
-    // 4. The result must be this job's.
-    if result["job_id"].as_str() != Some(job_id.as_str()) {
+    // 4. The result must be this job's (CHO-030).
+    if result["job_id"].as_str() != Some(job_id.as_str()) && !faults.has("takes-foreign-result") {
         return Err(ClientError::WrongJob);
     }
 
     // 5. The outcome, for reputation; a refusal is only recorded.
-    let mut report = result.clone();
-    report["orchestrator_id"] = json!(hire.orchestrator_id);
-    if let Ok(reply) = http.post(&join(base, "results"), &report).await {
-        received.push(reply.lenient());
+    if !reported {
+        let mut report = result.clone();
+        report["orchestrator_id"] = json!(hire.orchestrator_id);
+        if let Ok(reply) = http.post(&join(base, "results"), &report).await {
+            received.push(reply.lenient());
+        }
     }
 
     // 6. A FAILURE is not paid.
@@ -549,8 +601,19 @@ async fn run_hire(
             }
         }
     };
+    // 8. Never above the job's budget (CHO-033).
+    let over = amount
+        .as_f64()
+        .zip(hire.budget.as_f64())
+        .filter(|(a, b)| a > b);
+    if let (Some((a, b)), false) = (over, faults.has("pays-over-budget")) {
+        return Err(ClientError::Malformed(format!(
+            "the result charges {a}, above the job's budget of {b}: not paid"
+        )));
+    }
     let reply = ctx.pay(&amount, &job_id, received).await?;
     let failed_anyway = reply.ok()
+        && !faults.has("ignores-transfer-failure")
         && reply
             .json()
             .ok()
@@ -571,7 +634,8 @@ async fn run_hire(
 /// Sends the job and takes its final result: from a 2xx reply that carries one, else
 /// from the first callback with this job's id and a final status (PENDING and other
 /// jobs' callbacks are skipped). `None` under `ignores-callback` when the reply says
-/// nothing final.
+/// nothing final. Under `report-pending-outcome` a PENDING reply is reported as the
+/// outcome, and `reported` says so.
 async fn obtain_result(
     ctx: &Ctx<'_>,
     url: &str,
@@ -579,6 +643,7 @@ async fn obtain_result(
     job_id: &str,
     rx: &mut mpsc::Receiver<Value>,
     received: &mut Vec<Value>,
+    reported: &mut bool,
 ) -> Result<Option<Value>, ClientError> {
     let reply = ctx.http.post(url, job).await?;
     let body = reply.lenient();
@@ -598,6 +663,14 @@ async fn obtain_result(
     if ctx.faults.has("ignores-callback") {
         return Ok(None);
     }
+    if ctx.faults.has("report-pending-outcome") {
+        let mut report = body.clone();
+        report["orchestrator_id"] = json!(ctx.hire.orchestrator_id);
+        if let Ok(reply) = ctx.http.post(&join(ctx.base, "results"), &report).await {
+            received.push(reply.lenient());
+        }
+        *reported = true;
+    }
     let (until, waited) = match ctx.hire.result_wait {
         Some(w) => ((Instant::now() + w).min(ctx.http.deadline), w),
         None => (ctx.http.deadline, ctx.http.total),
@@ -612,7 +685,8 @@ async fn obtain_result(
             ));
         };
         received.push(callback.clone());
-        if is_final(&callback) && callback["job_id"] == job_id {
+        let ours = callback["job_id"] == job_id || ctx.faults.has("takes-foreign-result");
+        if is_final(&callback) && ours {
             return Ok(Some(callback));
         }
     }
