@@ -608,6 +608,14 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                 for f in suites::faults(&suite).ok_or_else(|| unknown_suite(&suite))? {
                     writeln!(out, "{:<28} {:<20} {}", f.name, f.family, f.description)
                         .map_err(io)?;
+                    let cases = f.duty.cases();
+                    let served = if cases.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (served by {})", cases.join(", "))
+                    };
+                    writeln!(out, "{:<49} client duty: {}{served}", "", f.duty.describe())
+                        .map_err(io)?;
                 }
                 return Ok(0);
             }

@@ -1305,6 +1305,47 @@ const EXAMPLE_DRIVERS: &[(&str, &str)] = &[
     ("agentprotocol", "agentprotocol_request.py"),
 ];
 
+/// One catalogue, two roles: every server fault states the duty it puts on a
+/// client, every fault whose duty is to refuse or report its reply names client
+/// cases of the suite that serve it (the reference client passes each, in
+/// `cli::client_role`), and no client fault states a duty.
+fn duties_are_served(suite: &'static Suite) -> Result<(), Failed> {
+    use reference_impl::faults::Duty;
+    let client: BTreeSet<&str> = suite.client_cases.iter().map(|c| c.id).collect();
+    let mut served = 0;
+    for f in suite.faults {
+        match f.duty {
+            Duty::NotStated => {
+                return Err(format!("server fault {} states no client duty", f.name).into())
+            }
+            Duty::Refuse(cases) | Duty::ReportError(cases) => {
+                for c in cases {
+                    if !client.contains(*c) {
+                        return Err(format!(
+                            "server fault {}: its duty names {c}, which is no client case of {}",
+                            f.name, suite.id
+                        )
+                        .into());
+                    }
+                }
+                served += 1;
+            }
+            Duty::None | Duty::MayTake => {}
+        }
+    }
+    if served == 0 {
+        return Err(format!("no server fault of {} puts a duty on a client", suite.id).into());
+    }
+    if let Some(f) = suite
+        .client_faults
+        .iter()
+        .find(|f| f.duty != Duty::NotStated)
+    {
+        return Err(format!("client fault {} states a client duty", f.name).into());
+    }
+    Ok(())
+}
+
 /// The driver interface, fair to real clients: `{url}` has no trailing slash, so a
 /// client joining `{url}/conversations/{id}` passes; one that writes `//` draws a
 /// warning, not a failure; a DELETE no spec part defines is reported as such and
@@ -1761,6 +1802,10 @@ fn main() {
         trials.push(Trial::test(
             format!("faults::{id}::catalogue_names_real_cases_and_every_family"),
             move || faults_name_real_cases(suite, families),
+        ));
+        trials.push(Trial::test(
+            format!("faults::{id}::every_client_duty_is_served_by_a_client_case"),
+            move || duties_are_served(suite),
         ));
         for f in suites::faults(suite.id).unwrap_or(&[]) {
             let (name, caught_by, keys) = (f.name, f.caught_by, f.findings);

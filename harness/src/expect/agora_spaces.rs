@@ -1561,6 +1561,41 @@ pub enum HubPlan {
     Heartbeats,
     /// After the join: nothing at all, no heartbeats.
     Silent,
+    /// The join is answered with this error event instead of space.joined.
+    JoinRefused(HubRefusal),
+    /// The join succeeds, the publish is answered with this error event.
+    PublishRefused(HubRefusal),
+    /// The connection is answered with this error event instead of
+    /// agent.registered, and closed (as a hub does for AGENT_EXISTS).
+    RegisterRefused(HubRefusal),
+}
+
+/// An error event the hub answers with, in the shapes hubs send (the client side
+/// of `error-without-request-id` and `error-message-only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HubRefusal {
+    /// The error code, or none (`{type: "error", message}` only).
+    pub code: Option<&'static str>,
+    /// Whether the error names the request it answers (`request_id`).
+    pub request_id: bool,
+}
+
+/// How long the hub waits, heartbeating, after a refusal before it closes the
+/// connection itself: a client must have ended by then.
+pub const REFUSAL_GRACE: Duration = Duration::from_millis(1500);
+/// The hub's tick while it waits after a refusal.
+const REFUSAL_TICK: Duration = Duration::from_millis(100);
+
+/// The error event of `r` answering `request` (its `id`).
+fn refusal_event(r: HubRefusal, request: &Value, message: &str) -> Value {
+    let mut e = json!({"type": "error", "message": message, "timestamp": now_s()});
+    if let Some(code) = r.code {
+        e["code"] = json!(code);
+    }
+    if r.request_id && request["id"].is_string() {
+        e["request_id"] = request["id"].clone();
+    }
+    e
 }
 
 /// The other member whose events the hub delivers.
@@ -1610,13 +1645,41 @@ pub fn hub_edited(plan: HubPlan, input: &Value, mut edit: FrameEdit) -> crate::c
     let interval = Duration::from_millis(input["heartbeat_interval_ms"].as_u64().unwrap_or(150));
     let send = |v: Value| HubAct::Send(v.to_string());
     let (mut heartbeats, mut ticks) = (0usize, 0usize);
+    // Ticks since the hub refused a request (refusal plans).
+    let mut since_refusal: Option<usize> = None;
+    let grace_ticks = (REFUSAL_GRACE.as_millis() / REFUSAL_TICK.as_millis()) as usize;
     let script = move |event: HubEvent<'_>| -> Vec<HubAct> {
         match event {
-            HubEvent::Open { .. } => vec![send(json!({
-                "type": "agent.registered",
-                "agent": {"id": agent, "connection_id": new_id()},
-                "timestamp": now_s(),
-            }))],
+            HubEvent::Open { .. } => {
+                if let HubPlan::RegisterRefused(r) = plan {
+                    let e = refusal_event(
+                        r,
+                        &Value::Null,
+                        &format!("agent {agent:?} is already connected (on purpose)"),
+                    );
+                    return vec![send(e), HubAct::Close];
+                }
+                vec![send(json!({
+                    "type": "agent.registered",
+                    "agent": {"id": agent, "connection_id": new_id()},
+                    "timestamp": now_s(),
+                }))]
+            }
+            HubEvent::Tick if plan.refuses() => match since_refusal.as_mut() {
+                Some(n) => {
+                    *n += 1;
+                    if *n >= grace_ticks {
+                        vec![HubAct::Close]
+                    } else {
+                        vec![send(
+                            json!({"type": "agent.heartbeat", "timestamp": now_s()}),
+                        )]
+                    }
+                }
+                None => vec![send(
+                    json!({"type": "agent.heartbeat", "timestamp": now_s()}),
+                )],
+            },
             HubEvent::Tick => {
                 ticks += 1;
                 if ticks >= 4 * HEARTBEATS_WANTED {
@@ -1632,6 +1695,35 @@ pub fn hub_edited(plan: HubPlan, input: &Value, mut edit: FrameEdit) -> crate::c
                     return Vec::new();
                 };
                 match v["type"].as_str().unwrap_or_default() {
+                    "space.join"
+                        if since_refusal.is_none() && matches!(plan, HubPlan::JoinRefused(_)) =>
+                    {
+                        let HubPlan::JoinRefused(r) = plan else {
+                            return Vec::new();
+                        };
+                        since_refusal = Some(0);
+                        let code = r.code.unwrap_or("SPACE_NOT_FOUND");
+                        let message = if code == "SPACE_FULL" {
+                            format!("Space {} is full (on purpose)", v["space"])
+                        } else {
+                            format!("Space {} does not exist (on purpose)", v["space"])
+                        };
+                        vec![send(refusal_event(r, &v, &message))]
+                    }
+                    "space.publish"
+                        if since_refusal.is_none()
+                            && matches!(plan, HubPlan::PublishRefused(_)) =>
+                    {
+                        let HubPlan::PublishRefused(r) = plan else {
+                            return Vec::new();
+                        };
+                        since_refusal = Some(0);
+                        vec![send(refusal_event(
+                            r,
+                            &v,
+                            "this agent may not publish here (on purpose)",
+                        ))]
+                    }
                     "space.join" => {
                         let space = v["space"].clone();
                         let mut out = vec![send(json!({
@@ -1663,9 +1755,24 @@ pub fn hub_edited(plan: HubPlan, input: &Value, mut edit: FrameEdit) -> crate::c
             }
         }
     };
+    let tick = if plan.refuses() {
+        Some(REFUSAL_TICK)
+    } else {
+        (plan == HubPlan::Heartbeats).then_some(interval)
+    };
     crate::counterparty::Hub {
-        tick: (plan == HubPlan::Heartbeats).then_some(interval),
+        tick,
         script: Box::new(script),
+    }
+}
+
+impl HubPlan {
+    /// Whether the hub refuses one of the client's requests with an error event.
+    pub fn refuses(self) -> bool {
+        matches!(
+            self,
+            HubPlan::JoinRefused(_) | HubPlan::PublishRefused(_) | HubPlan::RegisterRefused(_)
+        )
     }
 }
 
@@ -1706,7 +1813,12 @@ fn after_join(plan: HubPlan, space: &Value) -> Vec<Value> {
             frames.push(whole(WHOLE_TEXT));
             frames
         }
-        HubPlan::Plain | HubPlan::Heartbeats | HubPlan::Silent => Vec::new(),
+        HubPlan::Plain
+        | HubPlan::Heartbeats
+        | HubPlan::Silent
+        | HubPlan::JoinRefused(_)
+        | HubPlan::PublishRefused(_)
+        | HubPlan::RegisterRefused(_) => Vec::new(),
     }
 }
 

@@ -1882,6 +1882,8 @@ pub static CLIENT_SPEC: Spec = Spec {
         ("never-heartbeats", "a fuzz case ends as soon as its events are sent, before a heartbeat is due; client-heartbeat judges heartbeats"),
         ("ignores-silence", "a silent hub makes a case wait the whole heartbeat timeout; client-silent-hub judges it"),
         ("no-timestamp", "a missing timestamp is a SHOULD (ASP-A6), not a finding; client-join-publish warns of it"),
+        ("ignores-join-error", "the fuzzer edits the hub's frames after a successful join and never refuses one; client-join-refused serves the refusals"),
+        ("ignores-publish-error", "the fuzzer's scenario is listen, which publishes nothing; client-publish-refused serves the refusal"),
     ],
     connection_per_worker: false,
     workers: super::engine::WORKERS,

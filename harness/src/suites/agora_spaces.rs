@@ -651,6 +651,10 @@ pub const CLIENT_CASES: &[Case] = &[
             ));
         }
         ctx.checked("the client published the text given, from itself, to the space given");
+        let ids: Vec<&Value> = frames.iter().filter_map(|f| f.get("id")).filter(|id| !id.is_null()).collect();
+        if let Some(dup) = ids.iter().enumerate().find_map(|(i, id)| ids[..i].contains(id).then_some(id)) {
+            return fail(format!("the client sent two requests under the id {dup}: a request id names one request (ASP-041's request_id could not tell them apart)"));
+        }
         client_ended_well(&run)
     }),
     case!("client-deltas", "the client takes a whole event and rebuilds a streamed one from its deltas, in order, at done",
@@ -765,7 +769,98 @@ pub const CLIENT_CASES: &[Case] = &[
             }
         }
     }),
+    case!("client-join-refused", "an error event answering the client's space.join (SPACE_NOT_FOUND, SPACE_FULL without request_id, or an error with a message only) is reported, and the client goes no further",
+        ["ASP-022", "ASP-024", "ASP-041", "ASP-042"], Fact, false, None, |ctx| {
+        ctx.controlled_by("agora-spaces/client-join-publish");
+        for (refusal, what) in [
+            (HubRefusal { code: Some("SPACE_NOT_FOUND"), request_id: true }, "a SPACE_NOT_FOUND error answering its space.join"),
+            (HubRefusal { code: Some("SPACE_FULL"), request_id: false }, "a SPACE_FULL error without request_id, right after its space.join"),
+            (HubRefusal { code: None, request_id: true }, "an error event with a message and no code answering its space.join"),
+        ] {
+            let input = client_input("refused");
+            let run = crate::counterparty::drive_hub(ctx, "join-publish", &input, hub(HubPlan::JoinRefused(refusal), &input)).await?;
+            refused_by_hub(ctx, &run, what, refusal.request_id)?;
+        }
+        Ok(())
+    }),
+    case!("client-publish-refused", "an error event answering the client's space.publish (UNAUTHORIZED) is reported, and the client goes no further",
+        ["ASP-006", "ASP-028", "ASP-041", "ASP-042"], Fact, false, None, |ctx| {
+        ctx.controlled_by("agora-spaces/client-join-publish");
+        let input = client_input("unauthorized");
+        let refusal = HubRefusal { code: Some("UNAUTHORIZED"), request_id: true };
+        let run = crate::counterparty::drive_hub(ctx, "join-publish", &input, hub(HubPlan::PublishRefused(refusal), &input)).await?;
+        refused_by_hub(ctx, &run, "an UNAUTHORIZED error answering its space.publish", true)
+    }),
+    case!("client-register-refused", "an AGENT_EXISTS error in place of agent.registered, and the hub's close, are reported as an error",
+        ["ASP-041", "ASP-042"], Fact, false, None, |ctx| {
+        ctx.controlled_by("agora-spaces/client-join-publish");
+        let input = client_input("exists");
+        let refusal = HubRefusal { code: Some("AGENT_EXISTS"), request_id: false };
+        let run = crate::counterparty::drive_hub(ctx, "join-publish", &input, hub(HubPlan::RegisterRefused(refusal), &input)).await?;
+        refused_by_hub(ctx, &run, "an AGENT_EXISTS error in place of agent.registered", false)
+    }),
 ];
+
+/// The client was refused by the hub's error event: it reported an error (a
+/// non-zero exit) and sent no space.publish after a refused join; and when the
+/// error names the request it answers (`named`), the client ended by itself before
+/// the hub closed the connection [`REFUSAL_GRACE`] later. An error without
+/// request_id may be waited out: nothing ties it to the client's request.
+fn refused_by_hub(
+    ctx: &mut Ctx,
+    run: &crate::counterparty::DriverRun,
+    what: &str,
+    named: bool,
+) -> crate::case::Step<()> {
+    use crate::counterparty::Ws;
+    client_frames(ctx, run)?;
+    let error_at = run.frames.iter().find_map(|f| match &f.what {
+        Ws::Hub(t) if t.contains("\"type\":\"error\"") => Some(f.at),
+        _ => None,
+    });
+    let Some(error_at) = error_at else {
+        return fail(format!(
+            "the client never reached the request the hub refuses; {}",
+            run.ended()
+        ));
+    };
+    let refused_join = what.contains("space.join");
+    // A publish sent before the error arrived is no going on; one sent well after is.
+    let late = std::time::Duration::from_millis(100);
+    if refused_join {
+        if let Some((at, _)) = run
+            .client_frames()
+            .find(|(at, t)| t.contains("space.publish") && *at > error_at + late)
+        {
+            return fail(format!(
+                "the client published {} ms after {what}: it went on as if it had joined",
+                (at - error_at).as_millis()
+            ));
+        }
+    }
+    let waited = run
+        .frames
+        .iter()
+        .find(|f| matches!(f.what, Ws::HubClosed | Ws::ClientClosed))
+        .is_some_and(|f| f.what == Ws::HubClosed)
+        && named;
+    if waited {
+        return fail(format!(
+            "the client went on after {what}: still connected {} ms later, when the hub closed the connection ({})",
+            REFUSAL_GRACE.as_millis(),
+            run.ended()
+        ));
+    }
+    if !run.failed() {
+        return fail(format!(
+            "the client reported success after {what}: {}; stdout: {}",
+            run.ended(),
+            crate::finding::clipped(run.stdout.trim(), 300)
+        ));
+    }
+    ctx.checked(format!("the client ended at {what} and reported an error"));
+    Ok(())
+}
 
 /// The connection's query names the scenario's agent (ASP-003, ASP-004).
 fn client_connected_as(

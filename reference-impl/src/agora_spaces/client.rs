@@ -74,6 +74,18 @@ pub const CLIENT_FAULTS: &[Fault] = &[
         ["agora-spaces/client-silent-hub"]
     ),
     fault!(
+        "ignores-join-error",
+        "errors",
+        "never takes an error event for the refusal of its space.join: it waits on for space.joined",
+        ["agora-spaces/client-join-refused"]
+    ),
+    fault!(
+        "ignores-publish-error",
+        "errors",
+        "goes on taking events after an error event answering its space.publish",
+        ["agora-spaces/client-publish-refused"]
+    ),
+    fault!(
         "no-timestamp",
         "events",
         "sends events without a timestamp",
@@ -243,6 +255,7 @@ async fn run(
     };
     let mut taker = Taker::new(!fault("no-reassembly"), fault("keeps-cancelled"));
     let join_id = new_id();
+    let publish_id = new_id();
     let mut phase = Phase::Registering;
     let mut last_life = connected;
     // The last error event before space.joined, to say why the hub closed.
@@ -311,7 +324,7 @@ async fn run(
                 if publish {
                     let now = unix_now();
                     let mut p = json!({
-                        "type": "space.publish", "id": new_id(), "space": opts.space,
+                        "type": "space.publish", "id": publish_id, "space": opts.space,
                         "data": {"from": opts.agent_id, "text": opts.text, "timestamp": now},
                     });
                     if stamp {
@@ -321,13 +334,22 @@ async fn run(
                 }
             }
             Phase::Registering | Phase::Joining if frame["type"] == "error" => {
-                if phase == Phase::Joining && frame["request_id"] == join_id.as_str() {
+                let ours = frame["request_id"] == join_id.as_str();
+                if phase == Phase::Joining && ours && !fault("ignores-join-error") {
                     conn.close().await;
                     return Err(ClientError::Refused(describe_error(&frame)));
                 }
                 hub_error = Some(describe_error(&frame));
             }
             Phase::Registering | Phase::Joining => {}
+            Phase::Joined
+                if frame["type"] == "error"
+                    && frame["request_id"] == publish_id.as_str()
+                    && !fault("ignores-publish-error") =>
+            {
+                conn.close().await;
+                return Err(ClientError::Refused(describe_error(&frame)));
+            }
             Phase::Joined => taker.take(&frame)?,
         }
     }
