@@ -130,6 +130,9 @@ pub enum Ws {
     HubClosed,
 }
 
+/// How long the hub waits for the client's Close after its own.
+const CLOSE_WAIT: Duration = Duration::from_secs(1);
+
 /// At most this many WebSocket frames are kept per driver run; the rest are
 /// counted, not kept.
 const MAX_FRAMES: usize = 20_000;
@@ -419,6 +422,17 @@ async fn act(socket: &mut WebSocket, side: &HubSide, conn: usize, acts: Vec<HubA
                         reason: "".into(),
                     })))
                     .await;
+                // The closing handshake: the client's Close (or its end) is awaited
+                // briefly, so that a frame it sent meanwhile never turns the close
+                // into a reset that loses the hub's Close on the client's side.
+                let _ = tokio::time::timeout(CLOSE_WAIT, async {
+                    while let Some(Ok(m)) = socket.recv().await {
+                        if matches!(m, Message::Close(_)) {
+                            break;
+                        }
+                    }
+                })
+                .await;
                 return false;
             }
         }

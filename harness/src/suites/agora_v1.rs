@@ -628,7 +628,7 @@ pub const CLIENT_CASES: &[Case] = &[
     client_case!(
         "client-refuses-reused-id",
         "the requester does not take a RESULT that reuses its REQUEST's id",
-        ["AV1-004", "AV1-A19"],
+        ["AV1-004"],
         Fact,
         |ctx| {
             result_refused(ctx, Spoil::ResultReusesId, "a RESULT whose id is the REQUEST's").await
