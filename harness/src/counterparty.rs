@@ -267,6 +267,15 @@ async fn on_message(
         .and_then(|v| v.to_str().ok())
         .map(String::from);
     let route = path.split('?').next().unwrap_or_default();
+    let exchange = |path: String, status: u16, answered: Vec<u8>| Exchange {
+        method: method.to_string(),
+        path,
+        content_type,
+        received: bytes.to_vec(),
+        answered,
+        status,
+        written,
+    };
     if !(side.defined)(method.as_str(), route) {
         let (status, error) = if ["GET", "POST"]
             .iter()
@@ -277,18 +286,11 @@ async fn on_message(
             (404, "no such endpoint")
         };
         let out = serde_json::json!({"error": error}).to_string().into_bytes();
+        let x = exchange(path.clone(), status, out.clone());
         side.outside
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .push(Exchange {
-                method: method.to_string(),
-                path,
-                content_type,
-                received: bytes.to_vec(),
-                answered: out.clone(),
-                status,
-                written,
-            });
+            .push(x);
         let code = StatusCode::from_u16(status).unwrap_or(StatusCode::NOT_FOUND);
         return (code, [(header::CONTENT_TYPE, "application/json")], out).into_response();
     }
@@ -296,15 +298,7 @@ async fn on_message(
         let mut guard = side.state.lock().unwrap_or_else(|p| p.into_inner());
         let (answer, log) = &mut *guard;
         let (status, out) = answer(&path, &bytes);
-        log.push(Exchange {
-            method: method.to_string(),
-            path,
-            content_type,
-            received: bytes.to_vec(),
-            answered: out.clone(),
-            status,
-            written,
-        });
+        log.push(exchange(path.clone(), status, out.clone()));
         (status, out)
     };
     for (url, body) in side.outbox.take() {
@@ -535,67 +529,30 @@ pub async fn drive_http(
     run.outside = std::mem::take(&mut *side.outside.lock().unwrap_or_else(|p| p.into_inner()));
     report_slashes(ctx, &run);
     for x in &run.outside {
-        ctx.log_frame(
-            "recv",
-            "client",
-            &format!(
-                "{} {} (not defined by the spec)\n{}",
-                x.method,
-                x.path,
-                String::from_utf8_lossy(&x.received)
-            ),
-        );
-        ctx.log_frame(
-            "send",
-            "harness",
-            &format!(
-                "HTTP {}: {}",
-                x.status,
-                String::from_utf8_lossy(&x.answered)
-            ),
-        );
+        log_exchange(ctx, x, " (not defined by the spec)");
     }
     report_outside(ctx, &run);
     for x in &run.exchanges {
-        if x.method == "CALLBACK" {
-            ctx.log_frame(
-                "send",
-                "harness",
-                &format!(
-                    "callback POST {}\n{}",
-                    x.path,
-                    String::from_utf8_lossy(&x.answered)
-                ),
-            );
-            ctx.log_frame(
-                "recv",
-                "client",
-                &format!(
-                    "HTTP {}: {}",
-                    x.status,
-                    String::from_utf8_lossy(&x.received)
-                ),
-            );
-            continue;
-        }
-        let said = format!(
-            "{} {}\n{}",
-            x.method,
-            x.path,
-            String::from_utf8_lossy(&x.received)
-        );
-        ctx.log_frame("recv", "client", &said);
-        ctx.log_frame(
-            "send",
-            "harness",
-            &format!(
-                "HTTP {}: {}",
-                x.status,
-                String::from_utf8_lossy(&x.answered)
-            ),
-        );
+        log_exchange(ctx, x, "");
     }
     Ok(run)
+}
+
+/// One exchange in the transcript: the client's request and the harness's answer,
+/// or for a callback the harness's POST and the client's answer.
+fn log_exchange(ctx: &mut Ctx, x: &Exchange, note: &str) {
+    let text = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    if x.method == "CALLBACK" {
+        let posted = format!("callback POST {}\n{}", x.path, text(&x.answered));
+        ctx.log_frame("send", "harness", &posted);
+        let answer = format!("HTTP {}: {}", x.status, text(&x.received));
+        ctx.log_frame("recv", "client", &answer);
+        return;
+    }
+    let said = format!("{} {}{note}\n{}", x.method, x.path, text(&x.received));
+    ctx.log_frame("recv", "client", &said);
+    let answer = format!("HTTP {}: {}", x.status, text(&x.answered));
+    ctx.log_frame("send", "harness", &answer);
 }
 
 /// Serves `hub` on loopback over WebSocket (`ws://127.0.0.1:PORT/ws`), runs the
