@@ -286,6 +286,10 @@ pub enum Command {
         /// Seconds of silence before a client is disconnected (agora-spaces).
         #[arg(long = "heartbeat-timeout-s")]
         heartbeat_timeout_s: Option<u64>,
+        /// Bytes queued for one connection and not yet sent before it is cut off as a
+        /// slow consumer, closed with code 1008 (agora-spaces; default 8388608).
+        #[arg(long = "max-pending-bytes", value_parser = clap::value_parser!(u64).range(1024..=1_073_741_824))]
+        max_pending_bytes: Option<u64>,
         /// Serve TLS (https://, wss://) with a self-signed certificate made at start-up
         /// for 127.0.0.1, ::1, localhost and the --listen host.
         #[arg(long)]
@@ -319,6 +323,18 @@ pub enum Command {
         /// Target profile (TOML): fixtures, as for `run`.
         #[arg(long)]
         profile: Option<PathBuf>,
+        /// agora-spaces: this many more members join and never read while the others
+        /// publish and read; the result says how many the hub cut off, and when.
+        #[arg(long, default_value_t = 0)]
+        stalled: usize,
+        /// agora-spaces: the bytes of each event's text (a text above the hub's
+        /// delta threshold is streamed as deltas); 0: the marker alone.
+        #[arg(long = "text-bytes", default_value_t = 0)]
+        text_bytes: usize,
+        /// agora-spaces: only the first this many members publish (default: all);
+        /// every member reads.
+        #[arg(long)]
+        publishers: Option<usize>,
     },
     /// Export a failing case of a report (--case) or a fuzz crash file as an offline
     /// vector: its exchanges, verdict and requirement ids. `replay` runs it without
@@ -534,10 +550,14 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             requests,
             timeout_ms,
             profile,
+            stalled,
+            text_bytes,
+            publishers,
         } => load_command(
             &suite,
             target,
             (clients, requests, timeout_ms),
+            (stalled, text_bytes, publishers),
             profile,
             out,
         ),
@@ -601,6 +621,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
             separate_ledger,
             token,
             heartbeat_timeout_s,
+            max_pending_bytes,
             tls,
             tls_cert_out,
         } => {
@@ -658,6 +679,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
                     separate_ledger,
                     token,
                     heartbeat_timeout_s,
+                    max_pending_bytes: max_pending_bytes.and_then(|b| usize::try_from(b).ok()),
                 };
                 let server = suites::start(&suite, &listen, &opts).await.map_err(Usage)?;
                 for (_, url) in &server.endpoints.0 {
@@ -1267,6 +1289,7 @@ fn load_command(
     suite: &str,
     target: Option<String>,
     (clients, requests, timeout_ms): (usize, usize, u64),
+    (stalled, text_bytes, publishers): (usize, usize, Option<usize>),
     profile: Option<PathBuf>,
     out: &mut impl Write,
 ) -> Result<i32, CliError> {
@@ -1285,6 +1308,19 @@ fn load_command(
         ));
     }
     crate::load::fits(suite, clients, requests).map_err(Usage)?;
+    if (stalled > 0 || text_bytes > 0 || publishers.is_some()) && suite != "agora-spaces" {
+        return Err(Usage(
+            "--stalled, --text-bytes and --publishers are for --suite agora-spaces".into(),
+        ));
+    }
+    if publishers == Some(0) {
+        return Err(Usage("--publishers must be at least 1".into()));
+    }
+    if stalled > 1000 || text_bytes > 1024 * 1024 {
+        return Err(Usage(
+            "--stalled must be at most 1000 and --text-bytes at most 1048576".into(),
+        ));
+    }
     if timeout_ms == 0 || timeout_ms > 600_000 {
         return Err(Usage("--timeout-ms must be 1 to 600000".into()));
     }
@@ -1293,7 +1329,7 @@ fn load_command(
         None => Profile::default(),
     };
     let rt = runtime()?;
-    let (label, tally) = rt.block_on(async {
+    let (label, tally, embedded) = rt.block_on(async {
         let (url, server) = match &target {
             Some(u) => (u.clone(), None),
             None => {
@@ -1325,6 +1361,9 @@ fn load_command(
             requests,
             timeout: Duration::from_millis(timeout_ms),
             profile: prof,
+            stalled,
+            text_bytes,
+            publishers,
         };
         let tag = suite.to_string();
         let tally = crate::load::run(l, move |t, total| {
@@ -1337,10 +1376,11 @@ fn load_command(
             );
         })
         .await;
+        let embedded = server.is_some();
         if let Some(s) = server {
             s.stop().await;
         }
-        Ok::<_, CliError>((label, tally))
+        Ok::<_, CliError>((label, tally, embedded))
     })?;
     writeln!(
         out,
@@ -1348,6 +1388,16 @@ fn load_command(
         crate::load::describe(suite, &label, clients, &tally)
     )
     .map_err(io)?;
+    if embedded {
+        if let Some(kib) = crate::load::peak_rss_kib() {
+            writeln!(
+                out,
+                "  peak RSS of this process (the embedded reference and the load's agents): {:.1} MiB",
+                kib as f64 / 1024.0
+            )
+            .map_err(io)?;
+        }
+    }
     Ok(if tally.failed() == 0 && tally.ok == tally.sent {
         0
     } else {
@@ -1630,12 +1680,20 @@ fn unknown_suite(id: &str) -> CliError {
     ))
 }
 
+/// The runtime of every command. Blocking work (the agora-v1 reference's checks)
+/// runs on at most [`BLOCKING_THREADS`] threads: under hundreds of requests at once
+/// tokio's default of 512, each with its stack and allocator heap, took the process
+/// past 4 GiB of address space.
 fn runtime() -> Result<tokio::runtime::Runtime, CliError> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
+        .max_blocking_threads(BLOCKING_THREADS)
         .build()
         .map_err(|e| CliError::Harness(format!("cannot start the async runtime: {e}")))
 }
+
+/// Threads for blocking work, at most.
+const BLOCKING_THREADS: usize = 16;
 
 /// The binding a target URL names.
 pub fn parse_target(url: &str) -> Result<Transport, CliError> {

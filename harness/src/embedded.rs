@@ -27,6 +27,9 @@ pub struct Options {
     pub token: Option<String>,
     /// agora-spaces: seconds of silence before a client is disconnected.
     pub heartbeat_timeout_s: Option<u64>,
+    /// agora-spaces: unsent bytes of one connection before it is cut off as a slow
+    /// consumer (`SpacesConfig::max_pending_bytes`).
+    pub max_pending_bytes: Option<usize>,
     /// agora-exchange: a conversation expires only once the whole second of its
     /// conversationExpires has passed (`ExchangeConfig::expiry_whole_second`).
     pub expiry_whole_second: bool,
@@ -353,6 +356,9 @@ pub fn agora_spaces<'a>(
         cfg.token = opts.token.clone();
         if let Some(t) = opts.heartbeat_timeout_s {
             cfg.heartbeat_timeout = std::time::Duration::from_secs(t);
+        }
+        if let Some(b) = opts.max_pending_bytes {
+            cfg.max_pending_bytes = b;
         }
         start_agora_spaces_on(cfg, listen, opts.tls.as_ref()).await
     })

@@ -208,6 +208,40 @@ fn reference() -> Result<(), Failed> {
     Ok(())
 }
 
+/// `load` of a suite against its embedded reference, at the default 256 agents.
+fn load(suite: &'static str) -> Result<(), Failed> {
+    let p = measured(&["load", "--suite", suite, "--requests", "4"])?;
+    judge(&format!("load {suite}"), &p, &[0], "0 failed")
+}
+
+/// `load` of agora-spaces with stalled members and 16 kB events, the hub embedded:
+/// the hub cuts the stalled members off and the process stays within the bound.
+fn load_stalled() -> Result<(), Failed> {
+    let p = measured(&[
+        "load",
+        "--suite",
+        "agora-spaces",
+        "--clients",
+        "8",
+        "--publishers",
+        "2",
+        "--requests",
+        "400",
+        "--stalled",
+        "4",
+        "--text-bytes",
+        "16384",
+        "--timeout-ms",
+        "10000",
+    ])?;
+    judge(
+        "load agora-spaces with stalled members",
+        &p,
+        &[0],
+        "cut off by the hub: 4",
+    )
+}
+
 /// `serve` under clients that misbehave: a request nested 200,000 deep, an endless
 /// body, a WebSocket flood.
 fn serve(suite: &'static str) -> Result<(), Failed> {
@@ -372,8 +406,27 @@ fn main() {
         Trial::test("memory::ws_deep::agora_spaces", || {
             against("ws-deep", "agora-spaces", "nesting deeper than")
         }),
+        Trial::test("memory::endless_body::agora_v1", || {
+            against("endless", "agora-v1", "cap")
+        }),
+        Trial::test("memory::huge_length::agora_v1", || {
+            against("huge-length", "agora-v1", "cap")
+        }),
         Trial::test("memory::serve::agora_v1", || serve("agora-v1")),
         Trial::test("memory::serve::agora_spaces", || serve("agora-spaces")),
+        Trial::test("memory::load_stalled::agora_spaces", load_stalled),
     ];
+    let mut trials = trials;
+    for suite in [
+        "agora-v1",
+        "agora-exchange",
+        "agentprotocol",
+        "chorus",
+        "agora-spaces",
+    ] {
+        trials.push(Trial::test(format!("memory::load::{suite}"), move || {
+            load(suite)
+        }));
+    }
     libtest_mimic::run(&args, trials).exit();
 }

@@ -33,6 +33,41 @@ pub struct Load {
     /// Deadline of each request.
     pub timeout: Duration,
     pub profile: Profile,
+    /// agora-spaces: members that join and never read (`--stalled`).
+    pub stalled: usize,
+    /// agora-spaces: how many of the members publish (`--publishers`; none: all).
+    pub publishers: Option<usize>,
+    /// agora-spaces: the bytes of each event's text (`--text-bytes`; 0: the marker
+    /// alone).
+    pub text_bytes: usize,
+}
+
+impl Load {
+    /// agora-spaces: the members that publish (the first ones), all by default.
+    pub fn publishers(&self) -> usize {
+        self.publishers
+            .map_or(self.clients, |p| p.min(self.clients))
+    }
+}
+
+/// agora-spaces: the deliveries a load expects, each publisher's events to every
+/// other member.
+pub fn deliveries(l: &Load) -> u64 {
+    l.publishers() as u64 * l.clients.saturating_sub(1) as u64 * l.requests as u64
+}
+
+/// agora-spaces with stalled members: what the hub did with them.
+#[derive(Debug, Clone, Default)]
+pub struct Stalled {
+    /// Members that joined and never read.
+    pub members: u64,
+    /// Those the hub closed (with the close code it gave, when one came).
+    pub cut_off: u64,
+    /// The close codes the hub gave them, by code.
+    pub codes: BTreeMap<u16, u64>,
+    /// How long after the first publish the readers were told the last cut-off
+    /// member had left.
+    pub announced_after: Option<Duration>,
 }
 
 /// What it found.
@@ -48,6 +83,8 @@ pub struct Tally {
     /// sample of the deliveries).
     latencies: Vec<u64>,
     pub elapsed: Duration,
+    /// agora-spaces with `--stalled`: what the hub did with the stalled members.
+    pub stalled: Option<Stalled>,
 }
 
 impl Tally {
@@ -75,6 +112,15 @@ impl Tally {
 fn kind_of(e: &str) -> String {
     let head = e.split(':').next().unwrap_or(e).trim();
     head.chars().take(60).collect()
+}
+
+/// The peak resident memory of this process (Linux `VmHWM`), in KiB.
+pub fn peak_rss_kib() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
 /// The suites `load` drives.
@@ -197,7 +243,7 @@ pub async fn run(l: Load, progress: impl Fn(&Tally, u64) + Send + Sync + 'static
     let tally = Arc::new(Mutex::new(Tally::default()));
     let run_tag = format!("ld{}", &reference_impl::wire::new_id()[..8]);
     let total = if l.suite == "agora-spaces" {
-        (l.clients * l.clients.saturating_sub(1) * l.requests) as u64
+        deliveries(&l)
     } else {
         (l.clients * l.requests) as u64
     };
@@ -277,6 +323,27 @@ pub fn describe(suite: &str, target: &str, clients: usize, t: &Tally) -> String 
     }
     for (kind, n) in &t.observed {
         s.push_str(&format!("\n  {n} × {kind} (allowed)"));
+    }
+    if let Some(st) = &t.stalled {
+        let codes: Vec<String> = st
+            .codes
+            .iter()
+            .map(|(c, n)| format!("{n} with close code {c}"))
+            .collect();
+        s.push_str(&format!(
+            "\n  stalled members: {}, cut off by the hub: {}{}{}",
+            st.members,
+            st.cut_off,
+            if codes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", codes.join(", "))
+            },
+            st.announced_after.map_or(String::new(), |d| format!(
+                "; the readers were told the last one left {:.1} s after the first publish",
+                d.as_secs_f64()
+            ))
+        ));
     }
     s
 }

@@ -41,8 +41,15 @@ struct Shared {
     /// When each event (member × requests + k) was published, in µs since
     /// `started` plus one (0: not published).
     published: Vec<AtomicU64>,
-    /// Members done with joining (joined or not).
+    /// Members done with joining (joined or not), stalled ones among them.
     ready: watch::Sender<usize>,
+    /// Reading members done.
+    readers_done: watch::Sender<usize>,
+    /// When the readers were first told each stalled member left, in µs since
+    /// `started` plus one (0: not yet).
+    stalled_left: Vec<AtomicU64>,
+    /// When the first event was published, in µs since `started` plus one.
+    first_publish: AtomicU64,
     joined: Vec<AtomicBool>,
     connecting: Semaphore,
     tally: Arc<Mutex<Tally>>,
@@ -59,17 +66,60 @@ impl Shared {
     fn agent_id(&self, member: usize) -> String {
         format!("{}-m{member}", self.run_tag)
     }
+
+    fn stalled_id(&self, i: usize) -> String {
+        format!("{}-s{i}", self.run_tag)
+    }
+
+    fn now_us(&self) -> u64 {
+        self.started.elapsed().as_micros() as u64 + 1
+    }
+
+    /// A membership frame: notes when a stalled member is first told to have left.
+    fn membership(&self, text: &str) {
+        let needle = format!("\"left\":\"{}-s", self.run_tag);
+        let Some(at) = text.find(&needle) else {
+            return;
+        };
+        let digits: String = text[at + needle.len()..]
+            .chars()
+            .take_while(char::is_ascii_digit)
+            .collect();
+        if let Some(slot) = digits
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| self.stalled_left.get(i))
+        {
+            let _ = slot.compare_exchange(0, self.now_us(), Ordering::Relaxed, Ordering::Relaxed);
+        }
+    }
+
+    /// The text of event `k` of member `m`: its marker, then padding to the load's
+    /// text size.
+    fn text(&self, m: usize, k: usize) -> String {
+        let marker = format!("{}-{m}-{k}", self.run_tag);
+        let pad = self.load.text_bytes.saturating_sub(marker.len() + 1);
+        if pad == 0 {
+            marker
+        } else {
+            format!("{marker} {}", "x".repeat(pad))
+        }
+    }
 }
 
 /// Runs the load into `tally` (`sent` counts the deliveries expected).
 pub async fn run(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>) {
     let n = l.clients;
     let per = l.requests;
-    let deliveries = (n as u64) * (n.saturating_sub(1) as u64) * per as u64;
+    let deliveries = super::deliveries(&l);
+    let stalled = l.stalled;
     let shared = Arc::new(Shared {
         published: (0..n * per).map(|_| AtomicU64::new(0)).collect(),
         joined: (0..n).map(|_| AtomicBool::new(false)).collect(),
         ready: watch::channel(0).0,
+        readers_done: watch::channel(0).0,
+        stalled_left: (0..stalled).map(|_| AtomicU64::new(0)).collect(),
+        first_publish: AtomicU64::new(0),
         connecting: Semaphore::new(CONNECTING),
         stride: deliveries.div_ceil(MAX_SAMPLES as u64).max(1),
         started: Instant::now(),
@@ -81,9 +131,79 @@ pub async fn run(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>) {
     let mut tasks = tokio::task::JoinSet::new();
     for m in 0..n {
         let shared = shared.clone();
-        tasks.spawn(async move { member(&shared, m).await });
+        tasks.spawn(async move {
+            member(&shared, m).await;
+            shared.readers_done.send_modify(|d| *d += 1);
+        });
+    }
+    let codes = Arc::new(Mutex::new(Vec::new()));
+    for i in 0..stalled {
+        let (shared, codes) = (shared.clone(), codes.clone());
+        tasks.spawn(async move {
+            let code = stalled_member(&shared, i).await;
+            codes.lock().unwrap_or_else(|p| p.into_inner()).push(code);
+        });
     }
     while tasks.join_next().await.is_some() {}
+    if stalled > 0 {
+        let first = shared.first_publish.load(Ordering::Relaxed);
+        let mut st = super::Stalled {
+            members: stalled as u64,
+            ..super::Stalled::default()
+        };
+        for code in codes.lock().unwrap_or_else(|p| p.into_inner()).iter() {
+            match code {
+                Some(Closed::ByHub(c)) => {
+                    st.cut_off += 1;
+                    if let Some(c) = c {
+                        *st.codes.entry(*c).or_default() += 1;
+                    }
+                }
+                Some(Closed::Open) | None => {}
+            }
+        }
+        st.announced_after = shared
+            .stalled_left
+            .iter()
+            .map(|a| a.load(Ordering::Relaxed))
+            .filter(|a| *a > 0)
+            .max()
+            .map(|last| Duration::from_micros(last.saturating_sub(first)));
+        let mut t = shared.tally.lock().unwrap_or_else(|p| p.into_inner());
+        t.stalled = Some(st);
+    }
+}
+
+/// How a stalled member's connection ended once it read again.
+enum Closed {
+    /// The hub had closed it (with this close code, when a Close came).
+    ByHub(Option<u16>),
+    /// Still open: the hub never cut it off.
+    Open,
+}
+
+/// A member that joins and never reads while the others publish and read; once
+/// every reader is done it reads what the hub left it, to its end. `None` when it
+/// never joined.
+async fn stalled_member(s: &Shared, i: usize) -> Option<Closed> {
+    let ws = join(s, &s.stalled_id(i)).await;
+    s.ready.send_modify(|done| *done += 1);
+    let mut ws = ws?;
+    let mut done = s.readers_done.subscribe();
+    let _ = done.wait_for(|d| *d >= s.load.clients).await;
+    // What the socket holds comes at once; a second without a frame means the hub
+    // left the connection open.
+    let idle = s.load.timeout.min(Duration::from_secs(1));
+    loop {
+        match tokio::time::timeout(idle, ws.next()).await {
+            Err(_) => return Some(Closed::Open),
+            Ok(Some(Ok(Message::Close(c)))) => {
+                return Some(Closed::ByHub(c.map(|c| u16::from(c.code))))
+            }
+            Ok(None) | Ok(Some(Err(_))) => return Some(Closed::ByHub(None)),
+            Ok(Some(Ok(_))) => {}
+        }
+    }
 }
 
 /// What a member reads: a frame's text, or why there is none.
@@ -95,7 +215,10 @@ enum Read {
     Closed(String),
 }
 
-async fn read(ws: &mut Socket, within: Duration) -> Read {
+async fn read<S>(ws: &mut S, within: Duration) -> Read
+where
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
     let closed = || Read::Closed("the hub closed the connection".into());
     loop {
         match tokio::time::timeout(within, ws.next()).await {
@@ -122,8 +245,9 @@ fn error_code(v: &Value) -> Option<String> {
     })
 }
 
-/// Connects and joins: the socket once joined, else `None` (the error counted).
-async fn join(s: &Shared, m: usize) -> Option<Socket> {
+/// Connects and joins as `agent_id`: the socket once joined, else `None` (the
+/// error counted).
+async fn join(s: &Shared, agent_id: &str) -> Option<Socket> {
     let l = &s.load;
     let fail = |kind: String| {
         s.error(&kind, 1);
@@ -132,8 +256,7 @@ async fn join(s: &Shared, m: usize) -> Option<Socket> {
     let permit = s.connecting.acquire().await.ok()?;
     let token = l.profile.target.token.as_deref();
     let base = crate::expect::agora_spaces::url_for(&l.url, None, token);
-    let agent_id = s.agent_id(m);
-    let connect = client::connect(&base, &agent_id);
+    let connect = client::connect(&base, agent_id);
     let mut ws = match tokio::time::timeout(l.timeout, connect).await {
         Err(_) => return fail("connect: no connection within the deadline".into()),
         Ok(Err(e)) => return fail(format!("connect: {}", kind_of(&e.to_string()))),
@@ -192,6 +315,9 @@ struct Taken {
     reordered: u64,
     own: u64,
     latencies: Vec<u64>,
+    /// Delta streams under way: event id → (publisher, k), from the first delta
+    /// (which starts with the marker), counted at the stream's done.
+    streams: std::collections::HashMap<String, (usize, usize)>,
 }
 
 impl Taken {
@@ -203,6 +329,7 @@ impl Taken {
             reordered: 0,
             own: 0,
             latencies: Vec::new(),
+            streams: std::collections::HashMap::new(),
         }
     }
 
@@ -211,7 +338,15 @@ impl Taken {
     /// unparsed.
     fn take(&mut self, s: &Shared, m: usize, text: &str) {
         let (n, per) = (s.load.clients, s.load.requests);
-        if !text.contains(&s.quoted_tag) && !text.contains("\"error\"") {
+        if text.contains("\"space.members\"") {
+            if !s.stalled_left.is_empty() {
+                s.membership(text);
+            }
+            return;
+        }
+        let ends_stream =
+            text.contains("\"space.event.done\"") || text.contains("\"space.event.cancel\"");
+        if !text.contains(&s.quoted_tag) && !text.contains("\"error\"") && !ends_stream {
             return;
         }
         let Ok(v) = serde_json::from_str::<Value>(text) else {
@@ -221,12 +356,33 @@ impl Taken {
             s.error(&format!("refused: {code}"), 1);
             return;
         }
-        if v["type"] != "space.event" {
-            return;
-        }
-        let marker = v["data"]["text"].as_str();
-        let Some((p, k)) = marker.and_then(|t| parse_marker(t, &s.run_tag, n, per)) else {
-            return;
+        let marker_of = |v: &Value| {
+            v["data"]["text"]
+                .as_str()
+                .and_then(|t| t.split(' ').next())
+                .and_then(|t| parse_marker(t, &s.run_tag, n, per))
+        };
+        let event_id = v["event_id"].as_str().unwrap_or_default();
+        let (p, k) = match v["type"].as_str() {
+            Some("space.event") => match marker_of(&v) {
+                Some(pk) => pk,
+                None => return,
+            },
+            Some("space.event.delta") => {
+                if let Some(pk) = marker_of(&v) {
+                    self.streams.insert(event_id.to_string(), pk);
+                }
+                return;
+            }
+            Some("space.event.done") => match self.streams.remove(event_id) {
+                Some(pk) => pk,
+                None => return,
+            },
+            Some("space.event.cancel") => {
+                self.streams.remove(event_id);
+                return;
+            }
+            _ => return,
         };
         if p == m {
             self.own += 1;
@@ -260,7 +416,7 @@ impl Taken {
 async fn member(s: &Shared, m: usize) {
     let l = s.load.clone();
     let (n, per) = (l.clients, l.requests);
-    let ws = join(s, m).await;
+    let ws = join(s, &s.agent_id(m)).await;
     s.joined[m].store(ws.is_some(), Ordering::Relaxed);
     s.ready.send_modify(|done| *done += 1);
     let Some(mut ws) = ws else { return };
@@ -272,7 +428,7 @@ async fn member(s: &Shared, m: usize) {
     let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + beat_every, beat_every);
     loop {
         tokio::select! {
-            all = async { ready.wait_for(|done| *done >= n).await.is_ok() } => {
+            all = async { ready.wait_for(|done| *done >= n + l.stalled).await.is_ok() } => {
                 if !all {
                     return;
                 }
@@ -292,38 +448,53 @@ async fn member(s: &Shared, m: usize) {
             }
         }
     }
-    let others: Vec<usize> = (0..n)
+    let publishers = l.publishers();
+    let others: Vec<usize> = (0..publishers)
         .filter(|o| *o != m && s.joined[*o].load(Ordering::Relaxed))
         .collect();
     let space = &l.profile.agora_spaces.public_space;
-    for k in 0..per {
-        let marker = format!("{}-{m}-{k}", s.run_tag);
-        let frame = json!({"type": "space.publish", "space": space, "timestamp": super::now_s(),
-                           "data": {"from": s.agent_id(m), "text": marker,
-                                    "timestamp": super::now_s()}});
-        let at = s.started.elapsed().as_micros() as u64 + 1;
-        s.published[m * per + k].store(at, Ordering::Relaxed);
-        if ws
-            .send(Message::Text(frame.to_string().into()))
-            .await
-            .is_err()
-        {
-            break;
-        }
-    }
-    let want = others.len() * per;
-    let mut ended = None;
-    while taken.got < want {
-        match read(&mut ws, l.timeout).await {
-            Read::Text(t) => taken.take(s, m, &t),
-            Read::Idle => break,
-            Read::Closed(why) => {
-                ended = Some(why);
+    let mine = if m < publishers { per } else { 0 };
+    // A member publishes and reads at once: one that published everything before
+    // reading would be a reader that does not read while it publishes.
+    let (mut sink, mut stream) = ws.split();
+    let publishing = async {
+        for k in 0..mine {
+            let frame = json!({"type": "space.publish", "space": space, "timestamp": super::now_s(),
+                               "data": {"from": s.agent_id(m), "text": s.text(m, k),
+                                        "timestamp": super::now_s()}});
+            let at = s.now_us();
+            let _ = s
+                .first_publish
+                .compare_exchange(0, at, Ordering::Relaxed, Ordering::Relaxed);
+            s.published[m * per + k].store(at, Ordering::Relaxed);
+            if sink
+                .send(Message::Text(frame.to_string().into()))
+                .await
+                .is_err()
+            {
                 break;
             }
         }
+    };
+    let want = others.len() * per;
+    let reading = async {
+        let mut ended = None;
+        while taken.got < want {
+            match read(&mut stream, l.timeout).await {
+                Read::Text(t) => taken.take(s, m, &t),
+                Read::Idle => break,
+                Read::Closed(why) => {
+                    ended = Some(why);
+                    break;
+                }
+            }
+        }
+        ended
+    };
+    let ((), ended) = tokio::join!(publishing, reading);
+    if let Ok(mut ws) = sink.reunite(stream) {
+        let _ = ws.close(None).await;
     }
-    let _ = ws.close(None).await;
     let (mut once, mut twice) = (0u64, 0u64);
     for p in others {
         for k in 0..per {

@@ -207,6 +207,18 @@ pub async fn hostile(kind: &'static str) -> String {
                         let _ = sock.write_all(head.as_bytes()).await;
                         let _ = sock.write_all(body.as_bytes()).await;
                     }
+                    "huge-length" => {
+                        // Announces a gigabyte, then sends at most 64 MiB of it.
+                        let _ = sock
+                            .write_all(b"HTTP/1.1 200 OK\r\ncontent-type: application/json\r\ncontent-length: 1073741824\r\n\r\n")
+                            .await;
+                        let block = vec![b'x'; 65536];
+                        for _ in 0..1024 {
+                            if sock.write_all(&block).await.is_err() {
+                                break;
+                            }
+                        }
+                    }
                     "endless" => {
                         let _ = sock
                             .write_all(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")

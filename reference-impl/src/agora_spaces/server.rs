@@ -11,8 +11,13 @@
 //! silence for heartbeat_timeout ──▶ the server closes the socket
 //! ```
 //!
-//! Each connection has a bounded outbox; a receiver that cannot keep up is
-//! disconnected rather than buffered without limit. A stream's first deltas go out
+//! Each connection has an outbox bounded in bytes (`SpacesConfig::max_pending_bytes`,
+//! default 8 MiB, and in frames), its frames shared with every other receiver of the
+//! same event. A publisher whose event finds a receiver past half the bound waits
+//! until that receiver drains below it; a receiver that passes the bound, or stays
+//! past half of it for `slow_grace` (2 s), is cut off: closed with
+//! [`SLOW_CLOSE_CODE`] and a reason that says so, leaving its spaces like any
+//! disconnect. Receivers that read never wait on a stalled one, and lose nothing. A stream's first deltas go out
 //! at once, the rest paced (`SpacesConfig::chunk_pause`), so that a long stream
 //! lasts long enough for its receiver to cancel it under way.
 
@@ -51,8 +56,14 @@ pub struct SpacesConfig {
     /// Publishes per second per connection; unset: no limit.
     pub rate_limit_per_s: Option<u32>,
     pub max_frame_bytes: usize,
-    /// Frames queued for one connection before it is dropped as too slow.
+    /// Frames queued for one connection before it is cut off as too slow.
     pub outbox: usize,
+    /// Bytes queued for one connection and not yet sent before it is cut off as
+    /// too slow (`serve --max-pending-bytes`).
+    pub max_pending_bytes: usize,
+    /// How long a publisher waits for a receiver past half that bound to drain
+    /// below it before the receiver is cut off.
+    pub slow_grace: Duration,
     pub max_spaces: usize,
     /// Joining a user space that does not exist creates it (true), or draws
     /// SPACE_NOT_FOUND (false), as a hub does that serves only spaces made otherwise
@@ -74,6 +85,8 @@ impl Default for SpacesConfig {
             rate_limit_per_s: None,
             max_frame_bytes: 4 * 1024 * 1024,
             outbox: 4096,
+            max_pending_bytes: DEFAULT_MAX_PENDING_BYTES,
+            slow_grace: Duration::from_secs(2),
             max_spaces: 10_000,
             create_user_spaces: true,
             faults: FaultSet::none(),
@@ -109,9 +122,100 @@ type Cancels = Arc<Mutex<HashSet<String>>>;
 /// fan-out or a member update queues one copy, not one per member).
 type Frame = axum::extract::ws::Utf8Bytes;
 
+/// The default bound of one connection's unsent bytes.
+pub const DEFAULT_MAX_PENDING_BYTES: usize = 8 * 1024 * 1024;
+/// How long the writer of a connection cut off tries to send its Close.
+const CUT_CLOSE_WAIT: Duration = Duration::from_secs(5);
+
+/// The close code of a connection cut off as a slow consumer: 1008, policy
+/// violation (RFC 6455 §7.4.1). No error event precedes it: none of the spec's
+/// error codes names a reader that does not read, and it would not read one.
+pub const SLOW_CLOSE_CODE: u16 = 1008;
+
+/// The close reason of a connection cut off as a slow consumer: its unsent bytes
+/// passed `limit`, or stayed past half of it for `slow_grace` while a publisher
+/// waited.
+pub fn slow_close_reason(limit: usize) -> String {
+    format!("slow consumer: outbound queue not drained (bound {limit} bytes)")
+}
+
+/// One connection's queue of frames to send: bounded in frames (the channel) and in
+/// bytes not yet sent (`pending`, lowered by the writer as frames go out). Passing
+/// either bound cuts the connection off: `cut` turns true, the writer drops what is
+/// queued and closes, the session leaves the connection's spaces.
+#[derive(Clone)]
+struct Outbox {
+    tx: mpsc::Sender<Frame>,
+    pending: Arc<std::sync::atomic::AtomicUsize>,
+    limit: usize,
+    cut: Arc<tokio::sync::watch::Sender<bool>>,
+    /// Told by the writer when the unsent bytes fall below the high-water mark.
+    drained: Arc<tokio::sync::Notify>,
+}
+
+impl Outbox {
+    fn new(frames: usize, limit: usize) -> (Outbox, mpsc::Receiver<Frame>) {
+        let (tx, rx) = mpsc::channel(frames.max(1));
+        let (cut, _) = tokio::sync::watch::channel(false);
+        let outbox = Outbox {
+            tx,
+            pending: Arc::default(),
+            limit,
+            cut: Arc::new(cut),
+            drained: Arc::default(),
+        };
+        (outbox, rx)
+    }
+
+    /// Half the bound: past it, a publisher waits for this receiver to drain.
+    fn high_water(&self) -> usize {
+        self.limit / 2
+    }
+
+    fn past_high_water(&self) -> bool {
+        self.pending.load(std::sync::atomic::Ordering::Acquire) > self.high_water()
+            && !*self.cut.borrow()
+    }
+
+    /// Waits until the unsent bytes are below the high-water mark, or the
+    /// connection is cut off.
+    async fn drained_below(&self) {
+        loop {
+            let drained = self.drained.notified();
+            tokio::pin!(drained);
+            drained.as_mut().enable();
+            if !self.past_high_water() {
+                return;
+            }
+            drained.await;
+        }
+    }
+
+    fn cut_off(&self) {
+        self.cut.send_replace(true);
+        self.drained.notify_waiters();
+    }
+
+    /// Queues `frame`; false when the connection is cut off (now or before).
+    fn push(&self, frame: Frame) -> bool {
+        use std::sync::atomic::Ordering;
+        if *self.cut.borrow() {
+            return false;
+        }
+        let n = frame.len();
+        let before = self.pending.fetch_add(n, Ordering::AcqRel);
+        if before + n > self.limit || self.tx.try_send(frame).is_err() {
+            self.pending.fetch_sub(n, Ordering::AcqRel);
+            self.cut_off();
+            return false;
+        }
+        true
+    }
+}
+
 struct Conn {
     agent_id: String,
-    tx: mpsc::Sender<Frame>,
+    outbox: Outbox,
     cancels: Cancels,
 }
 
@@ -232,15 +336,11 @@ impl Spaces {
         json_text(&e)
     }
 
-    /// Queues a frame for `conn`; a full outbox disconnects it.
+    /// Queues a frame for `conn`; an outbox over its bound cuts the connection off
+    /// (its session then closes it and leaves its spaces).
     fn send_to(hub: &mut Hub, conn: u64, frame: impl Into<Frame>) {
-        let full = match hub.conns.get(&conn) {
-            Some(c) => c.tx.try_send(frame.into()).is_err(),
-            None => false,
-        };
-        if full {
-            // Dropping the sender ends the writer, which closes the socket.
-            hub.conns.remove(&conn);
+        if let Some(c) = hub.conns.get(&conn) {
+            c.outbox.push(frame.into());
         }
     }
 
@@ -306,7 +406,7 @@ impl Spaces {
         &self,
         agent_id: &str,
         token: Option<&str>,
-        tx: mpsc::Sender<Frame>,
+        outbox: Outbox,
     ) -> Result<(u64, Cancels, String), String> {
         if let Some(want) = &self.cfg.token {
             if token != Some(want.as_str()) {
@@ -328,7 +428,7 @@ impl Spaces {
             conn,
             Conn {
                 agent_id: agent_id.to_string(),
-                tx,
+                outbox,
                 cancels: cancels.clone(),
             },
         );
@@ -371,16 +471,16 @@ impl Spaces {
     /// connection is closed afterwards, leaving its spaces. Refused connections
     /// return the refusal frame.
     pub fn handle_detached(self: &Arc<Self>, agent_id: &str, frames: &[&str]) -> Vec<String> {
-        let (tx, mut rx) = mpsc::channel::<Frame>(self.cfg.outbox);
+        let (outbox, mut rx) = Outbox::new(self.cfg.outbox, self.cfg.max_pending_bytes);
         let (conn, _cancels, connection_id) =
-            match self.open(agent_id, self.cfg.token.as_deref(), tx) {
+            match self.open(agent_id, self.cfg.token.as_deref(), outbox) {
                 Ok(c) => c,
                 Err(frame) => return vec![frame],
             };
         let mut publishes = (0, 0);
         let mut out = Vec::new();
         for f in frames {
-            self.handle(conn, &connection_id, f, &mut publishes);
+            self.handle(conn, &connection_id, f, &mut publishes, &mut Vec::new());
             while let Ok(frame) = rx.try_recv() {
                 out.push(frame.as_str().to_owned());
             }
@@ -393,12 +493,16 @@ impl Spaces {
     }
 
     /// Handles one text frame from `conn`.
+    /// A publish leaves in `behind` the receivers whose unsent bytes are past the
+    /// high-water mark, for the publisher's session to wait on (see
+    /// [`Outbox::drained_below`]).
     fn handle(
         self: &Arc<Self>,
         conn: u64,
         connection_id: &str,
         text: &str,
         publishes: &mut (i64, u32),
+        behind: &mut Vec<Outbox>,
     ) {
         let reply = |hub: &mut Hub, frame: String| Self::send_to(hub, conn, frame);
         let parsed = crate::wire::json::parse(text.as_bytes()).map(|t| t.to_serde());
@@ -629,6 +733,13 @@ impl Spaces {
                     .map(|(_, c)| *c)
                     .filter(|c| *c != conn)
                     .collect();
+                behind.extend(
+                    targets
+                        .iter()
+                        .filter_map(|t| hub.conns.get(t))
+                        .filter(|c| c.outbox.past_high_water())
+                        .map(|c| c.outbox.clone()),
+                );
                 if text.len() <= self.cfg.delta_threshold || self.fault("no-delta") {
                     let frame = json!({"type": "space.event", "space": name,
                                        "data": {"from": agent_id, "text": text, "timestamp": ts}, "timestamp": now_s()});
@@ -638,19 +749,24 @@ impl Spaces {
                     }
                 } else {
                     let event_id = format!("evt_{}", crate::wire::new_id().replace('-', ""));
-                    let text = Arc::new(text);
+                    // The stream's frames, made once and shared by every receiver's
+                    // queue (one copy of the text however many are slow).
+                    let frames = Arc::new(self.stream_frames(&name, &event_id, &agent_id, &text));
+                    // The unpaced frames are queued here, at once, so that the
+                    // next publish already sees them pending; a task paces the rest.
+                    let unpaced = self.cfg.unpaced_chunks.min(frames.len());
                     for t in targets {
                         if let Some(c) = hub.conns.get(&t) {
-                            let (tx, cancels) = (c.tx.clone(), c.cancels.clone());
+                            if !frames[..unpaced].iter().all(|f| c.outbox.push(f.clone()))
+                                || unpaced == frames.len()
+                            {
+                                continue;
+                            }
+                            let (outbox, cancels) = (c.outbox.clone(), c.cancels.clone());
                             let me = self.clone();
-                            let (name, event_id, from, text) = (
-                                name.clone(),
-                                event_id.clone(),
-                                agent_id.clone(),
-                                text.clone(),
-                            );
+                            let (event_id, frames) = (event_id.clone(), frames.clone());
                             tokio::spawn(async move {
-                                me.stream(tx, cancels, name, event_id, from, text).await
+                                me.stream(outbox, cancels, event_id, frames, unpaced).await
                             });
                         }
                     }
@@ -667,26 +783,11 @@ impl Spaces {
         }
     }
 
-    /// Streams one large text to one receiver as deltas and a done.
-    async fn stream(
-        &self,
-        tx: mpsc::Sender<Frame>,
-        cancels: Cancels,
-        space: String,
-        event_id: String,
-        from: String,
-        text: Arc<String>,
-    ) {
-        let cancelled = || {
-            cancels
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .contains(&event_id)
-        };
-        for (i, chunk) in chunks(&text, self.cfg.chunk_bytes).into_iter().enumerate() {
-            if cancelled() && !self.fault("ignore-cancel") {
-                return;
-            }
+    /// The frames of one streamed text: its deltas (the first naming the sender)
+    /// and the done.
+    fn stream_frames(&self, space: &str, event_id: &str, from: &str, text: &str) -> Vec<Frame> {
+        let mut frames = Vec::new();
+        for (i, chunk) in chunks(text, self.cfg.chunk_bytes).into_iter().enumerate() {
             if i == 1 && self.fault("delta-drops-chunk") {
                 continue;
             }
@@ -695,15 +796,40 @@ impl Spaces {
                 data["from"] = json!(from);
             }
             let frame = json!({"type": "space.event.delta", "space": space, "event_id": event_id, "data": data, "timestamp": now_s()});
-            if tx.send(json_text(&frame).into()).await.is_err() {
-                return;
-            }
-            if i + 1 >= self.cfg.unpaced_chunks {
-                tokio::time::sleep(self.cfg.chunk_pause).await;
-            }
+            frames.push(json_text(&frame).into());
         }
         let done = json!({"type": "space.event.done", "space": space, "event_id": event_id, "timestamp": now_s()});
-        let _ = tx.send(json_text(&done).into()).await;
+        frames.push(json_text(&done).into());
+        frames
+    }
+
+    /// Streams the rest of one text to one receiver, from frame `from` (the first
+    /// `unpaced_chunks` went out at once): one frame, then a pause, to the done;
+    /// stops when the receiver cancels the event or is cut off.
+    async fn stream(
+        &self,
+        outbox: Outbox,
+        cancels: Cancels,
+        event_id: String,
+        frames: Arc<Vec<Frame>>,
+        from: usize,
+    ) {
+        let cancelled = || {
+            cancels
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains(&event_id)
+        };
+        let last = frames.len().saturating_sub(1);
+        for (i, frame) in frames.iter().enumerate().skip(from) {
+            tokio::time::sleep(self.cfg.chunk_pause).await;
+            if i < last && cancelled() && !self.fault("ignore-cancel") {
+                return;
+            }
+            if !outbox.push(frame.clone()) {
+                return;
+            }
+        }
     }
 }
 
@@ -731,8 +857,12 @@ async fn ws_upgrade(
 
 async fn session(s: Arc<Spaces>, socket: WebSocket, agent_id: String, token: Option<String>) {
     let (mut sink, mut stream) = socket.split();
-    let (tx, mut rx) = mpsc::channel::<Frame>(s.cfg.outbox);
-    let (conn, _cancels, connection_id) = match s.open(&agent_id, token.as_deref(), tx.clone()) {
+    let (outbox, mut rx) = Outbox::new(s.cfg.outbox, s.cfg.max_pending_bytes);
+    let mut cut = outbox.cut.subscribe();
+    let mut writer_cut = outbox.cut.subscribe();
+    let limit = outbox.limit;
+    let (conn, _cancels, connection_id) = match s.open(&agent_id, token.as_deref(), outbox.clone())
+    {
         Ok(c) => c,
         Err(frame) => {
             let _ = sink.send(Message::Text(frame.into())).await;
@@ -740,43 +870,103 @@ async fn session(s: Arc<Spaces>, socket: WebSocket, agent_id: String, token: Opt
             return;
         }
     };
+    let pending = outbox.pending.clone();
+    let drained = outbox.drained.clone();
+    let high_water = outbox.high_water();
     let writer = tokio::spawn(async move {
-        while let Some(frame) = rx.recv().await {
-            if sink.send(Message::Text(frame)).await.is_err() {
+        let mut was_cut = false;
+        loop {
+            let frame = tokio::select! {
+                biased;
+                _ = writer_cut.wait_for(|c| *c) => {
+                    was_cut = true;
+                    break;
+                }
+                f = rx.recv() => f,
+            };
+            let Some(frame) = frame else { break };
+            let n = frame.len();
+            let sent = tokio::select! {
+                biased;
+                _ = writer_cut.wait_for(|c| *c) => {
+                    was_cut = true;
+                    break;
+                }
+                r = sink.send(Message::Text(frame)) => r,
+            };
+            let left = pending.fetch_sub(n, std::sync::atomic::Ordering::AcqRel) - n;
+            if left <= high_water {
+                drained.notify_waiters();
+            }
+            if sent.is_err() {
                 break;
             }
         }
-        let _ = sink.send(Message::Close(None)).await;
+        if was_cut {
+            // What was queued goes now; the Close follows what the socket already
+            // holds, if the reader ever reads it.
+            drop(rx);
+            let close = Message::Close(Some(axum::extract::ws::CloseFrame {
+                code: SLOW_CLOSE_CODE,
+                reason: slow_close_reason(limit).into(),
+            }));
+            let _ = tokio::time::timeout(CUT_CLOSE_WAIT, sink.send(close)).await;
+        } else {
+            let _ = sink.send(Message::Close(None)).await;
+        }
     });
     if !s.fault("no-registered") {
         let hello = s.registered(&agent_id, conn, &connection_id);
-        let _ = tx.try_send(json_text(&hello).into());
+        outbox.push(json_text(&hello).into());
     }
-    drop(tx);
+    drop(outbox);
     let mut publishes = (0i64, 0u32);
+    let mut behind = Vec::new();
     loop {
-        let next = if s.fault("no-heartbeat-timeout") {
-            Ok(stream.next().await)
-        } else {
-            tokio::time::timeout(s.cfg.heartbeat_timeout, stream.next()).await
+        let read = async {
+            if s.fault("no-heartbeat-timeout") {
+                Ok(stream.next().await)
+            } else {
+                tokio::time::timeout(s.cfg.heartbeat_timeout, stream.next()).await
+            }
+        };
+        let next = tokio::select! {
+            biased;
+            _ = cut.wait_for(|c| *c) => break, // cut off as a slow consumer
+            n = read => n,
         };
         match next {
             Err(_) => break, // silent for too long
             Ok(None) | Ok(Some(Err(_))) => break,
-            Ok(Some(Ok(Message::Text(t)))) => {
-                s.handle(conn, &connection_id, t.as_str(), &mut publishes)
-            }
+            Ok(Some(Ok(Message::Text(t)))) => s.handle(
+                conn,
+                &connection_id,
+                t.as_str(),
+                &mut publishes,
+                &mut behind,
+            ),
             Ok(Some(Ok(Message::Binary(b)))) => s.handle(
                 conn,
                 &connection_id,
                 &String::from_utf8_lossy(&b),
                 &mut publishes,
+                &mut behind,
             ),
             Ok(Some(Ok(Message::Close(_)))) => break,
             Ok(Some(Ok(_))) => {}
         }
-        if !s.lock().conns.contains_key(&conn) {
-            break; // dropped as too slow
+        // A publisher goes on once each receiver past its high-water mark has
+        // drained below it; those that have not within `slow_grace` (one deadline
+        // for all) are cut off. The receivers that read never wait; stalled ones
+        // hold a publisher up for `slow_grace` at most.
+        let deadline = tokio::time::Instant::now() + s.cfg.slow_grace;
+        for o in behind.drain(..) {
+            if tokio::time::timeout_at(deadline, o.drained_below())
+                .await
+                .is_err()
+            {
+                o.cut_off();
+            }
         }
     }
     s.close(conn);
