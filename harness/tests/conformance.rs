@@ -1686,7 +1686,13 @@ fn cli_profile_ledger_and_outcome_request() -> Result<(), Failed> {
 }
 
 fn main() {
-    let args = Arguments::from_args();
+    let mut args = Arguments::from_args();
+    // Most of these tests wait on loopback exchanges and configured deadlines, not on
+    // the CPU: at least four at a time, unless --test-threads says otherwise.
+    if args.test_threads.is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        args.test_threads = Some(cores.max(4));
+    }
     let mut trials = vec![
         Trial::test("hostile::hanging_target_times_out", || {
             hostile_target("hang", "did not answer within 300 ms")

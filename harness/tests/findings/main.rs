@@ -328,7 +328,13 @@ type SuiteParts = (
 );
 
 fn main() {
-    let args = Arguments::from_args();
+    let mut args = Arguments::from_args();
+    // Most of these tests wait on loopback exchanges and configured deadlines, not on
+    // the CPU: at least four at a time, unless --test-threads says otherwise.
+    if args.test_threads.is_none() {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        args.test_threads = Some(cores.max(4));
+    }
     let parts: [SuiteParts; 5] = [
         (
             &suites::agora_v1::SUITE,

@@ -121,7 +121,14 @@ pub struct Chorus {
     state: Mutex<State_>,
     fixture_id: String,
     http: reqwest::Client,
+    /// The bytes of callbacks under way, at most [`CALLBACK_BYTES`] together: a
+    /// callback past the budget is dropped like a refused one, so that clients whose
+    /// callback URLs never answer cannot make the fixture buffer without bound.
+    callbacks: Arc<tokio::sync::Semaphore>,
 }
+
+/// The bytes of callback bodies the fixture agent holds at once, at most.
+pub const CALLBACK_BYTES: usize = 8 * 1024 * 1024;
 
 /// A reply: HTTP status and JSON body.
 pub struct Reply {
@@ -197,6 +204,7 @@ impl Chorus {
             state: Mutex::new(State_::default()),
             fixture_id: new_id(),
             http,
+            callbacks: Arc::new(tokio::sync::Semaphore::new(CALLBACK_BYTES)),
         }
     }
 
@@ -779,9 +787,18 @@ async fn post_job(State(c): State<Arc<Chorus>>, body: Body) -> Response {
     let (reply, callback) = c.job(&bytes);
     if let Some((url, result)) = callback {
         let http = c.http.clone();
+        let body = serde_json::to_vec(&result).unwrap_or_default();
+        let held = u32::try_from(body.len())
+            .ok()
+            .and_then(|n| c.callbacks.clone().try_acquire_many_owned(n.max(1)).ok());
+        let Some(held) = held else {
+            // Over the budget of callbacks under way: dropped, as a refused one is.
+            return respond(reply);
+        };
         tokio::spawn(async move {
-            // Delivered once, with the client's own deadline; a refused callback is dropped.
-            let body = serde_json::to_vec(&result).unwrap_or_default();
+            // Delivered once, with the client's own deadline (5 s); a refused
+            // callback is dropped. Its bytes are released when it ends.
+            let _held = held;
             let _ = http
                 .post(url)
                 .header(reqwest::header::CONTENT_TYPE, "application/json")
