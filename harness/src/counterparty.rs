@@ -195,6 +195,20 @@ impl DriverRun {
         self.lines.iter().filter_map(|l| l.get("result")).collect()
     }
 
+    /// The client took nothing and said it failed (no `result` line, a non-zero
+    /// exit), as it must at a reply it refuses or an error it reports; else the
+    /// failure "`who` `verb` `what`" with how the driver ended and what it printed.
+    pub fn took_nothing(&self, who: &str, verb: &str, what: &str) -> Step<()> {
+        if !self.failed() || self.lines.iter().any(|l| l.get("result").is_some()) {
+            return crate::case::fail(format!(
+                "{who} {verb} {what}: {}; stdout: {}",
+                self.ended(),
+                crate::finding::clipped(self.stdout.trim(), 300)
+            ));
+        }
+        Ok(())
+    }
+
     /// How it ended, in words.
     pub fn ended(&self) -> String {
         match &self.exit {

@@ -35,7 +35,10 @@ async fn connect(base: &str, agent: &str) -> Ws {
 }
 
 /// The next text frame as JSON, within the deadline.
-async fn next_json(ws: &mut Ws) -> Value {
+async fn next_json<S>(ws: &mut S) -> Value
+where
+    S: futures_util::Stream<Item = Result<Message, tokio_tungstenite::tungstenite::Error>> + Unpin,
+{
     loop {
         let m = tokio::time::timeout(DEADLINE, ws.next())
             .await
@@ -80,10 +83,7 @@ async fn a_stalled_member_is_cut_off_with_the_documented_close() {
     join(&mut reader).await;
     let publisher = connect(&base, "publisher").await;
     let (mut pub_tx, mut pub_rx) = publisher.split();
-    assert_eq!(
-        next_json_split(&mut pub_rx).await["type"],
-        "agent.registered"
-    );
+    assert_eq!(next_json(&mut pub_rx).await["type"], "agent.registered");
     let join = json!({"type": "space.join", "id": "j1", "space": "general", "timestamp": 1});
     pub_tx
         .send(Message::Text(join.to_string().into()))
@@ -155,17 +155,4 @@ async fn a_stalled_member_is_cut_off_with_the_documented_close() {
     .expect("a close frame with a code");
     assert_eq!(close.code, CloseCode::from(SLOW_CLOSE_CODE));
     assert_eq!(close.reason.as_str(), slow_close_reason(LIMIT));
-}
-
-async fn next_json_split(rx: &mut futures_util::stream::SplitStream<Ws>) -> Value {
-    loop {
-        let m = tokio::time::timeout(DEADLINE, rx.next())
-            .await
-            .expect("a frame within the deadline")
-            .expect("open")
-            .expect("a frame");
-        if let Message::Text(t) = m {
-            return serde_json::from_str(t.as_str()).expect("JSON");
-        }
-    }
 }

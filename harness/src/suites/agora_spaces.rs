@@ -866,13 +866,7 @@ fn refused_by_hub(
             run.ended()
         ));
     }
-    if !run.failed() {
-        return fail(format!(
-            "the client reported success after {what}: {}; stdout: {}",
-            run.ended(),
-            crate::finding::clipped(run.stdout.trim(), 300)
-        ));
-    }
+    run.took_nothing("the client", "reported success after", what)?;
     ctx.checked(format!("the client ended at {what} and reported an error"));
     Ok(())
 }
