@@ -7,7 +7,6 @@ pub mod cli;
 pub mod counterparty;
 pub mod drive;
 pub mod embedded;
-pub mod expect;
 pub mod export;
 pub mod finding;
 pub mod fuzzing;

@@ -6,8 +6,8 @@
 
 use agentconform::drive::http::{client, request};
 use agentconform::drive::{DriveError, Limits};
-use agentconform::expect::agora_exchange::judge;
 use agentconform::schemas::Schemas;
+use agentconform::suites::agora_exchange::expect::judge;
 use std::time::{Duration, Instant};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};

@@ -657,7 +657,7 @@ fn judge_request_vector(e: &Value, status: u16, reply: &Value) -> Result<(), Fai
 
 fn exchange_response_trials() -> Vec<Trial> {
     use agentconform::drive::http::HttpReply;
-    use agentconform::expect::agora_exchange::judge;
+    use agentconform::suites::agora_exchange::expect::judge;
     let schemas = Arc::new(Schemas::load().expect("schemas compile"));
     files(&root().join("agora-exchange/responses"), "json")
         .into_iter()
@@ -758,7 +758,9 @@ fn chorus_trials() -> Vec<Trial> {
                 for (i, step) in v["steps"].as_array().ok_or("no steps")?.iter().enumerate() {
                     let success = step["outcome"] == "SUCCESS";
                     let hirer = step["hirer_reputation"].as_f64().unwrap_or(0.0);
-                    harness = agentconform::expect::chorus::expected_after(harness, success, hirer);
+                    harness = agentconform::suites::chorus::expect::expected_after(
+                        harness, success, hirer,
+                    );
                     reference =
                         reference_impl::chorus::server::reputation_after(reference, success, hirer);
                     let want = step["expected"].as_f64().ok_or("no expected")?;
@@ -795,7 +797,7 @@ fn spaces_trials() -> Vec<Trial> {
             move || {
                 let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
                 let frames = v["frames"].as_array().cloned().unwrap_or_default();
-                let got = agentconform::expect::agora_spaces::judge_stream(
+                let got = agentconform::suites::agora_spaces::expect::judge_stream(
                     &frames,
                     v["published_text"].as_str().unwrap_or(""),
                 );

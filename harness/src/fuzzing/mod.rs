@@ -4,13 +4,8 @@
 //! verdicts (`verdict`), one fuzz spec per suite, and the library entry points
 //! (`campaign`) the CLI and the tests call.
 
-pub mod agentprotocol;
-pub mod agora_exchange;
-pub mod agora_spaces;
-pub mod agora_v1;
 pub mod campaign;
 pub mod checks;
-pub mod chorus;
 pub mod client;
 pub mod engine;
 pub mod mutate;

@@ -1,10 +1,13 @@
-//! The agora-exchange suite (agora-exchange.txt): the cases, nothing else.
+//! The agora-exchange suite (agora-exchange.txt): the descriptor and the cases; its reply checks and counterparts are in `expect`, its fuzz specs in `fuzz`.
+
+pub mod expect;
+pub mod fuzz;
 
 use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::Transport;
-use crate::expect::agora_exchange::*;
 use crate::finding::{quote, Finding};
 use crate::script::Ctx;
+use crate::suites::agora_exchange::expect::*;
 use reference_impl::agora_exchange::document::{self, sha1_hex};
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
@@ -35,9 +38,9 @@ pub static SUITE: Suite = Suite {
     schemas: SCHEMAS,
     client_cases: CLIENT_CASES,
     client_faults: reference_impl::agora_exchange::client::CLIENT_FAULTS,
-    reread: crate::expect::agora_exchange::reread,
-    fuzzer: &crate::fuzzing::agora_exchange::SPEC,
-    client_fuzzer: Some(&crate::fuzzing::agora_exchange::CLIENT_SPEC),
+    reread: crate::suites::agora_exchange::expect::reread,
+    fuzzer: &crate::suites::agora_exchange::fuzz::SPEC,
+    client_fuzzer: Some(&crate::suites::agora_exchange::fuzz::CLIENT_SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[
@@ -534,15 +537,15 @@ fn common_prefix(ids: &[String]) -> usize {
 const SCHEMAS: &[(&str, &str)] = &[
     (
         "request",
-        include_str!("../../../schemas/agora-exchange/request.schema.json"),
+        include_str!("../../../../schemas/agora-exchange/request.schema.json"),
     ),
     (
         "response",
-        include_str!("../../../schemas/agora-exchange/response.schema.json"),
+        include_str!("../../../../schemas/agora-exchange/response.schema.json"),
     ),
     (
         "wellknown",
-        include_str!("../../../schemas/agora-exchange/wellknown.schema.json"),
+        include_str!("../../../../schemas/agora-exchange/wellknown.schema.json"),
     ),
 ];
 
@@ -551,7 +554,7 @@ const SCHEMAS: &[(&str, &str)] = &[
 pub const CLIENT_CASES: &[Case] = &[
     client_case!("client-single", "a single-round request: POSTed to the base URL as application/json, with the body and protocolHash given", ["AEX-003", "AEX-005", "AEX-007", "AEX-008", "AEX-013", "AEX-015"], Must, |ctx| {
         let input = json!({"body": {"text": "hello from the harness"}, "protocolHash": echo_hash()});
-        let run = crate::counterparty::drive(ctx, "single", &input, server(Serve::Plain), crate::expect::agora_exchange::defined).await?;
+        let run = crate::counterparty::drive(ctx, "single", &input, server(Serve::Plain), crate::suites::agora_exchange::expect::defined).await?;
         let first = client_request(ctx, &run, 0, "/")?;
         if first["body"] != input["body"] || first["protocolHash"] != input["protocolHash"] {
             return fail(format!("the request carries body {} and protocolHash {}, not the scenario's {} and {}", first["body"], first["protocolHash"], input["body"], input["protocolHash"]));
@@ -561,7 +564,7 @@ pub const CLIENT_CASES: &[Case] = &[
     }),
     client_case!("client-conversation", "a conversation: multiround true, then follow-ups POSTed to /conversations/{id} without protocolHash", ["AEX-018", "AEX-024", "AEX-029", "AEX-030"], Must, |ctx| {
         let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second", {"n": 3}]});
-        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::Plain), crate::expect::agora_exchange::defined).await?;
+        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::Plain), crate::suites::agora_exchange::expect::defined).await?;
         let first = client_request(ctx, &run, 0, "/")?;
         if first["multiround"] != true {
             return fail(format!("the opening request does not ask for multi-round mode with \"multiround\": true (it has {})", first["multiround"]));
@@ -584,7 +587,7 @@ pub const CLIENT_CASES: &[Case] = &[
     }),
     client_case!("client-declined-conversation", "when the server declines multi-round mode, the client sends no follow-up to a conversation", ["AEX-025", "AEX-028", "AEX-029"], Must, |ctx| {
         let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second"]});
-        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::DeclineConversation), crate::expect::agora_exchange::defined).await?;
+        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::DeclineConversation), crate::suites::agora_exchange::expect::defined).await?;
         client_request(ctx, &run, 0, "/")?;
         if let Some(x) = run.exchanges.iter().skip(1).find(|x| x.path.contains("/conversations/")) {
             return fail(format!("the server opened no conversation, yet the client POSTed a follow-up to {}", x.path));
@@ -596,7 +599,7 @@ pub const CLIENT_CASES: &[Case] = &[
         // A client that fails every conversation passes here only if it completes one.
         ctx.controlled_by("agora-exchange/client-conversation");
         let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second", "third"]});
-        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::ExpireOnFollowUp), crate::expect::agora_exchange::defined).await?;
+        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::ExpireOnFollowUp), crate::suites::agora_exchange::expect::defined).await?;
         client_request(ctx, &run, 0, "/")?;
         let follow_ups = run.exchanges.iter().filter(|x| x.path.contains("/conversations/")).count();
         if follow_ups > 1 {
@@ -635,7 +638,7 @@ pub const CLIENT_CASES: &[Case] = &[
         // to a live conversation.
         ctx.controlled_by("agora-exchange/client-conversation");
         let input = json!({"body": "first", "protocolHash": echo_hash(), "followups": ["second"]});
-        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::ExpiredOnOpen), crate::expect::agora_exchange::defined).await?;
+        let run = crate::counterparty::drive(ctx, "conversation", &input, server(Serve::ExpiredOnOpen), crate::suites::agora_exchange::expect::defined).await?;
         client_request(ctx, &run, 0, "/")?;
         let expires = serde_json::from_slice::<Value>(&run.exchanges[0].answered).map(|v| v["conversationExpires"].clone()).unwrap_or_default();
         if let Some(x) = run.exchanges.iter().skip(1).find(|x| x.path.contains("/conversations/")) {
@@ -658,7 +661,7 @@ async fn reported_failure(ctx: &mut Ctx, plan: Serve, what: &str) -> crate::case
         "single",
         &input,
         server(plan),
-        crate::expect::agora_exchange::defined,
+        crate::suites::agora_exchange::expect::defined,
     )
     .await?;
     client_request(ctx, &run, 0, "/")?;

@@ -2,7 +2,7 @@
 //! target's own protocol fixture, mutated field by field, respelled, or edited byte
 //! by byte; follow-ups in live conversations; `/wellknown` read back.
 //!
-//! Oracles, beyond the reply checks every case makes (`expect::agora_exchange::read_reply`:
+//! Oracles, beyond the reply checks every case makes (`suites::agora_exchange::expect::read_reply`:
 //! JSON object, status word, failure shape, Content-Type, conversation members; a
 //! failing finding it reads past fails the fuzz case):
 //! - never a 5xx;
@@ -21,14 +21,14 @@
 //! - a respelled request gets the verdict of its canonical twin;
 //! - every `/wellknown` key is the SHA1 of its document (AEX-038).
 
-use super::engine::{FuzzCtx, Spec};
-use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
-use super::verdict::{
+use crate::drive::Transport;
+use crate::fuzzing::engine::{FuzzCtx, Spec};
+use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use crate::fuzzing::verdict::{
     self, about, finding, skip, Codes, Expected, FuzzFinding, FuzzFuture, FuzzStep, FuzzStop,
     Observed, Oracle,
 };
-use crate::drive::Transport;
-use crate::expect::agora_exchange::{
+use crate::suites::agora_exchange::expect::{
     conversation_path, document_for, fixture, post_bytes, random_hash, wellknown, Reply,
 };
 use arbitrary::Arbitrary;
@@ -50,7 +50,7 @@ pub static SPEC: Spec = Spec {
         ),
     ],
     connection_per_worker: false,
-    workers: super::engine::WORKERS,
+    workers: crate::fuzzing::engine::WORKERS,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -597,7 +597,7 @@ async fn check_wellknown(f: &mut FuzzCtx) -> FuzzStep<()> {
 // of its replies to the client under test.
 
 /// Fuzzing a client: each case runs the client driver once (scenario `single` or
-/// `conversation`) against the scripted server of `expect::agora_exchange`, one
+/// `conversation`) against the scripted server of `suites::agora_exchange::expect`, one
 /// reply edited. Oracles: every request is JSON sent as `application/json`; no
 /// follow-up carries protocolHash (AEX-030) or goes to a conversation the server
 /// did not open or that its conversationExpires says is over (AEX-034); a failure
@@ -609,7 +609,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     probe: client_probe_fn,
     unreachable: &[],
     connection_per_worker: false,
-    workers: super::engine::WORKERS,
+    workers: crate::fuzzing::engine::WORKERS,
 };
 
 fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -623,16 +623,16 @@ fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
             &mut f.ctx,
             "single",
             &input,
-            crate::expect::agora_exchange::server(Serve::Plain),
-            crate::expect::agora_exchange::defined,
+            crate::suites::agora_exchange::expect::server(Serve::Plain),
+            crate::suites::agora_exchange::expect::defined,
         )
         .await?;
-        super::client::ended_well(&run)?;
-        super::client::must_complete(&run, false, "a plain single request")
+        crate::fuzzing::client::ended_well(&run)?;
+        crate::fuzzing::client::must_complete(&run, false, "a plain single request")
     })
 }
 
-use crate::expect::agora_exchange::Serve;
+use crate::suites::agora_exchange::expect::Serve;
 
 /// One client fuzz case.
 #[derive(Debug, Clone, Default, Arbitrary)]
@@ -644,7 +644,7 @@ struct ClientCase {
     plan: u8,
     /// Which reply is edited (by its order).
     reply: u8,
-    edit: super::client::Edit,
+    edit: crate::fuzzing::client::Edit,
 }
 
 fn client_input(conversation: bool) -> Value {
@@ -657,7 +657,7 @@ fn client_input(conversation: bool) -> Value {
 }
 
 async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
-    use super::client::{edit_answer, ended_well, must_complete, took, Served};
+    use crate::fuzzing::client::{edit_answer, ended_well, must_complete, took, Served};
     let c: ClientCase = f.draw();
     let plan = [
         Serve::Plain,
@@ -678,7 +678,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         n == target + 1
     };
     let answer = edit_answer(
-        crate::expect::agora_exchange::server(plan),
+        crate::suites::agora_exchange::expect::server(plan),
         which,
         c.edit.clone(),
         served.clone(),
@@ -693,7 +693,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         scenario,
         &input,
         answer,
-        crate::expect::agora_exchange::defined,
+        crate::suites::agora_exchange::expect::defined,
     )
     .await?;
     ended_well(&run)?;
@@ -776,7 +776,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         );
     }
     if plan == Serve::Plain && kept {
-        let respelled = served.applied && !matches!(c.edit, super::client::Edit::None);
+        let respelled = served.applied && !matches!(c.edit, crate::fuzzing::client::Edit::None);
         return must_complete(
             &run,
             respelled,

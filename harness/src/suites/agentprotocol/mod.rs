@@ -1,19 +1,22 @@
-//! The agentprotocol suite (agentprotocol.md): the cases, nothing else. Every case
+//! The agentprotocol suite (agentprotocol.md): the descriptor and the cases; its reply checks and counterparts are in `expect`, its fuzz specs in `fuzz`. Every case
 //! runs over each binding the target offers (HTTP, WebSocket, files).
 //!
 //! Each case judges its own subject. What every reply is held to (envelope,
 //! signature, addressee, correlationId, error payload) is read by
-//! `expect::agentprotocol::read_reply`, whose findings are owned by one case each
+//! `suites::agentprotocol::expect::read_reply`, whose findings are owned by one case each
 //! (hello, echo-request, unknown-action, invalid-message, ids-unique); the other
 //! cases list them and go on. Silence is never a pass: where no reply is the
 //! expected or an allowed answer, a liveness probe on the same binding must be
 //! answered, or the case is blocked.
 
+pub mod expect;
+pub mod fuzz;
+
 use crate::case::{fail, Bindings, Case, Level, Step, Stop, Suite, Untestable};
 use crate::drive::Transport;
-use crate::expect::agentprotocol::*;
 use crate::finding::Finding;
 use crate::script::Ctx;
+use crate::suites::agentprotocol::expect::*;
 use reference_impl::wire::keys::Keypair;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -37,19 +40,19 @@ pub static SUITE: Suite = Suite {
     cases: CASES,
     untestable: UNTESTABLE,
     transports: &[Transport::Http, Transport::Ws, Transport::File],
-    endpoint_paths: crate::expect::agentprotocol::ENDPOINT_PATHS,
+    endpoint_paths: crate::suites::agentprotocol::expect::ENDPOINT_PATHS,
     faults: reference_impl::agentprotocol::faults::FAULTS,
     start: crate::embedded::agentprotocol,
     signing: Some(crate::case::Signing {
-        sign: crate::expect::agentprotocol::sign_message,
-        verify: crate::expect::agentprotocol::explain_verify,
+        sign: crate::suites::agentprotocol::expect::sign_message,
+        verify: crate::suites::agentprotocol::expect::explain_verify,
     }),
     schemas: SCHEMAS,
     client_cases: CLIENT_CASES,
     client_faults: reference_impl::agentprotocol::client::CLIENT_FAULTS,
-    reread: crate::expect::agentprotocol::reread,
-    fuzzer: &crate::fuzzing::agentprotocol::SPEC,
-    client_fuzzer: Some(&crate::fuzzing::agentprotocol::CLIENT_SPEC),
+    reread: crate::suites::agentprotocol::expect::reread,
+    fuzzer: &crate::suites::agentprotocol::fuzz::SPEC,
+    client_fuzzer: Some(&crate::suites::agentprotocol::fuzz::CLIENT_SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[
@@ -491,23 +494,23 @@ pub const CASES: &[Case] = &[
 const SCHEMAS: &[(&str, &str)] = &[
     (
         "message",
-        include_str!("../../../schemas/agentprotocol/message.schema.json"),
+        include_str!("../../../../schemas/agentprotocol/message.schema.json"),
     ),
     (
         "hello-payload",
-        include_str!("../../../schemas/agentprotocol/hello-payload.schema.json"),
+        include_str!("../../../../schemas/agentprotocol/hello-payload.schema.json"),
     ),
     (
         "request-payload",
-        include_str!("../../../schemas/agentprotocol/request-payload.schema.json"),
+        include_str!("../../../../schemas/agentprotocol/request-payload.schema.json"),
     ),
     (
         "response-payload",
-        include_str!("../../../schemas/agentprotocol/response-payload.schema.json"),
+        include_str!("../../../../schemas/agentprotocol/response-payload.schema.json"),
     ),
     (
         "error-payload",
-        include_str!("../../../schemas/agentprotocol/error-payload.schema.json"),
+        include_str!("../../../../schemas/agentprotocol/error-payload.schema.json"),
     ),
 ];
 
@@ -637,7 +640,7 @@ async fn drive_peer(
         "request",
         input,
         answer,
-        crate::expect::agentprotocol::defined,
+        crate::suites::agentprotocol::expect::defined,
     )
     .await
 }

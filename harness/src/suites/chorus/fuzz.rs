@@ -56,14 +56,14 @@
 //! - wire-form: a respelled message (key order, whitespace, escapes) gets the verdict
 //!   of its value.
 
-use super::engine::{FuzzCtx, Spec};
-use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
-use super::verdict::{
+use crate::fuzzing::engine::{FuzzCtx, Spec};
+use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use crate::fuzzing::verdict::{
     self, about, finding, skip, tagged, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
 };
 
 use crate::drive::Transport;
-use crate::expect::chorus::{
+use crate::suites::chorus::expect::{
     call, check_score, discover, expected_after, fixture_agent, funded_owner, job, now_utc, post,
     registration, report_outcome, run_job, score, transfer, two_decimals, unique_skill, Base,
     JobOutcome, Report, Resp, CODES,
@@ -80,7 +80,7 @@ pub static SPEC: Spec = Spec {
     probe: probe_fn,
     unreachable: &[],
     connection_per_worker: false,
-    workers: super::engine::WORKERS,
+    workers: crate::fuzzing::engine::WORKERS,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -2269,13 +2269,13 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
 // test.
 
 /// Fuzzing an orchestrator: each case runs the client driver once (scenario
-/// `hire`) against the scripted registry of `expect::chorus`, the discovery or the
+/// `hire`) against the scripted registry of `suites::chorus::expect`, the discovery or the
 /// job reply edited. Oracles: every job is complete (a UUID job_id, an ISO 8601 UTC
 /// timestamp, the currency); nothing is paid for a job refused or failed, whose
 /// result does not say SUCCESS or names another job, or whose result never came;
 /// nothing above the job's budget; a failed transfer is not a success; when every
 /// reply keeps its value a successful job is paid once, judged as `run` judges it
-/// (`expect::chorus::judge_payment`), and its output taken; no crash, no hang.
+/// (`suites::chorus::expect::judge_payment`), and its output taken; no crash, no hang.
 pub static CLIENT_SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: client_case_fn,
@@ -2291,10 +2291,10 @@ pub static CLIENT_SPEC: Spec = Spec {
         ),
     ],
     connection_per_worker: false,
-    workers: super::engine::WORKERS,
+    workers: crate::fuzzing::engine::WORKERS,
 };
 
-use crate::expect::chorus::{hire_input, hired_by_job_path, hired_ids, registry, Hire};
+use crate::suites::chorus::expect::{hire_input, hired_by_job_path, hired_ids, registry, Hire};
 
 fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(client_case(f))
@@ -2310,12 +2310,12 @@ fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
             "hire",
             &input,
             answer,
-            crate::expect::chorus::defined,
+            crate::suites::chorus::expect::defined,
             outbox,
         )
         .await?;
-        super::client::ended_well(&run)?;
-        super::client::must_complete(&run, false, "a plain hire")
+        crate::fuzzing::client::ended_well(&run)?;
+        crate::fuzzing::client::must_complete(&run, false, "a plain hire")
     })
 }
 
@@ -2328,11 +2328,11 @@ struct ClientCase {
     plan: u8,
     /// Edit the job reply (else the discovery reply).
     on_job: bool,
-    edit: super::client::Edit,
+    edit: crate::fuzzing::client::Edit,
 }
 
 async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
-    use super::client::{edit_answer, ended_well, must_complete, Served};
+    use crate::fuzzing::client::{edit_answer, ended_well, must_complete, Served};
     let c: ClientCase = f.draw();
     let plan = [
         Hire::Success,
@@ -2367,20 +2367,20 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         "hire",
         &input,
         answer,
-        crate::expect::chorus::defined,
+        crate::suites::chorus::expect::defined,
         outbox,
     )
     .await?;
     ended_well(&run)?;
     let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
     let kept = !served.applied || served.same_value;
-    let jobs = crate::expect::chorus::jobs_sent(&run);
+    let jobs = crate::suites::chorus::expect::jobs_sent(&run);
     for (_, job) in &jobs {
         f.fuzzed(job.to_string().as_bytes());
         let id = job["job_id"].as_str().unwrap_or_default();
         if !is_uuid(id)
             || job["currency"] != "chorus_credits_v1"
-            || !crate::expect::chorus::is_utc_timestamp(&job["timestamp_utc"])
+            || !crate::suites::chorus::expect::is_utc_timestamp(&job["timestamp_utc"])
         {
             return finding(
                 Oracle::Job,
@@ -2388,7 +2388,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             );
         }
     }
-    let transfers = crate::expect::chorus::transfers_sent(&run);
+    let transfers = crate::suites::chorus::expect::transfers_sent(&run);
     let pays = matches!(plan, Hire::Success | Hire::Callback | Hire::TransferFailed);
     let job_budget = jobs
         .first()
@@ -2416,7 +2416,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
                     );
                 }
             }
-            Hire::TransferFailed if !transfers.is_empty() && super::client::took(&run) => {
+            Hire::TransferFailed if !transfers.is_empty() && crate::fuzzing::client::took(&run) => {
                 return finding(
                     Oracle::Verdict,
                     "the orchestrator reported success although its transfer was answered TRANSFER_FAILED (CHO-040)",
@@ -2447,7 +2447,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     }
     if pays && kept {
         if plan != Hire::TransferFailed {
-            let respelled = served.applied && !matches!(c.edit, super::client::Edit::None);
+            let respelled = served.applied && !matches!(c.edit, crate::fuzzing::client::Edit::None);
             must_complete(
                 &run,
                 respelled,
@@ -2456,7 +2456,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         }
         // The payment's verdict is the one `run` gives (`judge_payment`): another
         // amount within the budget is a warning there, so no finding here.
-        use crate::expect::chorus::{judge_payment, Payment, HIRE_COST};
+        use crate::suites::chorus::expect::{judge_payment, Payment, HIRE_COST};
         match judge_payment(&transfers, HIRE_COST, job_budget) {
             Payment::Exact | Payment::OtherAmount(_) => {}
             other => {

@@ -1,9 +1,12 @@
-//! The chorus suite (chorus.md): the cases, nothing else.
+//! The chorus suite (chorus.md): the descriptor and the cases; its reply checks and counterparts are in `expect`, its fuzz specs in `fuzz`.
+
+pub mod expect;
+pub mod fuzz;
 
 use crate::case::{fail, skip, Bindings, Case, Level, Stop, Suite, Untestable};
 use crate::drive::Transport;
-use crate::expect::chorus::*;
 use crate::finding::Finding;
+use crate::suites::chorus::expect::*;
 use serde_json::{json, Value};
 
 macro_rules! case {
@@ -32,9 +35,9 @@ pub static SUITE: Suite = Suite {
     schemas: SCHEMAS,
     client_cases: CLIENT_CASES,
     client_faults: reference_impl::chorus::client::CLIENT_FAULTS,
-    reread: crate::expect::chorus::reread,
-    fuzzer: &crate::fuzzing::chorus::SPEC,
-    client_fuzzer: Some(&crate::fuzzing::chorus::CLIENT_SPEC),
+    reread: crate::suites::chorus::expect::reread,
+    fuzzer: &crate::suites::chorus::fuzz::SPEC,
+    client_fuzzer: Some(&crate::suites::chorus::fuzz::CLIENT_SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[
@@ -578,31 +581,31 @@ pub const CASES: &[Case] = &[
 const SCHEMAS: &[(&str, &str)] = &[
     (
         "register-request",
-        include_str!("../../../schemas/chorus/register-request.schema.json"),
+        include_str!("../../../../schemas/chorus/register-request.schema.json"),
     ),
     (
         "register-response",
-        include_str!("../../../schemas/chorus/register-response.schema.json"),
+        include_str!("../../../../schemas/chorus/register-response.schema.json"),
     ),
     (
         "discover-response",
-        include_str!("../../../schemas/chorus/discover-response.schema.json"),
+        include_str!("../../../../schemas/chorus/discover-response.schema.json"),
     ),
     (
         "job-request",
-        include_str!("../../../schemas/chorus/job-request.schema.json"),
+        include_str!("../../../../schemas/chorus/job-request.schema.json"),
     ),
     (
         "job-result",
-        include_str!("../../../schemas/chorus/job-result.schema.json"),
+        include_str!("../../../../schemas/chorus/job-result.schema.json"),
     ),
     (
         "transfer-request",
-        include_str!("../../../schemas/chorus/transfer-request.schema.json"),
+        include_str!("../../../../schemas/chorus/transfer-request.schema.json"),
     ),
     (
         "error",
-        include_str!("../../../schemas/chorus/error.schema.json"),
+        include_str!("../../../../schemas/chorus/error.schema.json"),
     ),
 ];
 
@@ -627,7 +630,7 @@ async fn hire(
         "hire",
         &input,
         answer,
-        crate::expect::chorus::defined,
+        crate::suites::chorus::expect::defined,
         outbox,
     )
     .await?;

@@ -2,7 +2,7 @@
 //! signed envelopes, on the shared engine. Each worker keeps one connection.
 //!
 //! Every message goes through the case context and every reply through
-//! `expect::agora_v1::check_reply` (JSON, the envelope and payload schemas, a
+//! `suites::agora_v1::expect::check_reply` (JSON, the envelope and payload schemas, a
 //! signature that verifies, a fresh id, a timestamp within the window, the
 //! profile's HTTP status rule): a failing finding it records fails the fuzz case.
 //! The oracles of this module come on top:
@@ -22,13 +22,13 @@
 //!   REQUEST, and answers a budget below the cost with ERROR 402;
 //! - **liveness**: a HELLO after every finding and every 500 cases is answered.
 
-use super::engine::{FuzzCtx, Spec};
-use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
-use super::verdict::{
+use crate::drive::{Received, Transport};
+use crate::fuzzing::engine::{FuzzCtx, Spec};
+use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use crate::fuzzing::verdict::{
     about, finding, judge, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
 };
-use crate::drive::{Received, Transport};
-use crate::expect::agora_v1::{
+use crate::suites::agora_v1::expect::{
     accept_offer, check_client_message, check_offer, check_reply, check_result, message_at, now,
     request_payload, send, sign_with, wire, Env,
 };
@@ -65,7 +65,7 @@ pub static SPEC: Spec = Spec {
         ),
     ],
     connection_per_worker: true,
-    workers: super::engine::WORKERS,
+    workers: crate::fuzzing::engine::WORKERS,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -252,7 +252,7 @@ fn signing_bytes(v: &Value) -> Option<Vec<u8>> {
 }
 
 /// What the target did with one message: the reply's type and ERROR code (read
-/// by `expect::agora_v1`), or nothing.
+/// by `suites::agora_v1::expect`), or nothing.
 #[derive(Debug, Clone, PartialEq)]
 enum Verdict {
     Reply { ty: String, code: Option<i64> },
@@ -536,7 +536,7 @@ async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
 /// link to another request, a cost over its budget), never reports success for a
 /// RESULT it must refuse, takes a respelled reply like its canonical form, names
 /// the OFFER by its id, sends messages that pass the reply checks of
-/// `expect::agora_v1`, and neither crashes (an exit other than 0 or 1) nor hangs.
+/// `suites::agora_v1::expect`, and neither crashes (an exit other than 0 or 1) nor hangs.
 pub static CLIENT_SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: client_case_fn,
@@ -548,7 +548,7 @@ pub static CLIENT_SPEC: Spec = Spec {
         ),
     ],
     connection_per_worker: false,
-    workers: super::engine::WORKERS,
+    workers: crate::fuzzing::engine::WORKERS,
 };
 
 fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -565,10 +565,10 @@ fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
             "request",
             &ask,
             answer,
-            crate::expect::agora_v1::defined,
+            crate::suites::agora_v1::expect::defined,
         )
         .await?;
-        super::client::ended_well(&run)?;
+        crate::fuzzing::client::ended_well(&run)?;
         if run.failed() {
             return finding(
                 Oracle::Liveness,
@@ -656,14 +656,14 @@ fn mutated_provider(
 ) -> crate::counterparty::Answer {
     let key = ctx.shared.key.clone();
     let plan = match offer {
-        Some(cost) => crate::expect::agora_v1::Provide::Offer {
+        Some(cost) => crate::suites::agora_v1::expect::Provide::Offer {
             cost,
             stale: false,
             bad_signature: false,
         },
-        None => crate::expect::agora_v1::Provide::Direct,
+        None => crate::suites::agora_v1::expect::Provide::Direct,
     };
-    let mut inner = crate::expect::agora_v1::provider(key.clone(), plan);
+    let mut inner = crate::suites::agora_v1::expect::provider(key.clone(), plan);
     let mut n = 0;
     Box::new(move |path: &str, bytes: &[u8]| {
         let (status, out) = inner(path, bytes);
@@ -748,10 +748,10 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         "request",
         &ask,
         answer,
-        crate::expect::agora_v1::defined,
+        crate::suites::agora_v1::expect::defined,
     )
     .await?;
-    super::client::ended_well(&run)?;
+    crate::fuzzing::client::ended_well(&run)?;
     // Every message the client sent passes the shared checks.
     for x in &run.exchanges {
         let env = check_client_message(&mut f.ctx, &x.received)?;
@@ -832,7 +832,7 @@ mod tests {
 
     fn found(r: FuzzStep<()>) -> Option<Oracle> {
         match r {
-            Err(super::super::verdict::FuzzStop::Found(f)) => Some(f.oracle),
+            Err(crate::fuzzing::verdict::FuzzStop::Found(f)) => Some(f.oracle),
             _ => None,
         }
     }

@@ -1,5 +1,5 @@
 //! Live fuzzing of agentprotocol (agentprotocol.md) over HTTP and WebSocket. Every
-//! case is one fresh signing identity (`expect::agentprotocol::Me`), so the
+//! case is one fresh signing identity (`suites::agentprotocol::expect::Me`), so the
 //! per-sender rate limit never mixes cases: it says hello, then sends messages built
 //! from templates (echo, delay, an unknown action, hello, notify), mutated field by
 //! field (re-signed, or changed after signing), with signature edits, raw byte edits,
@@ -15,7 +15,7 @@
 //! re-signed one is judged on its content alone; a respelling (key order, white
 //! space, `\u` escapes) gets the verdict of its canonical spelling.
 //!
-//! Oracles (each reply also gets the shared reading of `expect::agentprotocol`,
+//! Oracles (each reply also gets the shared reading of `suites::agentprotocol::expect`,
 //! `read_reply`, on both connections: envelope, protocol, UUID, timestamp,
 //! from.agentId, a verifying signature, `to` = the sender, `from` = the agent that
 //! said hello, the correlationId echoed, the payload of its type; AGP-001…005,
@@ -28,7 +28,7 @@
 //!   reading, where an unsigned reply and a missing `to` are warnings (AGP-A3,
 //!   AGP-A22);
 //! - error codes come from the spec's table (AGP-022): the shared reading of
-//!   `expect::agentprotocol` judges another code a warning, and the fuzzer takes its
+//!   `suites::agentprotocol::expect` judges another code a warning, and the fuzzer takes its
 //!   verdict (`unknown_code`), so neither reports it as a failure;
 //! - hello is answered by a hello with version "0.1", features, and capabilities of
 //!   the form prefix:name, agentprotocol:* among the core five (AGP-007, AGP-013…016);
@@ -73,15 +73,15 @@
 //! exchange waits on a folder poll; the message-level oracles are reached faster and
 //! more completely over HTTP and WebSocket.
 
-use super::engine::{FuzzCtx, Spec};
-use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
-use super::verdict::{
+use crate::drive::{DriveError, Driver, Limits, Received, Transport};
+use crate::finding::Verdict;
+use crate::fuzzing::engine::{FuzzCtx, Spec};
+use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use crate::fuzzing::verdict::{
     self, about, fail, finding, skip, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
 };
-use crate::drive::{DriveError, Driver, Limits, Received, Transport};
-use crate::expect::agentprotocol::{read_reply, strings, unknown_code, Answer, Asked, Me};
-use crate::finding::Verdict;
 use crate::script::describe_drive_error;
+use crate::suites::agentprotocol::expect::{read_reply, strings, unknown_code, Answer, Asked, Me};
 use arbitrary::Arbitrary;
 use reference_impl::agentprotocol::message::{self, SigProblem, CODES, PROTOCOL, TYPES};
 use reference_impl::wire::json::Value as Tree;
@@ -1159,7 +1159,7 @@ fn apply_sig(m: &mut Value, s: &SigMut, me: &Me) {
 }
 
 fn new_driver(f: &FuzzCtx) -> Driver {
-    crate::expect::agentprotocol::endpoint_driver(&f.ctx)
+    crate::suites::agentprotocol::expect::endpoint_driver(&f.ctx)
 }
 
 fn limits(f: &FuzzCtx, wait: Duration) -> Limits {
@@ -1768,7 +1768,7 @@ async fn pipeline(f: &mut FuzzCtx, c: &mut Case) -> FuzzStep<()> {
 // hello or its response to the requester under test.
 
 /// Fuzzing a requester: each case runs the client driver once (scenario
-/// `request`) against the scripted peer of `expect::agentprotocol`, its hello or
+/// `request`) against the scripted peer of `suites::agentprotocol::expect`, its hello or
 /// its response edited. Oracles: hello comes first; every message passes the
 /// shared message checks, is addressed to the peer given (AGP-008) and has an id
 /// of its own (AGP-003); no request to a peer whose hello lacks the capability
@@ -1782,10 +1782,10 @@ pub static CLIENT_SPEC: Spec = Spec {
     probe: client_probe_fn,
     unreachable: &[],
     connection_per_worker: false,
-    workers: super::engine::WORKERS,
+    workers: crate::fuzzing::engine::WORKERS,
 };
 
-use crate::expect::agentprotocol::{PeerPlan, PeerSpoil};
+use crate::suites::agentprotocol::expect::{PeerPlan, PeerSpoil};
 
 const CLIENT_PLAIN: PeerPlan = PeerPlan {
     capabilities: &["agentprotocol:core", "agentconform:echo"],
@@ -1801,17 +1801,18 @@ fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
 fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(async move {
         let input = client_input(&f.ctx);
-        let answer = crate::expect::agentprotocol::peer(f.ctx.shared.key.clone(), CLIENT_PLAIN);
+        let answer =
+            crate::suites::agentprotocol::expect::peer(f.ctx.shared.key.clone(), CLIENT_PLAIN);
         let run = crate::counterparty::drive(
             &mut f.ctx,
             "request",
             &input,
             answer,
-            crate::expect::agentprotocol::defined,
+            crate::suites::agentprotocol::expect::defined,
         )
         .await?;
-        super::client::ended_well(&run)?;
-        super::client::must_complete(&run, false, "a plain request")
+        crate::fuzzing::client::ended_well(&run)?;
+        crate::fuzzing::client::must_complete(&run, false, "a plain request")
     })
 }
 
@@ -1828,11 +1829,11 @@ struct ClientCase {
     plan: u8,
     /// Edit the hello (else the response).
     on_hello: bool,
-    edit: super::client::Edit,
+    edit: crate::fuzzing::client::Edit,
 }
 
 async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
-    use super::client::{edit_answer, ended_well, must_complete, took, Served};
+    use crate::fuzzing::client::{edit_answer, ended_well, must_complete, took, Served};
     let c: ClientCase = f.draw();
     let kind = c.plan % 8;
     let spoiled = |spoil| PeerPlan {
@@ -1863,7 +1864,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let on_hello = c.on_hello;
     let mut n = 0;
     let answer = edit_answer(
-        crate::expect::agentprotocol::peer(f.ctx.shared.key.clone(), plan),
+        crate::suites::agentprotocol::expect::peer(f.ctx.shared.key.clone(), plan),
         move |_| {
             n += 1;
             n == if on_hello { 1 } else { 2 }
@@ -1876,7 +1877,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         "request",
         &input,
         answer,
-        crate::expect::agentprotocol::defined,
+        crate::suites::agentprotocol::expect::defined,
     )
     .await?;
     ended_well(&run)?;
@@ -1885,7 +1886,8 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let mut ids = Vec::new();
     for x in &run.exchanges {
         f.fuzzed(&x.received);
-        let m = crate::expect::agentprotocol::check_client_message(&mut f.ctx, &x.received)?;
+        let m =
+            crate::suites::agentprotocol::expect::check_client_message(&mut f.ctx, &x.received)?;
         types.push(m["type"].as_str().unwrap_or_default().to_string());
         if m["to"]["agentId"] != input["peer"] {
             return finding(
@@ -1943,7 +1945,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         );
     }
     if kind == 0 && hello_kept && !response_changed {
-        let respelled = served.applied && !matches!(c.edit, super::client::Edit::None);
+        let respelled = served.applied && !matches!(c.edit, crate::fuzzing::client::Edit::None);
         return must_complete(&run, respelled, &format!("a valid request ({:?})", c.edit));
     }
     Ok(())

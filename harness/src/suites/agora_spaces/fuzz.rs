@@ -11,7 +11,7 @@
 //! case never sleeps to see whether something arrives; only the cancel flow waits
 //! out the one-second grace of ambiguity ASP-A13.
 //!
-//! Oracles, beyond the checks every server frame gets (`expect::agora_spaces::
+//! Oracles, beyond the checks every server frame gets (`suites::agora_spaces::expect::
 //! check_frame`: a JSON object with a string type, valid against its schema):
 //! - every error code is one of the spec's six (ASP-042), and an error answering a
 //!   request with a string id carries it as request_id (ASP-041, ASP-024);
@@ -57,12 +57,12 @@
 //! wait of the shared peer helpers is a timeout, a closed connection transport,
 //! and a frame check reply-check.
 
-use super::engine::{FuzzCtx, Spec};
-use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
-use super::verdict::{finding, skip, Codes, Expected, FuzzFuture, FuzzStep, Oracle};
 use crate::drive::Transport;
-use crate::expect::agora_spaces::{judge_stream, now_s, Peer, CODES};
+use crate::fuzzing::engine::{FuzzCtx, Spec};
+use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use crate::fuzzing::verdict::{finding, skip, Codes, Expected, FuzzFuture, FuzzStep, Oracle};
 use crate::script::{describe_drive_error, Ctx};
+use crate::suites::agora_spaces::expect::{judge_stream, now_s, Peer, CODES};
 use arbitrary::Arbitrary;
 use reference_impl::wire::new_id;
 use serde_json::{json, Value};
@@ -1747,7 +1747,7 @@ async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> FuzzStep
     };
     let bad_token = profile_token.is_some() && token != profile_token;
     f.fuzzed(
-        crate::expect::agora_spaces::url_for(&f.ctx.url, id.as_deref(), token.as_deref())
+        crate::suites::agora_spaces::expect::url_for(&f.ctx.url, id.as_deref(), token.as_deref())
             .as_bytes(),
     );
     let ctx = &mut f.ctx;
@@ -1869,7 +1869,7 @@ async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> FuzzStep
 // the frames it sends the client under test.
 
 /// Fuzzing a client: each case runs the client driver once (scenario `listen`)
-/// against the scripted hub of `expect::agora_spaces`, which sends a whole event
+/// against the scripted hub of `suites::agora_spaces::expect`, which sends a whole event
 /// and a delta stream, or a cancelled stream and a whole event, one frame edited.
 /// Oracles: every client frame is a JSON event with a string type; the partial text
 /// of a cancelled stream is never presented; when every frame keeps its value the
@@ -1886,10 +1886,10 @@ pub static CLIENT_SPEC: Spec = Spec {
         ("ignores-publish-error", "the fuzzer's scenario is listen, which publishes nothing; client-publish-refused serves the refusal"),
     ],
     connection_per_worker: false,
-    workers: super::engine::WORKERS,
+    workers: crate::fuzzing::engine::WORKERS,
 };
 
-use crate::expect::agora_spaces::{client_input, hub_edited, printed_texts, HubPlan};
+use crate::suites::agora_spaces::expect::{client_input, hub_edited, printed_texts, HubPlan};
 
 fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(client_case(f))
@@ -1898,10 +1898,10 @@ fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
 fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(async move {
         let input = client_input("probe");
-        let hub = crate::expect::agora_spaces::hub(HubPlan::Deltas, &input);
+        let hub = crate::suites::agora_spaces::expect::hub(HubPlan::Deltas, &input);
         let run = crate::counterparty::drive_hub(&mut f.ctx, "listen", &input, hub).await?;
-        super::client::ended_well(&run)?;
-        super::client::must_complete(&run, false, "a plain listen")
+        crate::fuzzing::client::ended_well(&run)?;
+        crate::fuzzing::client::must_complete(&run, false, "a plain listen")
     })
 }
 
@@ -1912,12 +1912,12 @@ struct ClientCase {
     cancel: bool,
     /// Which frame after the join is edited.
     frame: u8,
-    edit: super::client::Edit,
+    edit: crate::fuzzing::client::Edit,
 }
 
 async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
-    use super::client::ended_well;
-    use crate::expect::agora_spaces::{streamed_text, WHOLE_TEXT};
+    use crate::fuzzing::client::ended_well;
+    use crate::suites::agora_spaces::expect::{streamed_text, WHOLE_TEXT};
     let c: ClientCase = f.draw();
     let (plan, frames, tag) = if c.cancel {
         (HubPlan::Cancel, 4, "cancelled")

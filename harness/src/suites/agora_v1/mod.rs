@@ -1,9 +1,12 @@
-//! The agora-v1 suite (agora-v1.md): the cases, nothing else.
+//! The agora-v1 suite (agora-v1.md): the descriptor and the cases; its reply checks and counterparts are in `expect`, its fuzz specs in `fuzz`.
+
+pub mod expect;
+pub mod fuzz;
 
 use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
 use crate::drive::{Received, Transport};
-use crate::expect::agora_v1::*;
 use crate::finding::{quote, Finding};
+use crate::suites::agora_v1::expect::*;
 use reference_impl::agora_v1::envelope::{SigVariant, STATES};
 use reference_impl::wire::keys;
 use serde_json::json;
@@ -34,15 +37,15 @@ pub static SUITE: Suite = Suite {
     faults: reference_impl::agora_v1::faults::FAULTS,
     start: crate::embedded::agora_v1,
     signing: Some(crate::case::Signing {
-        sign: crate::expect::agora_v1::sign_message,
-        verify: crate::expect::agora_v1::explain_verify,
+        sign: crate::suites::agora_v1::expect::sign_message,
+        verify: crate::suites::agora_v1::expect::explain_verify,
     }),
     schemas: SCHEMAS,
     client_cases: CLIENT_CASES,
     client_faults: reference_impl::agora_v1::client::CLIENT_FAULTS,
-    reread: crate::expect::agora_v1::reread,
-    fuzzer: &crate::fuzzing::agora_v1::SPEC,
-    client_fuzzer: Some(&crate::fuzzing::agora_v1::CLIENT_SPEC),
+    reread: crate::suites::agora_v1::expect::reread,
+    fuzzer: &crate::suites::agora_v1::fuzz::SPEC,
+    client_fuzzer: Some(&crate::suites::agora_v1::fuzz::CLIENT_SPEC),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[
@@ -812,7 +815,7 @@ async fn drive_spoiled(
         "request",
         ask,
         answer,
-        crate::expect::agora_v1::defined,
+        crate::suites::agora_v1::expect::defined,
     )
     .await
 }
@@ -912,38 +915,38 @@ fn is_uuid_v4(s: &str) -> bool {
 const SCHEMAS: &[(&str, &str)] = &[
     (
         "envelope",
-        include_str!("../../../schemas/agora-v1/envelope.schema.json"),
+        include_str!("../../../../schemas/agora-v1/envelope.schema.json"),
     ),
     (
         "request",
-        include_str!("../../../schemas/agora-v1/request.schema.json"),
+        include_str!("../../../../schemas/agora-v1/request.schema.json"),
     ),
     (
         "offer",
-        include_str!("../../../schemas/agora-v1/offer.schema.json"),
+        include_str!("../../../../schemas/agora-v1/offer.schema.json"),
     ),
     (
         "accept",
-        include_str!("../../../schemas/agora-v1/accept.schema.json"),
+        include_str!("../../../../schemas/agora-v1/accept.schema.json"),
     ),
     (
         "result",
-        include_str!("../../../schemas/agora-v1/result.schema.json"),
+        include_str!("../../../../schemas/agora-v1/result.schema.json"),
     ),
     (
         "error",
-        include_str!("../../../schemas/agora-v1/error.schema.json"),
+        include_str!("../../../../schemas/agora-v1/error.schema.json"),
     ),
     (
         "hello",
-        include_str!("../../../schemas/agora-v1/hello.schema.json"),
+        include_str!("../../../../schemas/agora-v1/hello.schema.json"),
     ),
     (
         "welcome",
-        include_str!("../../../schemas/agora-v1/welcome.schema.json"),
+        include_str!("../../../../schemas/agora-v1/welcome.schema.json"),
     ),
     (
         "status",
-        include_str!("../../../schemas/agora-v1/status.schema.json"),
+        include_str!("../../../../schemas/agora-v1/status.schema.json"),
     ),
 ];

@@ -1,11 +1,14 @@
-//! The agora-spaces suite (agora-spaces.zh.md): the cases, nothing else.
+//! The agora-spaces suite (agora-spaces.zh.md): the descriptor and the cases; its reply checks and counterparts are in `expect`, its fuzz specs in `fuzz`.
+
+pub mod expect;
+pub mod fuzz;
 
 use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
 use crate::drive::Transport;
-use crate::expect::agora_spaces::*;
 use crate::finding::{quote, Finding};
 use crate::profile::Profile;
 use crate::script::Ctx;
+use crate::suites::agora_spaces::expect::*;
 use serde_json::{json, Value};
 use std::time::Duration;
 
@@ -29,9 +32,9 @@ pub static SUITE: Suite = Suite {
     schemas: SCHEMAS,
     client_cases: CLIENT_CASES,
     client_faults: reference_impl::agora_spaces::client::CLIENT_FAULTS,
-    reread: crate::expect::agora_spaces::reread,
-    fuzzer: &crate::fuzzing::agora_spaces::SPEC,
-    client_fuzzer: Some(&crate::fuzzing::agora_spaces::CLIENT_SPEC),
+    reread: crate::suites::agora_spaces::expect::reread,
+    fuzzer: &crate::suites::agora_spaces::fuzz::SPEC,
+    client_fuzzer: Some(&crate::suites::agora_spaces::fuzz::CLIENT_SPEC),
 };
 
 /// Every requirement has a case: ASP-037 (a client discards a cancelled stream) is
@@ -560,63 +563,63 @@ pub const CASES: &[Case] = &[
 const SCHEMAS: &[(&str, &str)] = &[
     (
         "agent-register",
-        include_str!("../../../schemas/agora-spaces/agent-register.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/agent-register.schema.json"),
     ),
     (
         "agent-registered",
-        include_str!("../../../schemas/agora-spaces/agent-registered.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/agent-registered.schema.json"),
     ),
     (
         "agent-heartbeat",
-        include_str!("../../../schemas/agora-spaces/agent-heartbeat.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/agent-heartbeat.schema.json"),
     ),
     (
         "space-join",
-        include_str!("../../../schemas/agora-spaces/space-join.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/space-join.schema.json"),
     ),
     (
         "space-joined",
-        include_str!("../../../schemas/agora-spaces/space-joined.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/space-joined.schema.json"),
     ),
     (
         "space-leave",
-        include_str!("../../../schemas/agora-spaces/space-leave.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/space-leave.schema.json"),
     ),
     (
         "space-members",
-        include_str!("../../../schemas/agora-spaces/space-members.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/space-members.schema.json"),
     ),
     (
         "space-publish",
-        include_str!("../../../schemas/agora-spaces/space-publish.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/space-publish.schema.json"),
     ),
     (
         "space-event",
-        include_str!("../../../schemas/agora-spaces/space-event.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/space-event.schema.json"),
     ),
     (
         "space-event-delta",
-        include_str!("../../../schemas/agora-spaces/space-event-delta.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/space-event-delta.schema.json"),
     ),
     (
         "space-event-done",
-        include_str!("../../../schemas/agora-spaces/space-event-done.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/space-event-done.schema.json"),
     ),
     (
         "space-event-cancel",
-        include_str!("../../../schemas/agora-spaces/space-event-cancel.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/space-event-cancel.schema.json"),
     ),
     (
         "space-list-request",
-        include_str!("../../../schemas/agora-spaces/space-list-request.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/space-list-request.schema.json"),
     ),
     (
         "space-list-reply",
-        include_str!("../../../schemas/agora-spaces/space-list-reply.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/space-list-reply.schema.json"),
     ),
     (
         "error",
-        include_str!("../../../schemas/agora-spaces/error.schema.json"),
+        include_str!("../../../../schemas/agora-spaces/error.schema.json"),
     ),
 ];
 
