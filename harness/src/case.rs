@@ -112,16 +112,9 @@ pub struct Suite {
     pub client_fuzzer: Option<&'static crate::fuzzing::engine::Spec>,
 }
 
-/// Which side of a suite a run tests.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// The target answers: the harness is its client (the suite's `cases`).
-    #[default]
-    Server,
-    /// The target asks: the harness is its counterparty (`client_cases`).
-    Client,
-}
+/// Which side of a suite a run tests (defined in `verdict`, below both this module
+/// and the fuzz engine, so that neither imports the other for it).
+pub use crate::verdict::Role;
 
 impl Suite {
     /// The live fuzzer of `role`.

@@ -8,6 +8,17 @@ use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
 
+/// Which side of a suite a run tests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The target answers: the harness is its client (the suite's `cases`).
+    #[default]
+    Server,
+    /// The target asks: the harness is its counterparty (`client_cases`).
+    Client,
+}
+
 /// What running a case yields.
 pub type CaseFuture<'a> = Pin<Box<dyn Future<Output = Step<()>> + Send + 'a>>;
 

@@ -231,7 +231,7 @@ async fn run_fn(
 #[allow(clippy::too_many_arguments)]
 pub fn write_finding(
     out: &Path,
-    (suite, role): (&str, crate::case::Role),
+    (suite, role): (&str, crate::verdict::Role),
     target: &str,
     seed: u64,
     index: u64,
@@ -251,7 +251,7 @@ pub fn write_finding(
         "transcript": run.transcript,
         "written_at": reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc()),
     });
-    if role == crate::case::Role::Client {
+    if role == crate::verdict::Role::Client {
         record["role"] = json!("client");
     }
     write_crash(out, index, found.oracle, &run.sent, record)
@@ -312,7 +312,7 @@ pub struct Run<'a> {
     /// The suite's id, for the crash files.
     pub suite: &'static str,
     /// The side fuzzed, for the crash files.
-    pub role: crate::case::Role,
+    pub role: crate::verdict::Role,
     pub spec: &'static Spec,
     pub target: Target,
     pub seed: u64,
