@@ -110,6 +110,8 @@ pub struct Suite {
     pub fuzzer: &'static crate::fuzzing::engine::Spec,
     /// The live fuzzer of its client side (`fuzz --role client`), when it has one.
     pub client_fuzzer: Option<&'static crate::fuzzing::engine::Spec>,
+    /// Every rule its cases and reply checks hold a message to (`agentconform rules`).
+    pub rules: &'static [crate::rules::Rule],
 }
 
 /// Which side of a suite a run tests (defined in `verdict`, below both this module

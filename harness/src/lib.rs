@@ -14,6 +14,7 @@ pub mod inventory;
 pub mod load;
 pub mod profile;
 pub mod report;
+pub mod rules;
 pub mod runner;
 pub mod schemas;
 pub mod script;

@@ -53,6 +53,8 @@ pub struct ReportedFinding {
     /// The cases that fail (or warn) for it: the case that owns the rule, else the
     /// first that met it.
     pub owners: Vec<String>,
+    /// The command that says what the finding means (`agentconform explain KEY`).
+    pub explain: String,
 }
 
 /// Everything a run produced.
@@ -380,6 +382,7 @@ pub fn merge_findings(results: &mut [CaseResult]) -> Vec<ReportedFinding> {
         out.push(ReportedFinding {
             cases,
             owners: owners.iter().map(|i| label(&results[*i])).collect(),
+            explain: crate::rules::command(&finding.key),
             finding,
         });
     }

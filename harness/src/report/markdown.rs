@@ -63,18 +63,19 @@ pub fn render(report: &Report) -> String {
         let _ = writeln!(md, "## Deviations\n");
         let _ = writeln!(
             md,
-            "| outcome | level | finding | requirements | what the target did | cases |\n|---|---|---|---|---|---|"
+            "| outcome | level | finding | requirements | what the target did | cases | what it means |\n|---|---|---|---|---|---|---|"
         );
         for f in report.findings.iter().take(MAX_FINDINGS) {
             let _ = writeln!(
                 md,
-                "| {} | {} | `{}` | {} | {} | {} |",
+                "| {} | {} | `{}` | {} | {} | {} | `{}` |",
                 f.finding.outcome,
                 f.finding.level,
                 cell(&f.finding.key),
                 f.finding.requirements.join(", "),
                 cell(&f.finding.summary),
-                f.cases.len()
+                f.cases.len(),
+                cell(&f.explain)
             );
         }
         if report.findings.len() > MAX_FINDINGS {

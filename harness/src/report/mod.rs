@@ -396,6 +396,7 @@ pub fn print_terminal_as(
         for f in &report.findings {
             writeln!(out, "{}", finding_line_styled(f, style))?;
         }
+        writeln!(out, "(agentconform explain KEY says what a finding means)")?;
     }
     let affected: std::collections::BTreeSet<&str> = report
         .findings

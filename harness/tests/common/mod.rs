@@ -90,7 +90,48 @@ pub async fn run_against(
     .await
     .expect("run");
     server.stop().await;
+    assert_explained(&out);
     out
+}
+
+/// Every finding of a run is explained (`agentconform explain KEY` prints its rule
+/// or case), and a finding of a rule cites no requirement the rule does not name.
+pub fn explained(out: &RunOutput) -> Result<(), String> {
+    use agentconform::rules::{self, Named};
+    for f in &out.findings {
+        let key = &f.finding.key;
+        let named = rules::lookup(key).ok_or_else(|| format!("no rule explains {key}"))?;
+        let mut text = Vec::new();
+        rules::explain(key, &mut text)?;
+        if text.len() < 80 {
+            return Err(format!(
+                "explain {key} says too little: {}",
+                String::from_utf8_lossy(&text)
+            ));
+        }
+        if let Named::Rule(_, r) = named {
+            let stray: Vec<&String> = f
+                .finding
+                .requirements
+                .iter()
+                .filter(|id| !r.requirements.is_empty() && !r.requirements.contains(&id.as_str()))
+                .collect();
+            if !stray.is_empty() {
+                return Err(format!(
+                    "finding {key} cites {stray:?}, which its rule {} does not name ({:?})",
+                    r.key, r.requirements
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `explained`, as a test's panic.
+pub fn assert_explained(out: &RunOutput) {
+    if let Err(e) = explained(out) {
+        panic!("{e}");
+    }
 }
 
 /// A WebSocket peer that misbehaves after the handshake: `flood` (256 KiB text frames,

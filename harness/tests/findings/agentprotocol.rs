@@ -48,6 +48,7 @@ async fn run_with(faults: &[&str], profile: Profile) -> RunOutput {
     .await
     .expect("run");
     server.stop().await;
+    assert_explained(&out);
     out
 }
 
@@ -149,6 +150,7 @@ fn deviant_profile_agent_id_is_used() -> Result<(), Failed> {
         server.stop().await;
         out
     })?;
+    explained(&out)?;
     let want = vec!["agentprotocol/agent-id:encoding".to_string()];
     if failing(&out) != want {
         return Err(format!(

@@ -60,7 +60,9 @@ async fn run_with(faults: &[&str], profile: Profile) -> Result<RunOutput, String
     )
     .await;
     server.stop().await;
-    out
+    let out = out?;
+    explained(&out)?;
+    Ok(out)
 }
 
 /// Failure replies spelled `{"status": "error", "message": …}`: one finding, owned by

@@ -71,6 +71,7 @@ fn hub_without_space_creation_falls_back() -> Result<(), Failed> {
         server.stop().await;
         out
     })?;
+    explained(&out)?;
     let fell_back = [
         "agora-spaces/member-updates",
         "agora-spaces/disconnect-keeps-others",

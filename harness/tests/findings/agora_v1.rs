@@ -54,6 +54,7 @@ fn variant_passes(variant: &'static str) -> Result<(), Failed> {
         server.stop().await;
         out
     })?;
+    explained(&out)?;
     let failing: Vec<&str> = out
         .findings
         .iter()

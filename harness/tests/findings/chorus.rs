@@ -4,7 +4,7 @@
 //! hirer's reputation, the fixture's output, idempotent transfers), and readings the
 //! spec allows (timestamps with an offset of zero).
 
-use crate::common::{rt, shared, test_profile};
+use crate::common::{assert_explained, rt, shared, test_profile};
 use crate::describe;
 use agentconform::case::{Level, Outcome};
 use agentconform::embedded;
@@ -56,6 +56,7 @@ fn run_with(
         .await
         .expect("run");
         server.stop().await;
+        assert_explained(&out);
         out
     })
 }

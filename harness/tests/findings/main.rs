@@ -125,8 +125,10 @@ const DEBUG_FORMS: [&str; 7] = [
     "Some(", "None", "Number(", "String(", "Object {", "Array [", "Bool(",
 ];
 
-/// No finding and no case message shows a value in a Rust debug form.
+/// Every finding is explained by its rule, and no finding and no case message shows
+/// a value in a Rust debug form.
 fn no_debug_forms(out: &RunOutput) -> Result<(), String> {
+    explained(out)?;
     let texts = out
         .findings
         .iter()
@@ -266,6 +268,7 @@ fn silent_target_passes_nothing(suite: &'static Suite, kind: &'static str) -> Re
         if let Some(dir) = _dir {
             let _ = std::fs::remove_dir_all(dir);
         }
+        explained(&out)?;
         let passed: Vec<&CaseResult> = out
             .results
             .iter()

@@ -649,6 +649,50 @@ fn table_code(code: &str) -> Option<&'static str> {
     CODES.iter().copied().find(|k| *k == norm)
 }
 
+/// One reply as it is read: the bytes and their JSON, what it answers, and the
+/// reply as the harness reads it on (`v`: capabilities as a list, the payload as an
+/// object, correlationId where it belongs).
+struct Reading<'a> {
+    ctx: &'a mut Ctx,
+    body: &'a [u8],
+    raw: Value,
+    /// `raw` as an object (a message always is one).
+    obj: Map<String, Value>,
+    ty: String,
+    /// "response" or "<type> reply", for the findings' words.
+    what: String,
+    asked: &'a Asked,
+    seen: &'a mut HashSet<String>,
+    v: Value,
+    from_id: Option<String>,
+    /// Whether from.agentId gave a key to verify the signature with.
+    key_read: bool,
+}
+
+impl Reading<'_> {
+    /// A finding of a rule the hello case owns.
+    fn hello_owned(&mut self, rule: &str, reqs: &[&str], summary: String) {
+        self.ctx
+            .finding(Finding::new(key(rule), reqs, summary).owned_by(HELLO));
+    }
+}
+
+/// One check of a reply.
+type Check = fn(&mut Reading);
+
+/// The checks every reply is held to, in the order they read it: each gives the
+/// findings of its rules (rules.rs) and may read the reply on as the target meant it.
+const CHECKS: &[(&str, Check)] = &[
+    ("envelope", check_envelope),
+    ("id", check_id),
+    ("timestamp", check_timestamp),
+    ("from", check_from),
+    ("capabilities", check_capabilities),
+    ("to", check_to),
+    ("signature", check_signature),
+    ("payload", check_payload),
+];
+
 /// Reads one target reply (`status`: the HTTP status, when HTTP carried it). Every
 /// deviation becomes a finding in `ctx`; the reply comes back as the target meant it.
 /// A reply that is not JSON, not a message, or has no type blocks the case.
@@ -659,35 +703,65 @@ pub fn read_reply(
     asked: &Asked,
     seen: &mut HashSet<String>,
 ) -> Step<Value> {
+    let (raw, ty) = message_of(ctx, body, status)?;
+    let what = match ty.as_str() {
+        "response" => "response".to_string(),
+        t => format!("{t} reply"),
+    };
+    let mut r = Reading {
+        ctx,
+        body,
+        v: raw.clone(),
+        obj: raw.as_object().cloned().unwrap_or_default(),
+        raw,
+        ty,
+        what,
+        asked,
+        seen,
+        from_id: None,
+        key_read: false,
+    };
+    for (_, check) in CHECKS {
+        check(&mut r);
+    }
+    Ok(r.v)
+}
+
+/// A reply that is no message at all: an error-like one belongs to the invalid-message
+/// case (an error is a message of type error), any other to hello.
+fn not_a_message(status: Option<u16>, text: &str, error_like: bool, why: String) -> Finding {
     let at = status.map(|s| format!("HTTP {s}: ")).unwrap_or_default();
+    if error_like {
+        Finding::new(
+            key("error:not-a-message"),
+            &["AGP-001", "AGP-020"],
+            format!("{at}{why}: {} (an error is a message of type error, AGP-020; the status is not judged, AGP-A10)", shown(text)),
+        )
+        .owned_by(INVALID)
+    } else {
+        Finding::new(
+            key("reply:not-a-message"),
+            &["AGP-001"],
+            format!("{at}{why}: {} (AGP-001)", shown(text)),
+        )
+        .owned_by(HELLO)
+    }
+}
+
+/// The reply's JSON and type, or the finding that blocks the case: not JSON, not an
+/// object, not a message, no type.
+fn message_of(ctx: &mut Ctx, body: &[u8], status: Option<u16>) -> Step<(Value, String)> {
     let text = String::from_utf8_lossy(body);
     let errorish_status = status.is_some_and(|s| s >= 400);
-    let not_a_message = |error_like: bool, why: String| {
-        if error_like {
-            Finding::new(
-                key("error:not-a-message"),
-                &["AGP-001", "AGP-020"],
-                format!("{at}{why}: {} (an error is a message of type error, AGP-020; the status is not judged, AGP-A10)", shown(&text)),
-            )
-            .owned_by(INVALID)
-        } else {
-            Finding::new(
-                key("reply:not-a-message"),
-                &["AGP-001"],
-                format!("{at}{why}: {} (AGP-001)", shown(&text)),
-            )
-            .owned_by(HELLO)
-        }
-    };
+    let at = status.map(|s| format!("HTTP {s}: ")).unwrap_or_default();
     let raw = match json::parse(body) {
         Ok(t) => t.to_serde(),
+        Err(e) if errorish_status || body.is_empty() => {
+            let why = format!("the reply is not an agentprotocol message ({e})");
+            return Err(ctx.block(not_a_message(status, &text, true, why)));
+        }
         Err(e) => {
-            let f = if errorish_status || body.is_empty() {
-                not_a_message(
-                    true,
-                    format!("the reply is not an agentprotocol message ({e})"),
-                )
-            } else {
+            return Err(ctx.block(
                 Finding::new(
                     key("reply:not-json"),
                     &["AGP-001"],
@@ -696,16 +770,13 @@ pub fn read_reply(
                         shown(&text)
                     ),
                 )
-                .owned_by(HELLO)
-            };
-            return Err(ctx.block(f));
+                .owned_by(HELLO),
+            ))
         }
     };
     let Some(obj) = raw.as_object() else {
-        return Err(ctx.block(not_a_message(
-            errorish_status,
-            "the reply is not a JSON object".into(),
-        )));
+        let why = "the reply is not a JSON object".to_string();
+        return Err(ctx.block(not_a_message(status, &text, errorish_status, why)));
     };
     let looks_like_message = obj.get("type").is_some_and(Value::is_string)
         || ["protocol", "from", "payload", "signature"]
@@ -718,10 +789,8 @@ pub fn read_reply(
             || ["detail", "error", "errors", "message", "code"]
                 .iter()
                 .any(|k| obj.contains_key(*k));
-        return Err(ctx.block(not_a_message(
-            error_like,
-            "the reply is not an agentprotocol message".into(),
-        )));
+        let why = "the reply is not an agentprotocol message".to_string();
+        return Err(ctx.block(not_a_message(status, &text, error_like, why)));
     }
     let ty = match obj.get("type") {
         Some(Value::String(t)) => t.clone(),
@@ -740,57 +809,44 @@ pub fn read_reply(
             ));
         }
     };
-    let what = match ty.as_str() {
-        "response" => "response".to_string(),
-        t => format!("{t} reply"),
-    };
-    let hello_owned = |ctx: &mut Ctx, rule: &str, reqs: &[&str], summary: String| {
-        ctx.finding(Finding::new(key(rule), reqs, summary).owned_by(HELLO));
-    };
+    Ok((raw, ty))
+}
 
-    // The envelope (AGP-001, AGP-A6: target output carries all of it).
+/// The envelope's members (AGP-001, AGP-A6: target output carries all of it), its
+/// type (AGP-010) and protocol tag (AGP-002).
+fn check_envelope(r: &mut Reading) {
+    let what = r.what.clone();
     for m in ["protocol", "id", "timestamp", "from", "payload"] {
-        if !obj.contains_key(m) {
-            hello_owned(
-                ctx,
-                &format!("envelope:{m}"),
-                &["AGP-001"],
-                format!("the {what} has no `{m}` (AGP-001, AGP-A6)"),
-            );
+        if !r.obj.contains_key(m) {
+            let summary = format!("the {what} has no `{m}` (AGP-001, AGP-A6)");
+            r.hello_owned(&format!("envelope:{m}"), &["AGP-001"], summary);
         }
     }
-    if !TYPES.contains(&ty.as_str()) {
-        hello_owned(
-            ctx,
-            "type",
-            &["AGP-010"],
-            format!("a reply has type {ty:?}, not one of {TYPES:?} (AGP-010)"),
+    if !TYPES.contains(&r.ty.as_str()) {
+        let summary = format!(
+            "a reply has type {:?}, not one of {TYPES:?} (AGP-010)",
+            r.ty
         );
+        r.hello_owned("type", &["AGP-010"], summary);
     }
-    if let Some(p) = obj.get("protocol") {
-        if p != PROTOCOL {
-            hello_owned(
-                ctx,
-                "protocol",
-                &["AGP-002"],
-                format!("the {what} has protocol {p}, not {PROTOCOL:?} (AGP-002)"),
-            );
-        }
+    if let Some(p) = r.obj.get("protocol").filter(|p| *p != PROTOCOL) {
+        let summary = format!("the {what} has protocol {p}, not {PROTOCOL:?} (AGP-002)");
+        r.hello_owned("protocol", &["AGP-002"], summary);
     }
-    match obj.get("id") {
+}
+
+/// The id: a UUID (AGP-003), never one the target used before.
+fn check_id(r: &mut Reading) {
+    let what = &r.what;
+    let f = |summary: String| Finding::new(key("id:not-uuid"), &["AGP-003"], summary).owned_by(IDS);
+    match r.obj.get("id") {
         Some(Value::String(id)) => {
             if !is_uuid(id) {
-                ctx.finding(
-                    Finding::new(
-                        key("id:not-uuid"),
-                        &["AGP-003"],
-                        format!("the {what} has id {id:?}, not a UUID (AGP-003)"),
-                    )
-                    .owned_by(IDS),
-                );
+                r.ctx
+                    .finding(f(format!("the {what} has id {id:?}, not a UUID (AGP-003)")));
             }
-            if !seen.insert(id.clone()) {
-                ctx.finding(
+            if !r.seen.insert(id.clone()) {
+                r.ctx.finding(
                     Finding::new(
                         key("id:reused"),
                         &["AGP-003"],
@@ -800,284 +856,278 @@ pub fn read_reply(
                 );
             }
         }
-        Some(other) => ctx.finding(
-            Finding::new(
-                key("id:not-uuid"),
-                &["AGP-003"],
-                format!("the {what} has id {other}, not a UUID string (AGP-003)"),
-            )
-            .owned_by(IDS),
-        ),
+        Some(other) => r.ctx.finding(f(format!(
+            "the {what} has id {other}, not a UUID string (AGP-003)"
+        ))),
         None => {}
     }
-    if let Some(t) = obj.get("timestamp") {
-        let parsed = t.as_str().and_then(|s| {
-            time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
-        });
-        match parsed {
-            Some(when) => {
-                // Neither UTC nor freshness is required (AGP-A12).
-                if when.offset() != time::UtcOffset::UTC {
-                    ctx.note(format!(
-                        "reply timestamp {t} is not in UTC (informational, AGP-A12)"
-                    ));
-                }
-                let skew = (ctx.clock() - when).whole_seconds().abs();
-                if skew > 60 {
-                    ctx.note(format!("reply timestamp is {skew} s off the harness clock (informational, AGP-A12)"));
-                }
-            }
-            None => hello_owned(
-                ctx,
-                "timestamp",
-                &["AGP-004"],
-                format!("the {what} has timestamp {t}, not an ISO 8601 date-time (AGP-004)"),
-            ),
-        }
-    }
+}
 
-    // from: the sender's key (AGP-005), capabilities (AGP-007), the agent that said
-    // hello (AGP-009).
-    let mut v = raw.clone();
-    let from_id = obj
+/// The timestamp: an ISO 8601 date-time (AGP-004); neither UTC nor freshness is
+/// required (AGP-A12), so those are notes.
+fn check_timestamp(r: &mut Reading) {
+    let Some(t) = r.obj.get("timestamp").cloned() else {
+        return;
+    };
+    let parsed = t.as_str().and_then(|s| {
+        time::OffsetDateTime::parse(s, &time::format_description::well_known::Rfc3339).ok()
+    });
+    let Some(when) = parsed else {
+        let summary = format!(
+            "the {} has timestamp {t}, not an ISO 8601 date-time (AGP-004)",
+            r.what
+        );
+        return r.hello_owned("timestamp", &["AGP-004"], summary);
+    };
+    if when.offset() != time::UtcOffset::UTC {
+        r.ctx.note(format!(
+            "reply timestamp {t} is not in UTC (informational, AGP-A12)"
+        ));
+    }
+    let skew = (r.ctx.clock() - when).whole_seconds().abs();
+    if skew > 60 {
+        r.ctx.note(format!(
+            "reply timestamp is {skew} s off the harness clock (informational, AGP-A12)"
+        ));
+    }
+}
+
+/// from: an object naming the sender's key (AGP-005), the agent that said hello
+/// (AGP-009).
+fn check_from(r: &mut Reading) {
+    let what = r.what.clone();
+    r.from_id = r
+        .obj
         .get("from")
         .and_then(|f| f.get("agentId"))
         .and_then(Value::as_str)
         .map(String::from);
-    let mut key_read = false;
-    match (obj.get("from"), &from_id) {
+    match (r.obj.get("from").cloned(), r.from_id.clone()) {
         (Some(Value::Object(_)), Some(id)) => {
-            let (read, f) = agent_id_form(id, "from.agentId");
-            key_read = read;
+            let (read, f) = agent_id_form(&id, "from.agentId");
+            r.key_read = read;
             if let Some(f) = f {
-                ctx.finding(f);
+                r.ctx.finding(f);
             }
         }
-        (Some(Value::Object(_)), None) => hello_owned(
-            ctx,
-            "envelope:from.agentId",
-            &["AGP-001", "AGP-005"],
-            format!(
+        (Some(Value::Object(from)), None) => {
+            let summary = format!(
                 "the {what}'s `from` names no agentId: {} (AGP-005)",
-                obj["from"]
-            ),
-        ),
-        (Some(f), _) => hello_owned(
-            ctx,
-            "envelope:from",
-            &["AGP-001"],
-            format!(
+                Value::Object(from)
+            );
+            r.hello_owned("envelope:from.agentId", &["AGP-001", "AGP-005"], summary);
+        }
+        (Some(f), _) => {
+            let summary = format!(
                 "the {what}'s `from` is {}, not an object (AGP-001)",
                 shown(&f.to_string())
-            ),
-        ),
+            );
+            r.hello_owned("envelope:from", &["AGP-001"], summary);
+        }
         (None, _) => {}
     }
-    if let (Some(t), Some(f)) = (&asked.target, &from_id) {
-        if !same_agent(t, f) {
-            hello_owned(
-                ctx,
-                "from:not-the-target",
-                &["AGP-009"],
-                format!("the {what} comes from {f}, not the agent that said hello ({t}) (AGP-009)"),
-            );
+    let asked = r.asked;
+    if let (Some(t), Some(f)) = (&asked.target, r.from_id.clone()) {
+        if !same_agent(t, &f) {
+            let summary =
+                format!("the {what} comes from {f}, not the agent that said hello ({t}) (AGP-009)");
+            r.hello_owned("from:not-the-target", &["AGP-009"], summary);
         }
     }
-    if let Some(Value::Object(from)) = v.get_mut("from") {
-        let caps = from.get("capabilities").cloned();
-        let list: Option<Vec<String>> = match &caps {
-            None => {
-                if ty != "hello" {
-                    ctx.finding(
-                        Finding::new(
-                            key("capabilities:missing"),
-                            &["AGP-007", "AGP-A6"],
-                            "replies carry no from.capabilities (AGP-007; a warning outside hello, AGP-A6)",
-                        )
-                        .at(Level::Should)
-                        .owned_by(HELLO),
-                    );
-                }
-                None
-            }
-            Some(Value::Array(a)) => {
-                if !a.iter().all(Value::is_string) {
-                    hello_owned(
-                        ctx,
-                        "capabilities:not-strings",
-                        &["AGP-007"],
-                        format!(
-                            "from.capabilities holds more than strings: {} (AGP-007)",
-                            shown(&caps.clone().unwrap_or_default().to_string())
-                        ),
-                    );
-                }
-                Some(
-                    a.iter()
-                        .filter_map(|x| x.as_str().map(String::from))
-                        .collect(),
-                )
-            }
-            Some(other) => {
-                hello_owned(
-                    ctx,
-                    "capabilities:not-a-list",
-                    &["AGP-007"],
-                    format!(
-                        "from.capabilities is {}, not a list of capability URIs (AGP-007)",
-                        shown(&other.to_string())
-                    ),
-                );
-                Some(match other {
-                    Value::Object(o) => o
-                        .iter()
-                        .filter(|(_, x)| !matches!(x, Value::Bool(false) | Value::Null))
-                        .map(|(k, _)| k.clone())
-                        .collect(),
-                    Value::String(s) => s
-                        .split([',', ' '])
-                        .filter(|x| !x.is_empty())
-                        .map(String::from)
-                        .collect(),
-                    _ => Vec::new(),
-                })
-            }
-        };
-        if let Some(list) = list {
-            from.insert("capabilities".into(), json!(list));
-        }
-    }
+}
 
-    // to: the sender (AGP-008, AGP-009); the broadcast flag is only typed (AGP-A13).
-    match obj.get("to") {
-        None => ctx.finding(
+/// from.capabilities: a list of capability URIs (AGP-007), read on as a list
+/// whatever the target wrote; missing outside hello is a warning (AGP-A6).
+fn check_capabilities(r: &mut Reading) {
+    let Some(Value::Object(from)) = r.v.get("from") else {
+        return;
+    };
+    let list: Option<Vec<String>> = match from.get("capabilities").cloned() {
+        None => {
+            if r.ty != "hello" {
+                r.ctx.finding(
+                    Finding::new(
+                        key("capabilities:missing"),
+                        &["AGP-007", "AGP-A6"],
+                        "replies carry no from.capabilities (AGP-007; a warning outside hello, AGP-A6)",
+                    )
+                    .at(Level::Should)
+                    .owned_by(HELLO),
+                );
+            }
+            None
+        }
+        Some(Value::Array(a)) => {
+            if !a.iter().all(Value::is_string) {
+                let summary = format!(
+                    "from.capabilities holds more than strings: {} (AGP-007)",
+                    shown(&Value::Array(a.clone()).to_string())
+                );
+                r.hello_owned("capabilities:not-strings", &["AGP-007"], summary);
+            }
+            Some(
+                a.iter()
+                    .filter_map(|x| x.as_str().map(String::from))
+                    .collect(),
+            )
+        }
+        Some(other) => {
+            let summary = format!(
+                "from.capabilities is {}, not a list of capability URIs (AGP-007)",
+                shown(&other.to_string())
+            );
+            r.hello_owned("capabilities:not-a-list", &["AGP-007"], summary);
+            Some(capability_list(&other))
+        }
+    };
+    if let (Some(list), Some(Value::Object(from))) = (list, r.v.get_mut("from")) {
+        from.insert("capabilities".into(), json!(list));
+    }
+}
+
+/// The capabilities a map (the keys not switched off) or a comma or space separated
+/// string names.
+fn capability_list(caps: &Value) -> Vec<String> {
+    match caps {
+        Value::Object(o) => o
+            .iter()
+            .filter(|(_, x)| !matches!(x, Value::Bool(false) | Value::Null))
+            .map(|(k, _)| k.clone())
+            .collect(),
+        Value::String(s) => s
+            .split([',', ' '])
+            .filter(|x| !x.is_empty())
+            .map(String::from)
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// to: addressed to the sender (AGP-008, AGP-009); missing is a warning (AGP-A22).
+fn check_to(r: &mut Reading) {
+    let what = r.what.clone();
+    let to = match r.obj.get("to").cloned() {
+        Some(Value::Object(to)) => to,
+        None => {
+            return r.ctx.finding(
+                Finding::new(
+                    key("envelope:to"),
+                    &["AGP-001", "AGP-A22"],
+                    format!("the {what} carries no `to` (a warning, AGP-A22)"),
+                )
+                .at(Level::Should)
+                .owned_by(HELLO),
+            )
+        }
+        Some(other) => {
+            let summary = format!(
+                "the {what}'s `to` is {}, not an object (AGP-008)",
+                shown(&other.to_string())
+            );
+            return r.hello_owned("to", &["AGP-008"], summary);
+        }
+    };
+    match to.get("agentId") {
+        Some(Value::String(t)) => {
+            let asked = r.asked;
+            if let Some(s) = asked.sender.as_ref().filter(|s| !same_agent(t, s)) {
+                let summary = format!(
+                    "the {what} is addressed to {t}, not to the sender {s} (AGP-008, AGP-009)"
+                );
+                r.hello_owned("to:not-the-sender", &["AGP-008", "AGP-009"], summary);
+            }
+        }
+        None => r.ctx.finding(
             Finding::new(
                 key("envelope:to"),
-                &["AGP-001", "AGP-A22"],
-                format!("the {what} carries no `to` (a warning, AGP-A22)"),
+                &["AGP-008", "AGP-A22"],
+                format!("the {what}'s `to` names no agentId (a warning, AGP-A22)"),
             )
             .at(Level::Should)
             .owned_by(HELLO),
         ),
-        Some(Value::Object(to)) => {
-            match to.get("agentId") {
-                Some(Value::String(t)) => {
-                    if let Some(s) = &asked.sender {
-                        if !same_agent(t, s) {
-                            hello_owned(
-                                ctx,
-                                "to:not-the-sender",
-                                &["AGP-008", "AGP-009"],
-                                format!("the {what} is addressed to {t}, not to the sender {s} (AGP-008, AGP-009)"),
-                            );
-                        }
-                    }
-                }
-                None => ctx.finding(
-                    Finding::new(
-                        key("envelope:to"),
-                        &["AGP-008", "AGP-A22"],
-                        format!("the {what}'s `to` names no agentId (a warning, AGP-A22)"),
-                    )
-                    .at(Level::Should)
-                    .owned_by(HELLO),
-                ),
-                Some(other) => hello_owned(
-                    ctx,
-                    "to:agentId",
-                    &["AGP-008"],
-                    format!("the {what}'s to.agentId is {other}, not a string (AGP-008)"),
-                ),
-            }
-            match to.get("broadcast") {
-                None | Some(Value::Bool(false)) => {}
-                Some(Value::Bool(true)) => ctx.finding(
-                    Finding::new(
-                        key("to:broadcast-true"),
-                        &["AGP-A13"],
-                        format!("the {what} has to.broadcast true (informational: its meaning is undefined, AGP-A13)"),
-                    )
-                    .owned_by(HELLO),
-                ),
-                Some(other) => hello_owned(
-                    ctx,
-                    "to:broadcast",
-                    &["AGP-008"],
-                    format!("the {what}'s to.broadcast is {other}, not a boolean (AGP-008)"),
-                ),
-            }
+        Some(other) => {
+            let summary = format!("the {what}'s to.agentId is {other}, not a string (AGP-008)");
+            r.hello_owned("to:agentId", &["AGP-008"], summary);
         }
-        Some(other) => hello_owned(
-            ctx,
-            "to",
-            &["AGP-008"],
-            format!(
-                "the {what}'s `to` is {}, not an object (AGP-008)",
-                shown(&other.to_string())
-            ),
-        ),
     }
+    check_broadcast(r, to.get("broadcast"));
+}
 
-    // The signature (AGP-012, AGP-030, AGP-031; base64 flavours accepted, AGP-A4).
-    match obj.get("signature") {
-        None | Some(Value::Null) => ctx.finding(unsigned(&ty)),
-        Some(Value::String(s)) if s.is_empty() => ctx.finding(unsigned(&ty)),
-        Some(Value::String(s)) => {
-            let sig = if keys::decode_signature(s).is_ok() {
-                Some(s.clone())
-            } else if s.len() == 128 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
-                hello_owned(
-                    ctx,
-                    "signature:encoding",
-                    &["AGP-012"],
-                    format!("the {what}'s signature is hex, not base64 (AGP-012); read as such to go on"),
-                );
-                hex(s).map(|b| keys::b64std(&b))
-            } else {
-                let why = keys::decode_signature(s)
-                    .err()
-                    .map(|e| e.to_string())
-                    .unwrap_or_default();
-                hello_owned(
-                    ctx,
-                    "signature:encoding",
-                    &["AGP-012"],
-                    format!("the {what}'s signature {} is not a base64 Ed25519 signature: {why} (AGP-012)", quote(s)),
-                );
-                None
-            };
-            if let (Some(sig), Some(id), true) = (sig, &from_id, key_read) {
-                signature_verdict(ctx, body, &raw, id, &sig, &what);
-            }
+/// to.broadcast: only typed, its meaning undefined (AGP-A13).
+fn check_broadcast(r: &mut Reading, broadcast: Option<&Value>) {
+    let what = r.what.clone();
+    match broadcast {
+        None | Some(Value::Bool(false)) => {}
+        Some(Value::Bool(true)) => r.ctx.finding(
+            Finding::new(
+                key("to:broadcast-true"),
+                &["AGP-A13"],
+                format!("the {what} has to.broadcast true (informational: its meaning is undefined, AGP-A13)"),
+            )
+            .owned_by(HELLO),
+        ),
+        Some(other) => {
+            let summary = format!("the {what}'s to.broadcast is {other}, not a boolean (AGP-008)");
+            r.hello_owned("to:broadcast", &["AGP-008"], summary);
         }
-        Some(other) => hello_owned(
-            ctx,
-            "signature:encoding",
-            &["AGP-012"],
-            format!("the {what}'s signature is {other}, not a string (AGP-012)"),
-        ),
     }
+}
 
-    // The payload (AGP-011) and its members by type.
-    if !v.get("payload").is_none_or(Value::is_object) {
-        hello_owned(
-            ctx,
-            "payload",
-            &["AGP-011"],
-            format!(
-                "the {what}'s payload is {}, not an object (AGP-011)",
-                shown(&v["payload"].to_string())
-            ),
+/// The signature: base64 in any flavour (AGP-012, AGP-A4), present (AGP-030), and
+/// verifying over the RFC 8785 form with from.agentId's key (AGP-031).
+fn check_signature(r: &mut Reading) {
+    let what = r.what.clone();
+    let s = match r.obj.get("signature").cloned() {
+        None | Some(Value::Null) => return r.ctx.finding(unsigned(&r.ty)),
+        Some(Value::String(s)) if s.is_empty() => return r.ctx.finding(unsigned(&r.ty)),
+        Some(Value::String(s)) => s,
+        Some(other) => {
+            let summary = format!("the {what}'s signature is {other}, not a string (AGP-012)");
+            return r.hello_owned("signature:encoding", &["AGP-012"], summary);
+        }
+    };
+    let sig = if keys::decode_signature(&s).is_ok() {
+        Some(s.clone())
+    } else if s.len() == 128 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
+        let summary =
+            format!("the {what}'s signature is hex, not base64 (AGP-012); read as such to go on");
+        r.hello_owned("signature:encoding", &["AGP-012"], summary);
+        hex(&s).map(|b| keys::b64std(&b))
+    } else {
+        let why = keys::decode_signature(&s)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        let summary = format!(
+            "the {what}'s signature {} is not a base64 Ed25519 signature: {why} (AGP-012)",
+            quote(&s)
         );
+        r.hello_owned("signature:encoding", &["AGP-012"], summary);
+        None
+    };
+    if let (Some(sig), Some(id), true) = (sig, r.from_id.clone(), r.key_read) {
+        signature_verdict(r.ctx, r.body, &r.raw, &id, &sig, &what);
     }
-    if !v["payload"].is_object() {
-        v["payload"] = json!({});
+}
+
+/// The payload: an object (AGP-011), and its members by type.
+fn check_payload(r: &mut Reading) {
+    if !r.v.get("payload").is_none_or(Value::is_object) {
+        let summary = format!(
+            "the {}'s payload is {}, not an object (AGP-011)",
+            r.what,
+            shown(&r.v["payload"].to_string())
+        );
+        r.hello_owned("payload", &["AGP-011"], summary);
     }
-    let top_level_corr = obj.get("correlationId").cloned();
-    if let Some(Value::Object(p)) = v.get_mut("payload") {
-        read_payload(ctx, p, &ty, &what, asked, top_level_corr);
+    if !r.v["payload"].is_object() {
+        r.v["payload"] = json!({});
     }
-    Ok(v)
+    let top_level_corr = r.obj.get("correlationId").cloned();
+    if let Some(Value::Object(p)) = r.v.get_mut("payload") {
+        read_payload(r.ctx, p, &r.ty, &r.what, r.asked, top_level_corr);
+    }
 }
 
 fn unsigned(ty: &str) -> Finding {
@@ -1153,6 +1203,53 @@ fn read_payload(
     asked: &Asked,
     top_level_corr: Option<Value>,
 ) {
+    read_correlation(ctx, p, ty, what, asked, top_level_corr);
+    if ty == "error" {
+        read_error_payload(ctx, p);
+    }
+    if ty == "response" && !p.get("status").is_some_and(Value::is_string) {
+        ctx.finding(
+            Finding::new(
+                key("response-payload:status"),
+                &["AGP-019"],
+                format!(
+                    "a response's status is {}, not a string (AGP-019)",
+                    p.get("status")
+                        .map(|s| s.to_string())
+                        .unwrap_or("missing".into())
+                ),
+            )
+            .owned_by(ECHO),
+        );
+    }
+    payload_schema(ctx, p, ty);
+    if ty == "hello" {
+        // Features as a list, however the target wrote them (the schema finding
+        // reports another shape).
+        match p.get("features").cloned() {
+            Some(Value::String(s)) => {
+                let list: Vec<&str> = s.split([',', ' ']).filter(|x| !x.is_empty()).collect();
+                p.insert("features".into(), json!(list));
+            }
+            Some(Value::Object(o)) => {
+                let list: Vec<&String> = o.keys().collect();
+                p.insert("features".into(), json!(list));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// correlationId: where the target put it (renamed, or at the top level), and the
+/// request's, echoed in a response or an error (AGP-019, AGP-020, AGP-A7).
+fn read_correlation(
+    ctx: &mut Ctx,
+    p: &mut Map<String, Value>,
+    ty: &str,
+    what: &str,
+    asked: &Asked,
+    top_level_corr: Option<Value>,
+) {
     if !p.contains_key("correlationId") {
         if let Some((name, val)) = CORRELATION_SPELLINGS
             .iter()
@@ -1209,30 +1306,16 @@ fn read_payload(
             ctx.finding(f);
         }
     }
-    if ty == "error" {
-        read_error_payload(ctx, p);
-    }
+}
+
+/// The payload schema of the type, for what the checks above leave.
+fn payload_schema(ctx: &mut Ctx, p: &Map<String, Value>, ty: &str) {
     let schema = match ty {
         "hello" => Some(("agentprotocol/hello-payload", "AGP-014", HELLO)),
         "response" => Some(("agentprotocol/response-payload", "AGP-019", ECHO)),
         "error" => Some(("agentprotocol/error-payload", "AGP-020", UNKNOWN_ACTION)),
         _ => None,
     };
-    if ty == "response" && !p.get("status").is_some_and(Value::is_string) {
-        ctx.finding(
-            Finding::new(
-                key("response-payload:status"),
-                &["AGP-019"],
-                format!(
-                    "a response's status is {}, not a string (AGP-019)",
-                    p.get("status")
-                        .map(|s| s.to_string())
-                        .unwrap_or("missing".into())
-                ),
-            )
-            .owned_by(ECHO),
-        );
-    }
     if let Some((name, req, owner)) = schema {
         let value = Value::Object(p.clone());
         // Members judged above are left out: one deviation, one finding.
@@ -1242,21 +1325,6 @@ fn read_payload(
                 continue;
             }
             ctx.finding(f.owned_by(owner));
-        }
-    }
-    if ty == "hello" {
-        // Features as a list, however the target wrote them (the schema finding
-        // above reports another shape).
-        match p.get("features").cloned() {
-            Some(Value::String(s)) => {
-                let list: Vec<&str> = s.split([',', ' ']).filter(|x| !x.is_empty()).collect();
-                p.insert("features".into(), json!(list));
-            }
-            Some(Value::Object(o)) => {
-                let list: Vec<&String> = o.keys().collect();
-                p.insert("features".into(), json!(list));
-            }
-            _ => {}
         }
     }
 }

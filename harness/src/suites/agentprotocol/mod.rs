@@ -11,6 +11,7 @@
 
 pub mod expect;
 pub mod fuzz;
+pub mod rules;
 
 use crate::case::{fail, Bindings, Case, Level, Step, Stop, Suite, Untestable};
 use crate::drive::Transport;
@@ -53,6 +54,7 @@ pub static SUITE: Suite = Suite {
     reread: crate::suites::agentprotocol::expect::reread,
     fuzzer: &crate::suites::agentprotocol::fuzz::SPEC,
     client_fuzzer: Some(&crate::suites::agentprotocol::fuzz::CLIENT_SPEC),
+    rules: rules::RULES,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

@@ -2,6 +2,7 @@
 
 pub mod expect;
 pub mod fuzz;
+pub mod rules;
 
 use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::Transport;
@@ -41,6 +42,7 @@ pub static SUITE: Suite = Suite {
     reread: crate::suites::agora_exchange::expect::reread,
     fuzzer: &crate::suites::agora_exchange::fuzz::SPEC,
     client_fuzzer: Some(&crate::suites::agora_exchange::fuzz::CLIENT_SPEC),
+    rules: rules::RULES,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

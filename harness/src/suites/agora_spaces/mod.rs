@@ -2,6 +2,7 @@
 
 pub mod expect;
 pub mod fuzz;
+pub mod rules;
 
 use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
 use crate::drive::Transport;
@@ -35,6 +36,7 @@ pub static SUITE: Suite = Suite {
     reread: crate::suites::agora_spaces::expect::reread,
     fuzzer: &crate::suites::agora_spaces::fuzz::SPEC,
     client_fuzzer: Some(&crate::suites::agora_spaces::fuzz::CLIENT_SPEC),
+    rules: rules::RULES,
 };
 
 /// Every requirement has a case: ASP-037 (a client discards a cancelled stream) is

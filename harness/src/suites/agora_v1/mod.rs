@@ -2,6 +2,7 @@
 
 pub mod expect;
 pub mod fuzz;
+pub mod rules;
 
 use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
 use crate::drive::{Received, Transport};
@@ -46,6 +47,7 @@ pub static SUITE: Suite = Suite {
     reread: crate::suites::agora_v1::expect::reread,
     fuzzer: &crate::suites::agora_v1::fuzz::SPEC,
     client_fuzzer: Some(&crate::suites::agora_v1::fuzz::CLIENT_SPEC),
+    rules: rules::RULES,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

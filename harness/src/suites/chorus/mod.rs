@@ -2,6 +2,7 @@
 
 pub mod expect;
 pub mod fuzz;
+pub mod rules;
 
 use crate::case::{fail, skip, Bindings, Case, Level, Stop, Suite, Untestable};
 use crate::drive::Transport;
@@ -38,6 +39,7 @@ pub static SUITE: Suite = Suite {
     reread: crate::suites::chorus::expect::reread,
     fuzzer: &crate::suites::chorus::fuzz::SPEC,
     client_fuzzer: Some(&crate::suites::chorus::fuzz::CLIENT_SPEC),
+    rules: rules::RULES,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[
