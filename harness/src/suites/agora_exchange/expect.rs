@@ -305,60 +305,92 @@ pub struct Reading {
 /// transport-level replies, of which only the Content-Type is judged (a warning,
 /// AEX-A15) and whose JSON body, if any, is read for its failure text.
 pub fn read_reply(schemas: &Schemas, r: &HttpReply) -> Reading {
-    let mut findings = Vec::new();
-    let mut notes = Vec::new();
-    let ct = r.content_type.as_deref();
     if r.status != 200 {
-        if !is_json_media_type(ct) {
-            findings.push(
-                Finding::new(
-                    KEY_ERROR_CONTENT_TYPE,
-                    &["AEX-004", "AEX-A15"],
-                    format!(
-                        "an HTTP {} reply has Content-Type {}, not application/json",
-                        r.status,
-                        quote(ct.unwrap_or("(none)"))
-                    ),
-                )
-                .at(Level::Should)
-                .owned_by(TRANSPORT_OWNER),
-            );
-        }
-        let json: Option<Value> = serde_json::from_slice(&r.body).ok();
-        let said = json.as_ref().map_or(Said::Unknown, |v| lenient_status(v).0);
-        return Reading {
-            reply: Ok(Reply {
-                http: r.status,
-                json,
-                said,
-            }),
-            findings,
-            notes,
-        };
+        return transport_reply(r);
     }
+    let mut findings = Vec::new();
+    let ct = r.content_type.as_deref();
     if !is_json_media_type(ct) {
         findings.push(content_type_finding(ct));
     }
-    let blocked = |findings: Vec<Finding>, notes: Vec<String>, f: Finding| Reading {
+    let blocked = |findings: Vec<Finding>, f: Finding| Reading {
         reply: Err(f.owned_by(SHAPE_OWNER)),
         findings,
+        notes: Vec::new(),
+    };
+    let v = match reply_object(&r.body, &mut findings) {
+        Ok(v) => v,
+        Err(f) => return blocked(findings, f),
+    };
+    let shown = quote(&v.to_string());
+    let (said, word) = lenient_status(&v);
+    if let Err(f) = check_status_word(said, &word, &shown, &mut findings) {
+        return blocked(findings, f);
+    }
+    match said {
+        Said::Failure => check_failure_shape(&v, &word, &shown, &mut findings),
+        Said::Success => check_success_shape(&v, &shown, &mut findings),
+        Said::Unknown => {}
+    }
+    check_body_type(&v, &shown, &mut findings);
+    conversation_checks(&v, &shown, &mut findings);
+    check_schema_rest(schemas, &v, &mut findings);
+    let notes = extra_members(&v);
+    Reading {
+        reply: Ok(Reply {
+            http: 200,
+            json: Some(v),
+            said,
+        }),
+        findings,
         notes,
-    };
-    let tree = match json::parse(&r.body) {
-        Ok(t) => t,
-        Err(e) => {
-            let f = Finding::new(
-                KEY_NOT_JSON,
-                &["AEX-058"],
+    }
+}
+
+/// A reply of another status than 200: only its Content-Type is judged (a warning,
+/// AEX-A15); its JSON body, if any, is read for what it says.
+fn transport_reply(r: &HttpReply) -> Reading {
+    let mut findings = Vec::new();
+    let ct = r.content_type.as_deref();
+    if !is_json_media_type(ct) {
+        findings.push(
+            Finding::new(
+                KEY_ERROR_CONTENT_TYPE,
+                &["AEX-004", "AEX-A15"],
                 format!(
-                    "an HTTP 200 reply is not JSON ({e}): {}",
-                    said_bytes(&r.body)
+                    "an HTTP {} reply has Content-Type {}, not application/json",
+                    r.status,
+                    quote(ct.unwrap_or("(none)"))
                 ),
-            );
-            return blocked(findings, notes, f);
-        }
-    };
-    if let Err(e) = jcs::canonicalize(&r.body) {
+            )
+            .at(Level::Should)
+            .owned_by(TRANSPORT_OWNER),
+        );
+    }
+    let json: Option<Value> = serde_json::from_slice(&r.body).ok();
+    let said = json.as_ref().map_or(Said::Unknown, |v| lenient_status(v).0);
+    Reading {
+        reply: Ok(Reply {
+            http: r.status,
+            json,
+            said,
+        }),
+        findings,
+        notes: Vec::new(),
+    }
+}
+
+/// The reply's JSON object (AEX-009, AEX-058), a repeated member name being a
+/// warning; or the finding that leaves nothing to read.
+fn reply_object(body: &[u8], findings: &mut Vec<Finding>) -> Result<Value, Finding> {
+    let tree = json::parse(body).map_err(|e| {
+        Finding::new(
+            KEY_NOT_JSON,
+            &["AEX-058"],
+            format!("an HTTP 200 reply is not JSON ({e}): {}", said_bytes(body)),
+        )
+    })?;
+    if let Err(e) = jcs::canonicalize(body) {
         if matches!(e.kind, jcs::CanonErrorKind::DuplicateName(_)) {
             findings.push(
                 Finding::new(
@@ -372,21 +404,29 @@ pub fn read_reply(schemas: &Schemas, r: &HttpReply) -> Reading {
         }
     }
     let v = tree.to_serde();
-    if !v.is_object() {
-        let f = Finding::new(
+    if v.is_object() {
+        Ok(v)
+    } else {
+        Err(Finding::new(
             KEY_NOT_OBJECT,
             &["AEX-009"],
             format!(
                 "an HTTP 200 reply is not a JSON object: {}",
-                said_bytes(&r.body)
+                said_bytes(body)
             ),
-        );
-        return blocked(findings, notes, f);
+        ))
     }
-    let shown = quote(&v.to_string());
-    let (said, word) = lenient_status(&v);
-    match &word {
-        Word::Exact => {}
+}
+
+/// The status word: exactly "success" or "failure" (AEX-009; another case is one
+/// finding, AEX-A22). A word that says neither blocks the reply.
+fn check_status_word(
+    said: Said,
+    word: &Word,
+    shown: &str,
+    findings: &mut Vec<Finding>,
+) -> Result<(), Finding> {
+    match word {
         Word::Case(w) => findings.push(
             Finding::new(
                 KEY_STATUS_CASE,
@@ -397,10 +437,7 @@ pub fn read_reply(schemas: &Schemas, r: &HttpReply) -> Reading {
             )
             .owned_by(SHAPE_OWNER),
         ),
-        // Judged with the rest of the failure shape below.
-        Word::Failure(_) => {}
-        Word::Other(_) if said == Said::Failure => {}
-        Word::Other(what) => {
+        Word::Other(what) if said != Said::Failure => {
             let f = Finding::new(
                 KEY_STATUS,
                 &["AEX-009"],
@@ -408,103 +445,110 @@ pub fn read_reply(schemas: &Schemas, r: &HttpReply) -> Reading {
             )
             .owned_by(SHAPE_OWNER);
             if said == Said::Unknown {
-                return blocked(findings, notes, f);
+                return Err(f);
             }
             findings.push(f);
         }
+        // A failure's word is judged with the rest of its shape.
+        Word::Exact | Word::Failure(_) | Word::Other(_) => {}
     }
-    let has_body = v.get("body").is_some();
-    match said {
-        Said::Failure => {
-            let error_ok = v["error"].is_string();
-            let mut parts = Vec::new();
-            let mut ids = Vec::new();
-            match &word {
-                Word::Failure(w) => {
-                    parts.push(format!("status {w:?} instead of \"failure\""));
-                    ids.push("AEX-009");
-                }
-                Word::Other(what) => {
-                    parts.push(format!("status {what} instead of \"failure\""));
-                    ids.push("AEX-009");
-                }
-                Word::Exact | Word::Case(_) => {}
-            }
-            if !error_ok {
-                ids.push("AEX-010");
-                parts.push(match (v.get("error"), failure_text(&v, true)) {
-                    (Some(e), _) => format!("error is {e}, not a string"),
-                    (None, Some((member, _))) => {
-                        format!("the failure is described in {member:?}, not in a string \"error\"")
-                    }
-                    (None, None) => "no error member describes the failure".to_string(),
-                });
-            }
-            if !parts.is_empty() {
-                findings.push(
-                    Finding::new(
-                        KEY_FAILURE_SHAPE,
-                        &ids,
-                        format!(
-                            "failure replies read {shown}: {}; agora-exchange.txt §5.2 wants {{\"status\": \"failure\", \"error\": \"…\"}}",
-                            parts.join("; ")
-                        ),
-                    )
-                    .owned_by(FAILURE_OWNER),
-                );
-            } else if has_body {
-                findings.push(
-                    Finding::new(
-                        KEY_FAILURE_BODY,
-                        &["AEX-011", "AEX-A4"],
-                        format!("a failure reply carries body: {shown}"),
-                    )
-                    .at(Level::Should)
-                    .owned_by(FAILURE_OWNER),
-                );
-            }
+    Ok(())
+}
+
+/// A failure: status "failure" and a string `error` (AEX-009, AEX-010), one finding
+/// for the whole shape; no body (a warning, AEX-011, AEX-A4).
+fn check_failure_shape(v: &Value, word: &Word, shown: &str, findings: &mut Vec<Finding>) {
+    let mut parts = Vec::new();
+    let mut ids = Vec::new();
+    match word {
+        Word::Failure(w) => {
+            parts.push(format!("status {w:?} instead of \"failure\""));
+            ids.push("AEX-009");
         }
-        Said::Success => {
-            if !has_body {
-                findings.push(
-                    Finding::new(
-                        KEY_SUCCESS_NO_BODY,
-                        &["AEX-011", "AEX-A4"],
-                        format!("a success reply without body: {shown}"),
-                    )
-                    .at(Level::Should)
-                    .owned_by(FAILURE_OWNER),
-                );
-            }
-            if v.get("error").is_some() {
-                findings.push(
-                    Finding::new(
-                        KEY_SUCCESS_ERROR,
-                        &["AEX-012", "AEX-A4"],
-                        format!("a success reply carries error: {shown}"),
-                    )
-                    .at(Level::Should)
-                    .owned_by(FAILURE_OWNER),
-                );
-            }
+        Word::Other(what) => {
+            parts.push(format!("status {what} instead of \"failure\""));
+            ids.push("AEX-009");
         }
-        Said::Unknown => {}
+        Word::Exact | Word::Case(_) => {}
     }
-    if let Some(b) = v.get("body") {
-        if !(b.is_string() || b.is_object()) {
-            findings.push(
-                Finding::new(
-                    KEY_BODY_TYPE,
-                    &["AEX-020"],
-                    format!("a reply's body is {b}, not a string or an object: {shown}"),
-                )
-                .owned_by(SHAPE_OWNER),
-            );
-        }
+    if !v["error"].is_string() {
+        ids.push("AEX-010");
+        parts.push(match (v.get("error"), failure_text(v, true)) {
+            (Some(e), _) => format!("error is {e}, not a string"),
+            (None, Some((member, _))) => {
+                format!("the failure is described in {member:?}, not in a string \"error\"")
+            }
+            (None, None) => "no error member describes the failure".to_string(),
+        });
     }
-    conversation_checks(&v, &shown, &mut findings);
-    // The schema, for anything the explicit checks above do not judge: every member
-    // it constrains is judged above, so this only speaks if the schema grows.
+    if !parts.is_empty() {
+        findings.push(
+            Finding::new(
+                KEY_FAILURE_SHAPE,
+                &ids,
+                format!(
+                    "failure replies read {shown}: {}; agora-exchange.txt §5.2 wants {{\"status\": \"failure\", \"error\": \"…\"}}",
+                    parts.join("; ")
+                ),
+            )
+            .owned_by(FAILURE_OWNER),
+        );
+    } else if v.get("body").is_some() {
+        findings.push(
+            Finding::new(
+                KEY_FAILURE_BODY,
+                &["AEX-011", "AEX-A4"],
+                format!("a failure reply carries body: {shown}"),
+            )
+            .at(Level::Should)
+            .owned_by(FAILURE_OWNER),
+        );
+    }
+}
+
+/// A success: a body (AEX-011) and no error (AEX-012), both warnings (AEX-A4).
+fn check_success_shape(v: &Value, shown: &str, findings: &mut Vec<Finding>) {
+    if v.get("body").is_none() {
+        findings.push(
+            Finding::new(
+                KEY_SUCCESS_NO_BODY,
+                &["AEX-011", "AEX-A4"],
+                format!("a success reply without body: {shown}"),
+            )
+            .at(Level::Should)
+            .owned_by(FAILURE_OWNER),
+        );
+    }
+    if v.get("error").is_some() {
+        findings.push(
+            Finding::new(
+                KEY_SUCCESS_ERROR,
+                &["AEX-012", "AEX-A4"],
+                format!("a success reply carries error: {shown}"),
+            )
+            .at(Level::Should)
+            .owned_by(FAILURE_OWNER),
+        );
+    }
+}
+
+/// body: a string or an object (AEX-020).
+fn check_body_type(v: &Value, shown: &str, findings: &mut Vec<Finding>) {
+    if let Some(b) = v.get("body").filter(|b| !(b.is_string() || b.is_object())) {
+        findings.push(
+            Finding::new(
+                KEY_BODY_TYPE,
+                &["AEX-020"],
+                format!("a reply's body is {b}, not a string or an object: {shown}"),
+            )
+            .owned_by(SHAPE_OWNER),
+        );
+    }
+}
+
+/// The schema, for anything the explicit checks do not judge: every member it
+/// constrains is judged by them, so this only speaks if the schema grows.
+fn check_schema_rest(schemas: &Schemas, v: &Value, findings: &mut Vec<Finding>) {
     const JUDGED: [&str; 6] = [
         "",
         "status",
@@ -513,26 +557,31 @@ pub fn read_reply(schemas: &Schemas, r: &HttpReply) -> Reading {
         "conversationId",
         "conversationExpires",
     ];
-    if let Ok(list) = schemas.violations("agora-exchange/response", &v) {
-        for viol in list {
-            let top = viol.pointer.split('/').nth(1).unwrap_or("");
-            if JUDGED.contains(&top) {
-                continue;
-            }
-            let key = format!("agora-exchange/schema:response:{}", viol.shape());
-            if findings.iter().any(|f| f.key == key) {
-                continue;
-            }
-            findings.push(
-                Finding::new(
-                    key,
-                    &["AEX-009"],
-                    format!("reply at {}: {}", viol.pointer, viol.message),
-                )
-                .owned_by(SHAPE_OWNER),
-            );
+    let Ok(list) = schemas.violations("agora-exchange/response", v) else {
+        return;
+    };
+    for viol in list {
+        let top = viol.pointer.split('/').nth(1).unwrap_or("");
+        if JUDGED.contains(&top) {
+            continue;
         }
+        let key = format!("agora-exchange/schema:response:{}", viol.shape());
+        if findings.iter().any(|f| f.key == key) {
+            continue;
+        }
+        findings.push(
+            Finding::new(
+                key,
+                &["AEX-009"],
+                format!("reply at {}: {}", viol.pointer, viol.message),
+            )
+            .owned_by(SHAPE_OWNER),
+        );
     }
+}
+
+/// Members beyond the spec's, noted (allowed, AEX-023).
+fn extra_members(v: &Value) -> Vec<String> {
     let known = [
         "status",
         "body",
@@ -540,20 +589,14 @@ pub fn read_reply(schemas: &Schemas, r: &HttpReply) -> Reading {
         "conversationId",
         "conversationExpires",
     ];
-    if let Some(o) = v.as_object() {
-        let extra: Vec<&String> = o.keys().filter(|k| !known.contains(&k.as_str())).collect();
-        if !extra.is_empty() {
-            notes.push(format!("extra reply members (allowed, AEX-023): {extra:?}"));
-        }
-    }
-    Reading {
-        reply: Ok(Reply {
-            http: 200,
-            json: Some(v),
-            said,
-        }),
-        findings,
-        notes,
+    let extra: Vec<&String> = v
+        .as_object()
+        .map(|o| o.keys().filter(|k| !known.contains(&k.as_str())).collect())
+        .unwrap_or_default();
+    if extra.is_empty() {
+        Vec::new()
+    } else {
+        vec![format!("extra reply members (allowed, AEX-023): {extra:?}")]
     }
 }
 

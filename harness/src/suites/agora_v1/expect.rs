@@ -535,73 +535,9 @@ fn read_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Read>> {
     let Some((bytes, http_status)) = reply_bytes(r) else {
         return Ok(None);
     };
-    let said = quote(&String::from_utf8_lossy(bytes));
-    let status = http_status
-        .map(|s| format!("HTTP {s}: "))
-        .unwrap_or_default();
-    // A refusal outside the envelope (a web framework's error body, a bare
-    // `{"error": …, "code": …}`) belongs to the ERROR shape's case; anything else
-    // that is no envelope to the shape's case.
-    let bare = |key: &str, text: String, value: Option<Value>| {
-        let error_like = http_status.is_some_and(|s| s >= 400)
-            || value
-                .as_ref()
-                .is_some_and(|v| error_code_of(v).is_some() || error_message_of(v).is_some());
-        let f = if error_like {
-            Finding::new(
-                "agora-v1/reply:error-not-envelope",
-                &["AV1-001", "AV1-045"],
-                format!("{status}a refusal outside the ERROR envelope: {text}"),
-            )
-            .owned_by(ERROR_OWNER)
-        } else {
-            Finding::new(key, &["AV1-001"], format!("{status}{text}")).owned_by(SHAPE_OWNER)
-        };
-        Ok(Some(Read::Bare(f, http_status, value)))
-    };
-    let tree = match json::parse(bytes) {
-        Ok(t) => t,
-        Err(e) => {
-            return bare(
-                "agora-v1/reply:not-json",
-                format!("the reply is not JSON ({e}): {said}"),
-                None,
-            )
-        }
-    };
-    let whole = tree.to_serde();
-    let Some(obj) = whole.as_object() else {
-        return bare(
-            "agora-v1/reply:not-object",
-            format!("the reply is not a JSON object: {said}"),
-            None,
-        );
-    };
-    // A bare object (an error in a web framework's shape, a flat
-    // `{"type": "ERROR", "code": …}`) is one deviation, not one per missing member.
-    if !obj.contains_key("sender") && !obj.contains_key("payload") {
-        return bare(
-            "agora-v1/reply:not-envelope",
-            format!("the reply is a JSON object but no envelope (no sender, no payload): {said}"),
-            Some(whole.clone()),
-        );
-    }
-    let Some(ty_said) = whole["type"].as_str() else {
-        let f = Finding::new(
-            "agora-v1/reply:no-type",
-            &["AV1-002", "AV1-009"],
-            format!("{status}the reply has no string type: {said}"),
-        )
-        .owned_by(SHAPE_OWNER);
-        return Ok(Some(Read::Bare(f, http_status, None)));
-    };
-    // A known type in another case is read as that type (the schema finding at
-    // /type says so).
-    let upper = ty_said.to_ascii_uppercase();
-    let ty = if TYPES.contains(&upper.as_str()) {
-        upper
-    } else {
-        ty_said.to_string()
+    let (tree, whole, ty) = match envelope_of(bytes, http_status) {
+        Ok(parsed) => parsed,
+        Err(bare) => return Ok(Some(*bare)),
     };
     let shape = envelope_findings(ctx, &whole);
     let flagged = |ptr: &str| shape.iter().any(|f| f.key.ends_with(&format!(":{ptr}")));
@@ -620,26 +556,7 @@ fn read_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Read>> {
     }
     let id = whole["id"].as_str().unwrap_or_default().to_string();
     if !id_flagged {
-        if ctx.sent_ids.contains(&id) {
-            ctx.finding(
-                Finding::new(
-                    "agora-v1/reply:id-reused",
-                    &["AV1-004"],
-                    format!("the reply reuses the id {id:?} of a message the harness sent"),
-                )
-                .owned_by(IDS_OWNER),
-            );
-        }
-        if !ctx.reply_ids.insert(id.clone()) {
-            ctx.finding(
-                Finding::new(
-                    "agora-v1/reply:id-repeated",
-                    &["AV1-004"],
-                    format!("the reply id {id:?} was already used by an earlier reply"),
-                )
-                .owned_by(IDS_OWNER),
-            );
-        }
+        check_reply_id(ctx, &id);
     }
     check_timestamp(ctx, &whole);
     let (verified, sig_flavor, sig_problem) = check_signature(ctx, tree, &whole, sender_finding);
@@ -650,52 +567,10 @@ fn read_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Read>> {
     } else {
         None
     };
-    let judge_status = ctx.profile().agora_v1.http_status == HttpStatusRule::CodeOr200;
-    if let Some(status) = http_status.filter(|_| judge_status) {
-        let ok = status == 200 || (ty == "ERROR" && code == Some(i64::from(status)));
-        if !ok {
-            ctx.finding(
-                Finding::new(
-                    "agora-v1/reply:http-status",
-                    &[],
-                    format!(
-                        "HTTP status {status} for a {ty} reply{}: the profile requires 200 or the ERROR code (set [agora-v1] http_status = \"any\" if the target's binding uses other statuses)",
-                        code.map(|c| format!(" with code {c}")).unwrap_or_default()
-                    ),
-                )
-                .at(Level::Profile)
-                .owned_by(SHAPE_OWNER),
-            );
-        }
-    }
-    if let Some(code) = code.filter(|c| !ERROR_CODES.contains(c)) {
-        ctx.finding(
-            Finding::new(
-                format!("agora-v1/reply:error-code:{code}"),
-                &["AV1-046", "AV1-A20"],
-                format!(
-                    "ERROR code {code} is not in the table of agora-v1.md §5 ({})",
-                    quote(
-                        error_message_of(&payload)
-                            .map(|(m, _)| m)
-                            .unwrap_or_default()
-                    )
-                ),
-            )
-            .at(Level::Should),
-        );
-    }
-    if whole["protocol"].as_str() != Some(PROTOCOL) && !protocol_flagged {
-        // Unreachable while the schema pins the protocol; kept so that a schema
-        // change cannot let another protocol string through unseen.
-        ctx.finding(
-            Finding::new(
-                "agora-v1/schema:envelope:/protocol",
-                &["AV1-003"],
-                format!("reply protocol is {}, not \"agora/1.0\"", whole["protocol"]),
-            )
-            .owned_by(SHAPE_OWNER),
-        );
+    check_http_status(ctx, http_status, &ty, code);
+    check_error_code(ctx, code, &payload);
+    if !protocol_flagged {
+        check_protocol(ctx, &whole);
     }
     Ok(Some(Read::Env(Box::new(Env {
         ty,
@@ -709,6 +584,172 @@ fn read_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Read>> {
         offer_ref: None,
         received_at: std::time::Instant::now(),
     }))))
+}
+
+/// The reply as an envelope: its parsed tree, its JSON and its type (a known type in
+/// another case read as that type; the schema finding at /type says so). Anything
+/// that is no envelope is `Read::Bare` with its one finding.
+fn envelope_of(
+    bytes: &[u8],
+    http_status: Option<u16>,
+) -> Result<(json::Value<'_>, Value, String), Box<Read>> {
+    let said = quote(&String::from_utf8_lossy(bytes));
+    let status = http_status
+        .map(|s| format!("HTTP {s}: "))
+        .unwrap_or_default();
+    let bare = |key: &str, text: String, value: Option<Value>| {
+        let f = bare_finding(key, http_status, text, value.as_ref());
+        Box::new(Read::Bare(f, http_status, value))
+    };
+    let tree = json::parse(bytes).map_err(|e| {
+        bare(
+            "agora-v1/reply:not-json",
+            format!("the reply is not JSON ({e}): {said}"),
+            None,
+        )
+    })?;
+    let whole = tree.to_serde();
+    let Some(obj) = whole.as_object() else {
+        let text = format!("the reply is not a JSON object: {said}");
+        return Err(bare("agora-v1/reply:not-object", text, None));
+    };
+    // A bare object (an error in a web framework's shape, a flat
+    // `{"type": "ERROR", "code": …}`) is one deviation, not one per missing member.
+    if !obj.contains_key("sender") && !obj.contains_key("payload") {
+        return Err(bare(
+            "agora-v1/reply:not-envelope",
+            format!("the reply is a JSON object but no envelope (no sender, no payload): {said}"),
+            Some(whole.clone()),
+        ));
+    }
+    let Some(ty_said) = whole["type"].as_str() else {
+        let f = Finding::new(
+            "agora-v1/reply:no-type",
+            &["AV1-002", "AV1-009"],
+            format!("{status}the reply has no string type: {said}"),
+        )
+        .owned_by(SHAPE_OWNER);
+        return Err(Box::new(Read::Bare(f, http_status, None)));
+    };
+    let upper = ty_said.to_ascii_uppercase();
+    let ty = if TYPES.contains(&upper.as_str()) {
+        upper
+    } else {
+        ty_said.to_string()
+    };
+    Ok((tree, whole, ty))
+}
+
+/// A reply that is no envelope: a refusal outside the envelope (a web framework's
+/// error body, a bare `{"error": …, "code": …}`) belongs to the ERROR shape's case,
+/// anything else (`key`) to the shape's case.
+fn bare_finding(
+    key: &str,
+    http_status: Option<u16>,
+    text: String,
+    value: Option<&Value>,
+) -> Finding {
+    let status = http_status
+        .map(|s| format!("HTTP {s}: "))
+        .unwrap_or_default();
+    let error_like = http_status.is_some_and(|s| s >= 400)
+        || value.is_some_and(|v| error_code_of(v).is_some() || error_message_of(v).is_some());
+    if error_like {
+        Finding::new(
+            "agora-v1/reply:error-not-envelope",
+            &["AV1-001", "AV1-045"],
+            format!("{status}a refusal outside the ERROR envelope: {text}"),
+        )
+        .owned_by(ERROR_OWNER)
+    } else {
+        Finding::new(key, &["AV1-001"], format!("{status}{text}")).owned_by(SHAPE_OWNER)
+    }
+}
+
+/// The reply's id: never one of the harness's messages, never an earlier reply's
+/// (AV1-004).
+fn check_reply_id(ctx: &mut Ctx, id: &str) {
+    if ctx.sent_ids.contains(id) {
+        ctx.finding(
+            Finding::new(
+                "agora-v1/reply:id-reused",
+                &["AV1-004"],
+                format!("the reply reuses the id {id:?} of a message the harness sent"),
+            )
+            .owned_by(IDS_OWNER),
+        );
+    }
+    if !ctx.reply_ids.insert(id.to_string()) {
+        ctx.finding(
+            Finding::new(
+                "agora-v1/reply:id-repeated",
+                &["AV1-004"],
+                format!("the reply id {id:?} was already used by an earlier reply"),
+            )
+            .owned_by(IDS_OWNER),
+        );
+    }
+}
+
+/// The profile's HTTP status rule: 200, or an ERROR's code (`[agora-v1] http_status`).
+fn check_http_status(ctx: &mut Ctx, http_status: Option<u16>, ty: &str, code: Option<i64>) {
+    let judge_status = ctx.profile().agora_v1.http_status == HttpStatusRule::CodeOr200;
+    let Some(status) = http_status.filter(|_| judge_status) else {
+        return;
+    };
+    if status == 200 || (ty == "ERROR" && code == Some(i64::from(status))) {
+        return;
+    }
+    ctx.finding(
+        Finding::new(
+            "agora-v1/reply:http-status",
+            &[],
+            format!(
+                "HTTP status {status} for a {ty} reply{}: the profile requires 200 or the ERROR code (set [agora-v1] http_status = \"any\" if the target's binding uses other statuses)",
+                code.map(|c| format!(" with code {c}")).unwrap_or_default()
+            ),
+        )
+        .at(Level::Profile)
+        .owned_by(SHAPE_OWNER),
+    );
+}
+
+/// An ERROR code outside agora-v1.md §5's table: a warning (AV1-046, AV1-A20).
+fn check_error_code(ctx: &mut Ctx, code: Option<i64>, payload: &Value) {
+    let Some(code) = code.filter(|c| !ERROR_CODES.contains(c)) else {
+        return;
+    };
+    ctx.finding(
+        Finding::new(
+            format!("agora-v1/reply:error-code:{code}"),
+            &["AV1-046", "AV1-A20"],
+            format!(
+                "ERROR code {code} is not in the table of agora-v1.md §5 ({})",
+                quote(
+                    error_message_of(payload)
+                        .map(|(m, _)| m)
+                        .unwrap_or_default()
+                )
+            ),
+        )
+        .at(Level::Should),
+    );
+}
+
+/// The protocol string (AV1-003). Unreachable while the schema pins the protocol;
+/// kept so that a schema change cannot let another protocol string through unseen.
+fn check_protocol(ctx: &mut Ctx, whole: &Value) {
+    if whole["protocol"].as_str() == Some(PROTOCOL) {
+        return;
+    }
+    ctx.finding(
+        Finding::new(
+            "agora-v1/schema:envelope:/protocol",
+            &["AV1-003"],
+            format!("reply protocol is {}, not \"agora/1.0\"", whole["protocol"]),
+        )
+        .owned_by(SHAPE_OWNER),
+    );
 }
 
 /// Checks what every target message must be (AV1-001…006, 009, 012, 014…017, 019,
