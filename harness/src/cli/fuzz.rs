@@ -1,0 +1,298 @@
+//! `agentconform fuzz`: fuzz a live target (without --target: the embedded reference
+//! agent), the server side or a client driven by --client.
+
+use super::common::{
+    embedded_identity, fuzz_profile, parse_target, runtime, set_client_driver, unknown_suite,
+    TlsArgs,
+};
+use super::{io, CliError, Usage};
+use crate::case::Role;
+use crate::drive::Transport;
+use crate::embedded;
+use crate::fuzzing::campaign;
+use crate::fuzzing::engine::Summary;
+use crate::profile::Profile;
+use crate::schemas::Schemas;
+use crate::suites;
+use reference_impl::serve::TlsIdentity;
+use std::io::Write;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(clap::Args, Debug)]
+pub struct FuzzArgs {
+    #[arg(long)]
+    suite: String,
+    #[arg(long)]
+    target: Option<String>,
+    #[command(flatten)]
+    tls_args: TlsArgs,
+    /// Without --target: serve the embedded reference agent over TLS (https://,
+    /// wss://) with a certificate made at start-up, and trust it.
+    #[arg(long, conflicts_with_all = ["target", "ca_file"])]
+    tls: bool,
+    /// How long to run, e.g. 60s or 2m (default 60s unless --cases is given).
+    #[arg(long)]
+    duration: Option<String>,
+    /// How many cases to run.
+    #[arg(long)]
+    cases: Option<u64>,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Where crash files go (DIR/crashes/).
+    #[arg(long, default_value = "fuzz-out")]
+    out: PathBuf,
+    /// Switch on a fault of the embedded agent (no --target only).
+    #[arg(long = "fault")]
+    faults: Vec<String>,
+    #[arg(long = "timeout-ms", default_value_t = 5000)]
+    timeout_ms: u64,
+    /// Target profile (TOML): fixtures and the token, as for `run`.
+    #[arg(long)]
+    profile: Option<PathBuf>,
+    /// Stop after this many findings.
+    #[arg(long = "max-findings", default_value_t = 100)]
+    max_findings: u64,
+    /// Cases in flight at once (1 to 256); by default 8, or more for a suite whose
+    /// cases wait on the target rather than on the CPU (agora-spaces, agentprotocol).
+    #[arg(long)]
+    workers: Option<u64>,
+    /// Which side to fuzz: server (the default) or client (mutated replies served to
+    /// a client driven by --client).
+    #[arg(long, value_enum, default_value_t = crate::case::Role::Server)]
+    role: crate::case::Role,
+    /// With --role client: the client driver (see `run --client`); the reference
+    /// driver without it.
+    #[arg(long, conflicts_with_all = ["target", "tls", "faults"])]
+    client: Option<String>,
+}
+
+/// Runs the campaign; exit 1 when it found something (crash files under
+/// `--out`/crashes).
+pub fn run(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
+    let speaks = check_flags(&a)?;
+    let duration = match (&a.duration, a.cases) {
+        (Some(d), _) => Some(parse_duration(d)?),
+        (None, Some(_)) => None,
+        (None, None) => Some(std::time::Duration::from_secs(60)),
+    };
+    check_timeout(a.timeout_ms)?;
+    let mut prof = fuzz_profile(a.profile.as_ref(), a.target.is_none(), a.timeout_ms)?;
+    let transport = target_binding(&a, speaks)?;
+    if a.role == Role::Client {
+        set_client_driver(&mut prof, a.client.as_ref())?;
+    }
+    let schemas = Schemas::load().map_err(CliError::Harness)?;
+    let identity = embedded_identity(a.tls)?;
+    let client_tls = a.tls_args.client_tls(identity.as_ref())?;
+    let http = client_tls.http_client().map_err(Usage)?;
+    let rt = runtime()?;
+    let (label, summary) = rt.block_on(async {
+        let (url, transport, server) = start_target(&a, speaks, transport, &prof, identity).await?;
+        let connection = campaign::Connection {
+            url: url.clone(),
+            transport,
+            profile: prof,
+            schemas,
+            http,
+            tls: client_tls,
+        };
+        let summary = campaign::campaign(campaign_of(&a, duration, connection))
+            .await
+            .map_err(CliError::from);
+        if let Some(s) = server {
+            s.stop().await;
+        }
+        Ok::<_, CliError>((url, summary?))
+    })?;
+    print_summary(&a, &label, summary, out)
+}
+
+/// The flags that do not go together, in the order they are checked; the bindings
+/// the suite's fuzzer speaks.
+fn check_flags(a: &FuzzArgs) -> Result<&'static [Transport], CliError> {
+    let Some(speaks) = campaign::bindings(&a.suite) else {
+        return Err(unknown_suite(&a.suite));
+    };
+    if a.client.is_some() && a.role != Role::Client {
+        return Err(Usage("--client needs --role client".into()));
+    }
+    if a.role == Role::Client {
+        if a.target.is_some() {
+            return Err(Usage(
+                "--role client fuzzes a client driven by --client; it takes no --target".into(),
+            ));
+        }
+        if campaign::spec_of(&a.suite, a.role).is_none() {
+            return Err(Usage(format!("suite {} has no client fuzzer yet", a.suite)));
+        }
+    }
+    if a.target.is_some() && !a.faults.is_empty() {
+        return Err(Usage(
+            "--fault applies to the embedded agent; it cannot be combined with --target".into(),
+        ));
+    }
+    if a.workers.is_some_and(|w| w == 0 || w > 256) {
+        return Err(Usage("--workers must be 1 to 256".into()));
+    }
+    if a.max_findings == 0 {
+        return Err(Usage("--max-findings must be at least 1".into()));
+    }
+    Ok(speaks)
+}
+
+/// The binding of `--target`, which the suite's fuzzer must speak.
+fn target_binding(a: &FuzzArgs, speaks: &[Transport]) -> Result<Option<Transport>, CliError> {
+    let transport = match &a.target {
+        Some(u) => Some(parse_target(u)?),
+        None => None,
+    };
+    if let Some(t) = transport {
+        if !speaks.contains(&t) {
+            return Err(Usage(format!(
+                "--target {:?}: {} fuzzing speaks {}",
+                a.target.as_deref().unwrap_or_default(),
+                a.suite,
+                speaks
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            )));
+        }
+    }
+    Ok(transport)
+}
+
+/// What the campaign runs against: the client driver (role client), `--target`, or
+/// the embedded reference agent started here on the fuzzer's first binding (the
+/// server, to stop afterwards).
+async fn start_target(
+    a: &FuzzArgs,
+    speaks: &[Transport],
+    transport: Option<Transport>,
+    prof: &Profile,
+    identity: Option<TlsIdentity>,
+) -> Result<(String, Transport, Option<embedded::Server>), CliError> {
+    Ok(match (&a.target, transport) {
+        _ if a.role == Role::Client => (
+            format!(
+                "client driver {}",
+                prof.client.command.clone().unwrap_or_default()
+            ),
+            Transport::Http,
+            None,
+        ),
+        (Some(u), Some(t)) => (u.clone(), t, None),
+        _ => {
+            let opts = embedded::Options {
+                faults: a.faults.clone(),
+                token: prof.target.token.clone(),
+                heartbeat_timeout_s: Some(prof.timing.heartbeat_timeout_s),
+                tls: identity,
+                ..embedded::Options::default()
+            };
+            let s = suites::start(&a.suite, "127.0.0.1:0", &opts)
+                .await
+                .map_err(Usage)?;
+            let want = speaks[0];
+            let url = s
+                .endpoints
+                .0
+                .iter()
+                .find(|(t, _)| *t == want)
+                .map(|(_, u)| u.clone())
+                .unwrap_or_default();
+            (url, want, Some(s))
+        }
+    })
+}
+
+/// The campaign the flags describe, over `connection`.
+fn campaign_of(
+    a: &FuzzArgs,
+    duration: Option<Duration>,
+    connection: campaign::Connection,
+) -> campaign::Campaign {
+    campaign::Campaign {
+        suite: a.suite.clone(),
+        role: a.role,
+        seed: a.seed,
+        bounds: crate::fuzzing::engine::Bounds {
+            cases: a.cases,
+            duration,
+            max_findings: a.max_findings,
+        },
+        out: a.out.clone(),
+        workers: a.workers,
+        connection,
+    }
+}
+
+/// The campaign's one-line summary, its first skip and finding; exit 1 with
+/// findings, a not-tested error when every case was skipped.
+fn print_summary(
+    a: &FuzzArgs,
+    label: &str,
+    summary: Summary,
+    out: &mut impl Write,
+) -> Result<i32, CliError> {
+    let rate = summary.cases as f64 / summary.elapsed.as_secs_f64().max(1e-9);
+    writeln!(
+        out,
+        "fuzzed {} at {label}: {} cases in {:.1} s ({rate:.0} cases/s), seed {}, {} findings, {} skipped",
+        a.suite,
+        summary.cases,
+        summary.elapsed.as_secs_f64(),
+        a.seed,
+        summary.findings,
+        summary.skipped,
+    )
+    .map_err(io)?;
+    if let Some(why) = &summary.skip_reason {
+        writeln!(out, "first skip: {why}").map_err(io)?;
+    }
+    if let Some(found) = &summary.first_finding {
+        writeln!(out, "first finding: {found}").map_err(io)?;
+    }
+    if summary.findings > 0 {
+        writeln!(out, "crash files in {}", a.out.join("crashes").display()).map_err(io)?;
+        return Ok(1);
+    }
+    if summary.cases > 0 && summary.skipped == summary.cases {
+        return Err(CliError::NotTested(format!(
+            "every case was skipped, so nothing was fuzzed: {}",
+            summary.skip_reason.unwrap_or_default()
+        )));
+    }
+    Ok(0)
+}
+
+/// `--duration`: a number of seconds, minutes (m) or hours (h), at most a week.
+fn parse_duration(s: &str) -> Result<std::time::Duration, CliError> {
+    let bad = || {
+        Usage(format!(
+            "--duration {s:?}: expected a number with s, m or h, e.g. 60s"
+        ))
+    };
+    let (num, unit) = s.split_at(s.find(|c: char| !c.is_ascii_digit()).unwrap_or(s.len()));
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let secs = match unit {
+        "" | "s" => n,
+        "m" => n * 60,
+        "h" => n * 3600,
+        _ => return Err(bad()),
+    };
+    if secs == 0 || secs > 7 * 24 * 3600 {
+        return Err(bad());
+    }
+    Ok(std::time::Duration::from_secs(secs))
+}
+
+/// `--timeout-ms`: 1 to 600000.
+fn check_timeout(timeout_ms: u64) -> Result<(), CliError> {
+    if timeout_ms == 0 || timeout_ms > 600_000 {
+        return Err(Usage("--timeout-ms must be between 1 and 600000".into()));
+    }
+    Ok(())
+}

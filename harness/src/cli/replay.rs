@@ -1,0 +1,161 @@
+//! `agentconform replay`: a crash file written by `fuzz` against a target, or an
+//! exported vector offline; exit 1 when the finding reproduces.
+
+use super::common::{fuzz_profile, parse_target, read_json, runtime, TlsArgs};
+use super::{input, io, CliError, Usage};
+use crate::drive::Transport;
+use crate::fuzzing::campaign;
+use crate::fuzzing::verdict::Outcome;
+use crate::profile::Profile;
+use crate::schemas::Schemas;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+/// Replays `file`: an exported vector offline (no `target`), else a crash file
+/// against `target` or the target it recorded.
+pub fn run(
+    file: &Path,
+    target: Option<String>,
+    tls_args: &TlsArgs,
+    profile: Option<PathBuf>,
+    out: &mut impl Write,
+) -> Result<i32, CliError> {
+    if let Some(vector) = read_json(file).ok().as_ref().and_then(crate::export::read) {
+        if target.is_some() {
+            return Err(Usage(format!(
+                "{} is an exported vector: it runs offline, without --target",
+                file.display()
+            )));
+        }
+        return replay_vector(file, vector.map_err(|e| input(file.display(), e))?, out);
+    }
+    let crash = campaign::CrashFile::read(file)?;
+    let mut prof = fuzz_profile(profile.as_ref(), false, 5000)?;
+    let (url, transport) = crash_target(&crash, target, &mut prof)?;
+    let schemas = Schemas::load().map_err(CliError::Harness)?;
+    let client_tls = tls_args.client_tls(None)?;
+    let http = client_tls.http_client().map_err(Usage)?;
+    let rt = runtime()?;
+    let replayed = rt.block_on(campaign::replay(
+        &crash,
+        campaign::Connection {
+            url: url.clone(),
+            transport,
+            profile: prof,
+            schemas,
+            http,
+            tls: client_tls,
+        },
+    ))?;
+    writeln!(
+        out,
+        "replaying {} case {} of seed {} ({}) against {url}",
+        crash.suite, crash.index, crash.seed, replayed.label
+    )
+    .map_err(io)?;
+    print_outcome(&crash, replayed.outcome, out)
+}
+
+/// Where a crash replays, and over which binding: a client crash through a client
+/// driver (set in `prof`), a server crash against a URL; `target` before what the
+/// crash file recorded.
+fn crash_target(
+    crash: &campaign::CrashFile,
+    target: Option<String>,
+    prof: &mut Profile,
+) -> Result<(String, Transport), CliError> {
+    if crash.role == crate::case::Role::Client {
+        // A client crash replays through a client driver: --target names one, else
+        // the one the crash file recorded.
+        let recorded = crash
+            .target
+            .as_deref()
+            .and_then(|t| t.strip_prefix("client driver "))
+            .map(String::from);
+        let command = target
+            .or(recorded)
+            .ok_or_else(|| Usage("no client driver: pass --target COMMAND".into()))?;
+        prof.client.command = Some(command.clone());
+        Ok((format!("client driver {command}"), Transport::Http))
+    } else {
+        let url = target
+            .or_else(|| crash.target.clone())
+            .ok_or_else(|| Usage("no target: pass --target".into()))?;
+        let transport = parse_target(&url)?;
+        Ok((url, transport))
+    }
+}
+
+/// The verdict of a replayed crash: exit 1 when an oracle fired again.
+fn print_outcome(
+    crash: &campaign::CrashFile,
+    outcome: Outcome,
+    out: &mut impl Write,
+) -> Result<i32, CliError> {
+    match outcome {
+        Outcome::Finding(found) => {
+            writeln!(
+                out,
+                "REPRODUCED: oracle {} fired: {}",
+                found.oracle, found.detail
+            )
+            .map_err(io)?;
+            if crash.oracle.as_deref() != Some(found.oracle.name()) {
+                writeln!(
+                    out,
+                    "(the crash file recorded oracle {})",
+                    crash.oracle.as_deref().unwrap_or("none")
+                )
+                .map_err(io)?;
+            }
+            Ok(1)
+        }
+        Outcome::Skip(why) => {
+            writeln!(out, "the case was skipped: {why}").map_err(io)?;
+            writeln!(out, "not reproduced: no oracle fired").map_err(io)?;
+            Ok(0)
+        }
+        Outcome::Pass => {
+            writeln!(out, "not reproduced: no oracle fired").map_err(io)?;
+            Ok(0)
+        }
+    }
+}
+
+/// The offline run of an exported vector: exit 1 when every finding it records
+/// reproduces, 0 when one does not.
+fn replay_vector(
+    file: &Path,
+    vector: crate::export::Vector,
+    out: &mut impl Write,
+) -> Result<i32, CliError> {
+    let schemas = Schemas::load().map_err(CliError::Harness)?;
+    let r = crate::export::rejudge(&vector, schemas)
+        .map_err(|e| CliError::NotTested(format!("{}: {e}", file.display())))?;
+    writeln!(
+        out,
+        "judging {} offline: {} recorded replies of {}",
+        file.display(),
+        vector.exchanges.len(),
+        vector.suite
+    )
+    .map_err(io)?;
+    if r.skipped > 0 {
+        writeln!(
+            out,
+            "{} replies were cut short in the transcript and are not judged",
+            r.skipped
+        )
+        .map_err(io)?;
+    }
+    for (key, summary) in &r.found {
+        writeln!(out, "  {key}: {summary}").map_err(io)?;
+    }
+    if r.reproduced() {
+        writeln!(out, "REPRODUCED: {}", vector.expect.findings.join(", ")).map_err(io)?;
+        Ok(1)
+    } else {
+        writeln!(out, "not reproduced: missing {}", r.missing.join(", ")).map_err(io)?;
+        Ok(0)
+    }
+}
