@@ -275,7 +275,7 @@ fn write_explanation(key: &str, named: Named, out: &mut dyn Write) -> std::io::R
         }
     };
     write_requirements(requirements, out)?;
-    write_faults(suite, key, named, out)?;
+    write_faults(suite, named, out)?;
     writeln!(
         out,
         "\nAll rules of the suite: agentconform rules --suite {}",
@@ -319,30 +319,22 @@ fn write_requirements(ids: &[&str], out: &mut dyn Write) -> std::io::Result<()> 
     Ok(())
 }
 
-/// The reference faults that give this finding: those whose catalogue entry names
-/// the key, else those caught by the owning case.
+/// The reference faults that give this finding: for a rule, those whose catalogue
+/// entry names a key of the rule; for a case, those the case catches.
 fn write_faults(
     suite: &'static Suite,
-    key: &str,
     named: Named,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let catalogue = || suite.faults.iter().chain(suite.client_faults);
-    let mut shown: Vec<&reference_impl::faults::Fault> =
-        catalogue().filter(|f| f.findings.contains(&key)).collect();
+    let shown: Vec<&reference_impl::faults::Fault> = match named {
+        Named::Rule(_, r) => catalogue()
+            .filter(|f| f.findings.iter().any(|k| r.matches(suite.id, k)))
+            .collect(),
+        Named::Case(_, c) => catalogue().filter(|f| f.caught_by.contains(&c.id)).collect(),
+    };
     if shown.is_empty() {
-        let owner = match named {
-            Named::Rule(_, r) => r.owner,
-            Named::Case(_, c) => c.id,
-        };
-        if !owner.is_empty() {
-            shown = catalogue()
-                .filter(|f| f.caught_by.contains(&owner))
-                .collect();
-        }
-    }
-    if shown.is_empty() {
-        return writeln!(out, "\nShown by: no reference fault gives it.");
+        return writeln!(out, "\nShown by: no reference fault of the catalogue gives it.");
     }
     writeln!(out, "\nShown by (a reference with the fault on):")?;
     for f in shown.iter().take(5) {

@@ -824,6 +824,37 @@ fn cli_list() -> Result<(), Failed> {
     Ok(())
 }
 
+/// `rules` lists the rules of every suite with their level and requirement ids;
+/// `explain` prints a rule's requirement texts and the fault that shows it, and
+/// refuses an unknown key with where the keys are listed.
+fn cli_rules_and_explain() -> Result<(), Failed> {
+    let all = expect_code(&["rules"], 0, "agora-v1/reply:signature\tMUST")?;
+    for s in suites::all() {
+        let n = all.lines().filter(|l| l.starts_with(&format!("{}/", s.id))).count();
+        if n < s.rules.len() {
+            return Err(format!("rules lists {n} lines of {}, which has {} rules", s.id, s.rules.len()).into());
+        }
+    }
+    let one = expect_code(&["rules", "--suite", "chorus"], 0, "chorus/client:job-id")?;
+    if one.lines().any(|l| !l.starts_with("chorus/")) {
+        return Err(format!("rules --suite chorus lists another suite's rules:\n{one}").into());
+    }
+    expect_code(&["rules", "--suite", "nope"], 2, "unknown suite")?;
+    let text = expect_code(
+        &["explain", "agentprotocol/capabilities:not-a-list"],
+        0,
+        "--fault capabilities-as-object",
+    )?;
+    for want in ["AGP-007 [", "Fails:", "Passes:", "owned by case agentprotocol/hello"] {
+        if !text.contains(want) {
+            return Err(format!("explain lacks {want:?}:\n{text}").into());
+        }
+    }
+    expect_code(&["explain", "agora-v1/transport:timeout"], 0, "detail: timeout")?;
+    expect_code(&["explain", "agora-v1/no-such-rule"], 2, "agentconform rules --suite agora-v1")?;
+    Ok(())
+}
+
 const AGORA_V1_FAMILIES: &[&str] = &[
     "freshness",
     "signature checking",
@@ -1723,6 +1754,7 @@ fn main() {
         ),
         Trial::test("cli::closed_pipe_is_quiet", cli_closed_pipe_is_quiet),
         Trial::test("cli::list", cli_list),
+        Trial::test("cli::rules_and_explain", cli_rules_and_explain),
     ];
     trials.push(Trial::test(
         "reference::chorus::callback_delivery_passes_every_case",

@@ -18,6 +18,7 @@ mod keygen;
 mod list;
 mod load;
 mod replay;
+mod rules;
 mod run;
 mod serve;
 mod sign;
@@ -146,6 +147,18 @@ pub enum Command {
         suite: String,
         file: Option<PathBuf>,
     },
+    /// List every rule a reply or client message is held to: key, level,
+    /// requirement ids, one line.
+    Rules {
+        #[arg(long)]
+        suite: Option<String>,
+    },
+    /// Say what a finding means: its rule or case, the requirement texts and spec
+    /// sections, what passes and what fails, and the reference fault that shows it.
+    Explain {
+        /// A finding key, as reports print it (`agora-v1/reply:signature`).
+        key: String,
+    },
 }
 
 /// Why a command ended without its result.
@@ -262,5 +275,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
         Command::Keygen => keygen::run(out),
         Command::Sign { suite, key, file } => sign::run(&suite, &key, &file, out),
         Command::Verify { suite, file } => verify::run(&suite, &file, out),
+        Command::Rules { suite } => rules::list(suite.as_deref(), out),
+        Command::Explain { key } => rules::explain(&key, out),
     }
 }
