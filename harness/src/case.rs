@@ -112,6 +112,10 @@ pub struct Suite {
     pub client_fuzzer: Option<&'static crate::fuzzing::engine::Spec>,
     /// Every rule its cases and reply checks hold a message to (`agentconform rules`).
     pub rules: &'static [crate::rules::Rule],
+    /// How `agentconform load` drives it, when it does.
+    pub load: Option<crate::load::Plan>,
+    /// Its reference client as a client driver.
+    pub reference_client: ReferenceClient,
 }
 
 /// Which side of a suite a run tests (defined in `verdict`, below both this module
@@ -148,6 +152,33 @@ pub struct Recorded {
 /// Judges one recorded reply with a suite's reply checks: what it breaks goes to
 /// the context as findings.
 pub type RereadFn = fn(&mut Ctx, &Recorded);
+
+/// What a reference client received, and its results or why it gave up.
+pub type ClientOutcome = (
+    Vec<serde_json::Value>,
+    Result<Vec<serde_json::Value>, String>,
+);
+
+/// A scenario of a suite's reference client, run against a URL with its inputs, the
+/// client faults to switch on and a deadline per exchange; `Err` when the inputs are
+/// not what the scenario takes.
+pub type ClientRun = for<'a> fn(
+    &'a str,
+    &'a str,
+    &'a serde_json::Value,
+    &'a [String],
+    std::time::Duration,
+) -> std::pin::Pin<
+    Box<dyn std::future::Future<Output = Result<ClientOutcome, String>> + 'a>,
+>;
+
+/// A suite's reference client as a client driver (`agentconform client`, the
+/// default driver of `run --role client`).
+#[derive(Clone, Copy)]
+pub struct ReferenceClient {
+    pub scenarios: &'static [&'static str],
+    pub run: ClientRun,
+}
 
 /// A suite's signing scheme as the command line offers it.
 #[derive(Clone, Copy)]

@@ -321,20 +321,21 @@ fn write_requirements(ids: &[&str], out: &mut dyn Write) -> std::io::Result<()> 
 
 /// The reference faults that give this finding: for a rule, those whose catalogue
 /// entry names a key of the rule; for a case, those the case catches.
-fn write_faults(
-    suite: &'static Suite,
-    named: Named,
-    out: &mut dyn Write,
-) -> std::io::Result<()> {
+fn write_faults(suite: &'static Suite, named: Named, out: &mut dyn Write) -> std::io::Result<()> {
     let catalogue = || suite.faults.iter().chain(suite.client_faults);
     let shown: Vec<&reference_impl::faults::Fault> = match named {
         Named::Rule(_, r) => catalogue()
             .filter(|f| f.findings.iter().any(|k| r.matches(suite.id, k)))
             .collect(),
-        Named::Case(_, c) => catalogue().filter(|f| f.caught_by.contains(&c.id)).collect(),
+        Named::Case(_, c) => catalogue()
+            .filter(|f| f.caught_by.contains(&c.id))
+            .collect(),
     };
     if shown.is_empty() {
-        return writeln!(out, "\nShown by: no reference fault of the catalogue gives it.");
+        return writeln!(
+            out,
+            "\nShown by: no reference fault of the catalogue gives it."
+        );
     }
     writeln!(out, "\nShown by (a reference with the fault on):")?;
     for f in shown.iter().take(5) {

@@ -830,9 +830,17 @@ fn cli_list() -> Result<(), Failed> {
 fn cli_rules_and_explain() -> Result<(), Failed> {
     let all = expect_code(&["rules"], 0, "agora-v1/reply:signature\tMUST")?;
     for s in suites::all() {
-        let n = all.lines().filter(|l| l.starts_with(&format!("{}/", s.id))).count();
+        let n = all
+            .lines()
+            .filter(|l| l.starts_with(&format!("{}/", s.id)))
+            .count();
         if n < s.rules.len() {
-            return Err(format!("rules lists {n} lines of {}, which has {} rules", s.id, s.rules.len()).into());
+            return Err(format!(
+                "rules lists {n} lines of {}, which has {} rules",
+                s.id,
+                s.rules.len()
+            )
+            .into());
         }
     }
     let one = expect_code(&["rules", "--suite", "chorus"], 0, "chorus/client:job-id")?;
@@ -845,13 +853,26 @@ fn cli_rules_and_explain() -> Result<(), Failed> {
         0,
         "--fault capabilities-as-object",
     )?;
-    for want in ["AGP-007 [", "Fails:", "Passes:", "owned by case agentprotocol/hello"] {
+    for want in [
+        "AGP-007 [",
+        "Fails:",
+        "Passes:",
+        "owned by case agentprotocol/hello",
+    ] {
         if !text.contains(want) {
             return Err(format!("explain lacks {want:?}:\n{text}").into());
         }
     }
-    expect_code(&["explain", "agora-v1/transport:timeout"], 0, "detail: timeout")?;
-    expect_code(&["explain", "agora-v1/no-such-rule"], 2, "agentconform rules --suite agora-v1")?;
+    expect_code(
+        &["explain", "agora-v1/transport:timeout"],
+        0,
+        "detail: timeout",
+    )?;
+    expect_code(
+        &["explain", "agora-v1/no-such-rule"],
+        2,
+        "agentconform rules --suite agora-v1",
+    )?;
     Ok(())
 }
 
@@ -1094,7 +1115,7 @@ fn cli_client_role(suite: &'static Suite) -> Result<(), Failed> {
 /// event back to its publisher only, twice, every delivery is lost and the
 /// duplicate is named.
 fn cli_load() -> Result<(), Failed> {
-    for suite in agentconform::load::SUITES {
+    for suite in agentconform::load::suites() {
         let (ok, unit) = if suite == "agora-spaces" {
             ("168 ok, 0 failed", "168 deliveries")
         } else {

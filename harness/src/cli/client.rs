@@ -4,7 +4,6 @@
 use super::common::{read_json, runtime, unknown_suite};
 use super::{input, io, CliError, Usage};
 use crate::suites;
-use reference_impl::wire::keys::Keypair;
 use serde_json::Value;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -51,48 +50,23 @@ fn scenario_run(
     faults: &[String],
     path: &Path,
 ) -> Result<Received, CliError> {
-    let bad_input = |e: String| input(path.display(), e);
     let rt = runtime()?;
     let timeout = Duration::from_secs(10);
-    let outcome: Received = match (suite, scenario) {
-        ("agora-v1", "request") => {
-            use reference_impl::agora_v1::client;
-            let ask = client::Ask::from_input(input_value).map_err(bad_input)?;
-            let key = Keypair::generate();
-            let (o, r) = rt.block_on(client::request(url, &key, &ask, faults, timeout));
-            let data = o.data.unwrap_or(serde_json::Value::Null);
-            (o.received, r.map(|()| vec![data]).map_err(|e| e.to_string()))
-        }
-        ("agora-exchange", "single" | "conversation") => {
-            use reference_impl::agora_exchange::client;
-            let (got, r) = rt.block_on(client::scenario(url, scenario, input_value, faults));
-            (got, r.map_err(|e| e.to_string()))
-        }
-        ("agora-spaces", "join-publish" | "listen") => {
-            use reference_impl::agora_spaces::client;
-            let (got, r) =
-                rt.block_on(client::scenario(url, scenario, input_value, faults, timeout));
-            (got, r.map_err(|e| e.to_string()))
-        }
-        ("chorus", "hire") => {
-            use reference_impl::chorus::client;
-            let (got, r) =
-                rt.block_on(client::scenario(url, scenario, input_value, faults, timeout));
-            (got, r.map_err(|e| e.to_string()))
-        }
-        ("agentprotocol", "request") => {
-            use reference_impl::agentprotocol::client;
-            let ask = client::Ask::from_input(input_value).map_err(bad_input)?;
-            let (got, r) = rt.block_on(client::request(url, &ask, faults, timeout));
-            (got, r.map(|v| vec![v]).map_err(|e| e.to_string()))
-        }
-        _ => {
-            return Err(Usage(format!(
-                "the reference clients cover agora-v1 request, agora-exchange single and conversation, agora-spaces join-publish and listen, chorus hire, and agentprotocol request; not {suite} {scenario}"
-            )))
-        }
+    let client = suites::by_id(suite)
+        .map(|s| s.reference_client)
+        .filter(|c| c.scenarios.contains(&scenario));
+    let Some(client) = client else {
+        let covered: Vec<String> = suites::all()
+            .iter()
+            .map(|s| format!("{} {}", s.id, s.reference_client.scenarios.join(" and ")))
+            .collect();
+        return Err(Usage(format!(
+            "the reference clients cover {}; not {suite} {scenario}",
+            covered.join(", ")
+        )));
     };
-    Ok(outcome)
+    rt.block_on((client.run)(scenario, url, input_value, faults, timeout))
+        .map_err(|e| input(path.display(), e))
 }
 
 /// The `{"received": …}` lines, then a `{"result": …}` line per result (exit 0) or

@@ -84,10 +84,10 @@ fn check_flags(a: &LoadArgs) -> Result<(), CliError> {
     if suites::by_id(suite).is_none() {
         return Err(unknown_suite(suite));
     }
-    if !crate::load::SUITES.contains(&suite) {
+    if !crate::load::suites().contains(&suite) {
         return Err(Usage(format!(
             "load drives {}, not {suite}",
-            crate::load::SUITES.join(", ")
+            crate::load::suites().join(", ")
         )));
     }
     if clients == 0 || requests == 0 || clients > 10_000 || requests > 100_000 {
@@ -96,10 +96,17 @@ fn check_flags(a: &LoadArgs) -> Result<(), CliError> {
         ));
     }
     crate::load::fits(suite, clients, requests).map_err(Usage)?;
-    if (a.stalled > 0 || a.text_bytes > 0 || a.publishers.is_some()) && suite != "agora-spaces" {
-        return Err(Usage(
-            "--stalled, --text-bytes and --publishers are for --suite agora-spaces".into(),
-        ));
+    let member_suites: Vec<&str> = crate::load::suites()
+        .into_iter()
+        .filter(|s| crate::load::unit(s) == "deliveries")
+        .collect();
+    if (a.stalled > 0 || a.text_bytes > 0 || a.publishers.is_some())
+        && !member_suites.contains(&suite)
+    {
+        return Err(Usage(format!(
+            "--stalled, --text-bytes and --publishers are for --suite {}",
+            member_suites.join(", ")
+        )));
     }
     if a.publishers == Some(0) {
         return Err(Usage("--publishers must be at least 1".into()));

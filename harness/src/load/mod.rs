@@ -6,17 +6,15 @@
 //! Latency is measured per request (p50, p99, max), errors are counted by kind,
 //! and a progress line goes to standard error.
 //!
-//! The HTTP suites: agora-v1 `request` on the echo resource, agora-exchange
-//! `single` with the echo protocol, agentprotocol `request` of the echo action,
-//! chorus `hire` of the fixture skill. Each reference client takes its HTTP client
-//! from `reference_impl::wire::http`, so the agents share one connection pool and
-//! one TLS configuration. agora-spaces (`spaces`): members in one space, every
-//! published event delivered exactly once to each other member.
-
-mod spaces;
+//! A suite says how it is loaded in its descriptor (`Suite::load`, a [`Plan`]): agents
+//! that each make one request after another over HTTP (`Plan::Requests`, the suite's
+//! `load.rs` making one request), or members of one space over WebSocket, every
+//! published event delivered exactly once to each other member (`Plan::Members`).
+//! Each reference client takes its HTTP client from `reference_impl::wire::http`, so
+//! the agents share one connection pool and one TLS configuration.
 
 use crate::profile::Profile;
-use serde_json::{json, Value};
+use serde_json::Value;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -50,7 +48,7 @@ impl Load {
     }
 }
 
-/// agora-spaces: the deliveries a load expects, each publisher's events to every
+/// A members' load: the deliveries it expects, each publisher's events to every
 /// other member.
 pub fn deliveries(l: &Load) -> u64 {
     l.publishers() as u64 * l.clients.saturating_sub(1) as u64 * l.requests as u64
@@ -81,7 +79,7 @@ pub struct Tally {
     pub observed: BTreeMap<String, u64>,
     /// Latencies of the completed requests, in microseconds (agora-spaces: of a
     /// sample of the deliveries).
-    latencies: Vec<u64>,
+    pub latencies: Vec<u64>,
     pub elapsed: Duration,
     /// agora-spaces with `--stalled`: what the hub did with the stalled members.
     pub stalled: Option<Stalled>,
@@ -109,7 +107,7 @@ impl Tally {
 }
 
 /// The kind of an error: its text up to the first colon, at most 60 characters.
-fn kind_of(e: &str) -> String {
+pub fn kind_of(e: &str) -> String {
     let head = e.split(':').next().unwrap_or(e).trim();
     head.chars().take(60).collect()
 }
@@ -123,100 +121,73 @@ pub fn peak_rss_kib() -> Option<u64> {
         .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
 }
 
+/// A boxed future, as a suite's load functions give it.
+pub type LoadFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send + 'a>>;
+
+/// One request of one agent (its index), carrying the marker: the reply, or the
+/// error, as the marker's check sees it.
+pub type OneFn = for<'a> fn(&'a Load, &'a str, usize) -> LoadFuture<'a, Result<Value, String>>;
+
+/// A members' load: runs it into the tally (`sent` counts the deliveries expected).
+pub type MembersFn = fn(Arc<Load>, String, Arc<Mutex<Tally>>) -> LoadFuture<'static, ()>;
+
+/// How `load` drives a suite.
+#[derive(Clone, Copy)]
+pub enum Plan {
+    /// Agents over HTTP, each making its requests one after another.
+    Requests(OneFn),
+    /// Members of one space over WebSocket, each published event one delivery to
+    /// every other member; `fits` bounds `--clients` and `--requests`.
+    Members {
+        run: MembersFn,
+        fits: fn(usize, usize) -> Result<(), String>,
+    },
+}
+
+fn plan(suite: &str) -> Option<Plan> {
+    crate::suites::by_id(suite).and_then(|s| s.load)
+}
+
 /// The suites `load` drives.
-pub const SUITES: [&str; 5] = [
-    "agora-v1",
-    "agora-exchange",
-    "agentprotocol",
-    "chorus",
-    "agora-spaces",
-];
+pub fn suites() -> Vec<&'static str> {
+    crate::suites::all()
+        .into_iter()
+        .filter(|s| s.load.is_some())
+        .map(|s| s.id)
+        .collect()
+}
 
 /// The binding a suite's load speaks.
 pub fn transport(suite: &str) -> crate::drive::Transport {
-    if suite == "agora-spaces" {
-        crate::drive::Transport::Ws
-    } else {
-        crate::drive::Transport::Http
+    match plan(suite) {
+        Some(Plan::Members { .. }) => crate::drive::Transport::Ws,
+        _ => crate::drive::Transport::Http,
     }
 }
 
-/// Whether a load of `clients` × `requests` fits the suite's bounds: agora-spaces
-/// keeps a byte per (member, event) for each member.
+/// Whether a load of `clients` × `requests` fits the suite's bounds.
 pub fn fits(suite: &str, clients: usize, requests: usize) -> Result<(), String> {
-    if suite == "agora-spaces"
-        && (clients < 2 || (clients as u64).pow(2) * requests as u64 > 20_000_000)
-    {
-        return Err("agora-spaces load needs --clients of at least 2, and --clients² × --requests of at most 20,000,000 (1,000 members publish up to 20 events each)".into());
+    match plan(suite) {
+        Some(Plan::Members { fits, .. }) => fits(clients, requests),
+        Some(Plan::Requests(_)) => Ok(()),
+        None => Err(format!(
+            "load does not drive suite {suite}; it drives {}",
+            suites().join(", ")
+        )),
     }
-    Ok(())
 }
 
-/// What one unit of a suite's load is called: a request, or for agora-spaces an
-/// event delivered to one member.
+/// What one unit of a suite's load is called: a request, or for members an event
+/// delivered to one member.
 pub fn unit(suite: &str) -> &'static str {
-    if suite == "agora-spaces" {
-        "deliveries"
-    } else {
-        "requests"
+    match plan(suite) {
+        Some(Plan::Members { .. }) => "deliveries",
+        _ => "requests",
     }
 }
 
-fn now_s() -> i64 {
+pub fn now_s() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
-}
-
-/// One request of one agent: the reply (or the error), as the marker's check sees
-/// it.
-async fn one(l: &Load, marker: &str, client: usize) -> Result<Value, String> {
-    match l.suite.as_str() {
-        "agora-v1" => {
-            use reference_impl::agora_v1::client;
-            let ask = client::Ask::from_input(&json!({
-                "resource": l.profile.agora_v1.direct_resource,
-                "params": {"marker": marker}, "budget": 10,
-            }))?;
-            let key = reference_impl::wire::keys::Keypair::generate();
-            let (o, r) = client::request(&l.url, &key, &ask, &[], l.timeout).await;
-            r.map_err(|e| e.to_string())?;
-            Ok(o.data.unwrap_or(Value::Null))
-        }
-        "agora-exchange" => {
-            use reference_impl::agora_exchange::{client, document};
-            let hash = l
-                .profile
-                .agora_exchange
-                .protocol_hash
-                .clone()
-                .unwrap_or_else(|| document::sha1_hex(document::ECHO_DOCUMENT.as_bytes()));
-            // The echo protocol answers {"text"} with the same text.
-            let input = json!({"body": {"text": marker}, "protocolHash": hash});
-            let (_, r) = client::scenario(&l.url, "single", &input, &[]).await;
-            r.map(Value::Array).map_err(|e| e.to_string())
-        }
-        "agentprotocol" => {
-            use reference_impl::agentprotocol::client;
-            let ask = client::Ask::from_input(&json!({
-                "action": l.profile.agentprotocol.echo_action,
-                "capability": "agentprotocol:core",
-                "params": {"marker": marker},
-            }))?;
-            let (_, r) = client::request(&l.url, &ask, &[], l.timeout).await;
-            r.map_err(|e| e.to_string())
-        }
-        "chorus" => {
-            use reference_impl::chorus::client;
-            let input = json!({
-                "skill": l.profile.chorus.fixture_skill,
-                "input_data": {"text": marker},
-                "owner_id": format!("load-owner-{client}"),
-                "result_wait_ms": l.timeout.as_millis() as u64,
-            });
-            let (_, r) = client::scenario(&l.url, "hire", &input, &[], l.timeout).await;
-            r.map(Value::Array).map_err(|e| e.to_string())
-        }
-        other => Err(format!("load does not drive suite {other}")),
-    }
 }
 
 /// Whether a reply carries `marker`, and no other load marker.
@@ -242,10 +213,10 @@ pub async fn run(l: Load, progress: impl Fn(&Tally, u64) + Send + Sync + 'static
     let started = Instant::now();
     let tally = Arc::new(Mutex::new(Tally::default()));
     let run_tag = format!("ld{}", &reference_impl::wire::new_id()[..8]);
-    let total = if l.suite == "agora-spaces" {
-        deliveries(&l)
-    } else {
-        (l.clients * l.requests) as u64
+    let plan = plan(&l.suite);
+    let total = match plan {
+        Some(Plan::Members { .. }) => deliveries(&l),
+        _ => (l.clients * l.requests) as u64,
     };
     let l = Arc::new(l);
     let ticker = {
@@ -258,10 +229,13 @@ pub async fn run(l: Load, progress: impl Fn(&Tally, u64) + Send + Sync + 'static
             }
         })
     };
-    if l.suite == "agora-spaces" {
-        spaces::run(l, run_tag, tally.clone()).await;
-    } else {
-        requests(l, run_tag, tally.clone()).await;
+    match plan {
+        Some(Plan::Members { run, .. }) => run(l, run_tag, tally.clone()).await,
+        Some(Plan::Requests(one)) => requests(l, run_tag, tally.clone(), one).await,
+        None => tally
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .error(&format!("load does not drive suite {}", l.suite)),
     }
     ticker.abort();
     let mut t = tally.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -269,8 +243,8 @@ pub async fn run(l: Load, progress: impl Fn(&Tally, u64) + Send + Sync + 'static
     t
 }
 
-/// The HTTP suites: each agent makes its requests one after another.
-async fn requests(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>) {
+/// Agents over HTTP: each makes its requests (`one`) one after another.
+async fn requests(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>, one: OneFn) {
     let mut tasks = tokio::task::JoinSet::new();
     for c in 0..l.clients {
         let (l, tally, run_tag) = (l.clone(), tally.clone(), run_tag.clone());
@@ -351,6 +325,7 @@ pub fn describe(suite: &str, target: &str, clients: usize, t: &Tally) -> String 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn markers_are_told_apart() {

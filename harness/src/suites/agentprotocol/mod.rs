@@ -9,8 +9,10 @@
 //! expected or an allowed answer, a liveness probe on the same binding must be
 //! answered, or the case is blocked.
 
+pub mod client;
 pub mod expect;
 pub mod fuzz;
+pub mod load;
 pub mod rules;
 
 use crate::case::{fail, Bindings, Case, Level, Step, Stop, Suite, Untestable};
@@ -55,6 +57,8 @@ pub static SUITE: Suite = Suite {
     fuzzer: &crate::suites::agentprotocol::fuzz::SPEC,
     client_fuzzer: Some(&crate::suites::agentprotocol::fuzz::CLIENT_SPEC),
     rules: rules::RULES,
+    load: Some(load::PLAN),
+    reference_client: client::REFERENCE,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

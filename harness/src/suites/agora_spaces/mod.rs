@@ -1,7 +1,9 @@
 //! The agora-spaces suite (agora-spaces.zh.md): the descriptor and the cases; its reply checks and counterparts are in `expect`, its fuzz specs in `fuzz`.
 
+pub mod client;
 pub mod expect;
 pub mod fuzz;
+pub mod load;
 pub mod rules;
 
 use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
@@ -37,6 +39,8 @@ pub static SUITE: Suite = Suite {
     fuzzer: &crate::suites::agora_spaces::fuzz::SPEC,
     client_fuzzer: Some(&crate::suites::agora_spaces::fuzz::CLIENT_SPEC),
     rules: rules::RULES,
+    load: Some(load::PLAN),
+    reference_client: client::REFERENCE,
 };
 
 /// Every requirement has a case: ASP-037 (a client discards a cancelled stream) is

@@ -1,7 +1,9 @@
 //! The agora-v1 suite (agora-v1.md): the descriptor and the cases; its reply checks and counterparts are in `expect`, its fuzz specs in `fuzz`.
 
+pub mod client;
 pub mod expect;
 pub mod fuzz;
+pub mod load;
 pub mod rules;
 
 use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
@@ -48,6 +50,8 @@ pub static SUITE: Suite = Suite {
     fuzzer: &crate::suites::agora_v1::fuzz::SPEC,
     client_fuzzer: Some(&crate::suites::agora_v1::fuzz::CLIENT_SPEC),
     rules: rules::RULES,
+    load: Some(load::PLAN),
+    reference_client: client::REFERENCE,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

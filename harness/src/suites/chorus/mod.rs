@@ -1,7 +1,9 @@
 //! The chorus suite (chorus.md): the descriptor and the cases; its reply checks and counterparts are in `expect`, its fuzz specs in `fuzz`.
 
+pub mod client;
 pub mod expect;
 pub mod fuzz;
+pub mod load;
 pub mod rules;
 
 use crate::case::{fail, skip, Bindings, Case, Level, Stop, Suite, Untestable};
@@ -40,6 +42,8 @@ pub static SUITE: Suite = Suite {
     fuzzer: &crate::suites::chorus::fuzz::SPEC,
     client_fuzzer: Some(&crate::suites::chorus::fuzz::CLIENT_SPEC),
     rules: rules::RULES,
+    load: Some(load::PLAN),
+    reference_client: client::REFERENCE,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

@@ -16,7 +16,7 @@
 //! Membership frames (space.members lists every member, so that filling a space of
 //! n members sends about n³ / 3 names) are read and dropped without being parsed.
 
-use super::{kind_of, Load, Tally};
+use crate::load::{kind_of, Load, LoadFuture, Tally};
 use futures_util::{SinkExt, StreamExt};
 use reference_impl::agora_spaces::client::{self, Socket};
 use serde_json::{json, Value};
@@ -107,11 +107,27 @@ impl Shared {
     }
 }
 
+/// The load of agora-spaces: members in one space (`Suite::load`).
+pub const PLAN: crate::load::Plan = crate::load::Plan::Members { run: members, fits };
+
+fn members(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>) -> LoadFuture<'static, ()> {
+    Box::pin(run(l, run_tag, tally))
+}
+
+/// Each member keeps a byte per (member, event): at least 2 members, and members² ×
+/// events of at most 20,000,000.
+fn fits(clients: usize, requests: usize) -> Result<(), String> {
+    if clients < 2 || (clients as u64).pow(2) * requests as u64 > 20_000_000 {
+        return Err("agora-spaces load needs --clients of at least 2, and --clients² × --requests of at most 20,000,000 (1,000 members publish up to 20 events each)".into());
+    }
+    Ok(())
+}
+
 /// Runs the load into `tally` (`sent` counts the deliveries expected).
 pub async fn run(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>) {
     let n = l.clients;
     let per = l.requests;
-    let deliveries = super::deliveries(&l);
+    let deliveries = crate::load::deliveries(&l);
     let stalled = l.stalled;
     let shared = Arc::new(Shared {
         published: (0..n * per).map(|_| AtomicU64::new(0)).collect(),
@@ -147,9 +163,9 @@ pub async fn run(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>) {
     while tasks.join_next().await.is_some() {}
     if stalled > 0 {
         let first = shared.first_publish.load(Ordering::Relaxed);
-        let mut st = super::Stalled {
+        let mut st = crate::load::Stalled {
             members: stalled as u64,
-            ..super::Stalled::default()
+            ..crate::load::Stalled::default()
         };
         for code in codes.lock().unwrap_or_else(|p| p.into_inner()).iter() {
             match code {
@@ -255,7 +271,7 @@ async fn join(s: &Shared, agent_id: &str) -> Option<Socket> {
     };
     let permit = s.connecting.acquire().await.ok()?;
     let token = l.profile.target.token.as_deref();
-    let base = crate::suites::agora_spaces::expect::url_for(&l.url, None, token);
+    let base = super::expect::url_for(&l.url, None, token);
     let connect = client::connect(&base, agent_id);
     let mut ws = match tokio::time::timeout(l.timeout, connect).await {
         Err(_) => return fail("connect: no connection within the deadline".into()),
@@ -265,7 +281,7 @@ async fn join(s: &Shared, agent_id: &str) -> Option<Socket> {
     drop(permit);
     let space = &l.profile.agora_spaces.public_space;
     let join = json!({"type": "space.join", "id": "load-join", "space": space,
-                      "timestamp": super::now_s()});
+                      "timestamp": crate::load::now_s()});
     let mut asked = false;
     let deadline = Instant::now() + l.timeout;
     loop {
@@ -443,7 +459,7 @@ async fn member(s: &Shared, m: usize) {
                 }
             },
             _ = beat.tick() => {
-                let hb = json!({"type": "agent.heartbeat", "timestamp": super::now_s()});
+                let hb = json!({"type": "agent.heartbeat", "timestamp": crate::load::now_s()});
                 let _ = ws.send(Message::Text(hb.to_string().into())).await;
             }
         }
@@ -459,9 +475,9 @@ async fn member(s: &Shared, m: usize) {
     let (mut sink, mut stream) = ws.split();
     let publishing = async {
         for k in 0..mine {
-            let frame = json!({"type": "space.publish", "space": space, "timestamp": super::now_s(),
+            let frame = json!({"type": "space.publish", "space": space, "timestamp": crate::load::now_s(),
                                "data": {"from": s.agent_id(m), "text": s.text(m, k),
-                                        "timestamp": super::now_s()}});
+                                        "timestamp": crate::load::now_s()}});
             let at = s.now_us();
             let _ = s
                 .first_publish

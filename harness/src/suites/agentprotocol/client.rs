@@ -1,0 +1,29 @@
+//! The suite's reference client as a client driver (`agentconform client`, the
+//! default driver of `run --role client`): the scenarios it plays.
+
+use crate::case::{ClientOutcome, ReferenceClient};
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// The suite's reference client (`Suite::reference_client`).
+pub const REFERENCE: ReferenceClient = ReferenceClient {
+    scenarios: &["request"],
+    run,
+};
+
+fn run<'a>(
+    _scenario: &'a str,
+    url: &'a str,
+    input: &'a Value,
+    faults: &'a [String],
+    timeout: Duration,
+) -> Pin<Box<dyn Future<Output = Result<ClientOutcome, String>> + 'a>> {
+    Box::pin(async move {
+        use reference_impl::agentprotocol::client;
+        let ask = client::Ask::from_input(input)?;
+        let (got, r) = client::request(url, &ask, faults, timeout).await;
+        Ok((got, r.map(|v| vec![v]).map_err(|e| e.to_string())))
+    })
+}

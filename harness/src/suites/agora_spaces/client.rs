@@ -1,0 +1,28 @@
+//! The suite's reference client as a client driver (`agentconform client`, the
+//! default driver of `run --role client`): the scenarios it plays.
+
+use crate::case::{ClientOutcome, ReferenceClient};
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// The suite's reference client (`Suite::reference_client`).
+pub const REFERENCE: ReferenceClient = ReferenceClient {
+    scenarios: &["join-publish", "listen"],
+    run,
+};
+
+fn run<'a>(
+    scenario: &'a str,
+    url: &'a str,
+    input: &'a Value,
+    faults: &'a [String],
+    timeout: Duration,
+) -> Pin<Box<dyn Future<Output = Result<ClientOutcome, String>> + 'a>> {
+    Box::pin(async move {
+        use reference_impl::agora_spaces::client;
+        let (got, r) = client::scenario(url, scenario, input, faults, timeout).await;
+        Ok((got, r.map_err(|e| e.to_string())))
+    })
+}

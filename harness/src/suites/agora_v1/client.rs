@@ -1,0 +1,34 @@
+//! The suite's reference client as a client driver (`agentconform client`, the
+//! default driver of `run --role client`): the scenarios it plays.
+
+use crate::case::{ClientOutcome, ReferenceClient};
+use serde_json::Value;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+/// The suite's reference client (`Suite::reference_client`).
+pub const REFERENCE: ReferenceClient = ReferenceClient {
+    scenarios: &["request"],
+    run,
+};
+
+fn run<'a>(
+    _scenario: &'a str,
+    url: &'a str,
+    input: &'a Value,
+    faults: &'a [String],
+    timeout: Duration,
+) -> Pin<Box<dyn Future<Output = Result<ClientOutcome, String>> + 'a>> {
+    Box::pin(async move {
+        use reference_impl::agora_v1::client;
+        let ask = client::Ask::from_input(input)?;
+        let key = reference_impl::wire::keys::Keypair::generate();
+        let (o, r) = client::request(url, &key, &ask, faults, timeout).await;
+        let data = o.data.unwrap_or(Value::Null);
+        Ok((
+            o.received,
+            r.map(|()| vec![data]).map_err(|e| e.to_string()),
+        ))
+    })
+}
