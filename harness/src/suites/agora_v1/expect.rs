@@ -1388,146 +1388,51 @@ pub fn provider(key: Keypair, plan: Provide) -> crate::counterparty::Answer {
 
 /// [`provider`], with one reply spoiled as `spoil` says.
 pub fn spoiled_provider(key: Keypair, plan: Provide, spoil: Spoil) -> crate::counterparty::Answer {
-    let mut request: Option<(String, Value)> = None;
-    let mut offer_id = String::new();
-    let other_key = Keypair::generate();
-    Box::new(move |_path: &str, bytes: &[u8]| {
+    let mut p = Provider {
+        key,
+        plan,
+        spoil,
+        other_key: Keypair::generate(),
+        request: None,
+        offer_id: String::new(),
+    };
+    Box::new(move |_path: &str, bytes: &[u8]| p.answer(bytes))
+}
+
+/// The scripted provider's state: the REQUEST it answered with an OFFER, and the
+/// OFFER's id.
+struct Provider {
+    key: Keypair,
+    plan: Provide,
+    spoil: Spoil,
+    /// Signs the RESULT of `Spoil::ResultWrongKey`.
+    other_key: Keypair,
+    request: Option<(String, Value)>,
+    offer_id: String,
+}
+
+/// The reply the plan gives a message, before its envelope: type, payload, the
+/// timestamp it is stamped with, and whether its signature is to be spoiled.
+struct Planned {
+    ty: &'static str,
+    payload: Value,
+    at: OffsetDateTime,
+    bad_signature: bool,
+}
+
+impl Provider {
+    /// The HTTP status and body answering one message of the client.
+    fn answer(&mut self, bytes: &[u8]) -> (u16, Vec<u8>) {
         let msg: Value = serde_json::from_slice(bytes).unwrap_or(Value::Null);
-        let ty = msg["type"].as_str().unwrap_or_default().to_string();
         let id = msg["id"].as_str().unwrap_or_default().to_string();
-        let mut at = now();
-        let mut bad = false;
-        let mut ttl = 30_000;
-        let (rty, payload) = match (ty.as_str(), plan) {
-            ("REQUEST", Provide::Direct) => (
-                "RESULT",
-                json!({"request_id": id, "status": "success", "data": msg["payload"]["params"]}),
-            ),
-            (
-                "REQUEST",
-                Provide::Offer {
-                    cost,
-                    stale,
-                    bad_signature,
-                },
-            ) => {
-                request = Some((id.clone(), msg["payload"]["params"].clone()));
-                if stale {
-                    // Outside the 60 s window, but within its own ttl: only the
-                    // freshness check refuses it.
-                    at -= Duration::minutes(2);
-                    ttl = 900_000;
-                }
-                if spoil == Spoil::OfferExpired {
-                    at -= Duration::seconds(5);
-                    ttl = 1000;
-                }
-                bad = bad_signature;
-                let names = if spoil == Spoil::OfferNamesOther {
-                    new_id()
-                } else {
-                    id.clone()
-                };
-                (
-                    "OFFER",
-                    json!({"request_id": names, "cost": cost, "ttl": ttl, "eta": 10}),
-                )
-            }
-            ("REQUEST", Provide::Error(code)) => (
-                "ERROR",
-                json!({"code": code, "message": "refused by the harness", "request_id": id}),
-            ),
-            ("ACCEPT", _) if spoil == Spoil::AcceptRefused => (
-                "ERROR",
-                json!({"code": 404, "message": "unknown offer (refused by the harness on purpose)", "request_id": id}),
-            ),
-            ("ACCEPT", _) => match &request {
-                Some((rid, params)) => {
-                    let names = if spoil == Spoil::ResultNamesOffer {
-                        offer_id.clone()
-                    } else {
-                        rid.clone()
-                    };
-                    (
-                        "RESULT",
-                        json!({"request_id": names, "status": "success", "data": params}),
-                    )
-                }
-                None => (
-                    "ERROR",
-                    json!({"code": 404, "message": "no offer was made"}),
-                ),
-            },
-            _ => (
-                "ERROR",
-                json!({"code": 400, "message": "unexpected message"}),
-            ),
+        let planned = self.plan_reply(&msg, &id);
+        let bad = planned.bad_signature;
+        let (result, error) = (planned.ty == "RESULT", planned.ty == "ERROR");
+        let mut env = self.envelope(planned, &id);
+        let body = match self.spoil_signed(&mut env, result, error) {
+            Ok(body) => body,
+            Err(early) => return early,
         };
-        let mut payload = payload;
-        if rty == "RESULT" && spoil == Spoil::ResultSortedKeys {
-            payload["data"] = json!({"text": "déjà vu, naïve café"});
-        }
-        if rty == "RESULT" && spoil == Spoil::ResultStale {
-            at -= Duration::minutes(10);
-        }
-        let reply_id = if rty == "RESULT" && spoil == Spoil::ResultReusesId {
-            request.as_ref().map_or(id.clone(), |(rid, _)| rid.clone())
-        } else {
-            new_id()
-        };
-        let mut env = envelope::build(rty, &reply_id, at, &key.did(), payload);
-        if rty == "OFFER" {
-            // The OFFER's envelope id names it (AV1-A11); the payload says so too.
-            env["payload"]["offer_id"] = env["id"].clone();
-            offer_id = reply_id.clone();
-        }
-        if rty == "RESULT" && spoil == Spoil::ResultProtocol {
-            env["protocol"] = json!("agora/1.1");
-        }
-        let result = rty == "RESULT";
-        let error = rty == "ERROR";
-        let signer = if result && spoil == Spoil::ResultWrongKey {
-            &other_key
-        } else {
-            &key
-        };
-        let _ = envelope::sign(&mut env, signer, SigVariant::Blank);
-        let mut body = None;
-        match spoil {
-            Spoil::ResultUnsigned if result => env["sender"]["signature"] = json!(""),
-            Spoil::ResultInsertionOrder if result => {
-                env["sender"]["signature"] = json!("");
-                let text = serde_json::to_vec(&env).unwrap_or_default();
-                env["sender"]["signature"] = json!(keys::b64url(&key.sign(&text).to_bytes()));
-                body = serde_json::to_vec(&env).ok();
-            }
-            Spoil::ResultSortedKeys if result => {
-                env["sender"]["signature"] = json!("");
-                let text = reference_impl::wire::pyjson::python_sorted_json(&env, true);
-                env["sender"]["signature"] =
-                    json!(keys::b64url(&key.sign(text.as_bytes()).to_bytes()));
-            }
-            Spoil::BareError if error => {
-                return (
-                    401,
-                    json!({"error": "untrusted sender (refused by the harness on purpose)", "code": 401})
-                        .to_string()
-                        .into_bytes(),
-                );
-            }
-            Spoil::ErrorCodeString if error => {
-                env["payload"]["code"] = json!(env["payload"]["code"].to_string());
-                let _ = envelope::sign(&mut env, &key, SigVariant::Blank);
-            }
-            Spoil::ErrorNested if error => {
-                let code = env["payload"]["code"].clone();
-                let message = env["payload"]["message"].clone();
-                env["payload"] = json!({"error": {"code": code, "message": message}});
-                let _ = envelope::sign(&mut env, &key, SigVariant::Blank);
-                return (200, wire(&env));
-            }
-            _ => {}
-        }
         if bad {
             let spoiled =
                 crate::script::spoil(env["sender"]["signature"].as_str().unwrap_or_default(), 5);
@@ -1543,7 +1448,171 @@ pub fn spoiled_provider(key: Keypair, plan: Provide, spoil: Spoil) -> crate::cou
             200
         };
         (code, body.unwrap_or_else(|| wire(&env)))
-    })
+    }
+
+    /// What the plan answers `msg` (of id `id`) with.
+    fn plan_reply(&mut self, msg: &Value, id: &str) -> Planned {
+        let ty = msg["type"].as_str().unwrap_or_default();
+        let planned = |ty, payload| Planned {
+            ty,
+            payload,
+            at: now(),
+            bad_signature: false,
+        };
+        let error = |payload| planned("ERROR", payload);
+        match (ty, self.plan) {
+            ("REQUEST", Provide::Direct) => planned(
+                "RESULT",
+                json!({"request_id": id, "status": "success", "data": msg["payload"]["params"]}),
+            ),
+            (
+                "REQUEST",
+                Provide::Offer {
+                    cost,
+                    stale,
+                    bad_signature,
+                },
+            ) => self.offer(msg, id, cost, stale, bad_signature),
+            ("REQUEST", Provide::Error(code)) => {
+                error(json!({"code": code, "message": "refused by the harness", "request_id": id}))
+            }
+            ("ACCEPT", _) if self.spoil == Spoil::AcceptRefused => error(
+                json!({"code": 404, "message": "unknown offer (refused by the harness on purpose)", "request_id": id}),
+            ),
+            ("ACCEPT", _) => match &self.request {
+                Some((rid, params)) => {
+                    let names = if self.spoil == Spoil::ResultNamesOffer {
+                        self.offer_id.clone()
+                    } else {
+                        rid.clone()
+                    };
+                    planned(
+                        "RESULT",
+                        json!({"request_id": names, "status": "success", "data": params}),
+                    )
+                }
+                None => error(json!({"code": 404, "message": "no offer was made"})),
+            },
+            _ => error(json!({"code": 400, "message": "unexpected message"})),
+        }
+    }
+
+    /// The OFFER answering a REQUEST, stale or expired or naming another request as
+    /// the spoil says.
+    fn offer(&mut self, msg: &Value, id: &str, cost: f64, stale: bool, bad: bool) -> Planned {
+        self.request = Some((id.to_string(), msg["payload"]["params"].clone()));
+        let mut at = now();
+        let mut ttl = 30_000;
+        if stale {
+            // Outside the 60 s window, but within its own ttl: only the freshness
+            // check refuses it.
+            at -= Duration::minutes(2);
+            ttl = 900_000;
+        }
+        if self.spoil == Spoil::OfferExpired {
+            at -= Duration::seconds(5);
+            ttl = 1000;
+        }
+        let names = if self.spoil == Spoil::OfferNamesOther {
+            new_id()
+        } else {
+            id.to_string()
+        };
+        Planned {
+            ty: "OFFER",
+            payload: json!({"request_id": names, "cost": cost, "ttl": ttl, "eta": 10}),
+            at,
+            bad_signature: bad,
+        }
+    }
+
+    /// The reply's signed envelope, with the spoils of its payload, id, timestamp,
+    /// protocol and signer.
+    fn envelope(&mut self, planned: Planned, id: &str) -> Value {
+        let Planned {
+            ty,
+            mut payload,
+            mut at,
+            ..
+        } = planned;
+        let result = ty == "RESULT";
+        if result && self.spoil == Spoil::ResultSortedKeys {
+            payload["data"] = json!({"text": "déjà vu, naïve café"});
+        }
+        if result && self.spoil == Spoil::ResultStale {
+            at -= Duration::minutes(10);
+        }
+        let reply_id = if result && self.spoil == Spoil::ResultReusesId {
+            self.request
+                .as_ref()
+                .map_or(id.to_string(), |(rid, _)| rid.clone())
+        } else {
+            new_id()
+        };
+        let mut env = envelope::build(ty, &reply_id, at, &self.key.did(), payload);
+        if ty == "OFFER" {
+            // The OFFER's envelope id names it (AV1-A11); the payload says so too.
+            env["payload"]["offer_id"] = env["id"].clone();
+            self.offer_id = reply_id.clone();
+        }
+        if result && self.spoil == Spoil::ResultProtocol {
+            env["protocol"] = json!("agora/1.1");
+        }
+        let signer = if result && self.spoil == Spoil::ResultWrongKey {
+            &self.other_key
+        } else {
+            &self.key
+        };
+        let _ = envelope::sign(&mut env, signer, SigVariant::Blank);
+        env
+    }
+
+    /// The spoils of a signed reply: `Ok` with the body to send as is (else the
+    /// envelope's wire form), `Err` with a whole reply in its place.
+    fn spoil_signed(
+        &self,
+        env: &mut Value,
+        result: bool,
+        error: bool,
+    ) -> Result<Option<Vec<u8>>, (u16, Vec<u8>)> {
+        let key = &self.key;
+        match self.spoil {
+            Spoil::ResultUnsigned if result => env["sender"]["signature"] = json!(""),
+            Spoil::ResultInsertionOrder if result => {
+                env["sender"]["signature"] = json!("");
+                let text = serde_json::to_vec(&*env).unwrap_or_default();
+                env["sender"]["signature"] = json!(keys::b64url(&key.sign(&text).to_bytes()));
+                return Ok(serde_json::to_vec(&*env).ok());
+            }
+            Spoil::ResultSortedKeys if result => {
+                env["sender"]["signature"] = json!("");
+                let text = reference_impl::wire::pyjson::python_sorted_json(env, true);
+                env["sender"]["signature"] =
+                    json!(keys::b64url(&key.sign(text.as_bytes()).to_bytes()));
+            }
+            Spoil::BareError if error => {
+                return Err((
+                    401,
+                    json!({"error": "untrusted sender (refused by the harness on purpose)", "code": 401})
+                        .to_string()
+                        .into_bytes(),
+                ));
+            }
+            Spoil::ErrorCodeString if error => {
+                env["payload"]["code"] = json!(env["payload"]["code"].to_string());
+                let _ = envelope::sign(env, key, SigVariant::Blank);
+            }
+            Spoil::ErrorNested if error => {
+                let code = env["payload"]["code"].clone();
+                let message = env["payload"]["message"].clone();
+                env["payload"] = json!({"error": {"code": code, "message": message}});
+                let _ = envelope::sign(env, key, SigVariant::Blank);
+                return Err((200, wire(env)));
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
 }
 
 /// Judges a message the client under test sent: every rule of [`check_reply`]
