@@ -931,7 +931,21 @@ pub fn check_frame(ctx: &mut Ctx, v: Value) -> Result<Value, Finding> {
         }
     }
     let ty = m["type"].as_str().unwrap_or_default().to_string();
-    match m.get("timestamp") {
+    check_timestamp(ctx, &ty, m.get("timestamp"));
+    // Pointers judged here, which the schema check below passes over.
+    let mut judged: Vec<&'static str> = vec!["/timestamp"];
+    read_by_type(ctx, &ty, &mut m, &mut judged, &whole);
+    let v = Value::Object(m);
+    if let Some(schema) = schema_for(&v) {
+        shape_findings(ctx, schema, &v, &judged);
+    }
+    Ok(v)
+}
+
+/// An event's timestamp (ASP-020): present (a warning when not, ASP-A6), a number
+/// of Unix seconds or milliseconds within a day of the harness clock.
+fn check_timestamp(ctx: &mut Ctx, ty: &str, t: Option<&Value>) {
+    match t {
         None => ctx.finding(
             Finding::new(
                 "agora-spaces/event:no-timestamp",
@@ -971,80 +985,75 @@ pub fn check_frame(ctx: &mut Ctx, v: Value) -> Result<Value, Finding> {
             .owned_by(HANDSHAKE),
         ),
     }
-    // Pointers judged here, which the schema check below passes over.
-    let mut judged: Vec<&'static str> = vec!["/timestamp"];
-    match ty.as_str() {
-        "error" => read_error(ctx, &mut m, &mut judged),
-        "agent.registered" => read_registered(ctx, &mut m, &mut judged),
-        "space.joined" => read_members(
-            ctx,
-            &mut m,
-            &mut judged,
-            "joined:members",
-            &["ASP-023"],
-            JOIN,
-        ),
-        "space.members" => read_members(
-            ctx,
-            &mut m,
-            &mut judged,
-            "members:list",
-            &["ASP-026"],
-            MEMBERS,
-        ),
+}
+
+/// The members of the frame's type: an error's code and message, the registration,
+/// the member lists, an event's data; a heartbeat in another shape, or a type the
+/// spec does not define.
+fn read_by_type(
+    ctx: &mut Ctx,
+    ty: &str,
+    m: &mut Map<String, Value>,
+    judged: &mut Vec<&'static str>,
+    whole: &str,
+) {
+    match ty {
+        "error" => read_error(ctx, m, judged),
+        "agent.registered" => read_registered(ctx, m, judged),
+        "space.joined" => read_members(ctx, m, judged, "joined:members", &["ASP-023"], JOIN),
+        "space.members" => read_members(ctx, m, judged, "members:list", &["ASP-026"], MEMBERS),
         "space.event" => read_data(
             ctx,
-            &mut m,
-            &mut judged,
+            m,
+            judged,
             "event:data",
             &["ASP-029"],
             "agora-spaces/publish-fanout",
         ),
         "space.event.delta" => read_data(
             ctx,
-            &mut m,
-            &mut judged,
+            m,
+            judged,
             "delta:data",
             &["ASP-032"],
             "agora-spaces/delta-stream",
         ),
-        t if !SERVER_TYPES.contains(&t) => {
-            let lower = t.to_ascii_lowercase();
-            if [
-                "heartbeat",
-                "pong",
-                "ping",
-                "ack",
-                "keepalive",
-                "keep_alive",
-                "keep-alive",
-            ]
-            .iter()
-            .any(|w| lower.contains(w))
-            {
-                ctx.finding(
-                    Finding::new(
-                        "agora-spaces/heartbeat:shape",
-                        &["ASP-017"],
-                        format!(
-                            "a heartbeat comes as {whole}; agent.heartbeat has the form {{type: \"agent.heartbeat\", timestamp}}"
-                        ),
-                    )
-                    .owned_by(HEARTBEAT),
-                );
-            } else {
-                ctx.note(format!(
-                    "a server event of a type the spec does not define: {whole}"
-                ));
-            }
-        }
+        t if !SERVER_TYPES.contains(&t) => unknown_type(ctx, t, whole),
         _ => {}
     }
-    let v = Value::Object(m);
-    if let Some(schema) = schema_for(&v) {
-        shape_findings(ctx, schema, &v, &judged);
+}
+
+/// A frame of a type the spec does not define: a heartbeat in another shape is
+/// the heartbeat case's finding; anything else a note.
+fn unknown_type(ctx: &mut Ctx, t: &str, whole: &str) {
+    let lower = t.to_ascii_lowercase();
+    if [
+        "heartbeat",
+        "pong",
+        "ping",
+        "ack",
+        "keepalive",
+        "keep_alive",
+        "keep-alive",
+    ]
+    .iter()
+    .any(|w| lower.contains(w))
+    {
+        ctx.finding(
+            Finding::new(
+                "agora-spaces/heartbeat:shape",
+                &["ASP-017"],
+                format!(
+                    "a heartbeat comes as {whole}; agent.heartbeat has the form {{type: \"agent.heartbeat\", timestamp}}"
+                ),
+            )
+            .owned_by(HEARTBEAT),
+        );
+    } else {
+        ctx.note(format!(
+            "a server event of a type the spec does not define: {whole}"
+        ));
     }
-    Ok(v)
 }
 
 /// The event inside JSON-RPC framing (ambiguity ASP-A1), and how it was framed.
@@ -1639,121 +1648,24 @@ pub type FrameEdit = Box<dyn FnMut(usize, String) -> String + Send>;
 
 /// [`hub`], every frame sent after the join passed through `edit` (the client
 /// fuzzer's edits).
-pub fn hub_edited(plan: HubPlan, input: &Value, mut edit: FrameEdit) -> crate::counterparty::Hub {
-    use crate::counterparty::{HubAct, HubEvent};
-    let agent = input["agent_id"].as_str().unwrap_or_default().to_string();
+pub fn hub_edited(plan: HubPlan, input: &Value, edit: FrameEdit) -> crate::counterparty::Hub {
+    use crate::counterparty::HubEvent;
     let interval = Duration::from_millis(input["heartbeat_interval_ms"].as_u64().unwrap_or(150));
-    let send = |v: Value| HubAct::Send(v.to_string());
-    let (mut heartbeats, mut ticks) = (0usize, 0usize);
-    // Ticks since the hub refused a request (refusal plans).
-    let mut since_refusal: Option<usize> = None;
-    let grace_ticks = (REFUSAL_GRACE.as_millis() / REFUSAL_TICK.as_millis()) as usize;
-    let script = move |event: HubEvent<'_>| -> Vec<HubAct> {
-        match event {
-            HubEvent::Open { .. } => {
-                if let HubPlan::RegisterRefused(r) = plan {
-                    let e = refusal_event(
-                        r,
-                        &Value::Null,
-                        &format!("agent {agent:?} is already connected (on purpose)"),
-                    );
-                    return vec![send(e), HubAct::Close];
-                }
-                vec![send(json!({
-                    "type": "agent.registered",
-                    "agent": {"id": agent, "connection_id": new_id()},
-                    "timestamp": now_s(),
-                }))]
-            }
-            HubEvent::Tick if plan.refuses() => match since_refusal.as_mut() {
-                Some(n) => {
-                    *n += 1;
-                    if *n >= grace_ticks {
-                        vec![HubAct::Close]
-                    } else {
-                        vec![send(
-                            json!({"type": "agent.heartbeat", "timestamp": now_s()}),
-                        )]
-                    }
-                }
-                None => vec![send(
-                    json!({"type": "agent.heartbeat", "timestamp": now_s()}),
-                )],
-            },
-            HubEvent::Tick => {
-                ticks += 1;
-                if ticks >= 4 * HEARTBEATS_WANTED {
-                    vec![HubAct::Close]
-                } else {
-                    vec![send(
-                        json!({"type": "agent.heartbeat", "timestamp": now_s()}),
-                    )]
-                }
-            }
-            HubEvent::Text(t) => {
-                let Ok(v) = serde_json::from_str::<Value>(t) else {
-                    return Vec::new();
-                };
-                match v["type"].as_str().unwrap_or_default() {
-                    "space.join"
-                        if since_refusal.is_none() && matches!(plan, HubPlan::JoinRefused(_)) =>
-                    {
-                        let HubPlan::JoinRefused(r) = plan else {
-                            return Vec::new();
-                        };
-                        since_refusal = Some(0);
-                        let code = r.code.unwrap_or("SPACE_NOT_FOUND");
-                        let message = if code == "SPACE_FULL" {
-                            format!("Space {} is full (on purpose)", v["space"])
-                        } else {
-                            format!("Space {} does not exist (on purpose)", v["space"])
-                        };
-                        vec![send(refusal_event(r, &v, &message))]
-                    }
-                    "space.publish"
-                        if since_refusal.is_none()
-                            && matches!(plan, HubPlan::PublishRefused(_)) =>
-                    {
-                        let HubPlan::PublishRefused(r) = plan else {
-                            return Vec::new();
-                        };
-                        since_refusal = Some(0);
-                        vec![send(refusal_event(
-                            r,
-                            &v,
-                            "this agent may not publish here (on purpose)",
-                        ))]
-                    }
-                    "space.join" => {
-                        let space = v["space"].clone();
-                        let mut out = vec![send(json!({
-                            "type": "space.joined", "id": v["id"], "space": space,
-                            "members": [agent, CLIENT_PEER], "timestamp": now_s(),
-                        }))];
-                        out.extend(
-                            after_join(plan, &space)
-                                .into_iter()
-                                .enumerate()
-                                .map(|(i, v)| HubAct::Send(edit(i, v.to_string()))),
-                        );
-                        if matches!(plan, HubPlan::Deltas | HubPlan::Cancel) {
-                            out.push(HubAct::Close);
-                        }
-                        out
-                    }
-                    "space.publish" if plan == HubPlan::Plain => vec![HubAct::Close],
-                    "agent.heartbeat" if plan == HubPlan::Heartbeats => {
-                        heartbeats += 1;
-                        if heartbeats >= HEARTBEATS_WANTED {
-                            vec![HubAct::Close]
-                        } else {
-                            Vec::new()
-                        }
-                    }
-                    _ => Vec::new(),
-                }
-            }
-        }
+    let mut hub = ScriptedHub {
+        plan,
+        agent: input["agent_id"].as_str().unwrap_or_default().to_string(),
+        edit,
+        heartbeats: 0,
+        ticks: 0,
+        since_refusal: None,
+        grace_ticks: (REFUSAL_GRACE.as_millis() / REFUSAL_TICK.as_millis()) as usize,
+    };
+    let script = move |event: HubEvent<'_>| match event {
+        HubEvent::Open { .. } => hub.open(),
+        HubEvent::Tick => hub.tick(),
+        HubEvent::Text(t) => serde_json::from_str::<Value>(t)
+            .map(|v| hub.text(&v))
+            .unwrap_or_default(),
     };
     let tick = if plan.refuses() {
         Some(REFUSAL_TICK)
@@ -1763,6 +1675,116 @@ pub fn hub_edited(plan: HubPlan, input: &Value, mut edit: FrameEdit) -> crate::c
     crate::counterparty::Hub {
         tick,
         script: Box::new(script),
+    }
+}
+
+/// The scripted hub's state over one connection.
+struct ScriptedHub {
+    plan: HubPlan,
+    agent: String,
+    edit: FrameEdit,
+    heartbeats: usize,
+    ticks: usize,
+    /// Ticks since the hub refused a request (refusal plans).
+    since_refusal: Option<usize>,
+    grace_ticks: usize,
+}
+
+fn send(v: Value) -> crate::counterparty::HubAct {
+    crate::counterparty::HubAct::Send(v.to_string())
+}
+
+fn heartbeat() -> crate::counterparty::HubAct {
+    send(json!({"type": "agent.heartbeat", "timestamp": now_s()}))
+}
+
+impl ScriptedHub {
+    /// agent.registered, or AGENT_EXISTS and the close for a refused registration.
+    fn open(&self) -> Vec<crate::counterparty::HubAct> {
+        if let HubPlan::RegisterRefused(r) = self.plan {
+            let why = format!("agent {:?} is already connected (on purpose)", self.agent);
+            let e = refusal_event(r, &Value::Null, &why);
+            return vec![send(e), crate::counterparty::HubAct::Close];
+        }
+        vec![send(json!({
+            "type": "agent.registered",
+            "agent": {"id": self.agent, "connection_id": new_id()},
+            "timestamp": now_s(),
+        }))]
+    }
+
+    /// A heartbeat, until the plan has seen enough (or the grace after a refusal
+    /// has passed): then the close.
+    fn tick(&mut self) -> Vec<crate::counterparty::HubAct> {
+        let done = if self.plan.refuses() {
+            self.since_refusal.as_mut().is_some_and(|n| {
+                *n += 1;
+                *n >= self.grace_ticks
+            })
+        } else {
+            self.ticks += 1;
+            self.ticks >= 4 * HEARTBEATS_WANTED
+        };
+        if done {
+            vec![crate::counterparty::HubAct::Close]
+        } else {
+            vec![heartbeat()]
+        }
+    }
+
+    /// The answer to one of the client's frames.
+    fn text(&mut self, v: &Value) -> Vec<crate::counterparty::HubAct> {
+        use crate::counterparty::HubAct;
+        let first = self.since_refusal.is_none();
+        match (v["type"].as_str().unwrap_or_default(), self.plan) {
+            ("space.join", HubPlan::JoinRefused(r)) if first => {
+                self.since_refusal = Some(0);
+                let code = r.code.unwrap_or("SPACE_NOT_FOUND");
+                let message = if code == "SPACE_FULL" {
+                    format!("Space {} is full (on purpose)", v["space"])
+                } else {
+                    format!("Space {} does not exist (on purpose)", v["space"])
+                };
+                vec![send(refusal_event(r, v, &message))]
+            }
+            ("space.publish", HubPlan::PublishRefused(r)) if first => {
+                self.since_refusal = Some(0);
+                let why = "this agent may not publish here (on purpose)";
+                vec![send(refusal_event(r, v, why))]
+            }
+            ("space.join", _) => self.joined(v),
+            ("space.publish", HubPlan::Plain) => vec![HubAct::Close],
+            ("agent.heartbeat", HubPlan::Heartbeats) => {
+                self.heartbeats += 1;
+                if self.heartbeats >= HEARTBEATS_WANTED {
+                    vec![HubAct::Close]
+                } else {
+                    Vec::new()
+                }
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// space.joined, then what the plan sends after a join (each frame through the
+    /// edit), and the close for the streaming plans.
+    fn joined(&mut self, v: &Value) -> Vec<crate::counterparty::HubAct> {
+        let space = v["space"].clone();
+        let mut out = vec![send(json!({
+            "type": "space.joined", "id": v["id"], "space": space,
+            "members": [self.agent, CLIENT_PEER], "timestamp": now_s(),
+        }))];
+        let edit = &mut self.edit;
+        out.extend(
+            after_join(self.plan, &space)
+                .into_iter()
+                .enumerate()
+                .map(|(i, v)| crate::counterparty::HubAct::Send(edit(i, v.to_string()))),
+        );
+        if matches!(self.plan, HubPlan::Deltas | HubPlan::Cancel) {
+            out.push(crate::counterparty::HubAct::Close);
+        }
+        out
     }
 }
 
