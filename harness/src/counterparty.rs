@@ -784,19 +784,13 @@ async fn run_driver(
         .replace("{scenario}", scenario)
         .replace("{case}", case);
     ctx.note(format!("client driver: {command}"));
-    let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c")
-        .arg(&command)
-        .env("AGENTCONFORM_URL", &url)
-        .env("AGENTCONFORM_SCENARIO", scenario)
-        .env("AGENTCONFORM_CASE", case)
-        .env("AGENTCONFORM_SUITE", suite)
-        .env("AGENTCONFORM_INPUT", &input_path)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .process_group(0)
-        .kill_on_drop(true);
+    let vars = [
+        ("AGENTCONFORM_URL", url.as_str()),
+        ("AGENTCONFORM_SCENARIO", scenario),
+        ("AGENTCONFORM_CASE", case),
+        ("AGENTCONFORM_SUITE", suite),
+    ];
+    let mut cmd = driver_command(&command, &vars, &input_path);
     let mut child = cmd.spawn().map_err(|e| {
         crate::case::Stop::Skip(format!("cannot start the client driver {command:?}: {e}"))
     })?;
@@ -809,17 +803,8 @@ async fn run_driver(
     let took = began.elapsed();
     end_group(pid).await;
     let _ = child.wait().await;
-    let read = |h: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>| async move {
-        match h {
-            Some(h) => match tokio::time::timeout(Duration::from_secs(2), h).await {
-                Ok(Ok((b, cut))) => (String::from_utf8_lossy(&b).into_owned(), cut),
-                _ => (String::new(), false),
-            },
-            None => (String::new(), false),
-        }
-    };
-    let (stdout, out_cut) = read(out).await;
-    let (stderr, err_cut) = read(err).await;
+    let (stdout, out_cut) = collected(out).await;
+    let (stderr, err_cut) = collected(err).await;
     // A connection the client left open ends with its process; the stop waits
     // for it at most this long.
     let _ = tokio::time::timeout(Duration::from_secs(2), running.stop()).await;
@@ -837,6 +822,46 @@ async fn run_driver(
         stdout,
         stderr,
     };
+    note_output(ctx, &run, (out_cut, err_cut), cap);
+    Ok(run)
+}
+
+/// The driver's command line, run by `sh -c` in a process group of its own, with
+/// the scenario's variables and its input file, standard input closed and its
+/// output piped.
+fn driver_command(
+    command: &str,
+    vars: &[(&str, &str)],
+    input_path: &std::path::Path,
+) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c").arg(command);
+    for (k, v) in vars {
+        cmd.env(k, v);
+    }
+    cmd.env("AGENTCONFORM_INPUT", input_path)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .process_group(0)
+        .kill_on_drop(true);
+    cmd
+}
+
+/// What a pipe's reader kept (and whether it cut it), waiting for it at most 2 s.
+async fn collected(h: Option<tokio::task::JoinHandle<(Vec<u8>, bool)>>) -> (String, bool) {
+    match h {
+        Some(h) => match tokio::time::timeout(Duration::from_secs(2), h).await {
+            Ok(Ok((b, cut))) => (String::from_utf8_lossy(&b).into_owned(), cut),
+            _ => (String::new(), false),
+        },
+        None => (String::new(), false),
+    }
+}
+
+/// Notes how the driver ended and what it printed (clipped), and where its output
+/// was cut at `cap` bytes.
+fn note_output(ctx: &mut Ctx, run: &DriverRun, (out_cut, err_cut): (bool, bool), cap: usize) {
     let cut = match (out_cut, err_cut) {
         (false, false) => String::new(),
         (true, false) => format!(" (its standard output was cut at {cap} bytes)"),
@@ -856,5 +881,4 @@ async fn run_driver(
             )
         }
     ));
-    Ok(run)
 }

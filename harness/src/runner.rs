@@ -150,24 +150,9 @@ async fn run_one(
     let started = Instant::now();
     let mut ctx = Ctx::new(shared.clone(), transport, &url);
     ctx.case_id = Some(case.id);
-    let mut budget = case_budget(&shared.profile);
-    let is_client = crate::suites::by_id(case.suite)
-        .is_some_and(|s| s.client_cases.iter().any(|c| std::ptr::eq(c, case)));
-    if is_client {
-        // A client case waits for its driver: the start-up allowance, then the
-        // driver's own deadline from its first connection, then the judging.
-        let c = &shared.profile.client;
-        budget = budget.max(Duration::from_millis(
-            c.startup_ms + c.timeout_ms + client_margin(&shared.profile),
-        ));
-    }
+    let budget = overall_budget(&shared, case);
     let ended = tokio::time::timeout(budget, (case.run)(&mut ctx)).await;
     ctx.close().await;
-    let own = |f: Finding| Met {
-        finding: f,
-        own: true,
-    };
-    let from_text = |m: &str| Finding::from_case_failure(case.id, case.requirements, case.level, m);
     let mut met = ctx.take_findings();
     let (outcome, message) = match ended {
         Err(_) => {
@@ -186,52 +171,9 @@ async fn run_one(
             });
             (Outcome::Blocked, m)
         }
-        Ok(Err(Stop::Fail(m))) => {
-            met.push(own(from_text(&m)));
-            (Outcome::Pass, m)
-        }
-        Ok(Err(Stop::Finding(f))) => {
-            let m = f.summary.clone();
-            met.push(own(f));
-            (Outcome::Pass, m)
-        }
-        Ok(Err(Stop::Blocked(key))) => {
-            let summary = met
-                .iter()
-                .find(|m| m.finding.key == key)
-                .map(|m| m.finding.summary.clone())
-                .unwrap_or_default();
-            (Outcome::Blocked, format!("blocked by {key}: {summary}"))
-        }
-        Ok(Err(Stop::Skip(m))) => match skip_is_failure(shared.embedded, case.level, &m) {
-            Some(m) => {
-                met.push(own(from_text(&m)));
-                (Outcome::Pass, m)
-            }
-            None => (Outcome::Skip, m),
-        },
-        Ok(Ok(())) => (Outcome::Pass, String::new()),
+        Ok(ended) => settle(&shared, case, ended, &mut met),
     };
-    // Warnings the case gave in text are findings of its own subject.
-    for w in ctx.warnings() {
-        let mut f = from_text(w);
-        if f.outcome == Verdict::Fail {
-            f = f.at(crate::case::Level::Should);
-        }
-        f.key = format!(
-            "{}~{}",
-            case.id,
-            f.requirements
-                .first()
-                .map(String::as_str)
-                .unwrap_or("warning")
-        );
-        if let Some(m) = met.iter_mut().find(|m| m.finding.key == f.key) {
-            m.finding.summary = format!("{}; {}", m.finding.summary, f.summary);
-        } else {
-            met.push(own(f));
-        }
-    }
+    add_warnings(case, ctx.warnings(), &mut met);
     // Own findings decide the outcome here; incidental ones once the runner knows
     // which case owns each (see `merge_findings`).
     let before = outcome;
@@ -262,6 +204,91 @@ async fn run_one(
     );
     r.control_case = ctx.control_case;
     r
+}
+
+/// A case's overall budget: the profile's, or for a client case the driver's
+/// start-up allowance, then its own deadline from its first connection, then the
+/// judging.
+fn overall_budget(shared: &RunShared, case: &'static Case) -> Duration {
+    let budget = case_budget(&shared.profile);
+    let is_client = crate::suites::by_id(case.suite)
+        .is_some_and(|s| s.client_cases.iter().any(|c| std::ptr::eq(c, case)));
+    if !is_client {
+        return budget;
+    }
+    let c = &shared.profile.client;
+    budget.max(Duration::from_millis(
+        c.startup_ms + c.timeout_ms + client_margin(&shared.profile),
+    ))
+}
+
+/// The outcome and message of a case that ended within its budget; its own failure
+/// becomes a finding it owns.
+fn settle(
+    shared: &RunShared,
+    case: &'static Case,
+    ended: Result<(), Stop>,
+    met: &mut Vec<Met>,
+) -> (Outcome, String) {
+    let own = |f: Finding| Met {
+        finding: f,
+        own: true,
+    };
+    let from_text = |m: &str| Finding::from_case_failure(case.id, case.requirements, case.level, m);
+    match ended {
+        Err(Stop::Fail(m)) => {
+            met.push(own(from_text(&m)));
+            (Outcome::Pass, m)
+        }
+        Err(Stop::Finding(f)) => {
+            let m = f.summary.clone();
+            met.push(own(f));
+            (Outcome::Pass, m)
+        }
+        Err(Stop::Blocked(key)) => {
+            let summary = met
+                .iter()
+                .find(|m| m.finding.key == key)
+                .map(|m| m.finding.summary.clone())
+                .unwrap_or_default();
+            (Outcome::Blocked, format!("blocked by {key}: {summary}"))
+        }
+        Err(Stop::Skip(m)) => match skip_is_failure(shared.embedded, case.level, &m) {
+            Some(m) => {
+                met.push(own(from_text(&m)));
+                (Outcome::Pass, m)
+            }
+            None => (Outcome::Skip, m),
+        },
+        Ok(()) => (Outcome::Pass, String::new()),
+    }
+}
+
+/// Warnings the case gave in text are findings of its own subject, keyed
+/// `<case>~<requirement>` (several for one requirement joined into one).
+fn add_warnings(case: &'static Case, warnings: &[String], met: &mut Vec<Met>) {
+    for w in warnings {
+        let mut f = Finding::from_case_failure(case.id, case.requirements, case.level, w);
+        if f.outcome == Verdict::Fail {
+            f = f.at(crate::case::Level::Should);
+        }
+        f.key = format!(
+            "{}~{}",
+            case.id,
+            f.requirements
+                .first()
+                .map(String::as_str)
+                .unwrap_or("warning")
+        );
+        if let Some(m) = met.iter_mut().find(|m| m.finding.key == f.key) {
+            m.finding.summary = format!("{}; {}", m.finding.summary, f.summary);
+        } else {
+            met.push(Met {
+                finding: f,
+                own: true,
+            });
+        }
+    }
 }
 
 /// A case that passed on a refusal counts only when its control passed too: a case
