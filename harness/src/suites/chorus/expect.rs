@@ -597,8 +597,36 @@ pub async fn discover(ctx: &mut Ctx, query: &str) -> Step<Vec<Value>> {
     }
     let body = need_json(ctx, &r, &what)?;
     // Whether a list of agents was found (under "agents" or read past its shape).
+    let (raw_agents, found) = agent_list(ctx, &body, &what);
+    let wanted_skill = query_skill(query).map(String::from);
+    let agents: Vec<Value> = raw_agents
+        .into_iter()
+        .map(|e| normalize_entry(ctx, e, wanted_skill.as_deref(), &what))
+        .collect();
+    // The list is judged by the schema once its shape is read past; the original
+    // when no list was found, so that the schema says so.
+    let judged = if found {
+        json!({"agents": agents})
+    } else {
+        body.clone()
+    };
+    let out_of_range = check_scores(ctx, &agents, &what);
+    shape_findings(
+        ctx,
+        "discover-response",
+        &judged,
+        &["CHO-017"],
+        DISCOVER,
+        |f| out_of_range && f.key.ends_with("/reputation_score"),
+    );
+    Ok(agents)
+}
+
+/// The agents of a discovery reply, and whether a list was found: under "agents",
+/// else under the one list member or as a bare list (a finding, CHO-017).
+fn agent_list(ctx: &mut Ctx, body: &Value, what: &str) -> (Vec<Value>, bool) {
     let mut found = true;
-    let raw_agents = match &body {
+    let raw_agents = match body {
         Value::Object(o) => match o.get("agents") {
             Some(Value::Array(a)) => a.clone(),
             Some(_) => {
@@ -645,28 +673,7 @@ pub async fn discover(ctx: &mut Ctx, query: &str) -> Step<Vec<Value>> {
             Vec::new()
         }
     };
-    let wanted_skill = query_skill(query).map(String::from);
-    let agents: Vec<Value> = raw_agents
-        .into_iter()
-        .map(|e| normalize_entry(ctx, e, wanted_skill.as_deref(), &what))
-        .collect();
-    // The list is judged by the schema once its shape is read past; the original
-    // when no list was found, so that the schema says so.
-    let judged = if found {
-        json!({"agents": agents})
-    } else {
-        body.clone()
-    };
-    let out_of_range = check_scores(ctx, &agents, &what);
-    shape_findings(
-        ctx,
-        "discover-response",
-        &judged,
-        &["CHO-017"],
-        DISCOVER,
-        |f| out_of_range && f.key.ends_with("/reputation_score"),
-    );
-    Ok(agents)
+    (raw_agents, found)
 }
 
 /// One discovery entry, normalized: a `skill` object (from a `skills` list or a
@@ -1582,125 +1589,132 @@ pub fn registry(
 ) -> crate::counterparty::Answer {
     let skill = input["skill"].clone();
     Box::new(move |path: &str, body: &[u8]| {
-        let reply = |status: u16, v: Value| (status, v.to_string().into_bytes());
         let route = path.split('?').next().unwrap_or_default();
-        if route == "/discover" {
-            let base = outbox.base();
-            let agents: Vec<Value> = HIRED
-                .iter()
-                .zip(&ids)
-                .map(|((name, owner, score, endpoint), id)| {
-                    json!({
-                        "agent_id": id, "agent_name": format!("h-agent-{name}"),
-                        "api_endpoint": format!("{base}/{endpoint}"),
-                        "skill": {"skill_name": skill, "cost_per_call": HIRE_COST},
-                        "reputation_score": score, "status": "online", "owner_id": owner,
-                    })
-                })
-                .collect();
-            return reply(200, json!({ "agents": agents }));
-        }
-        if route == "/results" {
-            return reply(200, json!({"status": "recorded"}));
-        }
-        if route == "/register" {
-            // A hirer may announce itself first, as chorus.md's agents do (§3.1).
-            let r: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-            let id = r["agent_id"].as_str().map_or_else(new_id, String::from);
-            return reply(
-                201,
-                json!({"status": "registered", "agent_id": id, "reputation_score": 50.0}),
-            );
-        }
-        if route == "/transfer" {
-            let t: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-            if plan == Hire::TransferFailed {
-                return reply(
-                    200,
-                    json!({"status": "failed", "error": "TRANSFER_FAILED", "message": "the payer has 0.00 credits (on purpose)"}),
-                );
+        let (status, v) = match route {
+            "/discover" => (200, listing(&skill, &ids, outbox.base())),
+            "/results" => (200, json!({"status": "recorded"})),
+            "/register" => {
+                // A hirer may announce itself first, as chorus.md's agents do (§3.1).
+                let r: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+                let id = r["agent_id"].as_str().map_or_else(new_id, String::from);
+                (
+                    201,
+                    json!({"status": "registered", "agent_id": id, "reputation_score": 50.0}),
+                )
             }
-            return reply(
-                200,
-                json!({"status": "completed", "transfer_id": t["transfer_id"]}),
-            );
-        }
-        let Some(agent) = hired_by_job_path(route).map(|i| ids[i].clone()) else {
-            return reply(
-                404,
-                json!({"error": "NOT_FOUND", "message": format!("no route {route}")}),
-            );
-        };
-        let job: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
-        let result = |status: &str, output: Value, error: Value| {
-            json!({
-                "job_id": job["job_id"], "agent_id": agent, "status": status,
-                "output_data": output, "execution_cost": HIRE_COST, "execution_time_ms": 3,
-                "error_message": error, "timestamp_utc": now_utc(),
-            })
-        };
-        match plan {
-            Hire::Success | Hire::TransferFailed => reply(
-                200,
-                result("SUCCESS", job["input_data"].clone(), Value::Null),
-            ),
-            Hire::ForeignResult => {
-                let mut r = result("SUCCESS", job["input_data"].clone(), Value::Null);
-                r["job_id"] = json!(new_id());
-                reply(200, r)
-            }
-            Hire::CostOverBudget => {
-                let mut r = result("SUCCESS", job["input_data"].clone(), Value::Null);
-                let budget = job["budget"].as_f64().unwrap_or(HIRE_COST);
-                r["execution_cost"] = json!(((budget + OVER_BUDGET_BY) * 100.0).round() / 100.0);
-                reply(200, r)
-            }
-            Hire::SkillMismatchDetail => reply(
-                404,
-                json!({"detail": "Not Found: this agent lacks the skill (on purpose)"}),
-            ),
-            Hire::CallbackNever => {
-                let mut pending = result("PENDING", Value::Null, Value::Null);
-                pending["execution_cost"] = Value::Null;
-                reply(202, pending)
-            }
-            Hire::ForeignCallback => {
-                if let Some(url) = job["callback_url"].as_str() {
-                    let mut done = result("SUCCESS", job["input_data"].clone(), Value::Null);
-                    done["job_id"] = json!(new_id());
-                    outbox.push(url.to_string(), done.to_string().into_bytes());
-                }
-                let mut pending = result("PENDING", Value::Null, Value::Null);
-                pending["execution_cost"] = Value::Null;
-                reply(202, pending)
-            }
-            Hire::Failure => reply(
-                200,
-                result(
-                    "FAILURE",
-                    Value::Null,
-                    json!("the harness's agent failed this job on purpose"),
+            "/transfer" => transfer_reply(plan, body),
+            _ => match hired_by_job_path(route).map(|i| ids[i].clone()) {
+                Some(agent) => job_reply(plan, &agent, body, &outbox),
+                None => (
+                    404,
+                    json!({"error": "NOT_FOUND", "message": format!("no route {route}")}),
                 ),
-            ),
-            Hire::SkillMismatch => reply(
-                400,
-                json!({"error": "SKILL_MISMATCH", "message": "this agent lacks the skill (on purpose)"}),
-            ),
-            Hire::BudgetInsufficient => reply(
-                402,
-                json!({"error": "BUDGET_INSUFFICIENT", "message": "the budget is below this agent's cost (on purpose)"}),
-            ),
-            Hire::Callback => {
-                if let Some(url) = job["callback_url"].as_str() {
-                    let done = result("SUCCESS", job["input_data"].clone(), Value::Null);
-                    outbox.push(url.to_string(), done.to_string().into_bytes());
-                }
-                let mut pending = result("PENDING", Value::Null, Value::Null);
-                pending["execution_cost"] = Value::Null;
-                reply(202, pending)
-            }
-        }
+            },
+        };
+        (status, v.to_string().into_bytes())
     })
+}
+
+/// The discovery listing: the [`HIRED`] agents with the skill asked for.
+fn listing(skill: &Value, ids: &[String; 2], base: &str) -> Value {
+    let agents: Vec<Value> = HIRED
+        .iter()
+        .zip(ids)
+        .map(|((name, owner, score, endpoint), id)| {
+            json!({
+                "agent_id": id, "agent_name": format!("h-agent-{name}"),
+                "api_endpoint": format!("{base}/{endpoint}"),
+                "skill": {"skill_name": skill, "cost_per_call": HIRE_COST},
+                "reputation_score": score, "status": "online", "owner_id": owner,
+            })
+        })
+        .collect();
+    json!({ "agents": agents })
+}
+
+/// The ledger's answer to a transfer: completed, or TRANSFER_FAILED with HTTP 200
+/// when the plan says so.
+fn transfer_reply(plan: Hire, body: &[u8]) -> (u16, Value) {
+    let t: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    if plan == Hire::TransferFailed {
+        return (
+            200,
+            json!({"status": "failed", "error": "TRANSFER_FAILED", "message": "the payer has 0.00 credits (on purpose)"}),
+        );
+    }
+    (
+        200,
+        json!({"status": "completed", "transfer_id": t["transfer_id"]}),
+    )
+}
+
+/// A hired agent's answer to a job, as the plan says: its result at once, a refusal,
+/// or PENDING with the result (if any) by callback through `outbox`.
+fn job_reply(
+    plan: Hire,
+    agent: &str,
+    body: &[u8],
+    outbox: &crate::counterparty::Outbox,
+) -> (u16, Value) {
+    let job: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let result = |status: &str, output: Value, error: Value| {
+        json!({
+            "job_id": job["job_id"], "agent_id": agent, "status": status,
+            "output_data": output, "execution_cost": HIRE_COST, "execution_time_ms": 3,
+            "error_message": error, "timestamp_utc": now_utc(),
+        })
+    };
+    let done = || result("SUCCESS", job["input_data"].clone(), Value::Null);
+    let pending = || {
+        let mut p = result("PENDING", Value::Null, Value::Null);
+        p["execution_cost"] = Value::Null;
+        (202, p)
+    };
+    match plan {
+        Hire::Success | Hire::TransferFailed => (200, done()),
+        Hire::ForeignResult => {
+            let mut r = done();
+            r["job_id"] = json!(new_id());
+            (200, r)
+        }
+        Hire::CostOverBudget => {
+            let mut r = done();
+            let budget = job["budget"].as_f64().unwrap_or(HIRE_COST);
+            r["execution_cost"] = json!(((budget + OVER_BUDGET_BY) * 100.0).round() / 100.0);
+            (200, r)
+        }
+        Hire::SkillMismatchDetail => (
+            404,
+            json!({"detail": "Not Found: this agent lacks the skill (on purpose)"}),
+        ),
+        Hire::CallbackNever => pending(),
+        Hire::ForeignCallback | Hire::Callback => {
+            if let Some(url) = job["callback_url"].as_str() {
+                let mut r = done();
+                if plan == Hire::ForeignCallback {
+                    r["job_id"] = json!(new_id());
+                }
+                outbox.push(url.to_string(), r.to_string().into_bytes());
+            }
+            pending()
+        }
+        Hire::Failure => (
+            200,
+            result(
+                "FAILURE",
+                Value::Null,
+                json!("the harness's agent failed this job on purpose"),
+            ),
+        ),
+        Hire::SkillMismatch => (
+            400,
+            json!({"error": "SKILL_MISMATCH", "message": "this agent lacks the skill (on purpose)"}),
+        ),
+        Hire::BudgetInsufficient => (
+            402,
+            json!({"error": "BUDGET_INSUFFICIENT", "message": "the budget is below this agent's cost (on purpose)"}),
+        ),
+    }
 }
 
 /// The requests chorus.md and the target profile define for a registry, ledger and
@@ -1790,14 +1804,22 @@ pub fn check_job_sent(
             "the client's job request is not a JSON object: {job}"
         ));
     }
+    check_job_members(ctx, &job);
+    job_matches_scenario(&job, input)?;
+    ctx.checked(format!(
+        "the client sent one complete job to {} with the scenario's skill, input and budget",
+        HIRED[agent].0
+    ));
+    Ok((agent, job))
+}
+
+/// The job request's members: its schema (CHO-024), a UUID v4 job_id (CHO-003;
+/// another version a warning, CHO-A7), an ISO 8601 UTC timestamp (CHO-004), the
+/// currency (CHO-025).
+fn check_job_members(ctx: &mut Ctx, job: &Value) {
     // job_id, timestamp_utc and currency are judged below, once.
     let below = [":/job_id", ":/timestamp_utc", ":/currency"];
-    for f in schema_findings(
-        &ctx.shared.schemas,
-        "chorus/job-request",
-        &job,
-        &["CHO-024"],
-    ) {
+    for f in schema_findings(&ctx.shared.schemas, "chorus/job-request", job, &["CHO-024"]) {
         if below.iter().any(|b| f.key.ends_with(b)) {
             continue;
         }
@@ -1852,6 +1874,11 @@ pub fn check_job_sent(
             ),
         ));
     }
+}
+
+/// The job carries the scenario's skill, input and orchestrator, and a budget
+/// between the agent's cost and the scenario's budget (CHO-028).
+fn job_matches_scenario(job: &Value, input: &Value) -> Step<()> {
     for (member, want) in [
         ("skill_name", &input["skill"]),
         ("input_data", &input["input_data"]),
@@ -1872,11 +1899,7 @@ pub fn check_job_sent(
             job["budget"]
         ));
     }
-    ctx.checked(format!(
-        "the client sent one complete job to {} with the scenario's skill, input and budget",
-        HIRED[agent].0
-    ));
-    Ok((agent, job))
+    Ok(())
 }
 
 /// The client's transfers (CHO-038, CHO-039): each body parsed.
