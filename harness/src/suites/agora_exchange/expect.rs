@@ -1304,6 +1304,46 @@ pub fn server(plan: Serve) -> crate::counterparty::Answer {
     })
 }
 
+/// AEX-005: a client's request says `Content-Type: application/json`. What it says
+/// instead, when it does not.
+pub fn client_content_type(x: &crate::counterparty::Exchange) -> Option<String> {
+    let ct = x.content_type.as_deref().unwrap_or("");
+    (!ct.to_ascii_lowercase().starts_with("application/json")).then(|| {
+        format!(
+            "the client's request says Content-Type {}, not application/json",
+            quote(ct)
+        )
+    })
+}
+
+/// A follow-up (a POST to `/conversations/{id}`) goes to a conversation a reply
+/// opened (AEX-028) and leaves protocolHash out (AEX-030). What it does instead, when
+/// it does not; `None` for any other request.
+pub fn client_follow_up(
+    x: &crate::counterparty::Exchange,
+    request: &Value,
+    opened: bool,
+) -> Option<String> {
+    if !x.path.contains("/conversations/") {
+        return None;
+    }
+    if !opened {
+        return Some(format!(
+            "the client POSTed to {} although no reply opened a conversation (AEX-028)",
+            x.path
+        ));
+    }
+    request
+        .get("protocolHash")
+        .filter(|h| !h.is_null())
+        .map(|h| {
+            format!(
+                "a follow-up to {} repeats protocolHash {h} (AEX-030: follow-ups leave it out)",
+                x.path
+            )
+        })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -632,7 +632,7 @@ fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     })
 }
 
-use crate::suites::agora_exchange::expect::Serve;
+use crate::suites::agora_exchange::expect::{client_content_type, client_follow_up, Serve};
 
 /// One client fuzz case.
 #[derive(Debug, Clone, Default, Arbitrary)]
@@ -698,38 +698,21 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     .await?;
     ended_well(&run)?;
     let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    // The client's requests, by the rules its cases hold them to.
     let mut opened = false;
     for (i, x) in run.exchanges.iter().enumerate() {
         f.fuzzed(&x.received);
-        let ct = x.content_type.as_deref().unwrap_or("").to_ascii_lowercase();
-        if !ct.starts_with("application/json") {
+        if let Some(why) = client_content_type(x) {
             return finding(
                 Oracle::ReplyCheck,
-                format!(
-                    "request {} says Content-Type {ct:?}, not application/json (AEX-005)",
-                    i + 1
-                ),
+                format!("request {}: {why} (AEX-005)", i + 1),
             );
         }
         let Ok(req) = serde_json::from_slice::<Value>(&x.received) else {
             return finding(Oracle::ReplyCheck, format!("request {} is not JSON", i + 1));
         };
-        if x.path.contains("/conversations/") {
-            if !opened {
-                return finding(
-                    Oracle::Verdict,
-                    format!(
-                        "the client POSTed to {} although no reply opened a conversation (AEX-028)",
-                        x.path
-                    ),
-                );
-            }
-            if req.get("protocolHash").is_some_and(|h| !h.is_null()) {
-                return finding(
-                    Oracle::Verdict,
-                    format!("a follow-up to {} repeats protocolHash (AEX-030)", x.path),
-                );
-            }
+        if let Some(why) = client_follow_up(x, &req, opened) {
+            return finding(Oracle::Verdict, why);
         }
         let answered: Value = serde_json::from_slice(&x.answered).unwrap_or(Value::Null);
         // A reply that names a conversation opens it (edited or not).

@@ -579,8 +579,8 @@ pub const CLIENT_CASES: &[Case] = &[
         let path = format!("/conversations/{CONVERSATION}");
         for (i, want) in input["followups"].as_array().into_iter().flatten().enumerate() {
             let f = client_request(ctx, &run, i + 1, &path)?;
-            if f.get("protocolHash").is_some_and(|h| !h.is_null()) {
-                return fail(format!("follow-up {} repeats protocolHash {} (AEX-030: follow-ups leave it out)", i + 1, f["protocolHash"]));
+            if let Some(why) = client_follow_up(&run.exchanges[i + 1], &f, true) {
+                return fail(why);
             }
             if f["body"] != *want {
                 return fail(format!("follow-up {} carries body {}, not the scenario's {want}", i + 1, f["body"]));
@@ -705,15 +705,11 @@ fn client_request(
             x.path
         ));
     }
-    let ct = x.content_type.as_deref().unwrap_or("");
-    if !ct.to_ascii_lowercase().starts_with("application/json") {
+    if let Some(why) = client_content_type(x) {
         ctx.finding(Finding::new(
             "agora-exchange/client:content-type",
             &["AEX-005"],
-            format!(
-                "the client's request says Content-Type {}, not application/json",
-                quote(ct)
-            ),
+            why,
         ));
     }
     let Ok(v) = serde_json::from_slice::<Value>(&x.received) else {
