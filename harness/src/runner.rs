@@ -445,39 +445,13 @@ pub async fn run_with_progress(
             .iter()
             .filter(|c| selected(c.id))
         {
-            let offered: Vec<&(Transport, String)> = endpoints
-                .0
-                .iter()
-                .filter(|(t, _)| suite.transports.contains(t))
-                .collect();
-            if offered.is_empty() {
-                slots.push(Some(skipped(
-                    case,
-                    Transport::Http,
-                    format!(
-                        "the target offers no binding of suite {} ({:?})",
-                        suite.id, suite.transports
-                    ),
-                )));
-                continue;
-            }
-            let wanted: Vec<&(Transport, String)> = match case.bindings {
-                Bindings::Any => offered.clone(),
-                Bindings::Only(t) => offered.iter().copied().filter(|(o, _)| *o == t).collect(),
-            };
-            if wanted.is_empty() {
-                if let Bindings::Only(t) = case.bindings {
-                    slots.push(Some(skipped(
-                        case,
-                        offered[0].0,
-                        format!(
-                            "needs the {t} binding; the target is reached over {}",
-                            offered[0].0
-                        ),
-                    )));
+            let wanted = match bindings_for(suite, case, endpoints) {
+                Ok(wanted) => wanted,
+                Err(skip) => {
+                    slots.extend(skip.map(|r| Some(*r)));
+                    continue;
                 }
-                continue;
-            }
+            };
             for (transport, url) in wanted {
                 let quick = case.fast_when.is_some_and(|f| f(&shared.profile));
                 if case.slow && !selection.include_slow && !quick {
@@ -522,6 +496,49 @@ pub async fn run_with_progress(
         findings,
         untestable,
         duration: started.elapsed(),
+    })
+}
+
+/// The endpoints a case runs over: those of the target's bindings the suite and the
+/// case speak; else the skip that says why none is (none when the case only speaks a
+/// binding of the suite that the target does not offer).
+fn bindings_for<'e>(
+    suite: &Suite,
+    case: &'static Case,
+    endpoints: &'e Endpoints,
+) -> Result<Vec<&'e (Transport, String)>, Option<Box<CaseResult>>> {
+    let offered: Vec<&(Transport, String)> = endpoints
+        .0
+        .iter()
+        .filter(|(t, _)| suite.transports.contains(t))
+        .collect();
+    if offered.is_empty() {
+        return Err(Some(Box::new(skipped(
+            case,
+            Transport::Http,
+            format!(
+                "the target offers no binding of suite {} ({:?})",
+                suite.id, suite.transports
+            ),
+        ))));
+    }
+    let wanted: Vec<&(Transport, String)> = match case.bindings {
+        Bindings::Any => offered.clone(),
+        Bindings::Only(t) => offered.iter().copied().filter(|(o, _)| *o == t).collect(),
+    };
+    if !wanted.is_empty() {
+        return Ok(wanted);
+    }
+    Err(match case.bindings {
+        Bindings::Only(t) => Some(Box::new(skipped(
+            case,
+            offered[0].0,
+            format!(
+                "needs the {t} binding; the target is reached over {}",
+                offered[0].0
+            ),
+        ))),
+        Bindings::Any => None,
     })
 }
 

@@ -1273,6 +1273,27 @@ pub async fn run_job(
         "/jobs answered {}; waiting for the callback",
         r.describe()
     ));
+    let result = callback_result(ctx, &mut listener, &r, &body).await?;
+    let rtt = started.elapsed();
+    Ok((
+        body,
+        JobOutcome::Result {
+            result,
+            via: "callback",
+            rtt,
+        },
+    ))
+}
+
+/// The final result POSTed to callback_url within the case's deadline (CHO-026),
+/// read as [`read_result`] reads it; a callback that never comes, or is not JSON,
+/// blocks the case.
+async fn callback_result(
+    ctx: &mut Ctx,
+    listener: &mut CallbackListener,
+    r: &Resp,
+    body: &Value,
+) -> Step<Value> {
     let wait = Duration::from_millis(ctx.profile().timing.case_timeout_ms);
     let deadline = Instant::now() + wait;
     loop {
@@ -1308,16 +1329,7 @@ pub async fn run_job(
             }
         };
         if is_final(&v) {
-            let rtt = started.elapsed();
-            let result = read_result(ctx, &v, &body);
-            return Ok((
-                body,
-                JobOutcome::Result {
-                    result,
-                    via: "callback",
-                    rtt,
-                },
-            ));
+            return Ok(read_result(ctx, &v, body));
         }
     }
 }
@@ -1991,6 +2003,37 @@ pub fn check_paid(
             format!("the client sent {n} transfers for one job"),
         ));
     }
+    check_transfer_members(ctx, t);
+    if t["job_id"] != job["job_id"] {
+        return fail(format!(
+            "the client's transfer names the job {}, not the one it hired, {} (CHO-039)",
+            t["job_id"], job["job_id"]
+        ));
+    }
+    if t["from_owner"] != input["owner_id"] {
+        ctx.finding(Finding::new(
+            "chorus/client:from-owner",
+            &["CHO-039"],
+            format!(
+                "the client's transfer is from {}, not the scenario's owner {}",
+                t["from_owner"], input["owner_id"]
+            ),
+        ));
+    }
+    let owner = HIRED[agent].1;
+    if t["to_owner"] != owner && t["to_owner"] != ids[agent].as_str() {
+        ctx.note(format!(
+            "the transfer goes to {}; the hired agent's owner is {owner} (chorus.md does not say how an orchestrator learns it)",
+            t["to_owner"]
+        ));
+    }
+    check_amount(ctx, verdict, budget);
+    ctx.checked("the client paid the job once, to its agent");
+    Ok(())
+}
+
+/// The transfer's members: its schema (CHO-039) and a UUID transfer_id.
+fn check_transfer_members(ctx: &mut Ctx, t: &Value) {
     // transfer_id, job_id and amount are judged below, once.
     let below = [":/transfer_id", ":/job_id", ":/amount"];
     for f in schema_findings(
@@ -2018,29 +2061,11 @@ pub fn check_paid(
             ),
         ));
     }
-    if t["job_id"] != job["job_id"] {
-        return fail(format!(
-            "the client's transfer names the job {}, not the one it hired, {} (CHO-039)",
-            t["job_id"], job["job_id"]
-        ));
-    }
-    if t["from_owner"] != input["owner_id"] {
-        ctx.finding(Finding::new(
-            "chorus/client:from-owner",
-            &["CHO-039"],
-            format!(
-                "the client's transfer is from {}, not the scenario's owner {}",
-                t["from_owner"], input["owner_id"]
-            ),
-        ));
-    }
-    let owner = HIRED[agent].1;
-    if t["to_owner"] != owner && t["to_owner"] != ids[agent].as_str() {
-        ctx.note(format!(
-            "the transfer goes to {}; the hired agent's owner is {owner} (chorus.md does not say how an orchestrator learns it)",
-            t["to_owner"]
-        ));
-    }
+}
+
+/// The amount paid (CHO-033, CHO-038, CHO-039): a number of credits, within the
+/// budget, the execution_cost (another amount a warning).
+fn check_amount(ctx: &mut Ctx, verdict: Payment, budget: f64) {
     match verdict {
         Payment::NoAmount(a) => ctx.finding(Finding::new(
             "chorus/client:amount-missing",
@@ -2066,8 +2091,6 @@ pub fn check_paid(
         ),
         Payment::Exact | Payment::Missing | Payment::Twice(_) => {}
     }
-    ctx.checked("the client paid the job once, to its agent");
-    Ok(())
 }
 
 /// The outcome reported to the registry (the default outcome channel, `POST
