@@ -657,7 +657,7 @@ fn client_input(conversation: bool) -> Value {
 }
 
 async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
-    use crate::fuzzing::client::{edit_answer, ended_well, must_complete, took, Served};
+    use crate::fuzzing::client::{edit_answer, ended_well, Served};
     let c: ClientCase = f.draw();
     let plan = [
         Serve::Plain,
@@ -698,7 +698,15 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     .await?;
     ended_well(&run)?;
     let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    // The client's requests, by the rules its cases hold them to.
+    check_client_requests(f, &run)?;
+    let kept = !served.applied || served.same_value;
+    judge_client_outcome(&run, plan, &c, (served.applied, kept), scenario)
+}
+
+/// The client's requests, by the rules its cases hold them to: JSON sent as
+/// application/json (AEX-005), follow-ups only to an opened conversation and without
+/// protocolHash (AEX-028, AEX-030).
+fn check_client_requests(f: &mut FuzzCtx, run: &crate::counterparty::DriverRun) -> FuzzStep<()> {
     let mut opened = false;
     for (i, x) in run.exchanges.iter().enumerate() {
         f.fuzzed(&x.received);
@@ -718,8 +726,21 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         // A reply that names a conversation opens it (edited or not).
         opened |= answered["conversationId"].is_string();
     }
-    let kept = !served.applied || served.same_value;
-    if plan == Serve::Failure && kept && took(&run) {
+    Ok(())
+}
+
+/// What the client reported, against the plan's reply (when the edit kept its
+/// value): a failure, a status other than "success" or an expired conversation is
+/// never a success (AEX-009, AEX-033, AEX-034); a valid exchange completes.
+fn judge_client_outcome(
+    run: &crate::counterparty::DriverRun,
+    plan: Serve,
+    c: &ClientCase,
+    (applied, kept): (bool, bool),
+    scenario: &str,
+) -> FuzzStep<()> {
+    use crate::fuzzing::client::{must_complete, took};
+    if plan == Serve::Failure && kept && took(run) {
         return finding(
             Oracle::Verdict,
             format!(
@@ -728,7 +749,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             ),
         );
     }
-    if matches!(plan, Serve::StatusCapitalized | Serve::StatusError) && kept && took(&run) {
+    if matches!(plan, Serve::StatusCapitalized | Serve::StatusError) && kept && took(run) {
         return finding(
             Oracle::Verdict,
             format!(
@@ -752,16 +773,16 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             );
         }
     }
-    if plan == Serve::ExpireOnFollowUp && c.conversation && kept && took(&run) {
+    if plan == Serve::ExpireOnFollowUp && c.conversation && kept && took(run) {
         return finding(
             Oracle::Verdict,
             format!("the client reported success after its conversation expired ({:?}; AEX-033, AEX-034)", c.edit),
         );
     }
     if plan == Serve::Plain && kept {
-        let respelled = served.applied && !matches!(c.edit, crate::fuzzing::client::Edit::None);
+        let respelled = applied && !matches!(c.edit, crate::fuzzing::client::Edit::None);
         return must_complete(
-            &run,
+            run,
             respelled,
             &format!("a valid {scenario} ({:?})", c.edit),
         );
