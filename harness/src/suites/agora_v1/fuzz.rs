@@ -347,78 +347,11 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     // Each kind: the bytes, what the spec fixes for them, and the oracles of a
     // valid message refused and of an invalid one carried out.
     let (bytes, want, oracles) = match kind {
-        Kind::Valid(t) => {
-            let want = match t {
-                Template::Echo => Expected::Accept(&["RESULT", "OFFER"][..], Codes::none()),
-                Template::Hello => Expected::Accept(&["WELCOME"][..], Codes::none()),
-                Template::UnknownResource => Expected::Reject(Codes::OneOf(vec![404])),
-                Template::Quote => Expected::Open("the cost of a quote is the target's".into()),
-                Template::Status | Template::AcceptUnknown => Expected::Open(
-                    "an unknown request or offer is judged by the conformance cases".into(),
-                ),
-            };
-            (
-                wire(&signed(f, t)?),
-                want,
-                (Oracle::ValidRejected, Oracle::Verdict),
-            )
-        }
-        Kind::Resigned(t, mu) => {
-            let mut m = template(f, t, now());
-            apply(&mut m, &mu);
-            sign_with(&mut m, &f.ctx.shared.key, SigVariant::Blank)?;
-            let want = if f.ctx.shared.schemas.check("agora-v1/envelope", &m).is_ok() {
-                Expected::Open("a re-signed message that keeps the schemas may be accepted".into())
-            } else {
-                Expected::Reject(ANY)
-            };
-            (wire(&m), want, (Oracle::Verdict, Oracle::InvalidAccepted))
-        }
-        Kind::Unsigned(t, mu) => {
-            let mut m = signed(f, t)?;
-            let before = signing_bytes(&m);
-            apply(&mut m, &mu);
-            let want = if signing_bytes(&m) == before {
-                Expected::Open("the change left the signed form as it was".into())
-            } else if f.ctx.shared.schemas.check("agora-v1/envelope", &m).is_ok()
-                && matches!(mu, FieldMut::ShiftTimestamp(_) | FieldMut::SenderId(0))
-            {
-                // Only the signature is wrong: ERROR 401 (AV1-046).
-                Expected::Reject(Codes::OneOf(vec![401]))
-            } else {
-                Expected::Reject(ANY)
-            };
-            (wire(&m), want, (Oracle::Verdict, Oracle::Signature))
-        }
-        Kind::WireForm(t, w) => {
-            let twin = signed(f, t)?;
-            let m = signed(f, t)?;
-            let (first, first_env) = exchange(f, wire(&twin)).await?;
-            let (v, env) = exchange(f, respell(&m, w)).await?;
-            if v != first {
-                return finding(
-                    Oracle::WireForm,
-                    format!(
-                        "the canonical form drew {}, this spelling {}",
-                        first.said(first_env.as_ref()),
-                        v.said(env.as_ref())
-                    ),
-                );
-            }
-            return Ok(());
-        }
-        Kind::Stale(t, extra, future) => {
-            // Outside the replay window: never processed (AV1-006).
-            let window = i64::try_from(f.ctx.profile().timing.replay_window_s).unwrap_or(60);
-            let secs = window + 5 + i64::from(extra % 3600);
-            let shift = time::Duration::seconds(if future { secs } else { -secs });
-            let m = signed_at(f, t, now() + shift)?;
-            (
-                wire(&m),
-                Expected::Reject(ANY),
-                (Oracle::Verdict, Oracle::Freshness),
-            )
-        }
+        Kind::Valid(t) => valid(f, t)?,
+        Kind::Resigned(t, mu) => resigned(f, t, &mu)?,
+        Kind::Unsigned(t, mu) => unsigned(f, t, &mu)?,
+        Kind::WireForm(t, w) => return wire_form(f, t, w).await,
+        Kind::Stale(t, extra, future) => stale(f, t, extra, future)?,
         Kind::Strip(t, remove) => {
             // No signature: never processed (AV1-016).
             let mut m = signed(f, t)?;
@@ -448,6 +381,93 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     };
     let (v, env) = exchange(f, bytes).await?;
     judge_reply("the fuzzed message", &want, &v, env.as_ref(), oracles)
+}
+
+/// A message to send: its bytes, what the spec fixes for it, and the oracles of a
+/// valid message refused and of an invalid one carried out.
+type Planned = (Vec<u8>, Want, (Oracle, Oracle));
+
+/// A valid message of a template, and what it must draw.
+fn valid(f: &mut FuzzCtx, t: Template) -> FuzzStep<Planned> {
+    let want = match t {
+        Template::Echo => Expected::Accept(&["RESULT", "OFFER"][..], Codes::none()),
+        Template::Hello => Expected::Accept(&["WELCOME"][..], Codes::none()),
+        Template::UnknownResource => Expected::Reject(Codes::OneOf(vec![404])),
+        Template::Quote => Expected::Open("the cost of a quote is the target's".into()),
+        Template::Status | Template::AcceptUnknown => {
+            Expected::Open("an unknown request or offer is judged by the conformance cases".into())
+        }
+    };
+    Ok((
+        wire(&signed(f, t)?),
+        want,
+        (Oracle::ValidRejected, Oracle::Verdict),
+    ))
+}
+
+/// A field mutated, then signed again: open while the envelope schema holds, else
+/// refused.
+fn resigned(f: &mut FuzzCtx, t: Template, mu: &FieldMut) -> FuzzStep<Planned> {
+    let mut m = template(f, t, now());
+    apply(&mut m, mu);
+    sign_with(&mut m, &f.ctx.shared.key, SigVariant::Blank)?;
+    let want = if f.ctx.shared.schemas.check("agora-v1/envelope", &m).is_ok() {
+        Expected::Open("a re-signed message that keeps the schemas may be accepted".into())
+    } else {
+        Expected::Reject(ANY)
+    };
+    Ok((wire(&m), want, (Oracle::Verdict, Oracle::InvalidAccepted)))
+}
+
+/// A field mutated after signing: refused, with 401 when only the signature is
+/// wrong (AV1-046).
+fn unsigned(f: &mut FuzzCtx, t: Template, mu: &FieldMut) -> FuzzStep<Planned> {
+    let mut m = signed(f, t)?;
+    let before = signing_bytes(&m);
+    apply(&mut m, mu);
+    let want = if signing_bytes(&m) == before {
+        Expected::Open("the change left the signed form as it was".into())
+    } else if f.ctx.shared.schemas.check("agora-v1/envelope", &m).is_ok()
+        && matches!(mu, FieldMut::ShiftTimestamp(_) | FieldMut::SenderId(0))
+    {
+        // Only the signature is wrong: ERROR 401 (AV1-046).
+        Expected::Reject(Codes::OneOf(vec![401]))
+    } else {
+        Expected::Reject(ANY)
+    };
+    Ok((wire(&m), want, (Oracle::Verdict, Oracle::Signature)))
+}
+
+/// Another spelling of the same message draws the verdict of its canonical twin.
+async fn wire_form(f: &mut FuzzCtx, t: Template, w: WireForm) -> FuzzStep<()> {
+    let twin = signed(f, t)?;
+    let m = signed(f, t)?;
+    let (first, first_env) = exchange(f, wire(&twin)).await?;
+    let (v, env) = exchange(f, respell(&m, w)).await?;
+    if v != first {
+        return finding(
+            Oracle::WireForm,
+            format!(
+                "the canonical form drew {}, this spelling {}",
+                first.said(first_env.as_ref()),
+                v.said(env.as_ref())
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// A message stamped outside the replay window: never processed (AV1-006).
+fn stale(f: &mut FuzzCtx, t: Template, extra: u16, future: bool) -> FuzzStep<Planned> {
+    let window = i64::try_from(f.ctx.profile().timing.replay_window_s).unwrap_or(60);
+    let secs = window + 5 + i64::from(extra % 3600);
+    let shift = time::Duration::seconds(if future { secs } else { -secs });
+    let m = signed_at(f, t, now() + shift)?;
+    Ok((
+        wire(&m),
+        Expected::Reject(ANY),
+        (Oracle::Verdict, Oracle::Freshness),
+    ))
 }
 
 /// The negotiated flow: a REQUEST for the negotiated resource must draw an OFFER
