@@ -437,32 +437,8 @@ async fn member(s: &Shared, m: usize) {
     s.ready.send_modify(|done| *done += 1);
     let Some(mut ws) = ws else { return };
     let mut taken = Taken::new(n, per);
-    // Read until every member is done joining (others may publish before this
-    // member sees that); a heartbeat keeps the connection alive meanwhile.
-    let mut ready = s.ready.subscribe();
-    let beat_every = Duration::from_secs(l.profile.timing.heartbeat_timeout_s.clamp(3, 60) / 3);
-    let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + beat_every, beat_every);
-    loop {
-        tokio::select! {
-            all = async { ready.wait_for(|done| *done >= n + l.stalled).await.is_ok() } => {
-                if !all {
-                    return;
-                }
-                break;
-            }
-            r = read(&mut ws, l.timeout * 4) => match r {
-                Read::Text(t) => taken.take(s, m, &t),
-                Read::Idle => {}
-                Read::Closed(why) => {
-                    s.error(&format!("dropped while the others joined: {why}"), 1);
-                    return;
-                }
-            },
-            _ = beat.tick() => {
-                let hb = json!({"type": "agent.heartbeat", "timestamp": crate::load::now_s()});
-                let _ = ws.send(Message::Text(hb.to_string().into())).await;
-            }
-        }
+    if !wait_for_all(s, m, &mut ws, &mut taken).await {
+        return;
     }
     let publishers = l.publishers();
     let others: Vec<usize> = (0..publishers)
@@ -511,8 +487,50 @@ async fn member(s: &Shared, m: usize) {
     if let Ok(mut ws) = sink.reunite(stream) {
         let _ = ws.close(None).await;
     }
+    count(s, &taken, &others, (want, per), ended);
+}
+
+/// Reads until every member is done joining (others may publish before this member
+/// sees that), a heartbeat keeping the connection alive meanwhile; `false` when the
+/// member should stop (dropped, or the run ended).
+async fn wait_for_all(s: &Shared, m: usize, ws: &mut Socket, taken: &mut Taken) -> bool {
+    let l = s.load.clone();
+    let n = l.clients;
+    let mut ready = s.ready.subscribe();
+    let beat_every = Duration::from_secs(l.profile.timing.heartbeat_timeout_s.clamp(3, 60) / 3);
+    let mut beat = tokio::time::interval_at(tokio::time::Instant::now() + beat_every, beat_every);
+    loop {
+        tokio::select! {
+            all = async { ready.wait_for(|done| *done >= n + l.stalled).await.is_ok() } => {
+                return all;
+            }
+            r = read(ws, l.timeout * 4) => match r {
+                Read::Text(t) => taken.take(s, m, &t),
+                Read::Idle => {}
+                Read::Closed(why) => {
+                    s.error(&format!("dropped while the others joined: {why}"), 1);
+                    return false;
+                }
+            },
+            _ = beat.tick() => {
+                let hb = json!({"type": "agent.heartbeat", "timestamp": crate::load::now_s()});
+                let _ = ws.send(Message::Text(hb.to_string().into())).await;
+            }
+        }
+    }
+}
+
+/// Counts what one member took of the `want` events of `others` (`per` each): once
+/// is a delivery, twice a duplicate, missing a loss (with why the reading ended).
+fn count(
+    s: &Shared,
+    taken: &Taken,
+    others: &[usize],
+    (want, per): (usize, usize),
+    ended: Option<String>,
+) {
     let (mut once, mut twice) = (0u64, 0u64);
-    for p in others {
+    for &p in others {
         for k in 0..per {
             match taken.seen[p * per + k] {
                 1 => once += 1,
@@ -525,17 +543,17 @@ async fn member(s: &Shared, m: usize) {
     let mut t = s.tally.lock().unwrap_or_else(|p| p.into_inner());
     t.sent += want as u64;
     t.ok += once;
-    t.latencies.extend(taken.latencies);
-    let mut count = |kind: String, k: u64| {
+    t.latencies.extend(taken.latencies.iter().copied());
+    let mut add = |kind: String, k: u64| {
         if k > 0 {
             *t.errors.entry(kind).or_default() += k;
         }
     };
-    count(
+    add(
         "duplicated: an event delivered twice to one member".into(),
         twice,
     );
-    count(
+    add(
         match &ended {
             Some(why) => format!("lost: not delivered ({why})"),
             None => "lost: not delivered within the deadline".into(),
