@@ -651,13 +651,45 @@ fn member_object<'a>(o: &'a mut Obj, key: &str, init: Value) -> Option<&'a mut O
     o.get_mut(key).and_then(Value::as_object_mut)
 }
 
+/// Applies one mutation to the event; a value that is not an object is left as it
+/// is.
 fn mutate(v: &mut Value, m: &Mutation, st: &St) {
     let Some(o) = v.as_object_mut() else {
         return;
     };
-    let me = json!({"id": st.me});
     match m {
-        Mutation::Keep => {}
+        Mutation::Text(_)
+        | Mutation::From(_)
+        | Mutation::DataTimestamp(_)
+        | Mutation::RemoveText => mutate_data(o, m),
+        Mutation::Agent(_)
+        | Mutation::AgentField(..)
+        | Mutation::RemoveAgentField(_)
+        | Mutation::OtherAgentId => mutate_agent(o, m, st),
+        Mutation::NotAnObject(x) => *v = x.json(),
+        Mutation::Keep
+        | Mutation::RemoveId
+        | Mutation::Id(_)
+        | Mutation::Type(_)
+        | Mutation::TypeUpper
+        | Mutation::RemoveType
+        | Mutation::Space(_)
+        | Mutation::SpaceName(_)
+        | Mutation::RemoveSpace
+        | Mutation::Data(_) => mutate_envelope(o, m, st),
+        Mutation::Timestamp(_)
+        | Mutation::RemoveTimestamp
+        | Mutation::Extra(..)
+        | Mutation::JsonRpc
+        | Mutation::EventId(_)
+        | Mutation::Spaces(_) => mutate_extra(o, m),
+    }
+}
+
+/// Applies a mutation of the event's id, type, space or data as a whole; `Keep`
+/// leaves the event as it is.
+fn mutate_envelope(o: &mut Obj, m: &Mutation, st: &St) {
+    match m {
         Mutation::RemoveId => {
             o.remove("id");
         }
@@ -691,6 +723,41 @@ fn mutate(v: &mut Value, m: &Mutation, st: &St) {
         Mutation::Data(x) => {
             o.insert("data".into(), x.json());
         }
+        _ => {}
+    }
+}
+
+/// Applies a mutation of the timestamp, an extra member, jsonrpc, event_id or
+/// spaces.
+fn mutate_extra(o: &mut Obj, m: &Mutation) {
+    match m {
+        Mutation::Timestamp(x) => {
+            o.insert("timestamp".into(), x.json());
+        }
+        Mutation::RemoveTimestamp => {
+            o.remove("timestamp");
+        }
+        Mutation::Extra(i, x) => {
+            o.insert(format!("x-fuzz-{}", i % 4), x.json());
+        }
+        Mutation::JsonRpc => {
+            // Neither required nor rejected (ambiguity ASP-A1).
+            o.insert("jsonrpc".into(), json!("2.0"));
+        }
+        Mutation::EventId(x) => {
+            o.insert("event_id".into(), x.json());
+        }
+        Mutation::Spaces(x) => {
+            o.insert("spaces".into(), x.json());
+        }
+        _ => {}
+    }
+}
+
+/// Applies a mutation of the members of `data` (text, from, timestamp), making
+/// `data` an object first where a member is set.
+fn mutate_data(o: &mut Obj, m: &Mutation) {
+    match m {
         Mutation::Text(x) => {
             if let Some(d) = member_object(o, "data", json!({})) {
                 d.insert("text".into(), x.json());
@@ -711,19 +778,15 @@ fn mutate(v: &mut Value, m: &Mutation, st: &St) {
                 d.remove("text");
             }
         }
-        Mutation::Timestamp(x) => {
-            o.insert("timestamp".into(), x.json());
-        }
-        Mutation::RemoveTimestamp => {
-            o.remove("timestamp");
-        }
-        Mutation::Extra(i, x) => {
-            o.insert(format!("x-fuzz-{}", i % 4), x.json());
-        }
-        Mutation::JsonRpc => {
-            // Neither required nor rejected (ambiguity ASP-A1).
-            o.insert("jsonrpc".into(), json!("2.0"));
-        }
+        _ => {}
+    }
+}
+
+/// Applies a mutation of `agent` or its members, making `agent` an object naming
+/// the case's agent first where a member is set.
+fn mutate_agent(o: &mut Obj, m: &Mutation, st: &St) {
+    let me = json!({"id": st.me});
+    match m {
         Mutation::Agent(x) => {
             o.insert("agent".into(), x.json());
         }
@@ -749,13 +812,7 @@ fn mutate(v: &mut Value, m: &Mutation, st: &St) {
                 a.insert("id".into(), json!(fresh_agent("other")));
             }
         }
-        Mutation::EventId(x) => {
-            o.insert("event_id".into(), x.json());
-        }
-        Mutation::Spaces(x) => {
-            o.insert("spaces".into(), x.json());
-        }
-        Mutation::NotAnObject(x) => *v = x.json(),
+        _ => {}
     }
 }
 
@@ -919,31 +976,7 @@ async fn exchange(
     let quiet = matches!(want, Expected::Accept(Shows::Quiet, _));
     let answer = match want {
         Expected::Accept(Shows::Quiet, _) | Expected::Open(_) => {
-            let (frames, closed) = barrier(ctx, p, rid.is_some()).await?;
-            for v in &frames {
-                if v["type"] == "error" {
-                    check_error(v, rid, what)?;
-                    if quiet && v["code"] != RATE_LIMITED {
-                        return finding(Oracle::Verdict, format!("{what} drew an error: {v}"));
-                    }
-                }
-                if v["type"] == "space.joined"
-                    && rid.is_none_or(|r| v["id"] == r)
-                    && !includes(&v["members"], &me)
-                {
-                    return finding(
-                        Oracle::Verdict,
-                        format!("space.joined answering {what} does not list the joiner {me} (ASP-023): {v}"),
-                    );
-                }
-            }
-            if closed && quiet {
-                return finding(
-                    Oracle::Dropped,
-                    format!("the target closed the connection after {what}, which draws no error"),
-                );
-            }
-            return Ok(());
+            return judge_until_barrier(ctx, p, quiet, rid, what, &me).await;
         }
         _ => {
             p.expect(ctx, &format!("an answer to {what}"), is_answer)
@@ -953,6 +986,62 @@ async fn exchange(
     if answer["type"] == "error" {
         check_error(&answer, rid, what)?;
     }
+    judge_answer(&answer, want, rid, what, &me)
+}
+
+/// For an event that draws no answer of its own (`quiet`: no error either, else an
+/// open verdict): judges what arrives before the barrier's answer. Errors get the
+/// common checks (ASP-041, ASP-042) and, when `quiet`, are a finding unless
+/// RATE_LIMITED; a space.joined answering the event must list the joiner `me`
+/// (ASP-023); a close after a quiet event is a finding.
+async fn judge_until_barrier(
+    ctx: &mut Ctx,
+    p: &mut Peer,
+    quiet: bool,
+    rid: Option<&str>,
+    what: &str,
+    me: &str,
+) -> FuzzStep<()> {
+    let (frames, closed) = barrier(ctx, p, rid.is_some()).await?;
+    for v in &frames {
+        if v["type"] == "error" {
+            check_error(v, rid, what)?;
+            if quiet && v["code"] != RATE_LIMITED {
+                return finding(Oracle::Verdict, format!("{what} drew an error: {v}"));
+            }
+        }
+        if v["type"] == "space.joined"
+            && rid.is_none_or(|r| v["id"] == r)
+            && !includes(&v["members"], me)
+        {
+            return finding(
+                Oracle::Verdict,
+                format!(
+                    "space.joined answering {what} does not list the joiner {me} (ASP-023): {v}"
+                ),
+            );
+        }
+    }
+    if closed && quiet {
+        return finding(
+            Oracle::Dropped,
+            format!("the target closed the connection after {what}, which draws no error"),
+        );
+    }
+    Ok(())
+}
+
+/// Judges the answer to an event against `want`: for a refusal an error with a
+/// code the verdict allows, else space.joined for the space (ASP-022, ASP-023),
+/// agent.registered for the agent (ASP-008, ASP-010, ASP-011) or the space list
+/// (ASP-038, ASP-039).
+fn judge_answer(
+    answer: &Value,
+    want: &Want,
+    rid: Option<&str>,
+    what: &str,
+    me: &str,
+) -> FuzzStep<()> {
     let code = answer["code"].as_str().unwrap_or_default();
     match want {
         Expected::Accept(Shows::Quiet, _) | Expected::Open(_) => Ok(()),
@@ -972,45 +1061,10 @@ async fn exchange(
             Ok(())
         }
         Expected::Accept(Shows::Joined(space), codes) => {
-            if !expected_event(
-                &answer,
-                codes,
-                what,
-                "space.joined",
-                "ASP-022, ASP-023",
-                rid,
-            )? {
-                return Ok(());
-            }
-            if answer["space"] != space.as_str() || !includes(&answer["members"], &me) {
-                return finding(
-                    Oracle::Verdict,
-                    format!("space.joined should name {space:?} and list the joiner {me} (ASP-023): {answer}"),
-                );
-            }
-            Ok(())
+            judge_joined(answer, space, codes, rid, what, me)
         }
         Expected::Accept(Shows::Registered, codes) => {
-            if !expected_event(
-                &answer,
-                codes,
-                what,
-                "agent.registered",
-                "ASP-010, ASP-011",
-                rid,
-            )? {
-                return Ok(());
-            }
-            if answer["agent"]["id"] != me.as_str() {
-                return finding(
-                    Oracle::Verdict,
-                    format!(
-                        "agent.registered names {}, not {me} (ASP-008)",
-                        answer["agent"]["id"]
-                    ),
-                );
-            }
-            Ok(())
+            judge_registered(answer, codes, rid, what, me)
         }
         Expected::Accept(Shows::List, _) => {
             if answer["type"] == "error" {
@@ -1023,9 +1077,66 @@ async fn exchange(
                     )
                 };
             }
-            check_list(&answer, rid)
+            check_list(answer, rid)
         }
     }
+}
+
+/// Judges an answer due to be space.joined for `space`: an error `codes` allow, or
+/// space.joined echoing the id, naming the space and listing the joiner `me`
+/// (ASP-022, ASP-023).
+fn judge_joined(
+    answer: &Value,
+    space: &str,
+    codes: &Codes<&'static str>,
+    rid: Option<&str>,
+    what: &str,
+    me: &str,
+) -> FuzzStep<()> {
+    if !expected_event(answer, codes, what, "space.joined", "ASP-022, ASP-023", rid)? {
+        return Ok(());
+    }
+    if answer["space"] != space || !includes(&answer["members"], me) {
+        return finding(
+            Oracle::Verdict,
+            format!(
+                "space.joined should name {space:?} and list the joiner {me} (ASP-023): {answer}"
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Judges an answer due to be agent.registered: an error `codes` allow, or
+/// agent.registered echoing the id (ASP-010, ASP-011) and naming the agent `me`
+/// (ASP-008).
+fn judge_registered(
+    answer: &Value,
+    codes: &Codes<&'static str>,
+    rid: Option<&str>,
+    what: &str,
+    me: &str,
+) -> FuzzStep<()> {
+    if !expected_event(
+        answer,
+        codes,
+        what,
+        "agent.registered",
+        "ASP-010, ASP-011",
+        rid,
+    )? {
+        return Ok(());
+    }
+    if answer["agent"]["id"] != me {
+        return finding(
+            Oracle::Verdict,
+            format!(
+                "agent.registered names {}, not {me} (ASP-008)",
+                answer["agent"]["id"]
+            ),
+        );
+    }
+    Ok(())
 }
 
 /// The answer is an error `codes` allows (`Ok(false)`: nothing more to check), or an
@@ -1248,8 +1359,81 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> FuzzStep<()> {
     let (ida, idb) = (fresh_agent("fa"), fresh_agent("fb"));
     let threshold = f.ctx.profile().agora_spaces.delta_threshold_bytes;
     let ctx = &mut f.ctx;
-    let (mut a, ra) = connect(ctx, &ida).await?;
-    let (mut b, rb) = connect(ctx, &idb).await?;
+    let (mut a, mut b) = connect_two(ctx, &ida, &idb).await?;
+    let space = join_pool_or_public(ctx, &mut a, pool).await?;
+    if join_setup(ctx, &mut b, &space).await?.is_none() {
+        return finding(
+            Oracle::Verdict,
+            format!("{space}, which A just joined, drew SPACE_NOT_FOUND for B"),
+        );
+    }
+    // A learns that B joined (ASP-026).
+    joined_update(ctx, &mut a, &space, &idb).await?;
+
+    // A publishes; B receives it once.
+    let text = text_for(&spec.text, threshold);
+    let pid = rid_of("pub");
+    let spoof = fresh_agent("spoof");
+    let fl = Flow {
+        ida,
+        idb,
+        space,
+        threshold,
+        from: spec.from,
+        spoof,
+    };
+    if !publish_step(f, &mut a, &fl, &text, &pid).await? {
+        return Ok(());
+    }
+    let ctx = &mut f.ctx;
+    receive_step(ctx, &mut b, &fl, &text).await?;
+    received_once(ctx, &mut b, &fl.space).await?;
+
+    let mut members: u64 = 2;
+    if spec.leave {
+        leave_update(ctx, &mut a, &mut b, &fl).await?;
+        nothing_after_leave(ctx, &mut a, &mut b, &fl.space).await?;
+        members = 1;
+    }
+    if spec.list < 64 && !list_step(ctx, &mut a, &fl.space, members).await? {
+        return Ok(());
+    }
+    a.close().await;
+    b.close().await;
+    Ok(())
+}
+
+/// What a flow knows once both agents are in its space.
+struct Flow {
+    /// The publisher, A.
+    ida: String,
+    /// The receiver, B.
+    idb: String,
+    space: String,
+    /// The profile's delta threshold in bytes.
+    threshold: usize,
+    /// How A's publish sets data.from.
+    from: FromKind,
+    /// The other agent id a spoofing publish names as data.from.
+    spoof: String,
+}
+
+impl Flow {
+    /// Whether `from`, the data.from B received, fits the publish A sent.
+    fn fits_from(&self, from: &Value) -> bool {
+        match self.from {
+            FromKind::Own => from == self.ida.as_str(),
+            FromKind::Omit => from.is_null() || from == self.ida.as_str(),
+            FromKind::Spoof => from == self.ida.as_str() || from == self.spoof.as_str(),
+        }
+    }
+}
+
+/// Connects A as `ida` and B as `idb`, checking each handshake, and that the two
+/// connections got different connection ids (ASP-009).
+async fn connect_two(ctx: &mut Ctx, ida: &str, idb: &str) -> FuzzStep<(Peer, Peer)> {
+    let (a, ra) = connect(ctx, ida).await?;
+    let (b, rb) = connect(ctx, idb).await?;
     if ra["agent"]["connection_id"] == rb["agent"]["connection_id"] {
         return finding(
             Oracle::Handshake,
@@ -1259,19 +1443,24 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> FuzzStep<()> {
             ),
         );
     }
+    Ok((a, b))
+}
+
+/// Joins `a` to the leased space `pool`, or to the profile's public space when the
+/// target creates no spaces on join (ambiguity ASP-A8); returns the space used.
+async fn join_pool_or_public(ctx: &mut Ctx, a: &mut Peer, pool: &str) -> FuzzStep<String> {
     let mut space = pool.to_string();
-    if join_setup(ctx, &mut a, &space).await?.is_none() {
+    if join_setup(ctx, a, &space).await?.is_none() {
         space = ctx.profile().agora_spaces.public_space.clone();
-        join_setup(ctx, &mut a, &space).await?;
+        join_setup(ctx, a, &space).await?;
     }
-    if join_setup(ctx, &mut b, &space).await?.is_none() {
-        return finding(
-            Oracle::Verdict,
-            format!("{space}, which A just joined, drew SPACE_NOT_FOUND for B"),
-        );
-    }
-    // A learns that B joined (ASP-026).
-    let want = idb.clone();
+    Ok(space)
+}
+
+/// A receives the space.members update for B's join: naming the space, with
+/// joined set to B, left null and B among the members (ASP-026).
+async fn joined_update(ctx: &mut Ctx, a: &mut Peer, space: &str, idb: &str) -> FuzzStep<()> {
+    let want = idb.to_string();
     let j = a
         .expect(
             ctx,
@@ -1279,7 +1468,7 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> FuzzStep<()> {
             move |v| v["type"] == "space.members" && v["joined"] == want.as_str(),
         )
         .await?;
-    if j["space"] != space.as_str() || !j["left"].is_null() || !includes(&j["members"], &idb) {
+    if j["space"] != space || !j["left"].is_null() || !includes(&j["members"], idb) {
         return finding(
             Oracle::Members,
             format!(
@@ -1287,113 +1476,149 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> FuzzStep<()> {
             ),
         );
     }
+    Ok(())
+}
 
-    // A publishes; B receives it once.
-    let text = text_for(&spec.text, threshold);
-    let pid = rid_of("pub");
-    let spoof = fresh_agent("spoof");
+/// A publishes `text` with id `pid`, data.from as drawn, and judges what reaches A
+/// before its barrier's answer: a member's publish draws no error (ASP-028).
+/// `Ok(false)`: the publish was refused as the spec allows (RATE_LIMITED, or a
+/// spoofed data.from refused, ambiguity ASP-A11), and the case ends there.
+async fn publish_step(
+    f: &mut FuzzCtx,
+    a: &mut Peer,
+    fl: &Flow,
+    text: &str,
+    pid: &str,
+) -> FuzzStep<bool> {
     let mut data = json!({"text": text, "timestamp": now_s()});
-    match spec.from {
-        FromKind::Own => data["from"] = json!(ida),
+    match fl.from {
+        FromKind::Own => data["from"] = json!(fl.ida),
         FromKind::Omit => {}
-        FromKind::Spoof => data["from"] = json!(spoof),
+        FromKind::Spoof => data["from"] = json!(fl.spoof),
     }
-    let publish = json!({"type": "space.publish", "id": pid, "space": space, "data": data, "timestamp": now_s()});
+    let publish = json!({"type": "space.publish", "id": pid, "space": fl.space, "data": data, "timestamp": now_s()});
     let bytes = publish.to_string();
     f.fuzzed(bytes.as_bytes());
     let ctx = &mut f.ctx;
     a.send_text(ctx, bytes).await?;
-    let (frames, _) = barrier(ctx, &mut a, true).await?;
+    let (frames, _) = barrier(ctx, a, true).await?;
     if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
-        check_error(e, Some(&pid), "the publish")?;
+        check_error(e, Some(pid), "the publish")?;
         let refused = ["INVALID_REQUEST", "UNAUTHORIZED", RATE_LIMITED];
-        if matches!(spec.from, FromKind::Spoof)
+        if matches!(fl.from, FromKind::Spoof)
             && refused.contains(&e["code"].as_str().unwrap_or_default())
         {
             // Refusing another agent's data.from is allowed (ambiguity ASP-A11).
-            return Ok(());
+            return Ok(false);
         }
         if e["code"] == RATE_LIMITED {
-            return Ok(());
+            return Ok(false);
         }
         return finding(
             Oracle::Verdict,
             format!("a member's publish drew an error (ASP-028): {e}"),
         );
     }
-    let in_space = space.clone();
+    Ok(true)
+}
+
+/// B receives the published event: whole (judged by [`judge_whole`]) or as a delta
+/// stream (judged by [`judge_delta_stream`]).
+async fn receive_step(ctx: &mut Ctx, b: &mut Peer, fl: &Flow, text: &str) -> FuzzStep<()> {
+    let in_space = fl.space.clone();
     let first = b
         .expect(ctx, "the published event", move |v| {
             (v["type"] == "space.event" || v["type"] == "space.event.delta")
                 && v["space"] == in_space.as_str()
         })
         .await?;
-    let from_ok = |from: &Value| match spec.from {
-        FromKind::Own => from == ida.as_str(),
-        FromKind::Omit => from.is_null() || from == ida.as_str(),
-        FromKind::Spoof => from == ida.as_str() || from == spoof.as_str(),
-    };
     if first["type"] == "space.event" {
-        if text.len() > threshold {
-            return finding(
-                Oracle::Delta,
-                format!("a {}-byte text above the profile's {threshold}-byte delta threshold arrived as one space.event (ASP-032)", text.len()),
-            );
-        }
-        if first["data"]["text"] != text.as_str() {
-            return finding(
-                Oracle::Fanout,
-                format!(
-                    "space.event carries another text than the published one (ASP-029): {}",
-                    clip(&first.to_string(), 300)
-                ),
-            );
-        }
-        if !from_ok(&first["data"]["from"]) {
-            return finding(
-                Oracle::Fanout,
-                format!(
-                    "space.event data.from is {}, the publisher is {ida} (ASP-029)",
-                    first["data"]["from"]
-                ),
-            );
-        }
-    } else {
-        let ev = first["event_id"].clone();
-        if !from_ok(&first["data"]["from"]) {
-            return finding(
-                Oracle::Delta,
-                format!(
-                    "the first delta names data.from {}, the publisher is {ida} (ASP-032)",
-                    first["data"]["from"]
-                ),
-            );
-        }
-        let mut stream = vec![first];
-        loop {
-            let want = ev.clone();
-            let next = b
-                .expect(ctx, "the rest of the delta stream", move |v| {
-                    v["event_id"] == want
-                })
-                .await?;
-            let done = next["type"] == "space.event.done";
-            stream.push(next);
-            if done {
-                break;
-            }
-        }
-        if let Err(e) = judge_stream(&stream, &text) {
-            return finding(
-                Oracle::Delta,
-                format!("the delta stream of event {ev}: {e}"),
-            );
+        return judge_whole(&first, fl, text);
+    }
+    judge_delta_stream(ctx, b, first, fl, text).await
+}
+
+/// Judges a published event that arrived whole: only a text within the delta
+/// threshold may (ASP-032); it carries the published text and a data.from that fits
+/// the publish (ASP-029).
+fn judge_whole(first: &Value, fl: &Flow, text: &str) -> FuzzStep<()> {
+    let threshold = fl.threshold;
+    if text.len() > threshold {
+        return finding(
+            Oracle::Delta,
+            format!("a {}-byte text above the profile's {threshold}-byte delta threshold arrived as one space.event (ASP-032)", text.len()),
+        );
+    }
+    if first["data"]["text"] != text {
+        return finding(
+            Oracle::Fanout,
+            format!(
+                "space.event carries another text than the published one (ASP-029): {}",
+                clip(&first.to_string(), 300)
+            ),
+        );
+    }
+    if !fl.fits_from(&first["data"]["from"]) {
+        return finding(
+            Oracle::Fanout,
+            format!(
+                "space.event data.from is {}, the publisher is {} (ASP-029)",
+                first["data"]["from"], fl.ida
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Judges a published event that arrives as deltas, `first` the first of them: its
+/// data.from fits the publish (ASP-032), and the stream read up to its done
+/// reassembles the text (ASP-032 to ASP-034, `judge_stream`).
+async fn judge_delta_stream(
+    ctx: &mut Ctx,
+    b: &mut Peer,
+    first: Value,
+    fl: &Flow,
+    text: &str,
+) -> FuzzStep<()> {
+    let ev = first["event_id"].clone();
+    if !fl.fits_from(&first["data"]["from"]) {
+        return finding(
+            Oracle::Delta,
+            format!(
+                "the first delta names data.from {}, the publisher is {} (ASP-032)",
+                first["data"]["from"], fl.ida
+            ),
+        );
+    }
+    let mut stream = vec![first];
+    loop {
+        let want = ev.clone();
+        let next = b
+            .expect(ctx, "the rest of the delta stream", move |v| {
+                v["event_id"] == want
+            })
+            .await?;
+        let done = next["type"] == "space.event.done";
+        stream.push(next);
+        if done {
+            break;
         }
     }
-    // Exactly once: nothing more of the space before B's barrier (ASP-030, ASP-034).
-    let (frames, _) = barrier(ctx, &mut b, true).await?;
+    if let Err(e) = judge_stream(&stream, text) {
+        return finding(
+            Oracle::Delta,
+            format!("the delta stream of event {ev}: {e}"),
+        );
+    }
+    Ok(())
+}
+
+/// Exactly once: nothing more of the space before B's barrier (ASP-030, ASP-034),
+/// and no error B never asked for.
+async fn received_once(ctx: &mut Ctx, b: &mut Peer, space: &str) -> FuzzStep<()> {
+    let (frames, _) = barrier(ctx, b, true).await?;
     if let Some(v) = frames.iter().find(|v| {
-        v["space"] == space.as_str()
+        v["space"] == space
             && matches!(
                 v["type"].as_str(),
                 Some("space.event" | "space.event.delta" | "space.event.done")
@@ -1413,97 +1638,114 @@ async fn flow(f: &mut FuzzCtx, pool: &str, spec: FlowSpec) -> FuzzStep<()> {
             format!("B drew an error it never asked for: {e}"),
         );
     }
+    Ok(())
+}
 
-    let mut members = 2;
-    if spec.leave {
-        let lid = rid_of("leave");
-        b.send(
+/// B leaves the space: A receives the space.members update naming the space, with
+/// left set to B, joined null and B gone from the members (ASP-027); B's leave
+/// draws no error before its barrier's answer (ASP-025).
+async fn leave_update(ctx: &mut Ctx, a: &mut Peer, b: &mut Peer, fl: &Flow) -> FuzzStep<()> {
+    let (space, idb) = (&fl.space, &fl.idb);
+    let lid = rid_of("leave");
+    b.send(
+        ctx,
+        &json!({"type": "space.leave", "id": lid, "space": space, "timestamp": now_s()}),
+    )
+    .await?;
+    let want = idb.clone();
+    let l = a
+        .expect(
             ctx,
-            &json!({"type": "space.leave", "id": lid, "space": space, "timestamp": now_s()}),
+            &format!("space.members announcing that {idb} left"),
+            move |v| v["type"] == "space.members" && v["left"] == want.as_str(),
         )
         .await?;
-        let want = idb.clone();
-        let l = a
-            .expect(
-                ctx,
-                &format!("space.members announcing that {idb} left"),
-                move |v| v["type"] == "space.members" && v["left"] == want.as_str(),
-            )
-            .await?;
-        if l["space"] != space.as_str() || !l["joined"].is_null() || includes(&l["members"], &idb) {
-            return finding(
-                Oracle::Members,
-                format!("the leave update should name {space}, have joined null and no {idb} in members (ASP-027): {l}"),
-            );
-        }
-        let (frames, _) = barrier(ctx, &mut b, true).await?;
-        if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
-            check_error(e, Some(&lid), "the leave")?;
-            if e["code"] != RATE_LIMITED {
-                return finding(
-                    Oracle::Verdict,
-                    format!("leaving a joined space drew an error (ASP-025): {e}"),
-                );
-            }
-        }
-        // A publishes again; B, gone, receives nothing of it (ASP-025, ASP-031).
-        let after = format!("after-leave-{}", hex(8));
-        a.publish(ctx, &space, &after).await?;
-        barrier(ctx, &mut a, false).await?;
-        let (frames, _) = barrier(ctx, &mut b, true).await?;
-        if let Some(v) = frames.iter().find(|v| {
-            v["space"] == space.as_str()
-                && matches!(
-                    v["type"].as_str(),
-                    Some("space.event" | "space.event.delta")
-                )
-        }) {
-            return finding(
-                Oracle::Fanout,
-                format!(
-                    "B received an event of a space it left (ASP-025, ASP-031): {}",
-                    clip(&v.to_string(), 300)
-                ),
-            );
-        }
-        members = 1;
+    if l["space"] != space.as_str() || !l["joined"].is_null() || includes(&l["members"], idb) {
+        return finding(
+            Oracle::Members,
+            format!("the leave update should name {space}, have joined null and no {idb} in members (ASP-027): {l}"),
+        );
     }
-    if spec.list < 64 {
-        let lid = rid_of("list");
-        a.send(ctx, &json!({"type": "space.list", "id": lid}))
-            .await?;
-        let list = a
-            .expect(ctx, "the space list", |v| {
-                (v["type"] == "space.list" && v.get("spaces").is_some()) || v["type"] == "error"
-            })
-            .await?;
-        if list["type"] == "error" {
-            check_error(&list, Some(&lid), "space.list")?;
-            if list["code"] == RATE_LIMITED {
-                return Ok(());
-            }
-            return finding(Oracle::Verdict, format!("space.list drew {list} (ASP-038)"));
-        }
-        check_list(&list, Some(&lid))?;
-        let entry = list["spaces"]
-            .as_array()
-            .and_then(|s| s.iter().find(|e| e["id"] == space.as_str()));
-        let Some(entry) = entry else {
+    let (frames, _) = barrier(ctx, b, true).await?;
+    if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
+        check_error(e, Some(&lid), "the leave")?;
+        if e["code"] != RATE_LIMITED {
             return finding(
-                Oracle::List,
-                format!("the joined space {space} is not listed (ASP-039, ambiguity ASP-A8)"),
-            );
-        };
-        if entry["member_count"].as_u64().is_none_or(|n| n < members) {
-            return finding(
-                Oracle::List,
-                format!("{space} is listed with member_count {}, but {members} of the case's agents are in it (ASP-040)", entry["member_count"]),
+                Oracle::Verdict,
+                format!("leaving a joined space drew an error (ASP-025): {e}"),
             );
         }
     }
-    a.close().await;
-    b.close().await;
     Ok(())
+}
+
+/// After B's leave, no event of the space reaches B (ASP-025, ASP-031).
+async fn nothing_after_leave(
+    ctx: &mut Ctx,
+    a: &mut Peer,
+    b: &mut Peer,
+    space: &str,
+) -> FuzzStep<()> {
+    // A publishes again; B, gone, receives nothing of it (ASP-025, ASP-031).
+    let after = format!("after-leave-{}", hex(8));
+    a.publish(ctx, space, &after).await?;
+    barrier(ctx, a, false).await?;
+    let (frames, _) = barrier(ctx, b, true).await?;
+    if let Some(v) = frames.iter().find(|v| {
+        v["space"] == space
+            && matches!(
+                v["type"].as_str(),
+                Some("space.event" | "space.event.delta")
+            )
+    }) {
+        return finding(
+            Oracle::Fanout,
+            format!(
+                "B received an event of a space it left (ASP-025, ASP-031): {}",
+                clip(&v.to_string(), 300)
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// A asks for the space list: the reply echoes the id and types system spaces
+/// (`check_list`), lists the space (ASP-039, ambiguity ASP-A8) with a member_count
+/// of at least the `members` of the case's agents in it (ASP-040). `Ok(false)`: the
+/// list was refused with RATE_LIMITED, and the case ends there.
+async fn list_step(ctx: &mut Ctx, a: &mut Peer, space: &str, members: u64) -> FuzzStep<bool> {
+    let lid = rid_of("list");
+    a.send(ctx, &json!({"type": "space.list", "id": lid}))
+        .await?;
+    let list = a
+        .expect(ctx, "the space list", |v| {
+            (v["type"] == "space.list" && v.get("spaces").is_some()) || v["type"] == "error"
+        })
+        .await?;
+    if list["type"] == "error" {
+        check_error(&list, Some(&lid), "space.list")?;
+        if list["code"] == RATE_LIMITED {
+            return Ok(false);
+        }
+        return finding(Oracle::Verdict, format!("space.list drew {list} (ASP-038)"));
+    }
+    check_list(&list, Some(&lid))?;
+    let entry = list["spaces"]
+        .as_array()
+        .and_then(|s| s.iter().find(|e| e["id"] == space));
+    let Some(entry) = entry else {
+        return finding(
+            Oracle::List,
+            format!("the joined space {space} is not listed (ASP-039, ambiguity ASP-A8)"),
+        );
+    };
+    if entry["member_count"].as_u64().is_none_or(|n| n < members) {
+        return finding(
+            Oracle::List,
+            format!("{space} is listed with member_count {}, but {members} of the case's agents are in it (ASP-040)", entry["member_count"]),
+        );
+    }
+    Ok(true)
 }
 
 /// A long stream cancelled by its receiver: no delta more than a second after the
@@ -1515,12 +1757,31 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
     let ctx = &mut f.ctx;
     let (mut a, _) = connect(ctx, &ida).await?;
     let (mut b, _) = connect(ctx, &idb).await?;
-    let mut space = pool.to_string();
-    if join_setup(ctx, &mut a, &space).await?.is_none() {
-        space = ctx.profile().agora_spaces.public_space.clone();
-        join_setup(ctx, &mut a, &space).await?;
-    }
+    let space = join_pool_or_public(ctx, &mut a, pool).await?;
     join_setup(ctx, &mut b, &space).await?;
+    let ev = start_stream(f, &mut a, &mut b, &space, grace, threshold).await?;
+    let ctx = &mut f.ctx;
+    if !send_cancel(ctx, &mut b, &space, &ev).await? {
+        return Ok(()); // the stream ended before the cancel arrived
+    }
+    wait_out_grace(ctx, &mut b, &ev, grace).await?;
+    a.close().await;
+    b.close().await;
+    Ok(())
+}
+
+/// A publishes a text long enough to stream for longer than the grace, and B
+/// receives its first part: a delta, whose event id is returned. The text arriving
+/// whole is a finding above the delta threshold (ASP-032), else the case is
+/// skipped.
+async fn start_stream(
+    f: &mut FuzzCtx,
+    a: &mut Peer,
+    b: &mut Peer,
+    space: &str,
+    grace: Duration,
+    threshold: usize,
+) -> FuzzStep<Value> {
     // Long enough to outlast the grace at the reference's pace (4 KiB deltas, the
     // first 32 KiB at once and the rest 2 ms apart): 3.5 MB for the default second,
     // under the reference's 4 MiB frame limit; in proportion for a shorter grace.
@@ -1530,8 +1791,8 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
     let text = sized(len, false);
     f.fuzzed(format!("space.publish of {len} bytes, then space.event.cancel").as_bytes());
     let ctx = &mut f.ctx;
-    a.publish(ctx, &space, &text).await?;
-    let in_space = space.clone();
+    a.publish(ctx, space, &text).await?;
+    let in_space = space.to_string();
     let first = b
         .expect(ctx, "the large event", move |v| {
             (v["type"] == "space.event.delta" || v["type"] == "space.event")
@@ -1545,7 +1806,13 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
             skip("the text arrived whole; there is no stream to cancel")
         };
     }
-    let ev = first["event_id"].clone();
+    Ok(first["event_id"].clone())
+}
+
+/// B cancels the stream of event `ev`; the cancel of a stream under way draws no
+/// error before B's barrier's answer (ASP-036). `Ok(false)`: the stream's done
+/// arrived before that answer, so there is nothing to wait out.
+async fn send_cancel(ctx: &mut Ctx, b: &mut Peer, space: &str, ev: &Value) -> FuzzStep<bool> {
     b.send(
         ctx,
         &json!({"type": "space.event.cancel", "space": space, "event_id": ev}),
@@ -1553,19 +1820,22 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
     .await?;
     // The barrier's answer is queued after the server has handled the cancel; the
     // grace counts from its arrival.
-    let (frames, _) = barrier(ctx, &mut b, true).await?;
+    let (frames, _) = barrier(ctx, b, true).await?;
     if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
         return finding(
             Oracle::Verdict,
             format!("cancelling a stream under way drew an error (ASP-036): {e}"),
         );
     }
-    if frames
+    Ok(!frames
         .iter()
-        .any(|v| v["type"] == "space.event.done" && v["event_id"] == ev)
-    {
-        return Ok(()); // the stream ended before the cancel arrived
-    }
+        .any(|v| v["type"] == "space.event.done" && v["event_id"] == *ev))
+}
+
+/// Reads what B gets of event `ev` for the grace and a fifth more after the server
+/// has seen the cancel: a delta later than the grace is a finding (ASP-036,
+/// ambiguity ASP-A13); the stream's done or silence ends the wait.
+async fn wait_out_grace(ctx: &mut Ctx, b: &mut Peer, ev: &Value, grace: Duration) -> FuzzStep<()> {
     let seen = Instant::now();
     let end = seen + grace + grace / 5;
     loop {
@@ -1589,8 +1859,6 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
             Some(_) => {}
         }
     }
-    a.close().await;
-    b.close().await;
     Ok(())
 }
 
@@ -1729,8 +1997,56 @@ async fn capacity(f: &mut FuzzCtx) -> FuzzStep<()> {
 
 /// A connection URL with a drawn agent id and token.
 async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> FuzzStep<()> {
+    let u = drawn_url(f, &a, &t);
+    f.fuzzed(
+        crate::suites::agora_spaces::expect::url_for(
+            &f.ctx.url,
+            u.id.as_deref(),
+            u.token.as_deref(),
+        )
+        .as_bytes(),
+    );
+    let ctx = &mut f.ctx;
+    let Some(mut p) = open_drawn(ctx, &u).await? else {
+        return Ok(());
+    };
+    let must_refuse = u.id.is_none() || u.bad_token;
+    let wait = timeout(ctx);
+    let got = first_registration(ctx, &mut p, &u, must_refuse, wait).await?;
+    match got {
+        Some(v) if v["type"] == "agent.registered" => judge_url_registered(&v, &u)?,
+        Some(v) => judge_url_error(&v, &u)?,
+        None => judge_url_silence(p.closed, must_refuse, wait, &u)?,
+    }
+    p.close().await;
+    Ok(())
+}
+
+/// A connection URL as drawn: its agent id and token, and the profile's token.
+struct DrawnUrl {
+    /// The agent_id query value; `None`: the URL has none.
+    id: Option<String>,
+    /// The token query value; `None`: the URL has none.
+    token: Option<String>,
+    profile_token: Option<String>,
+    /// The profile sets a token and the URL carries another one or none.
+    bad_token: bool,
+    /// The agent id is a plain one.
+    plain: bool,
+}
+
+impl DrawnUrl {
+    /// A plain agent id with the profile's token: a connection that must work.
+    fn must_work(&self) -> bool {
+        self.plain && !self.bad_token && self.profile_token == self.token
+    }
+}
+
+/// Builds the URL's agent id (a fresh suffix drawn first) and token from the kinds
+/// drawn.
+fn drawn_url(f: &FuzzCtx, a: &AgentIdKind, t: &TokenKind) -> DrawnUrl {
     let suffix = hex(8);
-    let id = match &a {
+    let id = match a {
         AgentIdKind::Plain => Some(fresh_agent("conn")),
         AgentIdKind::Drawn(s) => Some(format!("{}-{suffix}", clip(s, 32))),
         AgentIdKind::Reserved => Some(format!("fz a&b=c?d#e%f+g/{suffix}")),
@@ -1740,33 +2056,49 @@ async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> FuzzStep
         AgentIdKind::Missing => None,
     };
     let profile_token = f.ctx.profile().target.token.clone();
-    let token = match &t {
+    let token = match t {
         TokenKind::Profile => profile_token.clone(),
         TokenKind::Missing => None,
         TokenKind::Wrong(s) => Some(format!("fz-wrong-{}", clip(s, 32))),
     };
     let bad_token = profile_token.is_some() && token != profile_token;
-    f.fuzzed(
-        crate::suites::agora_spaces::expect::url_for(&f.ctx.url, id.as_deref(), token.as_deref())
-            .as_bytes(),
-    );
-    let ctx = &mut f.ctx;
-    let mut p = match Peer::connect_raw(ctx, id.as_deref(), token.as_deref()).await? {
+    DrawnUrl {
+        id,
+        token,
+        profile_token,
+        bad_token,
+        plain: matches!(a, AgentIdKind::Plain),
+    }
+}
+
+/// Opens a connection to the drawn URL; `None` when the upgrade is refused
+/// (ambiguity ASP-A21), which is a finding only where the connection must work.
+async fn open_drawn(ctx: &mut Ctx, u: &DrawnUrl) -> FuzzStep<Option<Peer>> {
+    match Peer::connect_raw(ctx, u.id.as_deref(), u.token.as_deref()).await? {
         // A refusal of the upgrade (ambiguity ASP-A21); a plain connection must work.
-        Err(e) if matches!(a, AgentIdKind::Plain) && !bad_token && profile_token == token => {
-            return finding(
-                Oracle::Handshake,
-                format!(
-                    "a connection as a plain agent id was refused: {}",
-                    describe_drive_error(&e)
-                ),
-            )
-        }
-        Err(_) => return Ok(()),
-        Ok(p) => p,
-    };
-    let must_refuse = id.is_none() || bad_token;
-    let wait = timeout(ctx);
+        Err(e) if u.must_work() => finding(
+            Oracle::Handshake,
+            format!(
+                "a connection as a plain agent id was refused: {}",
+                describe_drive_error(&e)
+            ),
+        ),
+        Err(_) => Ok(None),
+        Ok(p) => Ok(Some(p)),
+    }
+}
+
+/// Waits for agent.registered or an error: unsolicited (for up to 5 s where the
+/// connection may be registered, else `wait`), and then, where the connection may
+/// be registered and is still open, in answer to an explicit agent.register
+/// (ambiguity ASP-A3). `None`: neither arrived.
+async fn first_registration(
+    ctx: &mut Ctx,
+    p: &mut Peer,
+    u: &DrawnUrl,
+    must_refuse: bool,
+    wait: Duration,
+) -> FuzzStep<Option<Value>> {
     let first_wait = if must_refuse {
         wait
     } else {
@@ -1777,12 +2109,12 @@ async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> FuzzStep
             v["type"] == "agent.registered" || v["type"] == "error"
         })
         .await?;
-    let got = match got {
+    Ok(match got {
         None if !p.closed && !must_refuse => {
             // No unsolicited registration: register explicitly (ambiguity ASP-A3).
             let rid = rid_of("reg");
             let reg = json!({"type": "agent.register", "id": rid, "timestamp": now_s(),
-                             "agent": {"id": id.clone().unwrap_or_default(), "type": "process", "capabilities": ["text"]}});
+                             "agent": {"id": u.id.clone().unwrap_or_default(), "type": "process", "capabilities": ["text"]}});
             p.send(ctx, &reg).await?;
             p.wait_for(ctx, wait, |v| {
                 v["type"] == "agent.registered" || v["type"] == "error"
@@ -1790,77 +2122,94 @@ async fn connect_case(f: &mut FuzzCtx, a: AgentIdKind, t: TokenKind) -> FuzzStep
             .await?
         }
         other => other,
-    };
-    match got {
-        Some(v) if v["type"] == "agent.registered" => {
-            if id.is_none() {
-                return finding(
-                    Oracle::Handshake,
-                    format!("a connection without agent_id was registered (ASP-004): {v}"),
-                );
-            }
-            if bad_token {
-                return finding(
-                    Oracle::Auth,
-                    format!(
-                        "a connection with a wrong or missing token was registered (ASP-006): {v}"
-                    ),
-                );
-            }
-            let want = id.unwrap_or_default();
-            if !want.is_empty() && v["agent"]["id"] != want.as_str() {
-                return finding(
-                    Oracle::Handshake,
-                    format!(
-                        "agent.registered names {}, not the URL's agent_id {want:?} (ASP-008)",
-                        v["agent"]["id"]
-                    ),
-                );
-            }
-        }
-        Some(v) => {
-            check_error(&v, None, "the connection")?;
-            let code = v["code"].as_str().unwrap_or_default();
-            if bad_token && code != "UNAUTHORIZED" && code != RATE_LIMITED {
-                return finding(
-                    Oracle::Auth,
-                    format!("a wrong or missing token drew {code}, not UNAUTHORIZED (ASP-006)"),
-                );
-            }
-            if id.is_none() && !["INVALID_REQUEST", "UNAUTHORIZED", RATE_LIMITED].contains(&code) {
-                return finding(
-                    Oracle::Handshake,
-                    format!("a connection without agent_id drew {code} (ASP-004)"),
-                );
-            }
-            if matches!(a, AgentIdKind::Plain) && !bad_token && profile_token == token {
-                return finding(
-                    Oracle::Handshake,
-                    format!("a connection as a plain agent id drew {v}"),
-                );
-            }
-        }
-        None if p.closed => {
-            if matches!(a, AgentIdKind::Plain) && !bad_token && profile_token == token {
-                return finding(
-                    Oracle::Handshake,
-                    "the target closed a connection as a plain agent id",
-                );
-            }
-        }
-        None if must_refuse => {
+    })
+}
+
+/// Judges an agent.registered for the drawn URL: never without agent_id (ASP-004)
+/// nor with a wrong or missing token (ASP-006); it names the URL's agent_id
+/// (ASP-008).
+fn judge_url_registered(v: &Value, u: &DrawnUrl) -> FuzzStep<()> {
+    if u.id.is_none() {
+        return finding(
+            Oracle::Handshake,
+            format!("a connection without agent_id was registered (ASP-004): {v}"),
+        );
+    }
+    if u.bad_token {
+        return finding(
+            Oracle::Auth,
+            format!("a connection with a wrong or missing token was registered (ASP-006): {v}"),
+        );
+    }
+    let want = u.id.as_deref().unwrap_or_default();
+    if !want.is_empty() && v["agent"]["id"] != want {
+        return finding(
+            Oracle::Handshake,
+            format!(
+                "agent.registered names {}, not the URL's agent_id {want:?} (ASP-008)",
+                v["agent"]["id"]
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// Judges an error for the drawn URL: the common checks (ASP-042); UNAUTHORIZED for
+/// a wrong or missing token (ASP-006); INVALID_REQUEST or UNAUTHORIZED without
+/// agent_id (ASP-004); none for a connection that must work. RATE_LIMITED is always
+/// allowed.
+fn judge_url_error(v: &Value, u: &DrawnUrl) -> FuzzStep<()> {
+    check_error(v, None, "the connection")?;
+    let code = v["code"].as_str().unwrap_or_default();
+    if u.bad_token && code != "UNAUTHORIZED" && code != RATE_LIMITED {
+        return finding(
+            Oracle::Auth,
+            format!("a wrong or missing token drew {code}, not UNAUTHORIZED (ASP-006)"),
+        );
+    }
+    if u.id.is_none() && !["INVALID_REQUEST", "UNAUTHORIZED", RATE_LIMITED].contains(&code) {
+        return finding(
+            Oracle::Handshake,
+            format!("a connection without agent_id drew {code} (ASP-004)"),
+        );
+    }
+    if u.must_work() {
+        return finding(
+            Oracle::Handshake,
+            format!("a connection as a plain agent id drew {v}"),
+        );
+    }
+    Ok(())
+}
+
+/// Judges a connection that drew neither agent.registered nor an error: a close is
+/// a finding only where the connection must work; silence where it must be refused
+/// (ASP-004, ASP-006), or where a plain agent id with the profile's token was never
+/// registered (ASP-007, ASP-011).
+fn judge_url_silence(
+    closed: bool,
+    must_refuse: bool,
+    wait: Duration,
+    u: &DrawnUrl,
+) -> FuzzStep<()> {
+    if closed {
+        if u.must_work() {
             return finding(
-                if bad_token { Oracle::Auth } else { Oracle::Handshake },
-                format!("a connection that must not be registered drew neither an error nor a close within {} ms (ASP-004, ASP-006)", wait.as_millis()),
+                Oracle::Handshake,
+                "the target closed a connection as a plain agent id",
             );
         }
-        None => {
-            if matches!(a, AgentIdKind::Plain) && profile_token == token {
-                return finding(Oracle::Handshake, "no agent.registered, neither after connecting nor in answer to agent.register (ASP-007, ASP-011)");
-            }
-        }
+        return Ok(());
     }
-    p.close().await;
+    if must_refuse {
+        return finding(
+            if u.bad_token { Oracle::Auth } else { Oracle::Handshake },
+            format!("a connection that must not be registered drew neither an error nor a close within {} ms (ASP-004, ASP-006)", wait.as_millis()),
+        );
+    }
+    if u.plain && u.profile_token == u.token {
+        return finding(Oracle::Handshake, "no agent.registered, neither after connecting nor in answer to agent.register (ASP-007, ASP-011)");
+    }
     Ok(())
 }
 
