@@ -571,45 +571,7 @@ fn register_model(v: &Value) -> Model {
         timestamp_class(o.get("timestamp_utc")),
         "timestamp_utc (CHO-004)",
     );
-    match o.get("skills") {
-        Some(Value::Array(skills)) => {
-            if skills.is_empty() {
-                m.note(Class::Open, "no skills");
-            }
-            for s in skills {
-                let Some(s) = s.as_object() else {
-                    m.note(Class::Reject, "a skill is not an object (CHO-010)");
-                    continue;
-                };
-                match s.get("skill_name") {
-                    Some(Value::String(n)) if !n.is_empty() => {}
-                    Some(Value::String(_)) => m.note(Class::Open, "an empty skill_name"),
-                    _ => m.note(
-                        Class::Reject,
-                        "skill_name missing or not a string (CHO-010)",
-                    ),
-                }
-                m.note(
-                    cost_class(s.get("cost_per_call")),
-                    "cost_per_call (CHO-005, CHO-010)",
-                );
-                for k in ["description", "input_schema", "output_schema"] {
-                    let fine = match (k, s.get(k)) {
-                        ("description", Some(Value::String(_))) => true,
-                        (_, Some(Value::Object(_))) => k != "description",
-                        _ => false,
-                    };
-                    if !fine {
-                        m.note(
-                            Class::Open,
-                            format!("skill {k} missing or retyped (CHO-A11, CHO-A18)"),
-                        );
-                    }
-                }
-            }
-        }
-        _ => m.note(Class::Reject, "skills missing or not an array (CHO-009)"),
-    }
+    note_skills(&mut m, o.get("skills"));
     for k in ["agent_name", "owner_id"] {
         if !o.get(k).is_some_and(Value::is_string) {
             m.note(Class::Open, format!("{k} missing or retyped (CHO-A11)"));
@@ -619,6 +581,57 @@ fn register_model(v: &Value) -> Model {
         m.note(Class::Open, "version is not \"0.1\" (CHO-A21)");
     }
     m
+}
+
+/// Notes a registration's skills: an array (CHO-009) of objects (CHO-010), each
+/// judged by `note_skill`; an empty array is left open.
+fn note_skills(m: &mut Model, skills: Option<&Value>) {
+    match skills {
+        Some(Value::Array(skills)) => {
+            if skills.is_empty() {
+                m.note(Class::Open, "no skills");
+            }
+            for s in skills {
+                let Some(s) = s.as_object() else {
+                    m.note(Class::Reject, "a skill is not an object (CHO-010)");
+                    continue;
+                };
+                note_skill(m, s);
+            }
+        }
+        _ => m.note(Class::Reject, "skills missing or not an array (CHO-009)"),
+    }
+}
+
+/// Notes one skill object of a registration: its skill_name (CHO-010), its
+/// cost_per_call (CHO-005, CHO-010), and its description and schemas, whose absence
+/// or retyping the spec leaves open (CHO-A11, CHO-A18).
+fn note_skill(m: &mut Model, s: &serde_json::Map<String, Value>) {
+    match s.get("skill_name") {
+        Some(Value::String(n)) if !n.is_empty() => {}
+        Some(Value::String(_)) => m.note(Class::Open, "an empty skill_name"),
+        _ => m.note(
+            Class::Reject,
+            "skill_name missing or not a string (CHO-010)",
+        ),
+    }
+    m.note(
+        cost_class(s.get("cost_per_call")),
+        "cost_per_call (CHO-005, CHO-010)",
+    );
+    for k in ["description", "input_schema", "output_schema"] {
+        let fine = match (k, s.get(k)) {
+            ("description", Some(Value::String(_))) => true,
+            (_, Some(Value::Object(_))) => k != "description",
+            _ => false,
+        };
+        if !fine {
+            m.note(
+                Class::Open,
+                format!("skill {k} missing or retyped (CHO-A11, CHO-A18)"),
+            );
+        }
+    }
 }
 
 /// How a transfer's amount reads.
@@ -691,8 +704,38 @@ fn transfer_model(v: &Value, books: &Books) -> (Model, Effect) {
         return (Model::rejecting(), Effect::Unknown(Vec::new()));
     };
     let mut m = Model::default();
+    let owners = note_transfer_members(&mut m, o);
+    let from = o
+        .get("from_owner")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let to = o
+        .get("to_owner")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    if !from.is_empty() && from == to {
+        m.note(Class::Open, "a transfer to oneself");
+    }
+    let balance = books.get(from);
+    let read = amount_read(o.get("amount"));
+    note_amount(&mut m, read, balance);
+    let effect = match read {
+        AmountRead::Cents(cents) if owners.len() == 2 && from != to => Effect::Move {
+            from: from.to_string(),
+            to: to.to_string(),
+            cents,
+        },
+        _ => Effect::Unknown(owners),
+    };
+    (m, effect)
+}
+
+/// Notes a transfer's members other than its amount: members beyond the spec's
+/// (CHO-A11), transfer_id and the two owners (CHO-039), timestamp_utc (CHO-004) and
+/// job_id (CHO-A11, CHO-041); returns the owners named by non-empty strings.
+fn note_transfer_members(m: &mut Model, o: &serde_json::Map<String, Value>) -> Vec<String> {
     extras(
-        &mut m,
+        m,
         o,
         &[
             "transfer_id",
@@ -723,19 +766,14 @@ fn transfer_model(v: &Value, books: &Books) -> (Model, Effect) {
         Some(Value::String(s)) if is_uuid(s) => {}
         _ => m.note(Class::Open, "job_id missing or no UUID (CHO-A11, CHO-041)"),
     }
-    let from = o
-        .get("from_owner")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let to = o
-        .get("to_owner")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    if !from.is_empty() && from == to {
-        m.note(Class::Open, "a transfer to oneself");
-    }
-    let balance = books.get(from);
-    let read = amount_read(o.get("amount"));
+    owners
+}
+
+/// Notes a transfer's amount against the sender's balance (`None`: unknown): not a
+/// positive number (CHO-005, CHO-039), more than two decimals or a string (CHO-A10),
+/// above any balance, or above the known balance, which names TRANSFER_FAILED
+/// (CHO-040).
+fn note_amount(m: &mut Model, read: AmountRead, balance: Option<i64>) {
     match read {
         AmountRead::Invalid => m.note(
             Class::Reject,
@@ -764,15 +802,6 @@ fn transfer_model(v: &Value, books: &Books) -> (Model, Effect) {
             }
         },
     }
-    let effect = match read {
-        AmountRead::Cents(cents) if owners.len() == 2 && from != to => Effect::Move {
-            from: from.to_string(),
-            to: to.to_string(),
-            cents,
-        },
-        _ => Effect::Unknown(owners),
-    };
-    (m, effect)
 }
 
 /// The fixture agent, learnt once per run.
@@ -809,7 +838,34 @@ fn job_model(v: &Value, fx: &Fixture) -> Model {
         ],
     );
     m.note(id_class(o.get("job_id")), "job_id (CHO-003)");
-    match o.get("skill_name") {
+    note_job_skill(&mut m, o.get("skill_name"), fx);
+    note_job_input(&mut m, o.get("input_data"));
+    note_budget(&mut m, o.get("budget"), fx);
+    if o.get("currency") != Some(&json!("chorus_credits_v1")) {
+        m.note(
+            Class::Open,
+            "currency other than chorus_credits_v1 (CHO-025)",
+        );
+    }
+    match o.get("orchestrator_id") {
+        Some(Value::String(s)) if is_uuid(s) => {}
+        _ => m.note(Class::Open, "orchestrator_id missing or no UUID (CHO-A11)"),
+    }
+    if !o.get("callback_url").is_some_and(Value::is_string) {
+        m.note(Class::Open, "callback_url missing or retyped");
+    }
+    m.note(
+        timestamp_class(o.get("timestamp_utc")),
+        "timestamp_utc (CHO-004)",
+    );
+    m
+}
+
+/// Notes a job's skill_name against the fixture's skill: missing, empty or not a
+/// string (CHO-024), another skill, which names SKILL_MISMATCH (CHO-027), or the
+/// fixture's skill in other letter case, left open.
+fn note_job_skill(m: &mut Model, skill: Option<&Value>, fx: &Fixture) {
+    match skill {
         Some(Value::String(s)) if *s == fx.skill => {}
         Some(Value::String(s)) if s.eq_ignore_ascii_case(&fx.skill) => {
             m.note(Class::Open, "the fixture's skill in other letter case");
@@ -827,7 +883,12 @@ fn job_model(v: &Value, fx: &Fixture) -> Model {
             m.allow("SKILL_MISMATCH");
         }
     }
-    match o.get("input_data") {
+}
+
+/// Notes a job's input_data: an object (CHO-024) with a string text, the echo
+/// fixture's input.
+fn note_job_input(m: &mut Model, input: Option<&Value>) {
+    match input {
         Some(Value::Object(i)) => {
             if !i.get("text").is_some_and(Value::is_string) {
                 m.note(
@@ -841,7 +902,14 @@ fn job_model(v: &Value, fx: &Fixture) -> Model {
             "input_data missing or not an object (CHO-024)",
         ),
     }
-    match o.get("budget") {
+}
+
+/// Notes a job's budget against the fixture's cost: absent (CHO-A11), negative
+/// (CHO-005), below the cost, which names BUDGET_INSUFFICIENT (CHO-028), more than
+/// two decimals (CHO-A10) or not a number (CHO-024); BUDGET_INSUFFICIENT may apply
+/// unless the budget is a number that covers the cost.
+fn note_budget(m: &mut Model, budget: Option<&Value>, fx: &Fixture) {
+    match budget {
         None | Some(Value::Null) => m.note(Class::Open, "no budget (CHO-A11)"),
         Some(Value::Number(n)) => match n.as_f64() {
             Some(x) if x < 0.0 => m.note(Class::Reject, "a negative budget (CHO-005)"),
@@ -866,31 +934,9 @@ fn job_model(v: &Value, fx: &Fixture) -> Model {
         }
         Some(_) => m.note(Class::Reject, "budget is not a number (CHO-024)"),
     }
-    if !o
-        .get("budget")
-        .and_then(Value::as_f64)
-        .is_some_and(|x| x >= fx.cost)
-    {
+    if !budget.and_then(Value::as_f64).is_some_and(|x| x >= fx.cost) {
         m.allow("BUDGET_INSUFFICIENT");
     }
-    if o.get("currency") != Some(&json!("chorus_credits_v1")) {
-        m.note(
-            Class::Open,
-            "currency other than chorus_credits_v1 (CHO-025)",
-        );
-    }
-    match o.get("orchestrator_id") {
-        Some(Value::String(s)) if is_uuid(s) => {}
-        _ => m.note(Class::Open, "orchestrator_id missing or no UUID (CHO-A11)"),
-    }
-    if !o.get("callback_url").is_some_and(Value::is_string) {
-        m.note(Class::Open, "callback_url missing or retyped");
-    }
-    m.note(
-        timestamp_class(o.get("timestamp_utc")),
-        "timestamp_utc (CHO-004)",
-    );
-    m
 }
 
 // ---------------------------------------------------------------------------
@@ -1401,47 +1447,15 @@ const TOP: usize = 4;
 const BOTTOM: usize = 5;
 
 async fn pool(f: &mut FuzzCtx) -> FuzzStep<Pool> {
-    if let Some(m) = memo_part(f, "pool") {
-        let agents = m["agents"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .map(|x| Known {
-                        id: x["id"].as_str().unwrap_or_default().to_string(),
-                        score_cents: x["score"].as_i64().unwrap_or(0),
-                        cost_cents: x["cost"].as_i64().unwrap_or(0),
-                    })
-                    .collect::<Vec<_>>()
-            })
-            .unwrap_or_default();
-        if agents.len() == POOL_COSTS.len() {
-            return Ok(Pool {
-                skill: m["skill"].as_str().unwrap_or_default().to_string(),
-                agents,
-            });
-        }
+    if let Some(p) = remembered_pool(f) {
+        return Ok(p);
     }
     let skill = format!("fz_pool_{}", new_id().replace('-', ""));
     let mut ids = Vec::new();
     for c in POOL_COSTS {
         ids.push(fresh_agent(f, &[(skill.as_str(), c as f64 / 100.0)]).await?);
     }
-    let mut scores = [50.0_f64; 6];
-    // (agent, hirer, SUCCESS?, how many): MID to 53.0, LOW to 45.5, BOTTOM to 0.0, TOP to 100.0.
-    let plan = [
-        (MID, H50, true, 3),
-        (LOW, H50, false, 1),
-        (BOTTOM, H50, false, 12),
-        (TOP, MID, true, 48),
-    ];
-    for (who, hirer, success, times) in plan {
-        for _ in 0..times {
-            let (a, h) = (ids[who].clone(), ids[hirer].clone());
-            let (s, hs) = (scores[who], scores[hirer]);
-            tagged(Oracle::Outcome, outcome(f, &a, s, &h, hs, success).await)?;
-            scores[who] = expected_after(scores[who], success, scores[hirer]);
-        }
-    }
+    let scores = set_pool_scores(f, &ids).await?;
     let agents: Vec<Known> = ids
         .iter()
         .zip(scores)
@@ -1473,6 +1487,52 @@ async fn pool(f: &mut FuzzCtx) -> FuzzStep<Pool> {
         .collect();
     memo_set(f, "pool", json!({"skill": p.skill, "agents": memo}));
     Ok(p)
+}
+
+/// The pool the run remembers, if it holds every pool agent.
+fn remembered_pool(f: &FuzzCtx) -> Option<Pool> {
+    let m = memo_part(f, "pool")?;
+    let agents = m["agents"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|x| Known {
+                    id: x["id"].as_str().unwrap_or_default().to_string(),
+                    score_cents: x["score"].as_i64().unwrap_or(0),
+                    cost_cents: x["cost"].as_i64().unwrap_or(0),
+                })
+                .collect::<Vec<_>>()
+        })
+        .unwrap_or_default();
+    if agents.len() == POOL_COSTS.len() {
+        return Some(Pool {
+            skill: m["skill"].as_str().unwrap_or_default().to_string(),
+            agents,
+        });
+    }
+    None
+}
+
+/// Sets the fresh pool agents `ids` (all at 50.0) to their known scores through the
+/// outcome channel (CHO-A1); returns the scores the model gives them.
+async fn set_pool_scores(f: &mut FuzzCtx, ids: &[String]) -> FuzzStep<[f64; 6]> {
+    let mut scores = [50.0_f64; 6];
+    // (agent, hirer, SUCCESS?, how many): MID to 53.0, LOW to 45.5, BOTTOM to 0.0, TOP to 100.0.
+    let plan = [
+        (MID, H50, true, 3),
+        (LOW, H50, false, 1),
+        (BOTTOM, H50, false, 12),
+        (TOP, MID, true, 48),
+    ];
+    for (who, hirer, success, times) in plan {
+        for _ in 0..times {
+            let (a, h) = (ids[who].clone(), ids[hirer].clone());
+            let (s, hs) = (scores[who], scores[hirer]);
+            tagged(Oracle::Outcome, outcome(f, &a, s, &h, hs, success).await)?;
+            scores[who] = expected_after(scores[who], success, scores[hirer]);
+        }
+    }
+    Ok(scores)
 }
 
 // ---------------------------------------------------------------------------
@@ -1543,33 +1603,8 @@ fn check_listing(
             );
         }
         seen.push(id);
-        if e["skill"]["skill_name"] != skill {
-            return finding(
-                Oracle::Discovery,
-                format!(
-                    "{what}: agent {id} shows skill {}, not the queried {skill} (CHO-018)",
-                    e["skill"]
-                ),
-            );
-        }
-        let cost = e["skill"]["cost_per_call"].as_f64().unwrap_or(-1.0);
-        if (cost - k.cost_cents as f64 / 100.0).abs() > 1e-9 {
-            return finding(
-                Oracle::Discovery,
-                format!(
-                    "{what}: agent {id} shows cost {cost}, registered with {} (CHO-017)",
-                    k.cost_cents as f64 / 100.0
-                ),
-            );
-        }
-        let s = e["reputation_score"].as_f64().unwrap_or(-1.0);
+        let s = check_entry(e, k, id, skill, what)?;
         let want = k.score_cents as f64 / 100.0;
-        if (s - want).abs() > 0.005 + 1e-9 {
-            return finding(
-                Oracle::Reputation,
-                format!("{what}: agent {id} shows reputation {s}, the formula of chorus.md §4 gives {want}"),
-            );
-        }
         if s > last {
             return finding(
                 Oracle::Discovery,
@@ -1597,6 +1632,42 @@ fn check_listing(
         }
     }
     Ok(())
+}
+
+/// Checks one listed entry of agent `id` (known as `k`): it shows the queried skill
+/// (CHO-018), the cost it was registered with (CHO-017) and the score the formula of
+/// chorus.md §4 gives; returns the score it shows.
+fn check_entry(e: &Value, k: &Known, id: &str, skill: &str, what: &str) -> FuzzStep<f64> {
+    if e["skill"]["skill_name"] != skill {
+        return finding(
+            Oracle::Discovery,
+            format!(
+                "{what}: agent {id} shows skill {}, not the queried {skill} (CHO-018)",
+                e["skill"]
+            ),
+        );
+    }
+    let cost = e["skill"]["cost_per_call"].as_f64().unwrap_or(-1.0);
+    if (cost - k.cost_cents as f64 / 100.0).abs() > 1e-9 {
+        return finding(
+            Oracle::Discovery,
+            format!(
+                "{what}: agent {id} shows cost {cost}, registered with {} (CHO-017)",
+                k.cost_cents as f64 / 100.0
+            ),
+        );
+    }
+    let s = e["reputation_score"].as_f64().unwrap_or(-1.0);
+    let want = k.score_cents as f64 / 100.0;
+    if (s - want).abs() > 0.005 + 1e-9 {
+        return finding(
+            Oracle::Reputation,
+            format!(
+                "{what}: agent {id} shows reputation {s}, the formula of chorus.md §4 gives {want}"
+            ),
+        );
+    }
+    Ok(s)
 }
 
 enum FilterVal {
@@ -1791,6 +1862,13 @@ async fn register_case(f: &mut FuzzCtx, c: RegisterCase) -> FuzzStep<()> {
     {
         return Ok(());
     }
+    check_found(f, &v, &skill).await
+}
+
+/// Checks that the agent registered as `v` is found under `skill` at 50.0, with the
+/// cost it registered (CHO-015, CHO-018).
+async fn check_found(f: &mut FuzzCtx, v: &Value, skill: &str) -> FuzzStep<()> {
+    let first = &v["skills"][0];
     let id = v["agent_id"].as_str().unwrap_or_default().to_string();
     let found = discover(&mut f.ctx, &format!("skill={skill}")).await?;
     let known = [Known {
@@ -1813,7 +1891,7 @@ async fn register_case(f: &mut FuzzCtx, c: RegisterCase) -> FuzzStep<()> {
         .collect();
     check_listing(
         &found,
-        &skill,
+        skill,
         &known,
         None,
         None,
@@ -1937,43 +2015,7 @@ fn judge_result(
                 m.explain()
             ),
         ),
-        (Some("SUCCESS"), Expected::Accept(..)) => {
-            if result["agent_id"] != fx.agent_id.as_str() {
-                return finding(
-                    Oracle::Job,
-                    format!(
-                        "the result names agent {}, not the fixture's {} (CHO-030)",
-                        result["agent_id"], fx.agent_id
-                    ),
-                );
-            }
-            let text = &sent["input_data"]["text"];
-            if result["output_data"]["text"] != *text {
-                return finding(
-                    Oracle::Job,
-                    format!(
-                        "the echo fixture returned {} for the text {text} (CHO-031)",
-                        result["output_data"]
-                    ),
-                );
-            }
-            let cost = result["execution_cost"].as_f64().unwrap_or(-1.0);
-            if !(cost >= 0.0 && two_decimals(cost)) {
-                return finding(
-                    Oracle::Job,
-                    format!(
-                        "execution_cost {} is not credits with two decimals (CHO-005, CHO-033)",
-                        result["execution_cost"]
-                    ),
-                );
-            }
-            if sent["budget"].as_f64().is_some_and(|b| cost > b + 1e-9) {
-                f.ctx.warn(format!(
-                    "execution_cost {cost} exceeds the budget (CHO-A20)"
-                ));
-            }
-            Ok(())
-        }
+        (Some("SUCCESS"), Expected::Accept(..)) => check_success(f, result, sent, fx),
         (Some("FAILURE"), Expected::Accept(..)) => {
             finding(oracle, format!("a valid job ended in FAILURE: {result}"))
         }
@@ -1995,6 +2037,47 @@ fn judge_result(
     }
 }
 
+/// Checks the SUCCESS result of a valid job: it names the fixture's agent_id
+/// (CHO-030), echoes the input text (CHO-031) and has an execution_cost in credits
+/// with two decimals (CHO-005, CHO-033); a cost above the budget warns (CHO-A20).
+fn check_success(f: &mut FuzzCtx, result: &Value, sent: &Value, fx: &Fixture) -> FuzzStep<()> {
+    if result["agent_id"] != fx.agent_id.as_str() {
+        return finding(
+            Oracle::Job,
+            format!(
+                "the result names agent {}, not the fixture's {} (CHO-030)",
+                result["agent_id"], fx.agent_id
+            ),
+        );
+    }
+    let text = &sent["input_data"]["text"];
+    if result["output_data"]["text"] != *text {
+        return finding(
+            Oracle::Job,
+            format!(
+                "the echo fixture returned {} for the text {text} (CHO-031)",
+                result["output_data"]
+            ),
+        );
+    }
+    let cost = result["execution_cost"].as_f64().unwrap_or(-1.0);
+    if !(cost >= 0.0 && two_decimals(cost)) {
+        return finding(
+            Oracle::Job,
+            format!(
+                "execution_cost {} is not credits with two decimals (CHO-005, CHO-033)",
+                result["execution_cost"]
+            ),
+        );
+    }
+    if sent["budget"].as_f64().is_some_and(|b| cost > b + 1e-9) {
+        f.ctx.warn(format!(
+            "execution_cost {cost} exceeds the budget (CHO-A20)"
+        ));
+    }
+    Ok(())
+}
+
 async fn job_case(f: &mut FuzzCtx, c: JobCase) -> FuzzStep<()> {
     let fx = fixture(f).await?;
     let text: String = c.text.chars().take(100).collect();
@@ -2007,21 +2090,45 @@ async fn job_case(f: &mut FuzzCtx, c: JobCase) -> FuzzStep<()> {
     muts.extend(c.muts.iter().take(3).cloned());
     let oracle = oracle_for(&c.wire);
     if let Wire::Canonical = c.wire {
-        let ran = run_job(&mut f.ctx, &fx.url, |j| {
-            set(j, "input_data", json!({"text": text}));
-            for m in &muts {
-                job_mutate(j, m, &fx);
-            }
-        })
-        .await;
-        let (sent, outcome) = tagged(Oracle::Delivery, ran)?;
-        f.fuzzed(&serde_json::to_vec(&sent).unwrap_or_default());
-        let m = job_model(&sent, &fx);
-        return match outcome {
-            JobOutcome::Rejected(r) => judge(&r, &m, "the job", oracle),
-            JobOutcome::Result { result, .. } => judge_result(f, &result, &sent, &m, &fx, oracle),
-        };
+        return canonical_job(f, &fx, &text, &muts, oracle).await;
     }
+    raw_job(f, &fx, &text, &muts, &c.wire, oracle).await
+}
+
+/// Runs the job as the shared helpers send it (the result in the response or at the
+/// callback_url, CHO-026, CHO-A4) and judges the rejection or the result.
+async fn canonical_job(
+    f: &mut FuzzCtx,
+    fx: &Fixture,
+    text: &str,
+    muts: &[JobMut],
+    oracle: Oracle,
+) -> FuzzStep<()> {
+    let ran = run_job(&mut f.ctx, &fx.url, |j| {
+        set(j, "input_data", json!({"text": text}));
+        for m in muts {
+            job_mutate(j, m, fx);
+        }
+    })
+    .await;
+    let (sent, outcome) = tagged(Oracle::Delivery, ran)?;
+    f.fuzzed(&serde_json::to_vec(&sent).unwrap_or_default());
+    let m = job_model(&sent, fx);
+    match outcome {
+        JobOutcome::Rejected(r) => judge(&r, &m, "the job", oracle),
+        JobOutcome::Result { result, .. } => judge_result(f, &result, &sent, &m, fx, oracle),
+    }
+}
+
+/// Sends the job as bytes in the drawn wire form and judges the immediate reply.
+async fn raw_job(
+    f: &mut FuzzCtx,
+    fx: &Fixture,
+    text: &str,
+    muts: &[JobMut],
+    wire: &Wire,
+    oracle: Oracle,
+) -> FuzzStep<()> {
     // Raw bytes: the immediate reply is judged; a callback is not waited for.
     let mut body = job(
         &f.ctx,
@@ -2029,12 +2136,12 @@ async fn job_case(f: &mut FuzzCtx, c: JobCase) -> FuzzStep<()> {
         0.15,
         "http://127.0.0.1:9/results",
     );
-    for m in &muts {
-        job_mutate(&mut body, m, &fx);
+    for m in muts {
+        job_mutate(&mut body, m, fx);
     }
-    let (bytes, parsed) = encode(&body, &c.wire);
+    let (bytes, parsed) = encode(&body, wire);
     let (m, sent) = match parsed {
-        Parsed::Json(v) => (job_model(&v, &fx), v),
+        Parsed::Json(v) => (job_model(&v, fx), v),
         Parsed::NotJson => (Model::rejecting(), Value::Null),
         Parsed::Unsure => (Model::unsure(), Value::Null),
     };
@@ -2043,7 +2150,7 @@ async fn job_case(f: &mut FuzzCtx, c: JobCase) -> FuzzStep<()> {
     if fin && !is_rejection(&r) {
         no_server_error(&r, "the job")?;
         let result = r.json.clone().unwrap_or_default();
-        return judge_result(f, &result, &sent, &m, &fx, oracle);
+        return judge_result(f, &result, &sent, &m, fx, oracle);
     }
     if r.ok() && !fin {
         // Taken for later delivery: the callback is not waited for, so only the codes
@@ -2054,7 +2161,7 @@ async fn job_case(f: &mut FuzzCtx, c: JobCase) -> FuzzStep<()> {
     judge(&r, &m, "the job", oracle)?;
     if fin {
         let result = r.json.clone().unwrap_or_default();
-        judge_result(f, &result, &sent, &m, &fx, oracle)?;
+        judge_result(f, &result, &sent, &m, fx, oracle)?;
     }
     Ok(())
 }
@@ -2068,15 +2175,20 @@ struct Sent {
     accepted: bool,
 }
 
+/// A ledger case's state: its two fresh owners, the credits each starts with, whether
+/// the profile declares transfers idempotent, the model's balances and the transfers
+/// sent so far.
+struct LedgerState {
+    a: String,
+    b: String,
+    initial: i64,
+    idempotent: bool,
+    books: Books,
+    history: Vec<Sent>,
+}
+
 async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> FuzzStep<()> {
-    let initial = (f.ctx.profile().chorus.initial_credits * 100.0).round() as i64;
-    let idempotent = f.ctx.profile().chorus.idempotent_transfers;
-    let a = funded_owner(&mut f.ctx).await?;
-    let b = funded_owner(&mut f.ctx).await?;
-    let mut books = Books {
-        balance: HashMap::from([(a.clone(), Some(initial)), (b.clone(), Some(initial))]),
-    };
-    let mut history: Vec<Sent> = Vec::new();
+    let mut st = ledger_setup(f).await?;
     let steps: Vec<TransferStep> = if c.steps.is_empty() {
         vec![TransferStep::Plain]
     } else {
@@ -2085,48 +2197,7 @@ async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> FuzzStep<()> {
     for (i, step) in steps.into_iter().enumerate() {
         let what = format!("transfer {}", i + 1);
         match step {
-            TransferStep::Repeat(form) => {
-                let Some(prev) = history.iter().rev().find(|s| s.accepted).or(history.last())
-                else {
-                    continue;
-                };
-                let (value, was_accepted) = (prev.value.clone(), prev.accepted);
-                let bytes = match form {
-                    Some(w) => respell(&value, w),
-                    None => prev.bytes.clone(),
-                };
-                let (mut m, mut effect) = transfer_model(&value, &books);
-                if was_accepted && !idempotent {
-                    // The profile does not declare idempotency (CHO-A14): whatever
-                    // the repeat does, the balances are no longer known.
-                    m.note(
-                        Class::Open,
-                        "a repeated transfer_id ([chorus] idempotent_transfers = false)",
-                    );
-                    effect = Effect::Unknown(vec![a.clone(), b.clone()]);
-                } else if was_accepted {
-                    // Applied once: accepted again, nothing moves (CHO-039).
-                    m = Model::default();
-                } else if matches!(m.verdict(), Expected::Accept(..)) {
-                    m.note(Class::Open, "a retry of a transfer that was refused before");
-                }
-                let r = post_bytes(f, Base::Ledger, "transfer", bytes.clone()).await?;
-                judge(
-                    &r,
-                    &m,
-                    &format!("{what}, a repeat of an earlier transfer_id"),
-                    Oracle::Ledger,
-                )?;
-                let ok = r.ok() && !is_rejection(&r);
-                if ok && (!was_accepted || !idempotent) {
-                    books.apply(&effect);
-                }
-                history.push(Sent {
-                    value,
-                    bytes,
-                    accepted: ok || was_accepted,
-                });
-            }
+            TransferStep::Repeat(form) => repeat_transfer(f, &mut st, form, &what).await?,
             TransferStep::Plain | TransferStep::Send { .. } => {
                 let (amount, reverse, muts, wire) = match step {
                     TransferStep::Send {
@@ -2137,55 +2208,179 @@ async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> FuzzStep<()> {
                     } => (amount, reverse, muts, wire),
                     _ => (Amount::Part(1), false, Vec::new(), Wire::Canonical),
                 };
-                let (from, to) = if reverse { (&b, &a) } else { (&a, &b) };
-                let bal = books.get(from).unwrap_or(initial).max(0);
-                let amount = match amount {
-                    Amount::Part(p) => credits_of((bal * i64::from(p % 4 + 1) / 4).max(1)),
-                    Amount::Exact => credits_of(bal.max(1)),
-                    Amount::Over(n) => credits_of(bal + 1 + i64::from(n % 50)),
-                    Amount::Credits(c) => credits_value(c),
-                };
-                let mut body = transfer(from, to, 0.0);
-                set(&mut body, "amount", amount);
-                for m in muts.iter().take(3) {
-                    transfer_mutate(&mut body, m);
-                }
-                let (bytes, parsed) = encode(&body, &wire);
-                let (m, effect, value) = match parsed {
-                    Parsed::Json(v) => {
-                        let (m, e) = transfer_model(&v, &books);
-                        (m, e, v)
-                    }
-                    Parsed::NotJson => (
-                        Model::rejecting(),
-                        Effect::Unknown(vec![a.clone(), b.clone()]),
-                        Value::Null,
-                    ),
-                    Parsed::Unsure => (
-                        Model::unsure(),
-                        Effect::Unknown(vec![a.clone(), b.clone()]),
-                        Value::Null,
-                    ),
-                };
-                let r = post_bytes(f, Base::Ledger, "transfer", bytes.clone()).await?;
-                judge(&r, &m, &what, oracle_for(&wire))?;
-                let ok = r.ok() && !is_rejection(&r);
-                if ok {
-                    books.apply(&effect);
-                }
-                if value.is_object() {
-                    history.push(Sent {
-                        value,
-                        bytes,
-                        accepted: ok,
-                    });
-                }
+                send_transfer(f, &mut st, amount, reverse, &muts, &wire, &what).await?;
             }
         }
     }
+    drain_and_overdraw(f, &st, c.check_second).await
+}
+
+/// Sets up two fresh owners through the profile's `owner` setup requests, each at
+/// the profile's initial credits.
+async fn ledger_setup(f: &mut FuzzCtx) -> FuzzStep<LedgerState> {
+    let initial = (f.ctx.profile().chorus.initial_credits * 100.0).round() as i64;
+    let idempotent = f.ctx.profile().chorus.idempotent_transfers;
+    let a = funded_owner(&mut f.ctx).await?;
+    let b = funded_owner(&mut f.ctx).await?;
+    let books = Books {
+        balance: HashMap::from([(a.clone(), Some(initial)), (b.clone(), Some(initial))]),
+    };
+    Ok(LedgerState {
+        a,
+        b,
+        initial,
+        idempotent,
+        books,
+        history: Vec::new(),
+    })
+}
+
+/// Sends again the last accepted transfer (else the last one sent), as sent or
+/// respelled, and judges the reply: applied once where the profile declares
+/// idempotency (CHO-039), else open (CHO-A14).
+async fn repeat_transfer(
+    f: &mut FuzzCtx,
+    st: &mut LedgerState,
+    form: Option<WireForm>,
+    what: &str,
+) -> FuzzStep<()> {
+    let Some(prev) = st
+        .history
+        .iter()
+        .rev()
+        .find(|s| s.accepted)
+        .or(st.history.last())
+    else {
+        return Ok(());
+    };
+    let (value, was_accepted) = (prev.value.clone(), prev.accepted);
+    let bytes = match form {
+        Some(w) => respell(&value, w),
+        None => prev.bytes.clone(),
+    };
+    let (m, effect) = repeat_model(st, &value, was_accepted);
+    let r = post_bytes(f, Base::Ledger, "transfer", bytes.clone()).await?;
+    judge(
+        &r,
+        &m,
+        &format!("{what}, a repeat of an earlier transfer_id"),
+        Oracle::Ledger,
+    )?;
+    let ok = r.ok() && !is_rejection(&r);
+    if ok && (!was_accepted || !st.idempotent) {
+        st.books.apply(&effect);
+    }
+    st.history.push(Sent {
+        value,
+        bytes,
+        accepted: ok || was_accepted,
+    });
+    Ok(())
+}
+
+/// The model of a repeated transfer and what it does: nothing moves for a repeat of
+/// an accepted transfer where the profile declares idempotency (CHO-039); without it
+/// the balances are no longer known (CHO-A14); a retry of a refused transfer is
+/// judged afresh, an acceptance left open.
+fn repeat_model(st: &LedgerState, value: &Value, was_accepted: bool) -> (Model, Effect) {
+    let (mut m, mut effect) = transfer_model(value, &st.books);
+    if was_accepted && !st.idempotent {
+        // The profile does not declare idempotency (CHO-A14): whatever
+        // the repeat does, the balances are no longer known.
+        m.note(
+            Class::Open,
+            "a repeated transfer_id ([chorus] idempotent_transfers = false)",
+        );
+        effect = Effect::Unknown(vec![st.a.clone(), st.b.clone()]);
+    } else if was_accepted {
+        // Applied once: accepted again, nothing moves (CHO-039).
+        m = Model::default();
+    } else if matches!(m.verdict(), Expected::Accept(..)) {
+        m.note(Class::Open, "a retry of a transfer that was refused before");
+    }
+    (m, effect)
+}
+
+/// Sends a drawn transfer between the two owners and judges the reply against the
+/// model: within the balance it is accepted (CHO-038), above it TRANSFER_FAILED
+/// (CHO-040); an accepted transfer moves the model's balances.
+async fn send_transfer(
+    f: &mut FuzzCtx,
+    st: &mut LedgerState,
+    amount: Amount,
+    reverse: bool,
+    muts: &[TransferMut],
+    wire: &Wire,
+    what: &str,
+) -> FuzzStep<()> {
+    let body = transfer_body(st, amount, reverse, muts);
+    let (bytes, parsed) = encode(&body, wire);
+    let (m, effect, value) = match parsed {
+        Parsed::Json(v) => {
+            let (m, e) = transfer_model(&v, &st.books);
+            (m, e, v)
+        }
+        Parsed::NotJson => (
+            Model::rejecting(),
+            Effect::Unknown(vec![st.a.clone(), st.b.clone()]),
+            Value::Null,
+        ),
+        Parsed::Unsure => (
+            Model::unsure(),
+            Effect::Unknown(vec![st.a.clone(), st.b.clone()]),
+            Value::Null,
+        ),
+    };
+    let r = post_bytes(f, Base::Ledger, "transfer", bytes.clone()).await?;
+    judge(&r, &m, what, oracle_for(wire))?;
+    let ok = r.ok() && !is_rejection(&r);
+    if ok {
+        st.books.apply(&effect);
+    }
+    if value.is_object() {
+        st.history.push(Sent {
+            value,
+            bytes,
+            accepted: ok,
+        });
+    }
+    Ok(())
+}
+
+/// The body of a drawn transfer: from the first owner to the second (or back when
+/// `reverse`), the amount relative to the sender's balance as the model knows it,
+/// then up to three mutations.
+fn transfer_body(st: &LedgerState, amount: Amount, reverse: bool, muts: &[TransferMut]) -> Value {
+    let (from, to) = if reverse {
+        (&st.b, &st.a)
+    } else {
+        (&st.a, &st.b)
+    };
+    let bal = st.books.get(from).unwrap_or(st.initial).max(0);
+    let amount = match amount {
+        Amount::Part(p) => credits_of((bal * i64::from(p % 4 + 1) / 4).max(1)),
+        Amount::Exact => credits_of(bal.max(1)),
+        Amount::Over(n) => credits_of(bal + 1 + i64::from(n % 50)),
+        Amount::Credits(c) => credits_value(c),
+    };
+    let mut body = transfer(from, to, 0.0);
+    set(&mut body, "amount", amount);
+    for m in muts.iter().take(3) {
+        transfer_mutate(&mut body, m);
+    }
+    body
+}
+
+/// The closing check of a ledger case on the first owner, or the second where
+/// `check_second` (CHO-039, CHO-040).
+async fn drain_and_overdraw(f: &mut FuzzCtx, st: &LedgerState, check_second: bool) -> FuzzStep<()> {
     // The balance is where the model says: drained exactly, then one cent more fails.
-    let (owner, other) = if c.check_second { (&b, &a) } else { (&a, &b) };
-    let Some(bal) = books.get(owner) else {
+    let (owner, other) = if check_second {
+        (&st.b, &st.a)
+    } else {
+        (&st.a, &st.b)
+    };
+    let Some(bal) = st.books.get(owner) else {
         return Ok(());
     };
     if bal > 0 {
@@ -2332,7 +2527,6 @@ struct ClientCase {
 }
 
 async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
-    use crate::fuzzing::client::{edit_answer, ended_well, must_complete, Served};
     let c: ClientCase = f.draw();
     let plan = [
         Hire::Success,
@@ -2345,6 +2539,38 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         Hire::CallbackNever,
         Hire::TransferFailed,
     ][usize::from(c.plan % 9)];
+    let (run, served) = drive_client(f, &c, plan).await?;
+    let kept = !served.applied || served.same_value;
+    let jobs = crate::suites::chorus::expect::jobs_sent(&run);
+    check_jobs_complete(f, &jobs)?;
+    let transfers = crate::suites::chorus::expect::transfers_sent(&run);
+    let pays = matches!(plan, Hire::Success | Hire::Callback | Hire::TransferFailed);
+    let job_budget = jobs
+        .first()
+        .and_then(|(_, j)| j["budget"].as_f64())
+        .unwrap_or(f64::MAX);
+    if kept {
+        check_kept_plan(&run, plan, &transfers, job_budget)?;
+    }
+    check_paid_for_success(&run, plan, &transfers)?;
+    if pays && kept {
+        check_payment(&run, plan, &c, &served, &transfers, job_budget)?;
+    }
+    Ok(())
+}
+
+/// Runs the client driver once (scenario `hire`) against the scripted registry
+/// answering `plan`, the discovery or the job reply edited as the case says; the run
+/// must end well (no crash, no hang). Returns the run and what the edit did.
+async fn drive_client(
+    f: &mut FuzzCtx,
+    c: &ClientCase,
+    plan: Hire,
+) -> FuzzStep<(
+    crate::counterparty::DriverRun,
+    crate::fuzzing::client::Served,
+)> {
+    use crate::fuzzing::client::{edit_answer, ended_well, Served};
     let input = hire_input();
     let outbox = crate::counterparty::Outbox::default();
     let served = std::sync::Arc::new(std::sync::Mutex::new(Served::default()));
@@ -2373,9 +2599,13 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     .await?;
     ended_well(&run)?;
     let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
-    let kept = !served.applied || served.same_value;
-    let jobs = crate::suites::chorus::expect::jobs_sent(&run);
-    for (_, job) in &jobs {
+    Ok((run, served))
+}
+
+/// Checks that every job the orchestrator sent is complete: a UUID job_id (CHO-003),
+/// an ISO 8601 UTC timestamp_utc (CHO-004) and the currency (CHO-025).
+fn check_jobs_complete(f: &mut FuzzCtx, jobs: &[(usize, Value)]) -> FuzzStep<()> {
+    for (_, job) in jobs {
         f.fuzzed(job.to_string().as_bytes());
         let id = job["job_id"].as_str().unwrap_or_default();
         if !is_uuid(id)
@@ -2388,43 +2618,57 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             );
         }
     }
-    let transfers = crate::suites::chorus::expect::transfers_sent(&run);
-    let pays = matches!(plan, Hire::Success | Hire::Callback | Hire::TransferFailed);
-    let job_budget = jobs
-        .first()
-        .and_then(|(_, j)| j["budget"].as_f64())
-        .unwrap_or(f64::MAX);
-    if kept {
-        match plan {
-            Hire::ForeignResult | Hire::CallbackNever if !transfers.is_empty() => {
-                return finding(
-                    Oracle::Verdict,
-                    format!(
-                        "the orchestrator paid for a job answered {plan:?}, which has no result of its own: {} (CHO-030, CHO-038)",
-                        crate::finding::json(&transfers)
-                    ),
-                );
-            }
-            Hire::CostOverBudget => {
-                if let Some(t) = transfers
-                    .iter()
-                    .find(|t| t["amount"].as_f64().is_some_and(|a| a > job_budget + 1e-9))
-                {
-                    return finding(
-                        Oracle::Verdict,
-                        format!("the orchestrator paid {} for a job whose budget was {job_budget} (CHO-033)", t["amount"]),
-                    );
-                }
-            }
-            Hire::TransferFailed if !transfers.is_empty() && crate::fuzzing::client::took(&run) => {
-                return finding(
-                    Oracle::Verdict,
-                    "the orchestrator reported success although its transfer was answered TRANSFER_FAILED (CHO-040)",
-                );
-            }
-            _ => {}
+    Ok(())
+}
+
+/// Where every reply keeps its value: nothing is paid for a job whose result is
+/// another job's or never came (CHO-030, CHO-038), nothing above the job's budget
+/// (CHO-033), and a transfer answered TRANSFER_FAILED is no success (CHO-040).
+fn check_kept_plan(
+    run: &crate::counterparty::DriverRun,
+    plan: Hire,
+    transfers: &[Value],
+    job_budget: f64,
+) -> FuzzStep<()> {
+    match plan {
+        Hire::ForeignResult | Hire::CallbackNever if !transfers.is_empty() => {
+            return finding(
+                Oracle::Verdict,
+                format!(
+                    "the orchestrator paid for a job answered {plan:?}, which has no result of its own: {} (CHO-030, CHO-038)",
+                    crate::finding::json(transfers)
+                ),
+            );
         }
+        Hire::CostOverBudget => {
+            if let Some(t) = transfers
+                .iter()
+                .find(|t| t["amount"].as_f64().is_some_and(|a| a > job_budget + 1e-9))
+            {
+                return finding(
+                    Oracle::Verdict,
+                    format!("the orchestrator paid {} for a job whose budget was {job_budget} (CHO-033)", t["amount"]),
+                );
+            }
+        }
+        Hire::TransferFailed if !transfers.is_empty() && crate::fuzzing::client::took(run) => {
+            return finding(
+                Oracle::Verdict,
+                "the orchestrator reported success although its transfer was answered TRANSFER_FAILED (CHO-040)",
+            );
+        }
+        _ => {}
     }
+    Ok(())
+}
+
+/// Checks that nothing is paid for a job whose reply does not say SUCCESS (CHO-038,
+/// CHO-041); a callback plan, whose result comes to the callback_url, is left out.
+fn check_paid_for_success(
+    run: &crate::counterparty::DriverRun,
+    plan: Hire,
+    transfers: &[Value],
+) -> FuzzStep<()> {
     // A payment needs a result that says SUCCESS: the job reply, or (after a 202)
     // the result the harness POSTed to the callback_url.
     if let (Some(t), true) = (transfers.first(), plan != Hire::Callback) {
@@ -2445,29 +2689,42 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             );
         }
     }
-    if pays && kept {
-        if plan != Hire::TransferFailed {
-            let respelled = served.applied && !matches!(c.edit, crate::fuzzing::client::Edit::None);
-            must_complete(
-                &run,
-                respelled,
-                &format!("a hire answered {plan:?} ({:?})", c.edit),
-            )?;
-        }
-        // The payment's verdict is the one `run` gives (`judge_payment`): another
-        // amount within the budget is a warning there, so no finding here.
-        use crate::suites::chorus::expect::{judge_payment, Payment, HIRE_COST};
-        match judge_payment(&transfers, HIRE_COST, job_budget) {
-            Payment::Exact | Payment::OtherAmount(_) => {}
-            other => {
-                return finding(
-                    Oracle::Verdict,
-                    format!(
-                        "the orchestrator paid {} for one job whose execution_cost is {HIRE_COST:.2} within a budget of {job_budget}: {other:?} (CHO-033, CHO-038)",
-                        crate::finding::json(&transfers.iter().map(|t| &t["amount"]).collect::<Vec<_>>())
-                    ),
-                );
-            }
+    Ok(())
+}
+
+/// A hire that pays, every reply keeping its value: the job is complete and its
+/// output taken, and the payment gets the verdict `run` gives it (`judge_payment`,
+/// CHO-033, CHO-038).
+fn check_payment(
+    run: &crate::counterparty::DriverRun,
+    plan: Hire,
+    c: &ClientCase,
+    served: &crate::fuzzing::client::Served,
+    transfers: &[Value],
+    job_budget: f64,
+) -> FuzzStep<()> {
+    use crate::fuzzing::client::must_complete;
+    if plan != Hire::TransferFailed {
+        let respelled = served.applied && !matches!(c.edit, crate::fuzzing::client::Edit::None);
+        must_complete(
+            run,
+            respelled,
+            &format!("a hire answered {plan:?} ({:?})", c.edit),
+        )?;
+    }
+    // The payment's verdict is the one `run` gives (`judge_payment`): another
+    // amount within the budget is a warning there, so no finding here.
+    use crate::suites::chorus::expect::{judge_payment, Payment, HIRE_COST};
+    match judge_payment(transfers, HIRE_COST, job_budget) {
+        Payment::Exact | Payment::OtherAmount(_) => {}
+        other => {
+            return finding(
+                Oracle::Verdict,
+                format!(
+                    "the orchestrator paid {} for one job whose execution_cost is {HIRE_COST:.2} within a budget of {job_budget}: {other:?} (CHO-033, CHO-038)",
+                    crate::finding::json(&transfers.iter().map(|t| &t["amount"]).collect::<Vec<_>>())
+                ),
+            );
         }
     }
     Ok(())
