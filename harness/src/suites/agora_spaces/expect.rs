@@ -1110,64 +1110,14 @@ fn read_error(ctx: &mut Ctx, m: &mut Map<String, Value>, judged: &mut Vec<&'stat
     let nested = m.get("error").and_then(Value::as_object).cloned();
     if !m.get("code").is_some_and(Value::is_string) {
         judged.push("/code");
-        let summary = if let Some(c) = m.get("code") {
-            format!("the error code is {c}, not a string such as INVALID_REQUEST: {whole}")
-        } else if let Some((name, c)) = first_of(
-            m,
-            &["error_code", "errorCode", "error", "err", "status"],
-            code_like,
-        ) {
-            let c = c.clone();
-            m.insert("code".into(), c.clone());
-            format!("the error event carries its code {c} in `{name}`, not in `code`: {whole}")
-        } else if let Some(c) = nested
-            .as_ref()
-            .and_then(|e| e.get("code"))
-            .filter(|c| code_like(c))
-            .cloned()
-        {
-            m.insert("code".into(), c.clone());
-            format!("the error event carries its code {c} in `error.code`, not in `code`: {whole}")
-        } else {
-            format!("the error event has no code: {whole}")
-        };
+        let summary = error_code_found(m, nested.as_ref(), &whole);
         ctx.finding(
             Finding::new("agora-spaces/error:code", &["ASP-041"], summary).owned_by(ERRORS),
         );
     }
     if !m.get("message").is_some_and(Value::is_string) {
         judged.push("/message");
-        let text = |v: &Value| v.is_string() && !code_like(v);
-        let summary = if let Some(x) = m.get("message") {
-            format!("the error message is {x}, not a string: {whole}")
-        } else if let Some((name, x)) = first_of(
-            m,
-            &[
-                "detail",
-                "error",
-                "msg",
-                "description",
-                "reason",
-                "error_message",
-            ],
-            text,
-        ) {
-            let x = x.clone();
-            m.insert("message".into(), x);
-            format!("the error event carries its message in `{name}`, not in `message`: {whole}")
-        } else if let Some(x) = nested
-            .as_ref()
-            .and_then(|e| e.get("message"))
-            .filter(|x| x.is_string())
-            .cloned()
-        {
-            m.insert("message".into(), x);
-            format!(
-                "the error event carries its message in `error.message`, not in `message`: {whole}"
-            )
-        } else {
-            format!("the error event has no message: {whole}")
-        };
+        let summary = error_message_found(m, nested.as_ref(), &whole);
         ctx.finding(
             Finding::new("agora-spaces/error:message", &["ASP-041"], summary).owned_by(ERRORS),
         );
@@ -1206,6 +1156,72 @@ fn read_error(ctx: &mut Ctx, m: &mut Map<String, Value>, judged: &mut Vec<&'stat
                 .owned_by(ERRORS),
             );
         }
+    }
+}
+
+/// Where an error event without a string `code` has its code (read on as `code`),
+/// in words for the finding (ASP-041).
+fn error_code_found(
+    m: &mut Map<String, Value>,
+    nested: Option<&Map<String, Value>>,
+    whole: &str,
+) -> String {
+    if let Some(c) = m.get("code") {
+        format!("the error code is {c}, not a string such as INVALID_REQUEST: {whole}")
+    } else if let Some((name, c)) = first_of(
+        m,
+        &["error_code", "errorCode", "error", "err", "status"],
+        code_like,
+    ) {
+        let c = c.clone();
+        m.insert("code".into(), c.clone());
+        format!("the error event carries its code {c} in `{name}`, not in `code`: {whole}")
+    } else if let Some(c) = nested
+        .and_then(|e| e.get("code"))
+        .filter(|c| code_like(c))
+        .cloned()
+    {
+        m.insert("code".into(), c.clone());
+        format!("the error event carries its code {c} in `error.code`, not in `code`: {whole}")
+    } else {
+        format!("the error event has no code: {whole}")
+    }
+}
+
+/// Where an error event without a string `message` has its message (read on as
+/// `message`), in words for the finding (ASP-041).
+fn error_message_found(
+    m: &mut Map<String, Value>,
+    nested: Option<&Map<String, Value>>,
+    whole: &str,
+) -> String {
+    let text = |v: &Value| v.is_string() && !code_like(v);
+    if let Some(x) = m.get("message") {
+        format!("the error message is {x}, not a string: {whole}")
+    } else if let Some((name, x)) = first_of(
+        m,
+        &[
+            "detail",
+            "error",
+            "msg",
+            "description",
+            "reason",
+            "error_message",
+        ],
+        text,
+    ) {
+        let x = x.clone();
+        m.insert("message".into(), x);
+        format!("the error event carries its message in `{name}`, not in `message`: {whole}")
+    } else if let Some(x) = nested
+        .and_then(|e| e.get("message"))
+        .filter(|x| x.is_string())
+        .cloned()
+    {
+        m.insert("message".into(), x);
+        format!("the error event carries its message in `error.message`, not in `message`: {whole}")
+    } else {
+        format!("the error event has no message: {whole}")
     }
 }
 
