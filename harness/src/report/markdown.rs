@@ -59,34 +59,48 @@ pub fn render(report: &Report) -> String {
         "| deviations | warnings | passed | failed | warned | blocked | skipped |\n|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {} |\n",
         s.deviations, s.warnings, s.passed, s.failed, s.warned, s.blocked, s.skipped
     );
-    if !report.findings.is_empty() {
-        let _ = writeln!(md, "## Deviations\n");
+    deviations(&mut md, report);
+    cases_to_look_at(&mut md, report);
+    md
+}
+
+/// The deviations table, at most [`MAX_FINDINGS`] rows, each with the command that
+/// explains it.
+fn deviations(md: &mut String, report: &Report) {
+    if report.findings.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "## Deviations\n");
+    let _ = writeln!(
+        md,
+        "| outcome | level | finding | requirements | what the target did | cases | what it means |\n|---|---|---|---|---|---|---|"
+    );
+    for f in report.findings.iter().take(MAX_FINDINGS) {
         let _ = writeln!(
             md,
-            "| outcome | level | finding | requirements | what the target did | cases | what it means |\n|---|---|---|---|---|---|---|"
+            "| {} | {} | `{}` | {} | {} | {} | `{}` |",
+            f.finding.outcome,
+            f.finding.level,
+            cell(&f.finding.key),
+            f.finding.requirements.join(", "),
+            cell(&f.finding.summary),
+            f.cases.len(),
+            cell(&f.explain)
         );
-        for f in report.findings.iter().take(MAX_FINDINGS) {
-            let _ = writeln!(
-                md,
-                "| {} | {} | `{}` | {} | {} | {} | `{}` |",
-                f.finding.outcome,
-                f.finding.level,
-                cell(&f.finding.key),
-                f.finding.requirements.join(", "),
-                cell(&f.finding.summary),
-                f.cases.len(),
-                cell(&f.explain)
-            );
-        }
-        if report.findings.len() > MAX_FINDINGS {
-            let _ = writeln!(
-                md,
-                "\n… and {} more deviations in report.html.",
-                report.findings.len() - MAX_FINDINGS
-            );
-        }
-        let _ = writeln!(md);
     }
+    if report.findings.len() > MAX_FINDINGS {
+        let _ = writeln!(
+            md,
+            "\n… and {} more deviations in report.html.",
+            report.findings.len() - MAX_FINDINGS
+        );
+    }
+    let _ = writeln!(md);
+}
+
+/// The failing, warned and blocked cases, at most [`MAX_CASES`], with their
+/// reproducers.
+fn cases_to_look_at(md: &mut String, report: &Report) {
     let listed: Vec<_> = report
         .cases
         .iter()
@@ -115,5 +129,4 @@ pub fn render(report: &Report) -> String {
             );
         }
     }
-    md
 }
