@@ -1021,22 +1021,45 @@ pub async fn after_outcomes(
     let kind = if success { "SUCCESS" } else { "FAILURE" };
     let steps = format!("from {old}, {n} {kind} from a hirer at {h}");
     let clamped = (raw - want).abs() > EXACT || !(0.0..=100.0).contains(&got);
+    let tells_hirer = outcome_tells_hirer(&ctx.profile().chorus);
+    let (rule, f) = reputation_finding(
+        clamped,
+        success,
+        tells_hirer,
+        format!("{what}: discovery shows {got}"),
+        (want, h, &steps),
+    );
+    ctx.finding(f);
+    Ok(Some(rule))
+}
+
+/// Which rule a score off chorus.md §4's formula breaks, and its finding: the clamp
+/// to [0.0, 100.0] (CHO-045), the hirer's reputation the outcome request does not
+/// carry (a profile finding), the success gain (CHO-042, CHO-043) or the failure
+/// penalty (CHO-044). `shows` says what discovery showed, `steps` what led there.
+fn reputation_finding(
+    clamped: bool,
+    success: bool,
+    tells_hirer: bool,
+    shows: String,
+    (want, h, steps): (f64, f64, &str),
+) -> (Rule, Finding) {
     let (rule, key, ids, owner, summary): (Rule, &str, &[&str], &'static str, String) = if clamped {
         (
             Rule::Clamp,
             "chorus/reputation:clamp",
             &["CHO-045"],
             REPUTATION_CLAMP,
-            format!("{what}: discovery shows {got}; {steps} give {want}, clamped to [0.0, 100.0] (chorus.md §4)"),
+            format!("{shows}; {steps} give {want}, clamped to [0.0, 100.0] (chorus.md §4)"),
         )
-    } else if success && !outcome_tells_hirer(&ctx.profile().chorus) {
+    } else if success && !tells_hirer {
         (
             Rule::HirerUnknown,
             "chorus/profile:hirer_reputation",
             &[],
             REPUTATION_SUCCESS,
             format!(
-                "{what}: discovery shows {got}, not the {want} that {steps} give; the outcome request does not tell the target the hirer's reputation: if its registry takes it from the request, put {{hirer_reputation}} in [chorus] outcome_body or outcome_request"
+                "{shows}, not the {want} that {steps} give; the outcome request does not tell the target the hirer's reputation: if its registry takes it from the request, put {{hirer_reputation}} in [chorus] outcome_body or outcome_request"
             ),
         )
     } else if success {
@@ -1045,7 +1068,7 @@ pub async fn after_outcomes(
             "chorus/reputation:success-gain",
             &["CHO-042", "CHO-043"],
             REPUTATION_SUCCESS,
-            format!("{what}: discovery shows {got}; {steps} give {want} (+2.0 × {h} / 100 each, chorus.md §4)"),
+            format!("{shows}; {steps} give {want} (+2.0 × {h} / 100 each, chorus.md §4)"),
         )
     } else {
         (
@@ -1053,15 +1076,14 @@ pub async fn after_outcomes(
             "chorus/reputation:failure-penalty",
             &["CHO-044"],
             REPUTATION_FAILURE,
-            format!("{what}: discovery shows {got}; {steps} give {want} (−4.5 each, chorus.md §4)"),
+            format!("{shows}; {steps} give {want} (−4.5 each, chorus.md §4)"),
         )
     };
     let mut f = Finding::new(key, ids, summary).owned_by(owner);
     if rule == Rule::HirerUnknown {
         f = f.at(Level::Profile);
     }
-    ctx.finding(f);
-    Ok(Some(rule))
+    (rule, f)
 }
 
 // ---------------------------------------------------------------------------
