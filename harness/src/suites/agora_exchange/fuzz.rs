@@ -507,41 +507,8 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> FuzzSte
     let path = conversation_path(&id);
     let mut req = json!({"body": valid});
     match m {
-        FollowUp::UnknownId => {
-            let path = conversation_path(&format!("fz-never-issued-{}", random_hash()));
-            let r = send(f, &path, req).await?;
-            return if r.http == 404 || r.is_agora_failure() {
-                Ok(())
-            } else {
-                finding(
-                    Oracle::Verdict,
-                    format!(
-                        "a follow-up to a never-issued conversation drew {} (AEX-035)",
-                        r.describe()
-                    ),
-                )
-            };
-        }
-        FollowUp::Raw(edits) => {
-            let bytes = edit_bytes(serde_json::to_vec(&req).unwrap_or_default(), &edits);
-            f.fuzzed(&bytes);
-            let r = post(f, &path, bytes.clone()).await?;
-            return match serde_json::from_slice::<Value>(&bytes) {
-                Ok(v) => judge(
-                    &r,
-                    expect_for(&v, fx, Some(conv_hash.as_deref())),
-                    "the edited follow-up",
-                ),
-                Err(_) if r.is_success() => finding(
-                    Oracle::Verdict,
-                    format!(
-                        "a malformed follow-up was answered with success (AEX-048): {}",
-                        r.describe()
-                    ),
-                ),
-                Err(_) => Ok(()),
-            };
-        }
+        FollowUp::UnknownId => return unknown_conversation(f, req).await,
+        FollowUp::Raw(edits) => return raw_follow_up(f, fx, &path, &req, &edits, &conv_hash).await,
         FollowUp::Valid => {}
         FollowUp::OtherHash => req["protocolHash"] = json!(random_hash()),
         FollowUp::SameHashUppercase => {
@@ -565,6 +532,53 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> FuzzSte
         }
     } else {
         Ok(())
+    }
+}
+
+/// A follow-up to a conversation never issued: 404 or an Agora failure (AEX-035).
+async fn unknown_conversation(f: &mut FuzzCtx, req: Value) -> FuzzStep<()> {
+    let path = conversation_path(&format!("fz-never-issued-{}", random_hash()));
+    let r = send(f, &path, req).await?;
+    if r.http == 404 || r.is_agora_failure() {
+        Ok(())
+    } else {
+        finding(
+            Oracle::Verdict,
+            format!(
+                "a follow-up to a never-issued conversation drew {} (AEX-035)",
+                r.describe()
+            ),
+        )
+    }
+}
+
+/// A follow-up with its bytes edited: judged as the JSON it still is, and never a
+/// success when it is no JSON (AEX-048).
+async fn raw_follow_up(
+    f: &mut FuzzCtx,
+    fx: &Fx,
+    path: &str,
+    req: &Value,
+    edits: &[ByteEdit],
+    conv_hash: &Option<String>,
+) -> FuzzStep<()> {
+    let bytes = edit_bytes(serde_json::to_vec(req).unwrap_or_default(), edits);
+    f.fuzzed(&bytes);
+    let r = post(f, path, bytes.clone()).await?;
+    match serde_json::from_slice::<Value>(&bytes) {
+        Ok(v) => judge(
+            &r,
+            expect_for(&v, fx, Some(conv_hash.as_deref())),
+            "the edited follow-up",
+        ),
+        Err(_) if r.is_success() => finding(
+            Oracle::Verdict,
+            format!(
+                "a malformed follow-up was answered with success (AEX-048): {}",
+                r.describe()
+            ),
+        ),
+        Err(_) => Ok(()),
     }
 }
 
