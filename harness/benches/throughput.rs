@@ -2,7 +2,7 @@
 //! throughput`): live fuzz cases per second of every suite's fuzzer against its
 //! embedded reference (with the suite's default worker count, as `agentconform
 //! fuzz` runs, and with 32, as `--workers 32` runs), and in-process execs per
-//! second of the property of every cargo-fuzz target (`fuzzing::checks`, the
+//! second of the property of every cargo-fuzz target (`fuzzing::checks::targets()`, the
 //! function each target calls) over its seed corpus. Prints a Markdown table;
 //! harness/benches/BENCHMARKS.md holds one run's figures. A benchmark, never a test.
 
@@ -22,19 +22,6 @@ const LIVE_CASES: u64 = 20_000;
 const IN_PROCESS_FOR: Duration = Duration::from_secs(3);
 
 type Check = fn(&[u8]) -> Result<(), String>;
-
-const TARGETS: [(&str, Check); 10] = [
-    ("canonicalize", checks::canonicalize),
-    ("differential", checks::differential),
-    ("decoders", checks::decoders),
-    ("agora_v1_agent", checks::agora_v1_agent),
-    ("signature", checks::signature),
-    ("agora_exchange_server", checks::agora_exchange_server),
-    ("chorus_server", checks::chorus_server),
-    ("agora_spaces_server", checks::agora_spaces_server),
-    ("agentprotocol_agent", checks::agentprotocol_agent),
-    ("profile", checks::profile),
-];
 
 async fn live(suite: &'static str, workers: Option<u64>) -> (u64, f64) {
     let server = suites::start(suite, "127.0.0.1:0", &embedded::Options::default())
@@ -147,7 +134,7 @@ fn main() {
         println!("| {suite} | {cases} | {default} | {rate:.0} | {wide:.0} |");
     }
     println!("\n| cargo-fuzz target | corpus inputs | execs/s |\n|---|---|---|");
-    for (name, check) in TARGETS {
+    for (name, check) in checks::targets() {
         let inputs = corpus(name);
         println!(
             "| {name} | {} | {:.0} |",

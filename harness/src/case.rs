@@ -116,6 +116,8 @@ pub struct Suite {
     pub load: Option<crate::load::Plan>,
     /// Its reference client as a client driver.
     pub reference_client: ReferenceClient,
+    /// Its in-process fuzz targets (cargo-fuzz), by name.
+    pub in_process: &'static [(&'static str, crate::fuzzing::checks::Check)],
 }
 
 /// Which side of a suite a run tests (defined in `verdict`, below both this module

@@ -1,7 +1,7 @@
 //! Replays every saved fuzz input under fuzz/regressions/<target>/ through the
 //! target's property, so a crash once found and fixed stays fixed.
 
-use agentconform::fuzzing::checks::TARGETS;
+use agentconform::fuzzing::checks::targets;
 use libtest_mimic::{Arguments, Trial};
 use std::path::Path;
 
@@ -9,7 +9,7 @@ fn main() {
     let args = Arguments::from_args();
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../fuzz/regressions");
     let mut trials = Vec::new();
-    for (name, check) in TARGETS {
+    for (name, check) in targets() {
         let dir = root.join(name);
         let mut files: Vec<_> = std::fs::read_dir(&dir)
             .map(|d| d.filter_map(|e| e.ok().map(|e| e.path())).collect())
@@ -31,7 +31,6 @@ fn main() {
                 .file_name()
                 .map(|n| n.to_string_lossy().into_owned())
                 .unwrap_or_default();
-            let check = *check;
             trials.push(Trial::test(
                 format!("fuzz_regressions::{name}::{label}"),
                 move || {

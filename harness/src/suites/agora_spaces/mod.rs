@@ -3,6 +3,7 @@
 pub mod client;
 pub mod expect;
 pub mod fuzz;
+pub mod in_process;
 pub mod load;
 pub mod rules;
 
@@ -41,6 +42,7 @@ pub static SUITE: Suite = Suite {
     rules: rules::RULES,
     load: Some(load::PLAN),
     reference_client: client::REFERENCE,
+    in_process: in_process::TARGETS,
 };
 
 /// Every requirement has a case: ASP-037 (a client discards a cancelled stream) is

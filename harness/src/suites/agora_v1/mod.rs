@@ -3,6 +3,7 @@
 pub mod client;
 pub mod expect;
 pub mod fuzz;
+pub mod in_process;
 pub mod load;
 pub mod rules;
 
@@ -52,6 +53,7 @@ pub static SUITE: Suite = Suite {
     rules: rules::RULES,
     load: Some(load::PLAN),
     reference_client: client::REFERENCE,
+    in_process: in_process::TARGETS,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[
