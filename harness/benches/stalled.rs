@@ -52,6 +52,7 @@ fn main() {
     let tally = rt.block_on(load::run(
         Load {
             suite: "agora-spaces".into(),
+            plan: agentconform::suites::agora_spaces::load::PLAN,
             url: url.clone(),
             clients: READERS,
             requests: EVENTS,

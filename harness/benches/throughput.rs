@@ -2,11 +2,11 @@
 //! throughput`): live fuzz cases per second of every suite's fuzzer against its
 //! embedded reference (with the suite's default worker count, as `agentconform
 //! fuzz` runs, and with 32, as `--workers 32` runs), and in-process execs per
-//! second of the property of every cargo-fuzz target (`fuzzing::checks::targets()`, the
+//! second of the property of every cargo-fuzz target (`suites::fuzz_targets()`, the
 //! function each target calls) over its seed corpus. Prints a Markdown table;
 //! harness/benches/BENCHMARKS.md holds one run's figures. A benchmark, never a test.
 
-use agentconform::fuzzing::{campaign, checks, engine};
+use agentconform::fuzzing::{campaign, engine};
 use agentconform::profile::Profile;
 use agentconform::schemas::Schemas;
 use agentconform::{embedded, suites};
@@ -134,7 +134,7 @@ fn main() {
         println!("| {suite} | {cases} | {default} | {rate:.0} | {wide:.0} |");
     }
     println!("\n| cargo-fuzz target | corpus inputs | execs/s |\n|---|---|---|");
-    for (name, check) in checks::targets() {
+    for (name, check) in agentconform::suites::fuzz_targets() {
         let inputs = corpus(name);
         println!(
             "| {name} | {} | {:.0} |",

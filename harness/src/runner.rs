@@ -1,6 +1,6 @@
 //! Runs cases concurrently against a target and collects their results.
 
-use crate::case::{Bindings, Case, CaseResult, Met, Outcome, Stop, Suite, Untestable};
+use crate::case::{Bindings, Case, CaseResult, Met, Outcome, Role, Stop, Suite, Untestable};
 use crate::drive::Transport;
 use crate::finding::{Finding, Verdict};
 use crate::script::{Ctx, RunShared};
@@ -144,13 +144,13 @@ fn client_margin(profile: &crate::profile::Profile) -> u64 {
 async fn run_one(
     shared: Arc<RunShared>,
     case: &'static Case,
-    transport: Transport,
-    url: String,
+    (transport, url): (Transport, String),
+    role: Role,
 ) -> CaseResult {
     let started = Instant::now();
     let mut ctx = Ctx::new(shared.clone(), transport, &url);
     ctx.case_id = Some(case.id);
-    let budget = overall_budget(&shared, case);
+    let budget = overall_budget(&shared, role);
     let ended = tokio::time::timeout(budget, (case.run)(&mut ctx)).await;
     ctx.close().await;
     let mut met = ctx.take_findings();
@@ -209,11 +209,9 @@ async fn run_one(
 /// A case's overall budget: the profile's, or for a client case the driver's
 /// start-up allowance, then its own deadline from its first connection, then the
 /// judging.
-fn overall_budget(shared: &RunShared, case: &'static Case) -> Duration {
+fn overall_budget(shared: &RunShared, role: Role) -> Duration {
     let budget = case_budget(&shared.profile);
-    let is_client = crate::suites::by_id(case.suite)
-        .is_some_and(|s| s.client_cases.iter().any(|c| std::ptr::eq(c, case)));
-    if !is_client {
+    if role != Role::Client {
         return budget;
     }
     let c = &shared.profile.client;
@@ -466,13 +464,14 @@ pub async fn run_with_progress(
                 slots.push(None);
                 let (shared, sem, transport, url) =
                     (shared.clone(), sem.clone(), *transport, url.clone());
+                let role = selection.role;
                 let bar = progress.clone();
                 if let Some(b) = &bar {
                     b.inc_length(1);
                 }
                 tasks.spawn(async move {
                     let _permit = sem.acquire_owned().await;
-                    let result = run_one(shared, case, transport, url).await;
+                    let result = run_one(shared, case, (transport, url), role).await;
                     if let Some(b) = bar {
                         b.inc(1);
                         b.set_message(case.id);

@@ -1115,7 +1115,7 @@ fn cli_client_role(suite: &'static Suite) -> Result<(), Failed> {
 /// event back to its publisher only, twice, every delivery is lost and the
 /// duplicate is named.
 fn cli_load() -> Result<(), Failed> {
-    for suite in agentconform::load::suites() {
+    for suite in agentconform::suites::loaded() {
         let (ok, unit) = if suite == "agora-spaces" {
             ("168 ok, 0 failed", "168 deliveries")
         } else {

@@ -1,7 +1,7 @@
 //! Replays every saved fuzz input under fuzz/regressions/<target>/ through the
 //! target's property, so a crash once found and fixed stays fixed.
 
-use agentconform::fuzzing::checks::targets;
+use agentconform::suites::fuzz_targets as targets;
 use libtest_mimic::{Arguments, Trial};
 use std::path::Path;
 

@@ -57,7 +57,7 @@ pub fn run(a: LoadArgs, out: &mut impl Write) -> Result<i32, CliError> {
     writeln!(
         out,
         "{}",
-        crate::load::describe(&a.suite, &label, a.clients, &tally)
+        crate::load::describe(&a.suite, plan_of(&a.suite)?, &label, a.clients, &tally)
     )
     .map_err(io)?;
     if embedded {
@@ -78,27 +78,31 @@ pub fn run(a: LoadArgs, out: &mut impl Write) -> Result<i32, CliError> {
 }
 
 /// The suite and the bounds of the flags, in the order they are checked.
+/// The load plan of `--suite`, or the usage error that says which suites load drives.
+fn plan_of(suite: &str) -> Result<crate::load::Plan, CliError> {
+    let descriptor = suites::by_id(suite).ok_or_else(|| unknown_suite(suite))?;
+    descriptor.load.ok_or_else(|| {
+        Usage(format!(
+            "load drives {}, not {suite}",
+            suites::loaded().join(", ")
+        ))
+    })
+}
+
 fn check_flags(a: &LoadArgs) -> Result<(), CliError> {
     let suite = a.suite.as_str();
     let (clients, requests) = (a.clients, a.requests);
-    if suites::by_id(suite).is_none() {
-        return Err(unknown_suite(suite));
-    }
-    if !crate::load::suites().contains(&suite) {
-        return Err(Usage(format!(
-            "load drives {}, not {suite}",
-            crate::load::suites().join(", ")
-        )));
-    }
+    let plan = plan_of(suite)?;
     if clients == 0 || requests == 0 || clients > 10_000 || requests > 100_000 {
         return Err(Usage(
             "--clients must be 1 to 10000 and --requests 1 to 100000".into(),
         ));
     }
-    crate::load::fits(suite, clients, requests).map_err(Usage)?;
-    let member_suites: Vec<&str> = crate::load::suites()
+    crate::load::fits(plan, clients, requests).map_err(Usage)?;
+    let member_suites: Vec<&str> = suites::all()
         .into_iter()
-        .filter(|s| crate::load::unit(s) == "deliveries")
+        .filter(|s| matches!(s.load, Some(crate::load::Plan::Members { .. })))
+        .map(|s| s.id)
         .collect();
     if (a.stalled > 0 || a.text_bytes > 0 || a.publishers.is_some())
         && !member_suites.contains(&suite)
@@ -139,8 +143,10 @@ async fn drive(a: &LoadArgs, prof: Profile) -> Result<(String, Tally, bool), Cli
     } else {
         url.clone()
     };
+    let plan = plan_of(suite)?;
     let l = crate::load::Load {
         suite: suite.to_string(),
+        plan,
         url,
         clients: a.clients,
         requests: a.requests,
@@ -155,7 +161,7 @@ async fn drive(a: &LoadArgs, prof: Profile) -> Result<(String, Tally, bool), Cli
         eprintln!(
             "load {tag}: {}/{total} {}, {} ok, {} failed",
             t.sent,
-            crate::load::unit(&tag),
+            crate::load::unit(plan),
             t.ok,
             t.failed()
         );
@@ -174,7 +180,7 @@ async fn start_embedded(suite: &str) -> Result<(String, embedded::Server), CliEr
     let server = suites::start(suite, "127.0.0.1:0", &embedded::Options::default())
         .await
         .map_err(Usage)?;
-    let want = crate::load::transport(suite);
+    let want = crate::load::transport(plan_of(suite)?);
     let url = server
         .endpoints
         .0

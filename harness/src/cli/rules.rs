@@ -1,5 +1,5 @@
 //! `agentconform rules` and `agentconform explain KEY`: the rule registry
-//! (`crate::rules`) on the command line.
+//! (`crate::rules`, `crate::explain`) on the command line.
 
 use super::common::unknown_suite;
 use super::{io, CliError, Usage};
@@ -14,7 +14,7 @@ pub fn list(suite: Option<&str>, out: &mut impl Write) -> Result<i32, CliError> 
         Some(id) => vec![suites::by_id(id).ok_or_else(|| unknown_suite(id))?],
     };
     for s in chosen {
-        crate::rules::list(s, out).map_err(io)?;
+        crate::explain::list(s, out).map_err(io)?;
     }
     Ok(0)
 }
@@ -23,7 +23,7 @@ pub fn list(suite: Option<&str>, out: &mut impl Write) -> Result<i32, CliError> 
 /// the keys are listed.
 pub fn explain(key: &str, out: &mut impl Write) -> Result<i32, CliError> {
     let mut text = Vec::new();
-    crate::rules::explain(key, &mut text).map_err(Usage)?;
+    crate::explain::explain(&suites::all(), key, &mut text).map_err(Usage)?;
     out.write_all(&text).map_err(io)?;
     Ok(0)
 }

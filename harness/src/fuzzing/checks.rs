@@ -12,22 +12,14 @@ use std::sync::OnceLock;
 /// A target's name and its property.
 pub type Check = fn(&[u8]) -> Result<(), String>;
 
-/// The targets every suite shares, by the name cargo-fuzz knows them under.
+/// The targets every suite shares, by the name cargo-fuzz knows them under
+/// (`crate::suites::fuzz_targets` adds each suite's).
 pub const SHARED: &[(&str, Check)] = &[
     ("canonicalize", canonicalize),
     ("differential", differential),
     ("decoders", decoders),
     ("profile", profile),
 ];
-
-/// Every in-process target: the shared ones, then each suite's
-/// (`Suite::in_process`, in its `in_process.rs`).
-pub fn targets() -> Vec<(&'static str, Check)> {
-    let suites = crate::suites::all()
-        .into_iter()
-        .flat_map(|s| s.in_process.iter().copied());
-    SHARED.iter().copied().chain(suites).collect()
-}
 
 /// The canonical form is stable and reads back as JSON.
 pub fn canonicalize(data: &[u8]) -> Result<(), String> {

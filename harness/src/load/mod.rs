@@ -23,6 +23,8 @@ use std::time::{Duration, Instant};
 #[derive(Debug, Clone)]
 pub struct Load {
     pub suite: String,
+    /// How the suite is loaded (its descriptor's `load`).
+    pub plan: Plan,
     pub url: String,
     /// Agents at once.
     pub clients: usize,
@@ -144,45 +146,37 @@ pub enum Plan {
     },
 }
 
-fn plan(suite: &str) -> Option<Plan> {
-    crate::suites::by_id(suite).and_then(|s| s.load)
-}
-
-/// The suites `load` drives.
-pub fn suites() -> Vec<&'static str> {
-    crate::suites::all()
-        .into_iter()
-        .filter(|s| s.load.is_some())
-        .map(|s| s.id)
-        .collect()
-}
-
-/// The binding a suite's load speaks.
-pub fn transport(suite: &str) -> crate::drive::Transport {
-    match plan(suite) {
-        Some(Plan::Members { .. }) => crate::drive::Transport::Ws,
-        _ => crate::drive::Transport::Http,
+impl std::fmt::Debug for Plan {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Plan::Requests(_) => "Plan::Requests",
+            Plan::Members { .. } => "Plan::Members",
+        })
     }
 }
 
-/// Whether a load of `clients` × `requests` fits the suite's bounds.
-pub fn fits(suite: &str, clients: usize, requests: usize) -> Result<(), String> {
-    match plan(suite) {
-        Some(Plan::Members { fits, .. }) => fits(clients, requests),
-        Some(Plan::Requests(_)) => Ok(()),
-        None => Err(format!(
-            "load does not drive suite {suite}; it drives {}",
-            suites().join(", ")
-        )),
+/// The binding a load speaks.
+pub fn transport(plan: Plan) -> crate::drive::Transport {
+    match plan {
+        Plan::Members { .. } => crate::drive::Transport::Ws,
+        Plan::Requests(_) => crate::drive::Transport::Http,
     }
 }
 
-/// What one unit of a suite's load is called: a request, or for members an event
-/// delivered to one member.
-pub fn unit(suite: &str) -> &'static str {
-    match plan(suite) {
-        Some(Plan::Members { .. }) => "deliveries",
-        _ => "requests",
+/// Whether a load of `clients` × `requests` fits the plan's bounds.
+pub fn fits(plan: Plan, clients: usize, requests: usize) -> Result<(), String> {
+    match plan {
+        Plan::Members { fits, .. } => fits(clients, requests),
+        Plan::Requests(_) => Ok(()),
+    }
+}
+
+/// What one unit of a load is called: a request, or for members an event delivered
+/// to one member.
+pub fn unit(plan: Plan) -> &'static str {
+    match plan {
+        Plan::Members { .. } => "deliveries",
+        Plan::Requests(_) => "requests",
     }
 }
 
@@ -213,10 +207,9 @@ pub async fn run(l: Load, progress: impl Fn(&Tally, u64) + Send + Sync + 'static
     let started = Instant::now();
     let tally = Arc::new(Mutex::new(Tally::default()));
     let run_tag = format!("ld{}", &reference_impl::wire::new_id()[..8]);
-    let plan = plan(&l.suite);
-    let total = match plan {
-        Some(Plan::Members { .. }) => deliveries(&l),
-        _ => (l.clients * l.requests) as u64,
+    let total = match l.plan {
+        Plan::Members { .. } => deliveries(&l),
+        Plan::Requests(_) => (l.clients * l.requests) as u64,
     };
     let l = Arc::new(l);
     let ticker = {
@@ -229,13 +222,9 @@ pub async fn run(l: Load, progress: impl Fn(&Tally, u64) + Send + Sync + 'static
             }
         })
     };
-    match plan {
-        Some(Plan::Members { run, .. }) => run(l, run_tag, tally.clone()).await,
-        Some(Plan::Requests(one)) => requests(l, run_tag, tally.clone(), one).await,
-        None => tally
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .error(&format!("load does not drive suite {}", l.suite)),
+    match l.plan {
+        Plan::Members { run, .. } => run(l, run_tag, tally.clone()).await,
+        Plan::Requests(one) => requests(l, run_tag, tally.clone(), one).await,
     }
     ticker.abort();
     let mut t = tally.lock().unwrap_or_else(|p| p.into_inner()).clone();
@@ -274,7 +263,7 @@ async fn requests(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>, one: 
 }
 
 /// The tally in words, for the terminal.
-pub fn describe(suite: &str, target: &str, clients: usize, t: &Tally) -> String {
+pub fn describe(suite: &str, plan: Plan, target: &str, clients: usize, t: &Tally) -> String {
     let ms = |d: Option<Duration>| {
         d.map_or("-".to_string(), |d| {
             format!("{:.1} ms", d.as_secs_f64() * 1000.0)
@@ -283,7 +272,7 @@ pub fn describe(suite: &str, target: &str, clients: usize, t: &Tally) -> String 
     let mut s = format!(
         "load {suite} at {target}: {clients} agents, {} {} in {:.1} s ({:.0}/s): {} ok, {} failed; latency p50 {}, p99 {}, max {}",
         t.sent,
-        unit(suite),
+        unit(plan),
         t.elapsed.as_secs_f64(),
         t.sent as f64 / t.elapsed.as_secs_f64().max(1e-9),
         t.ok,

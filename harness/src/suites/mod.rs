@@ -30,6 +30,26 @@ pub fn ids() -> Vec<&'static str> {
     all().iter().map(|s| s.id).collect()
 }
 
+/// The suites `agentconform load` drives (those with a load plan).
+pub fn loaded() -> Vec<&'static str> {
+    all()
+        .into_iter()
+        .filter(|s| s.load.is_some())
+        .map(|s| s.id)
+        .collect()
+}
+
+/// Every in-process fuzz target: the shared ones, then each suite's
+/// (`Suite::in_process`, in its `in_process.rs`).
+pub fn fuzz_targets() -> Vec<(&'static str, crate::fuzzing::checks::Check)> {
+    let own = all().into_iter().flat_map(|s| s.in_process.iter().copied());
+    crate::fuzzing::checks::SHARED
+        .iter()
+        .copied()
+        .chain(own)
+        .collect()
+}
+
 /// The fault catalogue of the suite called `id`.
 pub fn faults(id: &str) -> Option<&'static [reference_impl::faults::Fault]> {
     by_id(id).map(|s| s.faults)

@@ -97,12 +97,14 @@ pub async fn run_against(
 /// Every finding of a run is explained (`agentconform explain KEY` prints its rule
 /// or case), and a finding of a rule cites no requirement the rule does not name.
 pub fn explained(out: &RunOutput) -> Result<(), String> {
-    use agentconform::rules::{self, Named};
+    use agentconform::explain::{self, Named};
+    let suites = agentconform::suites::all();
     for f in &out.findings {
         let key = &f.finding.key;
-        let named = rules::lookup(key).ok_or_else(|| format!("no rule explains {key}"))?;
+        let named =
+            explain::lookup(&suites, key).ok_or_else(|| format!("no rule explains {key}"))?;
         let mut text = Vec::new();
-        rules::explain(key, &mut text)?;
+        explain::explain(&suites, key, &mut text)?;
         if text.len() < 80 {
             return Err(format!(
                 "explain {key} says too little: {}",
