@@ -582,6 +582,31 @@ fn expect_for(v: &Value, c: &Case) -> Expect {
         e.hard(&[IM], "the message is not a JSON object (AGP-001, AGP-023)");
         return e;
     };
+    envelope_head(o, &mut e);
+    from_member(o, &mut e);
+    addressee(o, c, &mut e);
+    let ty = message_type(o, &mut e);
+    let payload = payload_of(o, &mut e);
+    extras(o, &mut e);
+    signature(v, c, &mut e);
+    if !plain(v) {
+        e.soft(
+            &[IS],
+            "non-ASCII text or a non-integer number under the signature (AGP-A1)",
+        );
+    }
+    if let Some(p) = payload {
+        if let Some(Value::String(s)) = p.get("correlationId") {
+            e.correlation = Some(s.clone());
+        }
+    }
+    by_type(ty, payload, c, &mut e);
+    e
+}
+
+/// Judges protocol, id and timestamp (AGP-002, AGP-003, AGP-004; open by AGP-A6,
+/// AGP-A12, AGP-A16).
+fn envelope_head(o: &Map<String, Value>, e: &mut Expect) {
     if o.get("protocol").and_then(Value::as_str) != Some(PROTOCOL) {
         e.soft(
             &[IM],
@@ -606,6 +631,11 @@ fn expect_for(v: &Value, c: &Case) -> Expect {
             "timestamp missing, not ISO 8601 UTC or not current (AGP-004, AGP-A12)",
         );
     }
+}
+
+/// Judges `from`: agentId, name and capabilities (AGP-005, AGP-006, AGP-007,
+/// AGP-034).
+fn from_member(o: &Map<String, Value>, e: &mut Expect) {
     let from = o.get("from");
     if !from
         .and_then(|f| f.get("agentId"))
@@ -630,39 +660,60 @@ fn expect_for(v: &Value, c: &Case) -> Expect {
             );
         }
     }
+}
+
+/// Judges `to`: the addressee and broadcast (AGP-008, AGP-025; open by AGP-A4,
+/// AGP-A13, AGP-A22).
+fn addressee(o: &Map<String, Value>, c: &Case, e: &mut Expect) {
     match o.get("to") {
         None => e.soft(&[IM], "no `to` (AGP-A22)"),
         Some(Value::Object(to)) => {
-            match to.get("agentId") {
-                None => e.soft(&[IM], "no to.agentId (AGP-A22)"),
-                Some(Value::String(s)) if *s == c.target => {}
-                Some(Value::String(s)) if s.is_empty() => {
-                    e.soft(&[IM, UA], "to.agentId is empty (AGP-008)")
-                }
-                Some(Value::String(s)) if same_bytes(s, &c.target) => e.soft(
-                    &[IM, UA],
-                    "to.agentId names the target in another base64 flavour (AGP-A4)",
-                ),
-                Some(Value::String(_)) => {
-                    e.hard(&[UA], "to.agentId names another agent (AGP-008, AGP-025)");
-                    e.silence_ok = true;
-                }
-                Some(_) => e.soft(&[IM], "to.agentId is not a string (AGP-008)"),
-            }
-            match to.get("broadcast") {
-                Some(Value::Bool(false)) => {}
-                None => e.soft(&[IM], "no to.broadcast (AGP-008)"),
-                Some(Value::Bool(true)) => {
-                    // Who answers a broadcast, if anyone, is undefined (AGP-A13).
-                    e.open = true;
-                    e.silence_ok = true;
-                }
-                Some(_) => e.soft(&[IM], "to.broadcast is not a boolean (AGP-008)"),
-            }
+            to_agent(to, c, e);
+            to_broadcast(to, e);
         }
         Some(_) => e.soft(&[IM], "`to` is not an object (AGP-008)"),
     }
-    let ty = match o.get("type").and_then(Value::as_str) {
+}
+
+/// Judges to.agentId: the target, another spelling of it, or another agent
+/// (AGP-008, AGP-025, AGP-A4, AGP-A22).
+fn to_agent(to: &Map<String, Value>, c: &Case, e: &mut Expect) {
+    match to.get("agentId") {
+        None => e.soft(&[IM], "no to.agentId (AGP-A22)"),
+        Some(Value::String(s)) if *s == c.target => {}
+        Some(Value::String(s)) if s.is_empty() => {
+            e.soft(&[IM, UA], "to.agentId is empty (AGP-008)")
+        }
+        Some(Value::String(s)) if same_bytes(s, &c.target) => e.soft(
+            &[IM, UA],
+            "to.agentId names the target in another base64 flavour (AGP-A4)",
+        ),
+        Some(Value::String(_)) => {
+            e.hard(&[UA], "to.agentId names another agent (AGP-008, AGP-025)");
+            e.silence_ok = true;
+        }
+        Some(_) => e.soft(&[IM], "to.agentId is not a string (AGP-008)"),
+    }
+}
+
+/// Judges to.broadcast (AGP-008, AGP-A13).
+fn to_broadcast(to: &Map<String, Value>, e: &mut Expect) {
+    match to.get("broadcast") {
+        Some(Value::Bool(false)) => {}
+        None => e.soft(&[IM], "no to.broadcast (AGP-008)"),
+        Some(Value::Bool(true)) => {
+            // Who answers a broadcast, if anyone, is undefined (AGP-A13).
+            e.open = true;
+            e.silence_ok = true;
+        }
+        Some(_) => e.soft(&[IM], "to.broadcast is not a boolean (AGP-008)"),
+    }
+}
+
+/// The message type when it is one of the five, else a hard problem (AGP-010,
+/// AGP-023).
+fn message_type<'a>(o: &'a Map<String, Value>, e: &mut Expect) -> Option<&'a str> {
+    match o.get("type").and_then(Value::as_str) {
         Some(t) if TYPES.contains(&t) => Some(t),
         _ => {
             e.hard(
@@ -671,14 +722,22 @@ fn expect_for(v: &Value, c: &Case) -> Expect {
             );
             None
         }
-    };
-    let payload = match o.get("payload") {
+    }
+}
+
+/// The payload when it is an object, else a hard problem (AGP-011).
+fn payload_of<'a>(o: &'a Map<String, Value>, e: &mut Expect) -> Option<&'a Map<String, Value>> {
+    match o.get("payload") {
         Some(Value::Object(p)) => Some(p),
         _ => {
             e.hard(&[IM], "payload is not an object (AGP-011)");
             None
         }
-    };
+    }
+}
+
+/// Judges metadata and unknown top-level members (AGP-043, AGP-A19).
+fn extras(o: &Map<String, Value>, e: &mut Expect) {
     if !o.get("metadata").is_none_or(Value::is_object) {
         e.soft(&[IM], "metadata is not an object (AGP-043)");
     }
@@ -687,18 +746,11 @@ fn expect_for(v: &Value, c: &Case) -> Expect {
     {
         e.soft(&[IM], "an unknown top-level member (AGP-A19)");
     }
-    signature(v, c, &mut e);
-    if !plain(v) {
-        e.soft(
-            &[IS],
-            "non-ASCII text or a non-integer number under the signature (AGP-A1)",
-        );
-    }
-    if let Some(p) = payload {
-        if let Some(Value::String(s)) = p.get("correlationId") {
-            e.correlation = Some(s.clone());
-        }
-    }
+}
+
+/// What the message's type asks of the target: a hello, a request carried out, or
+/// nothing fixed (AGP-014, AGP-021, AGP-A14, AGP-A16).
+fn by_type(ty: Option<&str>, payload: Option<&Map<String, Value>>, c: &Case, e: &mut Expect) {
     match (ty, payload) {
         (Some("hello"), Some(p)) => {
             e.want = Shows::Hello;
@@ -712,7 +764,7 @@ fn expect_for(v: &Value, c: &Case) -> Expect {
                 e.soft(&[IM], "hello features is not an array of strings (AGP-014)");
             }
         }
-        (Some("request"), Some(p)) => request(p, c, &mut e),
+        (Some("request"), Some(p)) => request(p, c, e),
         (Some(_), _) => {
             // notify, or a response or error nobody asked for: no reply is expected;
             // an acknowledgement or an error is allowed (AGP-021, AGP-A14).
@@ -722,7 +774,6 @@ fn expect_for(v: &Value, c: &Case) -> Expect {
         }
         (None, _) => {}
     }
-    e
 }
 
 fn signature(v: &Value, c: &Case, e: &mut Expect) {
@@ -784,15 +835,56 @@ fn request(p: &Map<String, Value>, c: &Case, e: &mut Expect) {
     if !p.get("correlationId").is_none_or(Value::is_string) {
         e.soft(&[IM], "correlationId is not a string (AGP-018)");
     }
-    let params = match p.get("params") {
+    let params = request_params(p, e);
+    let timeout = request_timeout(p, e);
+    let action = match p.get("action") {
+        Some(Value::String(a)) => a.clone(),
+        _ => {
+            e.hard(
+                &[IM],
+                "action is missing or not a string (AGP-018, AGP-038)",
+            );
+            return;
+        }
+    };
+    e.action = Some(action.clone());
+    if action == c.echo {
+        e.want = Shows::Echo(params);
+        if timeout.is_some_and(|t| t < 200) {
+            e.soft(&[TIMEOUT], "a timeout shorter than a round trip (AGP-027)");
+        }
+    } else if action == c.delay {
+        delay_request(params, timeout, e);
+    } else if action.starts_with("fz-") || action.is_empty() {
+        e.hard(
+            &[CNS],
+            format!("no target offers action {action:?} (AGP-020, AGP-026)"),
+        );
+        if action.is_empty() {
+            e.soft(&[IM], "an empty action (AGP-018)");
+        }
+    } else {
+        // An action the target may or may not offer (AGP-A8).
+        e.open = true;
+    }
+}
+
+/// The request's params when they are an object, else a hard problem (AGP-018).
+fn request_params(p: &Map<String, Value>, e: &mut Expect) -> Option<Value> {
+    match p.get("params") {
         None => None,
         Some(v @ Value::Object(_)) => Some(v.clone()),
         Some(_) => {
             e.hard(&[IM], "params is not an object (AGP-018)");
             None
         }
-    };
-    let timeout = match p.get("timeout") {
+    }
+}
+
+/// The request's timeout in milliseconds when it is a non-negative integer (or
+/// one written as a float), else a problem (AGP-018, AGP-038).
+fn request_timeout(p: &Map<String, Value>, e: &mut Expect) -> Option<u64> {
+    match p.get("timeout") {
         None => None,
         Some(Value::Number(n)) => match (n.as_u64(), n.as_f64()) {
             (Some(t), _) => Some(t),
@@ -815,63 +907,39 @@ fn request(p: &Map<String, Value>, c: &Case, e: &mut Expect) {
             e.hard(&[IM], "timeout is not a number (AGP-018, AGP-038)");
             None
         }
-    };
-    let action = match p.get("action") {
-        Some(Value::String(a)) => a.clone(),
-        _ => {
+    }
+}
+
+/// What a delay request must draw, from its `ms` and its timeout: success, TIMEOUT
+/// (or no reply), or a verdict left open by timing (AGP-027, AGP-A18).
+fn delay_request(params: Option<Value>, timeout: Option<u64>, e: &mut Expect) {
+    e.want = Shows::Success;
+    let ms = params.as_ref().map(|p| p.get("ms").and_then(Value::as_u64));
+    match (ms, timeout) {
+        (Some(Some(ms)), Some(t)) if t.saturating_mul(2).saturating_add(50) <= ms => {
             e.hard(
-                &[IM],
-                "action is missing or not a string (AGP-018, AGP-038)",
+                &[TIMEOUT],
+                format!("a delay of {ms} ms with a timeout of {t} ms (AGP-027, AGP-A18)"),
             );
-            return;
+            e.silence_ok = true;
         }
-    };
-    e.action = Some(action.clone());
-    if action == c.echo {
-        e.want = Shows::Echo(params);
-        if timeout.is_some_and(|t| t < 200) {
-            e.soft(&[TIMEOUT], "a timeout shorter than a round trip (AGP-027)");
+        (Some(Some(ms)), Some(t)) if t >= ms.saturating_add(200) => {}
+        (Some(Some(_)), None) => {}
+        (None, None) => {}
+        (Some(Some(_)), Some(_)) => {
+            e.open = true;
+            e.timing_open = true;
+            e.soft(&[TIMEOUT], "a timeout close to the delay (AGP-A18)");
         }
-    } else if action == c.delay {
-        e.want = Shows::Success;
-        let ms = params.as_ref().map(|p| p.get("ms").and_then(Value::as_u64));
-        match (ms, timeout) {
-            (Some(Some(ms)), Some(t)) if t.saturating_mul(2).saturating_add(50) <= ms => {
-                e.hard(
-                    &[TIMEOUT],
-                    format!("a delay of {ms} ms with a timeout of {t} ms (AGP-027, AGP-A18)"),
-                );
-                e.silence_ok = true;
-            }
-            (Some(Some(ms)), Some(t)) if t >= ms.saturating_add(200) => {}
-            (Some(Some(_)), None) => {}
-            (None, None) => {}
-            (Some(Some(_)), Some(_)) => {
+        _ => {
+            // `ms` is the profile's fixture; without it the delay is undefined.
+            e.soft(&[IM], "delay without an integer params.ms");
+            if timeout.is_some() {
                 e.open = true;
                 e.timing_open = true;
-                e.soft(&[TIMEOUT], "a timeout close to the delay (AGP-A18)");
-            }
-            _ => {
-                // `ms` is the profile's fixture; without it the delay is undefined.
-                e.soft(&[IM], "delay without an integer params.ms");
-                if timeout.is_some() {
-                    e.open = true;
-                    e.timing_open = true;
-                    e.soft(&[TIMEOUT], "a timeout for an undefined delay (AGP-A18)");
-                }
+                e.soft(&[TIMEOUT], "a timeout for an undefined delay (AGP-A18)");
             }
         }
-    } else if action.starts_with("fz-") || action.is_empty() {
-        e.hard(
-            &[CNS],
-            format!("no target offers action {action:?} (AGP-020, AGP-026)"),
-        );
-        if action.is_empty() {
-            e.soft(&[IM], "an empty action (AGP-018)");
-        }
-    } else {
-        // An action the target may or may not offer (AGP-A8).
-        e.open = true;
     }
 }
 
@@ -964,101 +1032,21 @@ fn apply(m: &mut Value, mu: &Mutation, c: &Case) {
     let cur_type = m["type"].as_str().unwrap_or("request").to_string();
     match mu {
         Mutation::Keep => {}
-        Mutation::Type(t) => {
-            let v = match t {
-                TypeVal::Bogus => json!("bogus"),
-                TypeVal::Upper => json!(cur_type.to_ascii_uppercase()),
-                TypeVal::Hello => json!("hello"),
-                TypeVal::Request => json!("request"),
-                TypeVal::Response => json!("response"),
-                TypeVal::Notify => json!("notify"),
-                TypeVal::Error => json!("error"),
-                TypeVal::Other(v) => v.json(),
-            };
-            set(m, &[], "type", v);
-        }
+        Mutation::Type(t) => set(m, &[], "type", type_value(t, &cur_type)),
         Mutation::Remove(t) => {
             let k = format!("{t:?}").to_ascii_lowercase();
             remove(m, &[], &k);
         }
-        Mutation::Protocol(p) => {
-            let v = match p {
-                ProtoVal::Next => json!("agentprotocol/0.2"),
-                ProtoVal::Upper => json!(PROTOCOL.to_ascii_uppercase()),
-                ProtoVal::Empty => json!(""),
-                ProtoVal::Other(v) => v.json(),
-            };
-            set(m, &[], "protocol", v);
-        }
-        Mutation::Id(i) => {
-            let v = match i {
-                IdVal::Int => json!(123),
-                IdVal::Fresh => json!(new_id()),
-                IdVal::Upper => json!(new_id().to_ascii_uppercase()),
-                IdVal::NotUuid => json!(format!("fz-{}", &new_id()[..8])),
-                IdVal::Empty => json!(""),
-                IdVal::Other(v) => v.json(),
-            };
-            set(m, &[], "id", v);
-        }
-        Mutation::Timestamp(t) => {
-            let now = time::OffsetDateTime::now_utc();
-            let v = match t {
-                TsVal::Fresh => json!(clock::format_timestamp(now)),
-                TsVal::ShiftMinutes(d) => json!(clock::format_timestamp(
-                    now + time::Duration::minutes(i64::from(*d) % 600)
-                )),
-                TsVal::NoZone => json!(clock::format_timestamp(now).trim_end_matches('Z')),
-                TsVal::Garbage => json!("yesterday"),
-                TsVal::Other(v) => v.json(),
-            };
-            set(m, &[], "timestamp", v);
-        }
-        Mutation::FromAgent(a) => {
-            let v = match a {
-                AgentVal::Empty => json!(""),
-                AgentVal::Short => json!("AAAA"),
-                AgentVal::OtherKey => json!(other_id()),
-                AgentVal::UrlSafe => json!(keys::b64url(me.key.public().as_bytes())),
-                AgentVal::Other(v) => v.json(),
-            };
-            set(m, &["from"], "agentId", v);
-        }
+        Mutation::Protocol(p) => set(m, &[], "protocol", protocol_value(p)),
+        Mutation::Id(i) => set(m, &[], "id", id_value(i)),
+        Mutation::Timestamp(t) => set(m, &[], "timestamp", timestamp_value(t)),
+        Mutation::FromAgent(a) => set(m, &["from"], "agentId", agent_value(a, me)),
         Mutation::FromName(v) => set(m, &["from"], "name", v.json()),
-        Mutation::FromCaps(cv) => {
-            let v = match cv {
-                CapsVal::Empty => json!([]),
-                CapsVal::Custom => json!(["myagent:code-review", "myagent:translation/en-de"]),
-                CapsVal::Other(v) => v.json(),
-            };
-            set(m, &["from"], "capabilities", v);
-        }
-        Mutation::ToAgent(t) => {
-            let v = match t {
-                ToVal::OtherKey => json!(other_id()),
-                ToVal::Empty => json!(""),
-                ToVal::Target => json!(c.target),
-                ToVal::TargetUrlSafe => match keys::b64_decode_any(&c.target) {
-                    Some((b, _)) => json!(keys::b64url(&b)),
-                    None => json!(c.target),
-                },
-                ToVal::Other(v) => v.json(),
-            };
-            set(m, &["to"], "agentId", v);
-        }
+        Mutation::FromCaps(cv) => set(m, &["from"], "capabilities", caps_value(cv)),
+        Mutation::ToAgent(t) => set(m, &["to"], "agentId", to_value(t, c)),
         Mutation::Broadcast(v) => set(m, &["to"], "broadcast", v.json()),
         Mutation::Payload(v) => set(m, &[], "payload", v.json()),
-        Mutation::Action(a) => {
-            let v = match a {
-                ActionVal::Echo => json!(c.echo),
-                ActionVal::Delay => json!(c.delay),
-                ActionVal::Upper => json!(c.echo.to_ascii_uppercase()),
-                ActionVal::Empty => json!(""),
-                ActionVal::Fz(s) => json!(format!("fz-{}", s.chars().take(24).collect::<String>())),
-                ActionVal::Other(v) => v.json(),
-            };
-            set(m, &["payload"], "action", v);
-        }
+        Mutation::Action(a) => set(m, &["payload"], "action", action_value(a, c)),
         Mutation::Params(v) => set(m, &["payload"], "params", v.json()),
         Mutation::Param(i, v) => set(
             m,
@@ -1067,18 +1055,7 @@ fn apply(m: &mut Value, mu: &Mutation, c: &Case) {
             v.json(),
         ),
         Mutation::RemoveParams => remove(m, &["payload"], "params"),
-        Mutation::Timeout(t) => {
-            let v = match t {
-                TimeoutVal::Negative => json!(-1),
-                TimeoutVal::Small(n) => json!(n),
-                TimeoutVal::Large(n) => json!(u64::from(*n) + 10_000),
-                TimeoutVal::Fraction => json!(250.5),
-                TimeoutVal::Integral => json!(30000.0),
-                TimeoutVal::Text => json!("soon"),
-                TimeoutVal::Other(v) => v.json(),
-            };
-            set(m, &["payload"], "timeout", v);
-        }
+        Mutation::Timeout(t) => set(m, &["payload"], "timeout", timeout_value(t)),
         Mutation::RemoveTimeout => remove(m, &["payload"], "timeout"),
         Mutation::Correlation(s) => set(
             m,
@@ -1094,6 +1071,115 @@ fn apply(m: &mut Value, mu: &Mutation, c: &Case) {
         Mutation::HelloVersion(v) => set(m, &["payload"], "version", v.json()),
         Mutation::HelloFeatures(v) => set(m, &["payload"], "features", v.json()),
         Mutation::NotAnObject(v) => *m = v.json(),
+    }
+}
+
+/// The type a [`Mutation::Type`] sets (`cur_type` is the message's own).
+fn type_value(t: &TypeVal, cur_type: &str) -> Value {
+    match t {
+        TypeVal::Bogus => json!("bogus"),
+        TypeVal::Upper => json!(cur_type.to_ascii_uppercase()),
+        TypeVal::Hello => json!("hello"),
+        TypeVal::Request => json!("request"),
+        TypeVal::Response => json!("response"),
+        TypeVal::Notify => json!("notify"),
+        TypeVal::Error => json!("error"),
+        TypeVal::Other(v) => v.json(),
+    }
+}
+
+/// The protocol a [`Mutation::Protocol`] sets.
+fn protocol_value(p: &ProtoVal) -> Value {
+    match p {
+        ProtoVal::Next => json!("agentprotocol/0.2"),
+        ProtoVal::Upper => json!(PROTOCOL.to_ascii_uppercase()),
+        ProtoVal::Empty => json!(""),
+        ProtoVal::Other(v) => v.json(),
+    }
+}
+
+/// The id a [`Mutation::Id`] sets.
+fn id_value(i: &IdVal) -> Value {
+    match i {
+        IdVal::Int => json!(123),
+        IdVal::Fresh => json!(new_id()),
+        IdVal::Upper => json!(new_id().to_ascii_uppercase()),
+        IdVal::NotUuid => json!(format!("fz-{}", &new_id()[..8])),
+        IdVal::Empty => json!(""),
+        IdVal::Other(v) => v.json(),
+    }
+}
+
+/// The timestamp a [`Mutation::Timestamp`] sets.
+fn timestamp_value(t: &TsVal) -> Value {
+    let now = time::OffsetDateTime::now_utc();
+    match t {
+        TsVal::Fresh => json!(clock::format_timestamp(now)),
+        TsVal::ShiftMinutes(d) => json!(clock::format_timestamp(
+            now + time::Duration::minutes(i64::from(*d) % 600)
+        )),
+        TsVal::NoZone => json!(clock::format_timestamp(now).trim_end_matches('Z')),
+        TsVal::Garbage => json!("yesterday"),
+        TsVal::Other(v) => v.json(),
+    }
+}
+
+/// The from.agentId a [`Mutation::FromAgent`] sets.
+fn agent_value(a: &AgentVal, me: &Me) -> Value {
+    match a {
+        AgentVal::Empty => json!(""),
+        AgentVal::Short => json!("AAAA"),
+        AgentVal::OtherKey => json!(other_id()),
+        AgentVal::UrlSafe => json!(keys::b64url(me.key.public().as_bytes())),
+        AgentVal::Other(v) => v.json(),
+    }
+}
+
+/// The from.capabilities a [`Mutation::FromCaps`] sets.
+fn caps_value(cv: &CapsVal) -> Value {
+    match cv {
+        CapsVal::Empty => json!([]),
+        CapsVal::Custom => json!(["myagent:code-review", "myagent:translation/en-de"]),
+        CapsVal::Other(v) => v.json(),
+    }
+}
+
+/// The to.agentId a [`Mutation::ToAgent`] sets.
+fn to_value(t: &ToVal, c: &Case) -> Value {
+    match t {
+        ToVal::OtherKey => json!(other_id()),
+        ToVal::Empty => json!(""),
+        ToVal::Target => json!(c.target),
+        ToVal::TargetUrlSafe => match keys::b64_decode_any(&c.target) {
+            Some((b, _)) => json!(keys::b64url(&b)),
+            None => json!(c.target),
+        },
+        ToVal::Other(v) => v.json(),
+    }
+}
+
+/// The payload.action a [`Mutation::Action`] sets.
+fn action_value(a: &ActionVal, c: &Case) -> Value {
+    match a {
+        ActionVal::Echo => json!(c.echo),
+        ActionVal::Delay => json!(c.delay),
+        ActionVal::Upper => json!(c.echo.to_ascii_uppercase()),
+        ActionVal::Empty => json!(""),
+        ActionVal::Fz(s) => json!(format!("fz-{}", s.chars().take(24).collect::<String>())),
+        ActionVal::Other(v) => v.json(),
+    }
+}
+
+/// The payload.timeout a [`Mutation::Timeout`] sets.
+fn timeout_value(t: &TimeoutVal) -> Value {
+    match t {
+        TimeoutVal::Negative => json!(-1),
+        TimeoutVal::Small(n) => json!(n),
+        TimeoutVal::Large(n) => json!(u64::from(*n) + 10_000),
+        TimeoutVal::Fraction => json!(250.5),
+        TimeoutVal::Integral => json!(30000.0),
+        TimeoutVal::Text => json!("soon"),
+        TimeoutVal::Other(v) => v.json(),
     }
 }
 
@@ -1387,6 +1473,12 @@ fn hello_oracles(r: &Value) -> FuzzStep<()> {
             ),
         );
     }
+    capability_oracles(&caps)
+}
+
+/// Each capability of the target's hello is of the form prefix:name, and an
+/// agentprotocol:* one is among the core five (AGP-007, AGP-016).
+fn capability_oracles(caps: &[String]) -> FuzzStep<()> {
     const CORE: [&str; 5] = [
         "agentprotocol:core",
         "agentprotocol:tasks",
@@ -1394,7 +1486,7 @@ fn hello_oracles(r: &Value) -> FuzzStep<()> {
         "agentprotocol:reputation",
         "agentprotocol:directory",
     ];
-    for cap in &caps {
+    for cap in caps {
         if !cap.contains(':') {
             return finding(
                 Oracle::Hello,
@@ -1457,6 +1549,14 @@ fn judge(g: &Got, e: &Expect, what: &str) -> FuzzStep<()> {
         &context,
         verdict::judge(&want, &got, (Oracle::Verdict, carried), || said.clone()),
     )?;
+    shows_oracles(shows, v, &context, &said)
+}
+
+/// What a message carried out must show in its reply: a hello, an echo of the
+/// params (AGP-019), or a success.
+fn shows_oracles(shows: Option<&Shows>, v: &Value, context: &str, said: &str) -> FuzzStep<()> {
+    let ty = v["type"].as_str().unwrap_or_default();
+    let p = &v["payload"];
     match shows {
         None | Some(Shows::Nothing) => Ok(()),
         Some(Shows::Hello) => hello_oracles(v),
@@ -1498,21 +1598,7 @@ async fn send_judged(f: &mut FuzzCtx, c: &mut Case, v: &Value, what: &str) -> Fu
 
 async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let kind: Kind = f.draw();
-    let mut me = Me::new(&f.ctx);
-    let hello = me.hello(&mut f.ctx).await?;
-    reply_oracles(&hello, &Expect::default())?;
-    hello_oracles(&hello)?;
-    let prof = f.ctx.profile().agentprotocol.clone();
-    let mut c = Case {
-        target: me.target.clone().unwrap_or_default(),
-        signed_messages: me.target_features.iter().any(|x| x == "signed-messages"),
-        me,
-        raw: None,
-        raw_ids: HashSet::new(),
-        echo: prof.echo_action,
-        delay: prof.delay_action,
-        n: 0,
-    };
+    let mut c = open_case(f).await?;
     let c = &mut c;
     match kind {
         Kind::Valid(t) => {
@@ -1543,64 +1629,112 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             apply_sig(&mut m, &s, &c.me);
             send_judged(f, c, &m, "the message with an edited signature").await?;
         }
-        Kind::Raw(t, first, mut edits) => {
-            let mut m = c.template(t.into());
-            c.me.sign(&mut m);
-            edits.insert(0, first);
-            let bytes = edit_bytes(serde_json::to_vec(&m).unwrap_or_default(), &edits);
-            f.fuzzed(&bytes);
-            let (e, sender) = match serde_json::from_slice::<Value>(&bytes) {
-                Err(_) => (Expect::garbage(), None),
-                Ok(_) if jcs::canonicalize(&bytes).is_err() => (Expect::not_ijson(), None),
-                Ok(v) => (expect_for(&v, c), sender_of(&v)),
-            };
-            let g = exchange(f, c, bytes, sender, &e).await?;
-            judge(&g, &e, "the edited message")?;
-        }
-        Kind::Spelling(t, mu, w) => {
-            let mut twin = c.template(t);
-            if let Some(mu) = &mu {
-                apply(&mut twin, mu, c);
-            }
-            keep_correlation(&mut twin, c);
-            c.me.sign(&mut twin);
-            let first = send_judged(f, c, &twin, "the canonical spelling").await?;
-            // The same content under a fresh id and correlationId, so that a target
-            // that refuses repeats does not tell the two apart (AGP-A7).
-            let mut copy = twin.clone();
-            let fresh_id = copy["id"].as_str().is_some_and(is_uuid);
-            if fresh_id {
-                set(&mut copy, &[], "id", json!(new_id()));
-            }
-            if let Some(corr) = copy["payload"]["correlationId"].as_str().map(String::from) {
-                set(
-                    &mut copy,
-                    &["payload"],
-                    "correlationId",
-                    json!(format!("{corr}-w")),
-                );
-            }
-            c.me.sign(&mut copy);
-            let e = expect_for(&copy, c);
-            let bytes = respell(&copy, w);
-            f.fuzzed(&bytes);
-            let second = exchange(f, c, bytes, sender_of(&copy), &e).await?;
-            judge(&second, &e, "the respelled message")?;
-            let repeat = !fresh_id && copy["id"].is_string();
-            if !e.timing_open && !repeat && verdict_of(&first) != verdict_of(&second) {
-                return finding(
-                    Oracle::WireForm,
-                    format!(
-                        "the canonical spelling drew {}, {w:?} drew {} (AGP-031)",
-                        verdict_of(&first),
-                        verdict_of(&second)
-                    ),
-                );
-            }
-        }
+        Kind::Raw(t, first, edits) => raw_case(f, c, t, first, edits).await?,
+        Kind::Spelling(t, mu, w) => spelling_case(f, c, t, mu, w).await?,
         Kind::Flow(flow) => run_flow(f, c, flow).await?,
     }
     Ok(())
+}
+
+/// Opens a case: a fresh identity says hello, the hello reply gets its oracles
+/// (AGP-007, AGP-013…016), and what it told (the target, signed-messages) is kept.
+async fn open_case(f: &mut FuzzCtx) -> FuzzStep<Case> {
+    let mut me = Me::new(&f.ctx);
+    let hello = me.hello(&mut f.ctx).await?;
+    reply_oracles(&hello, &Expect::default())?;
+    hello_oracles(&hello)?;
+    let prof = f.ctx.profile().agentprotocol.clone();
+    Ok(Case {
+        target: me.target.clone().unwrap_or_default(),
+        signed_messages: me.target_features.iter().any(|x| x == "signed-messages"),
+        me,
+        raw: None,
+        raw_ids: HashSet::new(),
+        echo: prof.echo_action,
+        delay: prof.delay_action,
+        n: 0,
+    })
+}
+
+/// A signed message with raw byte edits, judged by what the bytes still are: not
+/// JSON (AGP-023), JSON that is not I-JSON (nothing fixed), or a message.
+async fn raw_case(
+    f: &mut FuzzCtx,
+    c: &mut Case,
+    t: RawTemplate,
+    first: ByteEdit,
+    mut edits: Vec<ByteEdit>,
+) -> FuzzStep<()> {
+    let mut m = c.template(t.into());
+    c.me.sign(&mut m);
+    edits.insert(0, first);
+    let bytes = edit_bytes(serde_json::to_vec(&m).unwrap_or_default(), &edits);
+    f.fuzzed(&bytes);
+    let (e, sender) = match serde_json::from_slice::<Value>(&bytes) {
+        Err(_) => (Expect::garbage(), None),
+        Ok(_) if jcs::canonicalize(&bytes).is_err() => (Expect::not_ijson(), None),
+        Ok(v) => (expect_for(&v, c), sender_of(&v)),
+    };
+    let g = exchange(f, c, bytes, sender, &e).await?;
+    judge(&g, &e, "the edited message")
+}
+
+/// A message in its canonical spelling, then its twin respelled: both judged, and
+/// the twin gets the verdict of the canonical one (AGP-031).
+async fn spelling_case(
+    f: &mut FuzzCtx,
+    c: &mut Case,
+    t: Template,
+    mu: Option<Mutation>,
+    w: WireForm,
+) -> FuzzStep<()> {
+    let mut twin = c.template(t);
+    if let Some(mu) = &mu {
+        apply(&mut twin, mu, c);
+    }
+    keep_correlation(&mut twin, c);
+    c.me.sign(&mut twin);
+    let first = send_judged(f, c, &twin, "the canonical spelling").await?;
+    let (copy, fresh_id) = fresh_copy(&twin, c);
+    let e = expect_for(&copy, c);
+    let bytes = respell(&copy, w);
+    f.fuzzed(&bytes);
+    let second = exchange(f, c, bytes, sender_of(&copy), &e).await?;
+    judge(&second, &e, "the respelled message")?;
+    let repeat = !fresh_id && copy["id"].is_string();
+    if !e.timing_open && !repeat && verdict_of(&first) != verdict_of(&second) {
+        return finding(
+            Oracle::WireForm,
+            format!(
+                "the canonical spelling drew {}, {w:?} drew {} (AGP-031)",
+                verdict_of(&first),
+                verdict_of(&second)
+            ),
+        );
+    }
+    Ok(())
+}
+
+/// `twin` re-signed under a fresh id (when its id is a UUID) and correlationId;
+/// also whether the id is fresh.
+fn fresh_copy(twin: &Value, c: &Case) -> (Value, bool) {
+    // The same content under a fresh id and correlationId, so that a target
+    // that refuses repeats does not tell the two apart (AGP-A7).
+    let mut copy = twin.clone();
+    let fresh_id = copy["id"].as_str().is_some_and(is_uuid);
+    if fresh_id {
+        set(&mut copy, &[], "id", json!(new_id()));
+    }
+    if let Some(corr) = copy["payload"]["correlationId"].as_str().map(String::from) {
+        set(
+            &mut copy,
+            &["payload"],
+            "correlationId",
+            json!(format!("{corr}-w")),
+        );
+    }
+    c.me.sign(&mut copy);
+    (copy, fresh_id)
 }
 
 async fn run_flow(f: &mut FuzzCtx, c: &mut Case, flow: Flow) -> FuzzStep<()> {
@@ -1674,22 +1808,8 @@ async fn pipeline(f: &mut FuzzCtx, c: &mut Case) -> FuzzStep<()> {
     let who = f.ctx.transport.to_string();
     let me_id = c.me.id.clone();
     if f.ctx.transport == Transport::Ws {
-        // A hello on this second connection first, for a target that keeps hello
-        // per session (AGP-A9).
-        let mut h = c.template(Template::Hello);
-        c.me.sign(&mut h);
-        let e = expect_for(&h, c);
-        let hb = serde_json::to_vec(&h).unwrap_or_default();
-        f.ctx.log_frame("send", &who, &String::from_utf8_lossy(&hb));
-        let drv = c.raw.get_or_insert_with(|| new_driver(f));
-        let r = drv.exchange(hb, lim).await;
-        let g = received(f, c, r, Some(&me_id), &e)?;
-        if let Got::Reply(v) = &g {
-            reply_oracles(v, &e)?;
-        }
-        judge(&g, &e, "a hello on a second connection")?;
+        second_hello(f, c, lim, &who, &me_id).await?;
     }
-    let mut results = Vec::new();
     for (m, _) in &msgs {
         f.ctx
             .log_frame("send", &who, &serde_json::to_string(m).unwrap_or_default());
@@ -1699,13 +1819,53 @@ async fn pipeline(f: &mut FuzzCtx, c: &mut Case) -> FuzzStep<()> {
         .map(|(m, _)| serde_json::to_vec(m).unwrap_or_default())
         .collect();
     f.fuzzed(&bytes[1]);
+    let Some(results) = send_pipelined(f, c, &bytes, lim).await? else {
+        return Ok(());
+    };
+    pipelined_replies(f, c, results, &msgs, &me_id)
+}
+
+/// Over WebSocket: says hello on the second connection and judges the reply (the
+/// reply oracles, then the verdict of a hello).
+async fn second_hello(
+    f: &mut FuzzCtx,
+    c: &mut Case,
+    lim: Limits,
+    who: &str,
+    me_id: &str,
+) -> FuzzStep<()> {
+    // A hello on this second connection first, for a target that keeps hello
+    // per session (AGP-A9).
+    let mut h = c.template(Template::Hello);
+    c.me.sign(&mut h);
+    let e = expect_for(&h, c);
+    let hb = serde_json::to_vec(&h).unwrap_or_default();
+    f.ctx.log_frame("send", who, &String::from_utf8_lossy(&hb));
+    let drv = c.raw.get_or_insert_with(|| new_driver(f));
+    let r = drv.exchange(hb, lim).await;
+    let g = received(f, c, r, Some(me_id), &e)?;
+    if let Got::Reply(v) = &g {
+        reply_oracles(v, &e)?;
+    }
+    judge(&g, &e, "a hello on a second connection")
+}
+
+/// Sends both messages at once (over one WebSocket, or two HTTP connections) and
+/// collects the two answers; `None` when the second connection is no WebSocket.
+async fn send_pipelined(
+    f: &mut FuzzCtx,
+    c: &mut Case,
+    bytes: &[Vec<u8>],
+    lim: Limits,
+) -> FuzzStep<Option<Vec<Result<Received, DriveError>>>> {
+    let mut results = Vec::new();
     match f.ctx.transport {
         Transport::Ws => {
             let drv = c.raw.get_or_insert_with(|| new_driver(f));
             let Driver::Ws(ws) = drv else {
-                return Ok(());
+                return Ok(None);
             };
-            for b in &bytes {
+            for b in bytes {
                 let text = String::from_utf8_lossy(b).into_owned();
                 if let Err(err) = ws.send_text(text, lim).await {
                     return fail(describe_drive_error(&err));
@@ -1731,9 +1891,21 @@ async fn pipeline(f: &mut FuzzCtx, c: &mut Case) -> FuzzStep<()> {
             results.push(b);
         }
     }
+    Ok(Some(results))
+}
+
+/// Reads the answers to two pipelined requests: each request answered once,
+/// matched by correlationId (AGP-019, AGP-041), and judged by its verdict.
+fn pipelined_replies(
+    f: &mut FuzzCtx,
+    c: &mut Case,
+    results: Vec<Result<Received, DriveError>>,
+    msgs: &[(Value, Expect)],
+    me_id: &str,
+) -> FuzzStep<()> {
     let mut answered: Vec<bool> = vec![false; msgs.len()];
     for r in results {
-        let got = received(f, c, r, Some(&me_id), &Expect::default())?;
+        let got = received(f, c, r, Some(me_id), &Expect::default())?;
         let Got::Reply(v) = got else {
             return finding(
                 Oracle::Verdict,
@@ -1833,32 +2005,10 @@ struct ClientCase {
 }
 
 async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
-    use crate::fuzzing::client::{edit_answer, ended_well, must_complete, took, Served};
+    use crate::fuzzing::client::{edit_answer, ended_well, Served};
     let c: ClientCase = f.draw();
     let kind = c.plan % 8;
-    let spoiled = |spoil| PeerPlan {
-        spoil,
-        ..CLIENT_PLAIN
-    };
-    let plan = match kind {
-        4 => spoiled(PeerSpoil::Misaddressed),
-        5 => spoiled(PeerSpoil::Error("INTERNAL_ERROR")),
-        6 => spoiled(PeerSpoil::SnakeCorrelation),
-        7 => spoiled(PeerSpoil::Unsigned),
-        1 => PeerPlan {
-            capabilities: &["agentprotocol:core"],
-            ..CLIENT_PLAIN
-        },
-        2 => PeerPlan {
-            wrong_correlation: true,
-            ..CLIENT_PLAIN
-        },
-        3 => PeerPlan {
-            bad_signature: true,
-            ..CLIENT_PLAIN
-        },
-        _ => CLIENT_PLAIN,
-    };
+    let plan = client_plan(kind);
     let input = client_input(&f.ctx);
     let served = std::sync::Arc::new(std::sync::Mutex::new(Served::default()));
     let on_hello = c.on_hello;
@@ -1882,6 +2032,47 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     .await?;
     ended_well(&run)?;
     let served = served.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    let types = client_messages(f, &run, &input)?;
+    client_verdict(&run, &c, plan, &served, &types)
+}
+
+/// The scripted peer of a case kind: plain, a hello that lacks the capability, a
+/// response with another correlationId, one whose signature does not verify, or
+/// one spoiled otherwise (misaddressed, an error, correlation_id, unsigned).
+fn client_plan(kind: u8) -> PeerPlan {
+    let spoiled = |spoil| PeerPlan {
+        spoil,
+        ..CLIENT_PLAIN
+    };
+    match kind {
+        4 => spoiled(PeerSpoil::Misaddressed),
+        5 => spoiled(PeerSpoil::Error("INTERNAL_ERROR")),
+        6 => spoiled(PeerSpoil::SnakeCorrelation),
+        7 => spoiled(PeerSpoil::Unsigned),
+        1 => PeerPlan {
+            capabilities: &["agentprotocol:core"],
+            ..CLIENT_PLAIN
+        },
+        2 => PeerPlan {
+            wrong_correlation: true,
+            ..CLIENT_PLAIN
+        },
+        3 => PeerPlan {
+            bad_signature: true,
+            ..CLIENT_PLAIN
+        },
+        _ => CLIENT_PLAIN,
+    }
+}
+
+/// Checks every message the requester sent: the shared message checks, addressed
+/// to the peer given (AGP-008), an id of its own (AGP-003); returns their types in
+/// order.
+fn client_messages(
+    f: &mut FuzzCtx,
+    run: &crate::counterparty::DriverRun,
+    input: &Value,
+) -> FuzzStep<Vec<String>> {
     let mut types = Vec::new();
     let mut ids = Vec::new();
     for x in &run.exchanges {
@@ -1909,6 +2100,22 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         }
         ids.push(m["id"].clone());
     }
+    Ok(types)
+}
+
+/// Judges what the requester did with the peer's answers: hello first, no request
+/// to a peer whose hello lacks the capability (AGP-036), a response it must refuse
+/// never taken, and a valid request completed.
+fn client_verdict(
+    run: &crate::counterparty::DriverRun,
+    c: &ClientCase,
+    plan: PeerPlan,
+    served: &crate::fuzzing::client::Served,
+    types: &[String],
+) -> FuzzStep<()> {
+    use crate::fuzzing::client::{must_complete, took};
+    let kind = c.plan % 8;
+    let on_hello = c.on_hello;
     if types.first().is_some_and(|t| t != "hello") {
         return finding(
             Oracle::Hello,
@@ -1930,7 +2137,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         || plan.bad_signature
         || plan.spoil != PeerSpoil::None
         || response_changed;
-    if took(&run) && must_refuse {
+    if took(run) && must_refuse {
         let oracle = if plan.wrong_correlation || plan.spoil == PeerSpoil::SnakeCorrelation {
             Oracle::Correlation
         } else {
@@ -1946,7 +2153,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     }
     if kind == 0 && hello_kept && !response_changed {
         let respelled = served.applied && !matches!(c.edit, crate::fuzzing::client::Edit::None);
-        return must_complete(&run, respelled, &format!("a valid request ({:?})", c.edit));
+        return must_complete(run, respelled, &format!("a valid request ({:?})", c.edit));
     }
     Ok(())
 }
