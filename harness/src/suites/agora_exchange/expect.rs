@@ -1238,32 +1238,8 @@ pub fn server(plan: Serve) -> crate::counterparty::Answer {
             unix_now() + 300
         };
         let echo = json!({"status": "success", "body": {"echo": req["body"]}});
-        match plan {
-            Serve::StatusCapitalized => {
-                return reply(
-                    200,
-                    json!({"status": "Success", "body": {"echo": req["body"]}}),
-                )
-            }
-            Serve::StatusError => {
-                return reply(
-                    200,
-                    json!({"status": "error", "message": "Unsupported protocol"}),
-                )
-            }
-            Serve::FailureWithoutError => {
-                return reply(
-                    200,
-                    json!({"status": "failure", "body": {"reason": "Unsupported protocol"}}),
-                )
-            }
-            Serve::RequireSources => {
-                return reply(
-                    200,
-                    json!({"status": "failure", "error": "'protocolSources'"}),
-                )
-            }
-            _ => {}
+        if let Some(v) = every_reply(plan, &req) {
+            return reply(200, v);
         }
         match path.trim_end_matches('/') {
             "" if plan == Serve::Failure => reply(
@@ -1302,6 +1278,23 @@ pub fn server(plan: Serve) -> crate::counterparty::Answer {
             ),
         }
     })
+}
+
+/// The reply a plan gives every request, whatever it asks: a status spelled
+/// "Success" or "error", a failure without error, or the KeyError of a server that
+/// requires protocolSources.
+fn every_reply(plan: Serve, req: &Value) -> Option<Value> {
+    match plan {
+        Serve::StatusCapitalized => {
+            Some(json!({"status": "Success", "body": {"echo": req["body"]}}))
+        }
+        Serve::StatusError => Some(json!({"status": "error", "message": "Unsupported protocol"})),
+        Serve::FailureWithoutError => {
+            Some(json!({"status": "failure", "body": {"reason": "Unsupported protocol"}}))
+        }
+        Serve::RequireSources => Some(json!({"status": "failure", "error": "'protocolSources'"})),
+        _ => None,
+    }
 }
 
 /// AEX-005: a client's request says `Content-Type: application/json`. What it says

@@ -1271,43 +1271,55 @@ fn read_registered(ctx: &mut Ctx, m: &mut Map<String, Value>, judged: &mut Vec<&
         ctx.finding(f("agent-id", summary));
     }
     if !nonempty_str(agent.get("connection_id")) {
-        let found = match agent.get("connection_id") {
-            Some(x) => Some(("agent.connection_id", x.clone())),
-            None => first_of(&agent, &["connectionId", "conn_id", "connection"], |x| {
-                !x.is_null()
-            })
-            .map(|(n, x)| (n, x.clone()))
-            .or_else(|| {
-                first_of(m, &["connection_id", "connectionId"], |x| !x.is_null())
-                    .map(|(n, x)| (n, x.clone()))
-            }),
-        };
-        let summary = match &found {
-            Some((_, Value::String(s))) if s.is_empty() => {
-                format!("agent.registered carries an empty connection_id: {whole}")
-            }
-            Some(("agent.connection_id", x)) => {
-                format!("agent.registered carries the connection_id {x}, not a string: {whole}")
-            }
-            Some((n, x)) => format!(
-                "agent.registered carries the connection id {x} in `{n}`, not in `agent.connection_id`: {whole}"
-            ),
-            None => format!("agent.registered carries no connection_id: {whole}"),
-        };
-        match found {
-            Some((_, Value::String(s))) if !s.is_empty() => {
-                agent.insert("connection_id".into(), json!(s));
-            }
-            Some((_, x @ (Value::Number(_) | Value::Bool(_)))) => {
-                agent.insert("connection_id".into(), json!(x.to_string()));
-            }
-            _ => {
-                agent.remove("connection_id");
-            }
-        }
+        let summary = connection_id_found(m, &mut agent, &whole);
         ctx.finding(f("connection-id", summary));
     }
     m.insert("agent".into(), Value::Object(agent));
+}
+
+/// Where agent.registered has its connection id (read on as the string
+/// `agent.connection_id`, or left out when it has none), in words for the finding
+/// (ASP-008).
+fn connection_id_found(
+    m: &Map<String, Value>,
+    agent: &mut Map<String, Value>,
+    whole: &str,
+) -> String {
+    let found = match agent.get("connection_id") {
+        Some(x) => Some(("agent.connection_id", x.clone())),
+        None => first_of(agent, &["connectionId", "conn_id", "connection"], |x| {
+            !x.is_null()
+        })
+        .map(|(n, x)| (n, x.clone()))
+        .or_else(|| {
+            first_of(m, &["connection_id", "connectionId"], |x| !x.is_null())
+                .map(|(n, x)| (n, x.clone()))
+        }),
+    };
+    let summary = match &found {
+        Some((_, Value::String(s))) if s.is_empty() => {
+            format!("agent.registered carries an empty connection_id: {whole}")
+        }
+        Some(("agent.connection_id", x)) => {
+            format!("agent.registered carries the connection_id {x}, not a string: {whole}")
+        }
+        Some((n, x)) => format!(
+            "agent.registered carries the connection id {x} in `{n}`, not in `agent.connection_id`: {whole}"
+        ),
+        None => format!("agent.registered carries no connection_id: {whole}"),
+    };
+    match found {
+        Some((_, Value::String(s))) if !s.is_empty() => {
+            agent.insert("connection_id".into(), json!(s));
+        }
+        Some((_, x @ (Value::Number(_) | Value::Bool(_)))) => {
+            agent.insert("connection_id".into(), json!(x.to_string()));
+        }
+        _ => {
+            agent.remove("connection_id");
+        }
+    }
+    summary
 }
 
 /// The data of space.event or space.event.delta: text and from, wherever the target

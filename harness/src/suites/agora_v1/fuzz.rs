@@ -801,6 +801,17 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             }
         }
     }
+    judge_outcome(&run, &c, on_result)
+}
+
+/// What the requester reported: never a success for a RESULT it must refuse, and a
+/// valid exchange (the canonical form, another spelling of it, or a ttl that lapsed
+/// only after the OFFER was taken) completes.
+fn judge_outcome(
+    run: &crate::counterparty::DriverRun,
+    c: &ClientCase,
+    on_result: bool,
+) -> FuzzStep<()> {
     let took = !run.failed() && run.lines.iter().any(|l| l.get("result").is_some());
     let refused_result = if c.negotiated { on_result } else { true };
     if took && refused_result && c.how.must_refuse(false) {
