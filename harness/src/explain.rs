@@ -129,6 +129,7 @@ fn write_explanation(key: &str, named: Named, out: &mut dyn Write) -> std::io::R
             if let Some(detail) = detail_of(key, &shown) {
                 writeln!(out, "  detail: {detail}")?;
             }
+            writeln!(out, "  judged by {}", judged_by(suite, r))?;
             writeln!(out, "\nFails: {}", r.fails)?;
             writeln!(out, "Passes: {}", r.passes)?;
             (suite, r.requirements)
@@ -159,6 +160,22 @@ fn write_explanation(key: &str, named: Named, out: &mut dyn Write) -> std::io::R
         "\nAll rules of the suite: agentconform rules --suite {}",
         suite.id
     )
+}
+
+/// Where a rule's finding is made, as a path a reader can open.
+fn judged_by(suite: &Suite, r: &Rule) -> String {
+    if let Some(case) = r.check.strip_prefix("case:") {
+        return format!("the body of case {case}");
+    }
+    let (module, func) = r.check.rsplit_once("::").unwrap_or(("mod", r.check));
+    if r.key.starts_with("*/") {
+        format!("fn {func} in harness/src/{}.rs", module.replace("::", "/"))
+    } else {
+        format!(
+            "fn {func} in harness/src/suites/{}/{module}.rs",
+            suite.id.replace('-', "_")
+        )
+    }
 }
 
 fn outcome(l: Level) -> &'static str {
@@ -289,6 +306,49 @@ mod tests {
                 for text in [r.summary, r.fails, r.passes] {
                     assert!(!text.trim().is_empty(), "{}: an empty text", r.key);
                 }
+            }
+        }
+    }
+
+    /// Every rule names where its finding is made: a function of that file, or a
+    /// case of the suite.
+    #[test]
+    fn every_rule_names_its_check() {
+        let src = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let has_fn = |file: std::path::PathBuf, func: &str| {
+            let text = std::fs::read_to_string(&file).unwrap_or_default();
+            [format!("fn {func}("), format!("fn {func}<")]
+                .iter()
+                .any(|f| text.contains(f.as_str()))
+        };
+        for r in SHARED {
+            let (module, func) = r.check.rsplit_once("::").expect("module::fn");
+            let file = src.join(format!("{}.rs", module.replace("::", "/")));
+            assert!(has_fn(file, func), "{}: no fn {func} in {module}", r.key);
+        }
+        for suite in crate::suites::all() {
+            let cases: Vec<&str> = suite
+                .cases
+                .iter()
+                .chain(suite.client_cases)
+                .map(|c| c.id)
+                .collect();
+            for r in suite.rules {
+                if let Some(case) = r.check.strip_prefix("case:") {
+                    assert!(cases.contains(&case), "{}: no case {case}", r.key);
+                    continue;
+                }
+                let (module, func) = r.check.rsplit_once("::").expect("module::fn or case:id");
+                let file = src
+                    .join("suites")
+                    .join(suite.id.replace('-', "_"))
+                    .join(format!("{module}.rs"));
+                assert!(
+                    has_fn(file, func),
+                    "{}: no fn {func} in {module}.rs of {}",
+                    r.key,
+                    suite.id
+                );
             }
         }
     }

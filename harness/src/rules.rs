@@ -28,6 +28,10 @@ pub struct Rule {
     /// The case that owns it (alone fails or warns for it); empty where any case
     /// that meets it may own it.
     pub owner: &'static str,
+    /// Where the finding is made: `<module>::<fn>`, the function of the suite's
+    /// folder (of `harness/src/` for the shared rules) that builds it, or
+    /// `case:<case id>` for a finding made in a case's own body.
+    pub check: &'static str,
     /// One line: what the rule holds a message to.
     pub summary: &'static str,
     /// What a target does that draws the finding.
@@ -73,6 +77,7 @@ pub const SHARED: &[Rule] = &[
         requirements: &[],
         level: None,
         owner: "",
+        check: "script::transport_stop",
         summary: "the target answers within the deadline, over the binding it was reached on",
         fails: "a connection refused or reset, a reply past its deadline, a body past its size cap, a WebSocket closed before its reply; the detail names the kind, so that a silent target is one finding however many cases meet it",
         passes: "a reply, whatever it says, within the deadline",
@@ -82,6 +87,7 @@ pub const SHARED: &[Rule] = &[
         requirements: &[],
         level: None,
         owner: "",
+        check: "finding::refusal",
         summary: "a message the harness built valid is accepted",
         fails: "the target refuses a valid message (an error reply, or a status of 400 and more); the detail is the error code and the words of its message, so one refusal is one finding, owned by the first case that met it, and the cases that need the message accepted are blocked by it",
         passes: "the valid message is taken",
@@ -91,6 +97,7 @@ pub const SHARED: &[Rule] = &[
         requirements: &[],
         level: Some(Level::Info),
         owner: "",
+        check: "script::refusal_counts",
         summary: "a refusal proves something only beside an accepted valid twin (its control)",
         fails: "the target refused the case's invalid message, but accepted no valid message on the same binding, so the refusal proves nothing and the case is blocked rather than passed",
         passes: "a valid message accepted on the same binding before the refusal is judged",
@@ -100,6 +107,7 @@ pub const SHARED: &[Rule] = &[
         requirements: &[],
         level: None,
         owner: "",
+        check: "finding::schema_findings",
         summary: "a reply matches the suite's JSON Schema for its kind (schemas/<suite>/)",
         fails: "a member missing, of another type or outside its pattern; the key names the schema and the JSON pointer, array indices as `*`",
         passes: "a reply the schema validates",
@@ -109,6 +117,7 @@ pub const SHARED: &[Rule] = &[
         requirements: &[],
         level: Some(Level::Should),
         owner: "",
+        check: "counterparty::report_slashes",
         summary: "a client joins paths to the base URL it was given without doubling the slash",
         fails: "a request path with `//` (`{url}/` joined with `/path`); the harness gives `{url}` without a trailing slash and judges the request by its collapsed path, so this is a warning",
         passes: "every request path with single slashes",
@@ -118,6 +127,7 @@ pub const SHARED: &[Rule] = &[
         requirements: &[],
         level: Some(Level::Should),
         owner: "",
+        check: "counterparty::report_outside",
         summary: "a client makes only the requests the spec defines",
         fails: "a method and path the spec does not define (the detail names them, digits as `*`); the harness answers it, leaves it out of the scenario and warns once per method and path",
         passes: "only the spec's requests",
