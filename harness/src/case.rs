@@ -116,6 +116,9 @@ pub struct Suite {
     pub load: Option<crate::load::Plan>,
     /// Its reference client as a client driver.
     pub reference_client: ReferenceClient,
+    /// Judges one message a real client sent (seen by `agentconform proxy`) by the
+    /// rules of the client role, when the suite has them for a lone message.
+    pub client_message: Option<ClientMessageFn>,
     /// Its in-process fuzz targets (cargo-fuzz), by name.
     pub in_process: &'static [(&'static str, crate::fuzzing::checks::Check)],
 }
@@ -173,6 +176,9 @@ pub type ClientRun = for<'a> fn(
 ) -> std::pin::Pin<
     Box<dyn std::future::Future<Output = Result<ClientOutcome, String>> + 'a>,
 >;
+
+/// Judges one message of a client, outside any scenario (`Suite::client_message`).
+pub type ClientMessageFn = fn(&mut Ctx, &crate::counterparty::Exchange);
 
 /// A suite's reference client as a client driver (`agentconform client`, the
 /// default driver of `run --role client`).

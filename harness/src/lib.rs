@@ -14,6 +14,7 @@ pub mod fuzzing;
 pub mod inventory;
 pub mod load;
 pub mod profile;
+pub mod proxy;
 pub mod report;
 pub mod rules;
 pub mod runner;

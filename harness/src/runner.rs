@@ -330,7 +330,7 @@ fn skip_is_failure(embedded: bool, level: crate::case::Level, why: &str) -> Opti
 }
 
 /// The outcome a case earns from its own findings, starting from `base`.
-fn own_outcome(base: Outcome, met: &[Met]) -> Outcome {
+pub(crate) fn own_outcome(base: Outcome, met: &[Met]) -> Outcome {
     let mut o = base;
     for m in met.iter().filter(|m| m.own) {
         o = escalate(o, m.finding.outcome);

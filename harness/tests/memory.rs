@@ -291,6 +291,69 @@ fn serve(suite: &'static str) -> Result<(), Failed> {
     Ok(())
 }
 
+/// `proxy` in front of a server that answers every request with an endless body,
+/// with eight requests through it at once and one endless request body: each is cut
+/// at the cap, and at SIGTERM the proxy judges what it saw (transport findings of
+/// the server) and exits 1.
+fn proxy_endless() -> Result<(), Failed> {
+    let rt = rt();
+    let upstream = rt.block_on(hostile("endless"));
+    let mut child = Command::new("python3")
+        .arg(wrapper())
+        .arg(ADDRESS_SPACE.to_string())
+        .arg("--until-stdin-closes")
+        .arg("--")
+        .arg(exe())
+        .args(["proxy", "--suite", "agora-v1", "--upstream", &upstream])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit())
+        .spawn()
+        .map_err(|e| format!("cannot run python3: {e}"))?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut lines = BufReader::new(stdout).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find(|l| l.starts_with("http://"))
+        .ok_or("proxy printed no URL")?;
+    let statuses = rt.block_on(async {
+        let http = reqwest::Client::new();
+        let sends = (0..8).map(|_| {
+            let http = http.clone();
+            let url = url.clone();
+            async move {
+                match http.post(&url).body("{}").send().await {
+                    Ok(r) => r.status().as_u16(),
+                    Err(_) => 0,
+                }
+            }
+        });
+        let mut got = futures_util::future::join_all(sends).await;
+        got.push(u16::from(endless_body(&url).await.contains("413")) * 413);
+        got
+    });
+    drop(child.stdin.take());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let _ = child.wait();
+    let (code, kib) = parse_peak(&rest.join("\n"))?;
+    let p = Peak {
+        code,
+        out: rest.join("\n"),
+        kib,
+    };
+    judge(
+        "proxy in front of an endless body",
+        &p,
+        &[1],
+        "exchanges judged",
+    )?;
+    if statuses[..8].iter().any(|s| *s != 502) || statuses[8] != 413 {
+        return Err(format!("the proxy answered {statuses:?}, not 502 eight times and 413").into());
+    }
+    Ok(())
+}
+
 /// Sends what a misbehaving client sends; returns what the server answered, in
 /// short.
 async fn misbehaving_client(url: &str) -> String {
@@ -415,6 +478,7 @@ fn main() {
         Trial::test("memory::serve::agora_v1", || serve("agora-v1")),
         Trial::test("memory::serve::agora_spaces", || serve("agora-spaces")),
         Trial::test("memory::load_stalled::agora_spaces", load_stalled),
+        Trial::test("memory::proxy::endless_body", proxy_endless),
     ];
     let mut trials = trials;
     for suite in [

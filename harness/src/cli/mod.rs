@@ -17,6 +17,7 @@ mod fuzz;
 mod keygen;
 mod list;
 mod load;
+mod proxy;
 mod replay;
 mod rules;
 mod run;
@@ -29,6 +30,7 @@ pub use baseline::BaselineCommand;
 pub use common::{parse_target, TlsArgs};
 pub use fuzz::FuzzArgs;
 pub use load::LoadArgs;
+pub use proxy::ProxyArgs;
 pub use run::RunArgs;
 pub use serve::ServeArgs;
 
@@ -147,6 +149,10 @@ pub enum Command {
         suite: String,
         file: Option<PathBuf>,
     },
+    /// Stand between a real client and a real server: forward every HTTP request
+    /// and reply unchanged, judge both sides by the suite's rules, and report each
+    /// finding as the client's or the server's (prints its URL first).
+    Proxy(ProxyArgs),
     /// List every rule a reply or client message is held to: key, level,
     /// requirement ids, one line.
     Rules {
@@ -275,6 +281,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
         Command::Keygen => keygen::run(out),
         Command::Sign { suite, key, file } => sign::run(&suite, &key, &file, out),
         Command::Verify { suite, file } => verify::run(&suite, &file, out),
+        Command::Proxy(args) => proxy::run(args, out),
         Command::Rules { suite } => rules::list(suite.as_deref(), out),
         Command::Explain { key } => rules::explain(&key, out),
     }

@@ -1632,6 +1632,14 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Value> {
     read
 }
 
+/// A message a real client sent through `agentconform proxy`: every rule of
+/// [`check_client_message`] (HTTP requests with a body).
+pub fn proxy_client(ctx: &mut Ctx, x: &crate::counterparty::Exchange) {
+    if !x.received.is_empty() {
+        let _ = check_client_message(ctx, &x.received);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -61,6 +61,7 @@ pub static SUITE: Suite = Suite {
     load: Some(load::PLAN),
     reference_client: client::REFERENCE,
     in_process: in_process::TARGETS,
+    client_message: Some(expect::proxy_client),
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

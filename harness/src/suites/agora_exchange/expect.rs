@@ -1337,6 +1337,29 @@ pub fn client_follow_up(
         })
 }
 
+/// A request a real client sent through `agentconform proxy`: sent as
+/// application/json (AEX-005); a follow-up leaves protocolHash out (AEX-030).
+pub fn proxy_client(ctx: &mut Ctx, x: &crate::counterparty::Exchange) {
+    if x.method != "POST" {
+        return;
+    }
+    if let Some(why) = client_content_type(x) {
+        ctx.finding(Finding::new(
+            "agora-exchange/client:content-type",
+            &["AEX-005"],
+            why,
+        ));
+    }
+    let request: Value = serde_json::from_slice(&x.received).unwrap_or(Value::Null);
+    if let Some(why) = client_follow_up(x, &request, true) {
+        ctx.finding(Finding::new(
+            "agora-exchange/client:follow-up-protocol-hash",
+            &["AEX-030"],
+            why,
+        ));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

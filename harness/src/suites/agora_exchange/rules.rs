@@ -342,4 +342,14 @@ pub const RULES: &[Rule] = &[
         fails: "a client request with another Content-Type or none",
         passes: "Content-Type application/json",
     },
+    Rule {
+        key: "agora-exchange/client:follow-up-protocol-hash",
+        requirements: &["AEX-030"],
+        level: None,
+        owner: "",
+        check: "expect::proxy_client",
+        summary: "a client's follow-up to a conversation leaves protocolHash out",
+        fails: "a POST to /conversations/{id} that carries protocolHash (judged on what passes through agentconform proxy; the client cases fail client-conversation for it)",
+        passes: "follow-ups without protocolHash, or with it null",
+    },
 ];

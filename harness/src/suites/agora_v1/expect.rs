@@ -1642,3 +1642,8 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Env> {
     }
     Ok(env)
 }
+/// A message a real client sent through `agentconform proxy`: every rule of
+/// [`check_client_message`].
+pub fn proxy_client(ctx: &mut Ctx, x: &crate::counterparty::Exchange) {
+    let _ = check_client_message(ctx, &x.received);
+}

@@ -2170,6 +2170,23 @@ pub fn check_outcome_reported(
     }
 }
 
+/// A request a real client sent through `agentconform proxy`: a job (a POST to a
+/// `…/jobs` URL) by [`check_job_members`], a transfer by [`check_transfer_members`].
+pub fn proxy_client(ctx: &mut Ctx, x: &crate::counterparty::Exchange) {
+    let route = x.path.split('?').next().unwrap_or_default();
+    let Ok(body) = serde_json::from_slice::<Value>(&x.received) else {
+        return;
+    };
+    if x.method != "POST" || !body.is_object() {
+        return;
+    }
+    if route.ends_with("/jobs") {
+        check_job_members(ctx, &body);
+    } else if route == "/transfer" {
+        check_transfer_members(ctx, &body);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,140 @@
+//! `agentconform proxy`: a judging proxy between a real client and a real server
+//! (`crate::proxy`).
+
+use super::common::{runtime, unknown_suite};
+use super::{io, unwritable, CliError, Usage};
+use crate::drive::Transport;
+use crate::profile::Profile;
+use crate::report::Report;
+use crate::script::RunShared;
+use crate::suites;
+use reference_impl::wire::keys::Keypair;
+use std::io::Write;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+// The proxy's arguments.
+#[derive(clap::Args, Debug)]
+pub struct ProxyArgs {
+    #[arg(long)]
+    suite: String,
+    /// The real server's base URL (http:// or https://).
+    #[arg(long)]
+    upstream: String,
+    /// Where the proxy listens (loopback).
+    #[arg(long, default_value = "127.0.0.1:0")]
+    listen: String,
+    /// Write report.json, junit.xml, report.html and summary.md here when it ends.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// End after this many seconds (default: at SIGINT or SIGTERM).
+    #[arg(long = "for-s")]
+    for_s: Option<u64>,
+    /// The target profile (its timing: the deadline and the size cap of each body).
+    #[arg(long)]
+    profile: Option<PathBuf>,
+}
+
+/// Runs the proxy until `--for-s` or a signal; prints its URL first, then the
+/// judgement; exit 1 when a failing finding was seen.
+pub fn run(a: ProxyArgs, out: &mut impl Write) -> Result<i32, CliError> {
+    let suite = suites::by_id(&a.suite).ok_or_else(|| unknown_suite(&a.suite))?;
+    if !suite.transports.contains(&Transport::Http) {
+        return Err(Usage(format!(
+            "proxy forwards HTTP; {} speaks only {:?}, which it does not forward yet",
+            suite.id, suite.transports
+        )));
+    }
+    if !(a.upstream.starts_with("http://") || a.upstream.starts_with("https://")) {
+        return Err(Usage(format!(
+            "--upstream {:?} is not an http:// or https:// URL",
+            a.upstream
+        )));
+    }
+    if a.for_s == Some(0) {
+        return Err(Usage("--for-s must be at least 1".into()));
+    }
+    let prof = match &a.profile {
+        Some(p) => Profile::load(p)?,
+        None => Profile::default(),
+    };
+    let tls = crate::drive::Tls::platform().map_err(CliError::Harness)?;
+    let shared = Arc::new(RunShared {
+        transcript_budget: crate::script::TranscriptBudget::default(),
+        adapted: Default::default(),
+        embedded: false,
+        http: tls.http_client().map_err(CliError::Harness)?,
+        tls,
+        key: Keypair::generate(),
+        other_key: Keypair::generate(),
+        schemas: crate::schemas::Schemas::load().map_err(CliError::Harness)?,
+        profile: prof,
+    });
+    let rt = runtime()?;
+    let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
+    let (seen, extra) = rt.block_on(serve(&a, &shared, out))?;
+    let output = crate::proxy::judge(suite, shared, &a.upstream, &seen);
+    let rep = Report::new(&a.upstream, vec![suite.id.to_string()], started_at, output);
+    writeln!(
+        out,
+        "{} exchanges judged{}",
+        seen.len(),
+        if extra > 0 {
+            format!(
+                " ({extra} more forwarded, past the {} kept)",
+                crate::proxy::MAX_EXCHANGES
+            )
+        } else {
+            String::new()
+        }
+    )
+    .map_err(io)?;
+    crate::report::print_terminal(&rep, out).map_err(io)?;
+    if let Some(dir) = &a.report {
+        rep.write(dir).map_err(|e| unwritable(dir.display(), e))?;
+        writeln!(out, "report written to {}", dir.display()).map_err(io)?;
+    }
+    Ok(if rep.fails() { 1 } else { 0 })
+}
+
+/// Listens, prints the URL, forwards until the end, and hands back what it saw.
+async fn serve(
+    a: &ProxyArgs,
+    shared: &RunShared,
+    out: &mut impl Write,
+) -> Result<(Vec<crate::proxy::Seen>, u64), CliError> {
+    let timing = &shared.profile.timing;
+    let proxy = crate::proxy::Proxy::start(
+        &a.listen,
+        &a.upstream,
+        shared.http.clone(),
+        timing.max_response_bytes,
+        Duration::from_millis(timing.case_timeout_ms),
+    )
+    .await
+    .map_err(Usage)?;
+    writeln!(out, "{}", proxy.url).map_err(io)?;
+    out.flush().map_err(io)?;
+    match a.for_s {
+        Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
+        None => until_signal().await,
+    }
+    Ok(proxy.stop().await)
+}
+
+/// SIGINT or SIGTERM.
+async fn until_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}

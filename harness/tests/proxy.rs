@@ -1,0 +1,221 @@
+//! `agentconform proxy` between the reference client and the reference server:
+//! a clean pair gives no finding; a server fault's finding is the server's, a client
+//! fault's the client's; and what the client receives through the proxy is, byte
+//! for byte, what the server sent.
+
+#[path = "common/mod.rs"]
+mod common;
+
+use agentconform::drive::Transport;
+use agentconform::proxy::{judge, Proxy};
+use agentconform::runner::RunOutput;
+use agentconform::suites;
+use common::*;
+use serde_json::json;
+use std::time::Duration;
+
+/// The agora-v1 reference server with `server_faults`, the reference client with
+/// `client_faults` running one direct request through a proxy; what the proxy judged.
+async fn through_proxy(server_faults: &[&str], client_faults: &[String]) -> RunOutput {
+    let suite = &suites::agora_v1::SUITE;
+    let server = suites::start(suite.id, "127.0.0.1:0", &test_options(server_faults))
+        .await
+        .expect("start agent");
+    let upstream = server
+        .endpoints
+        .0
+        .iter()
+        .find(|(t, _)| *t == Transport::Http)
+        .map(|(_, u)| u.clone())
+        .expect("an HTTP endpoint");
+    let shared = shared(test_profile());
+    let proxy = Proxy::start(
+        "127.0.0.1:0",
+        &upstream,
+        shared.http.clone(),
+        1 << 20,
+        Duration::from_secs(5),
+    )
+    .await
+    .expect("start proxy");
+    let input =
+        json!({"resource": "agora:echo:v1", "params": {"text": "through the proxy"}, "budget": 10});
+    let _ = (suite.reference_client.run)(
+        "request",
+        &proxy.url,
+        &input,
+        client_faults,
+        Duration::from_secs(5),
+    )
+    .await;
+    let (seen, _) = proxy.stop().await;
+    server.stop().await;
+    assert!(!seen.is_empty(), "nothing went through the proxy");
+    let out = judge(suite, shared, &upstream, &seen);
+    assert_explained(&out);
+    out
+}
+
+/// The sides a finding is attributed to, by key.
+fn sides(out: &RunOutput) -> Vec<(String, String)> {
+    out.findings
+        .iter()
+        .flat_map(|f| {
+            f.owners
+                .iter()
+                .map(move |o| (f.finding.key.clone(), o.clone()))
+        })
+        .collect()
+}
+
+#[test]
+fn clean_pair_gives_no_finding() {
+    let out = rt().block_on(through_proxy(&[], &[]));
+    assert!(out.findings.is_empty(), "{:?}", sides(&out));
+}
+
+#[test]
+fn server_fault_is_the_servers() {
+    let out = rt().block_on(through_proxy(&["unsigned-replies"], &[]));
+    let s = sides(&out);
+    assert!(!s.is_empty(), "the unsigned reply went unnoticed");
+    assert!(
+        s.iter()
+            .all(|(_, o)| o.starts_with("agora-v1/proxy:server")),
+        "{s:?}"
+    );
+}
+
+/// Both sides break the same rule: two findings, one of each side.
+#[test]
+fn same_rule_broken_by_both_sides_is_two_findings() {
+    let out = rt().block_on(through_proxy(
+        &["unsigned-replies"],
+        &["sign-insertion-order".to_string()],
+    ));
+    let s = sides(&out);
+    let key = "agora-v1/reply:signature";
+    for who in ["agora-v1/proxy:server", "agora-v1/proxy:client"] {
+        assert!(
+            s.iter().any(|(k, o)| k == key && o.starts_with(who)),
+            "no {key} of {who}: {s:?}"
+        );
+    }
+    assert!(out.findings.iter().all(|f| f.owners.len() == 1), "{s:?}");
+}
+
+#[test]
+fn client_fault_is_the_clients() {
+    let out = rt().block_on(through_proxy(&[], &["sign-insertion-order".to_string()]));
+    let s = sides(&out);
+    assert!(
+        s.iter()
+            .any(|(_, o)| o.starts_with("agora-v1/proxy:client")),
+        "the client's signature over insertion order went unnoticed: {s:?}"
+    );
+    assert!(
+        s.iter()
+            .all(|(_, o)| !o.starts_with("agora-v1/proxy:server")),
+        "a server finding for the client's fault: {s:?}"
+    );
+}
+
+/// Status, Content-Type and body reach the client unchanged, however the server
+/// spells them.
+#[test]
+fn bytes_pass_unchanged() {
+    rt().block_on(async {
+        let body: &'static [u8] = b"{ \"b\" :1 ,\"a\":\"caf\\u00e9\", \"x\":1.50}\n";
+        let router = axum::Router::new().fallback(move || async move {
+            (
+                axum::http::StatusCode::CREATED,
+                [(
+                    axum::http::header::CONTENT_TYPE,
+                    "application/json; charset=UTF-8",
+                )],
+                body,
+            )
+        });
+        let upstream = reference_impl::serve::spawn("127.0.0.1:0", router)
+            .await
+            .expect("upstream");
+        let url = format!("http://{}", upstream.addr);
+        let http = reqwest::Client::new();
+        let proxy = Proxy::start(
+            "127.0.0.1:0",
+            &url,
+            http.clone(),
+            1 << 20,
+            Duration::from_secs(5),
+        )
+        .await
+        .expect("proxy");
+        let sent = b"{\"z\": 1, \"a\": [ ]}";
+        let got = http
+            .post(format!("{}/some/path?q=1", proxy.url))
+            .header("content-type", "application/json")
+            .body(sent.to_vec())
+            .send()
+            .await
+            .expect("through the proxy");
+        assert_eq!(got.status().as_u16(), 201);
+        assert_eq!(
+            got.headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok()),
+            Some("application/json; charset=UTF-8")
+        );
+        assert_eq!(got.bytes().await.expect("body").as_ref(), body);
+        let (seen, _) = proxy.stop().await;
+        upstream.stop().await;
+        assert_eq!(seen.len(), 1);
+        assert_eq!(seen[0].exchange.received, sent);
+        assert_eq!(seen[0].exchange.path, "/some/path?q=1");
+    });
+}
+
+/// Usage errors exit 2 with what is wrong: a suite the proxy does not forward, an
+/// upstream that is no HTTP URL, a zero duration.
+#[test]
+fn usage_errors_exit_2() {
+    let exe = env!("CARGO_BIN_EXE_agentconform");
+    for (args, says) in [
+        (
+            vec![
+                "--suite",
+                "agora-spaces",
+                "--upstream",
+                "http://127.0.0.1:9",
+            ],
+            "does not forward yet",
+        ),
+        (
+            vec!["--suite", "agora-v1", "--upstream", "ftp://127.0.0.1:9"],
+            "not an http:// or https:// URL",
+        ),
+        (
+            vec![
+                "--suite",
+                "agora-v1",
+                "--upstream",
+                "http://127.0.0.1:9",
+                "--for-s",
+                "0",
+            ],
+            "--for-s must be at least 1",
+        ),
+        (
+            vec!["--suite", "nope", "--upstream", "http://127.0.0.1:9"],
+            "unknown suite",
+        ),
+    ] {
+        let o = std::process::Command::new(exe)
+            .arg("proxy")
+            .args(&args)
+            .output()
+            .expect("run the proxy");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+}
