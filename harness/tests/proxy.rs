@@ -7,6 +7,7 @@
 mod common;
 
 use agentconform::drive::Transport;
+use agentconform::finding::Verdict;
 use agentconform::proxy::{judge, Proxy};
 use agentconform::runner::RunOutput;
 use agentconform::suites;
@@ -17,7 +18,27 @@ use std::time::Duration;
 /// The agora-v1 reference server with `server_faults`, the reference client with
 /// `client_faults` running one direct request through a proxy; what the proxy judged.
 async fn through_proxy(server_faults: &[&str], client_faults: &[String]) -> RunOutput {
-    let suite = &suites::agora_v1::SUITE;
+    let input =
+        json!({"resource": "agora:echo:v1", "params": {"text": "through the proxy"}, "budget": 10});
+    scenario_through_proxy(
+        &suites::agora_v1::SUITE,
+        "request",
+        &input,
+        server_faults,
+        client_faults,
+    )
+    .await
+}
+
+/// `suite`'s reference server with `server_faults`, its reference client with
+/// `client_faults` playing `scenario` through a proxy; what the proxy judged.
+async fn scenario_through_proxy(
+    suite: &'static agentconform::case::Suite,
+    scenario: &str,
+    input: &serde_json::Value,
+    server_faults: &[&str],
+    client_faults: &[String],
+) -> RunOutput {
     let server = suites::start(suite.id, "127.0.0.1:0", &test_options(server_faults))
         .await
         .expect("start agent");
@@ -38,19 +59,21 @@ async fn through_proxy(server_faults: &[&str], client_faults: &[String]) -> RunO
     )
     .await
     .expect("start proxy");
-    let input =
-        json!({"resource": "agora:echo:v1", "params": {"text": "through the proxy"}, "budget": 10});
-    let _ = (suite.reference_client.run)(
-        "request",
+    let played = (suite.reference_client.run)(
+        scenario,
         &proxy.url,
-        &input,
+        input,
         client_faults,
         Duration::from_secs(5),
     )
     .await;
     let (seen, _) = proxy.stop().await;
     server.stop().await;
-    assert!(!seen.is_empty(), "nothing went through the proxy");
+    assert!(
+        !seen.is_empty(),
+        "{} {scenario}: nothing went through the proxy: {played:?}",
+        suite.id
+    );
     let out = judge(suite, shared, &upstream, &seen);
     assert_explained(&out);
     out
@@ -72,6 +95,63 @@ fn sides(out: &RunOutput) -> Vec<(String, String)> {
 fn clean_pair_gives_no_finding() {
     let out = rt().block_on(through_proxy(&[], &[]));
     assert!(out.findings.is_empty(), "{:?}", sides(&out));
+}
+
+/// The other HTTP suites' reference pairs through the proxy: no finding either side.
+#[test]
+fn clean_pairs_of_every_http_suite() {
+    let echo = reference_impl::agora_exchange::document::sha1_hex(
+        reference_impl::agora_exchange::document::ECHO_DOCUMENT.as_bytes(),
+    );
+    let p = test_profile();
+    let plays = [
+        (
+            &suites::agora_exchange::SUITE,
+            "single",
+            json!({"body": {"text": "hi"}, "protocolHash": echo}),
+        ),
+        (
+            &suites::agora_exchange::SUITE,
+            "conversation",
+            json!({"body": "first", "protocolHash": echo, "followups": ["second"]}),
+        ),
+        (
+            &suites::agentprotocol::SUITE,
+            "request",
+            json!({"action": p.agentprotocol.echo_action, "capability": "agentprotocol:core", "params": {"text": "hi"}}),
+        ),
+        (
+            &suites::chorus::SUITE,
+            "hire",
+            json!({"skill": p.chorus.fixture_skill, "input_data": {"text": "hi"}, "owner_id": "proxy-owner", "result_wait_ms": 3000}),
+        ),
+    ];
+    for (suite, scenario, input) in plays {
+        let out = rt().block_on(scenario_through_proxy(suite, scenario, &input, &[], &[]));
+        // Told no peer, the agentprotocol client says hello by broadcast: its `to`
+        // names no agent (a warning, AGP-A22) and says broadcast (informational).
+        let broadcast = [
+            "agentprotocol/envelope:to",
+            "agentprotocol/to:broadcast-true",
+        ];
+        let unexpected: Vec<(String, String)> = sides(&out)
+            .into_iter()
+            .filter(|(k, o)| !(o.contains("proxy:client") && broadcast.contains(&k.as_str())))
+            .collect();
+        assert!(
+            unexpected.is_empty(),
+            "{} {scenario}: {unexpected:?}",
+            suite.id
+        );
+        assert!(
+            out.findings
+                .iter()
+                .all(|f| f.finding.outcome == Verdict::Warn),
+            "{} {scenario}: {:?}",
+            suite.id,
+            sides(&out)
+        );
+    }
 }
 
 #[test]
