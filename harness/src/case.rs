@@ -186,6 +186,10 @@ pub type ClientMessageFn = fn(&mut Ctx, &crate::counterparty::Exchange);
 pub struct ReferenceClient {
     pub scenarios: &'static [&'static str],
     pub run: ClientRun,
+    /// The scenarios `agentconform interop` plays between a client and a server,
+    /// with the inputs the client cases give (none for a suite the proxy does not
+    /// forward).
+    pub plays: fn(&crate::profile::Profile) -> Vec<(&'static str, serde_json::Value)>,
 }
 
 /// A suite's signing scheme as the command line offers it.

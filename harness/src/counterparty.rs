@@ -756,10 +756,9 @@ async fn run_driver(
     base: Option<&std::sync::OnceLock<String>>,
     first: &std::sync::OnceLock<Instant>,
 ) -> Step<DriverRun> {
-    let client = ctx.profile().client.clone();
-    let Some(template) = client.command.clone() else {
+    if ctx.profile().client.command.is_none() {
         return skip("no client driver: pass --client COMMAND or set [client] command");
-    };
+    }
     let running = reference_impl::serve::spawn("127.0.0.1:0", router)
         .await
         .map_err(|e| crate::case::Stop::Skip(format!("cannot start the counterparty: {e}")))?;
@@ -767,6 +766,27 @@ async fn run_driver(
     if let Some(b) = base {
         let _ = b.set(url.clone());
     }
+    let run = run_command(ctx, scenario, input, &url, first).await;
+    // A connection the client left open ends with its process; the stop waits for it
+    // at most this long.
+    let _ = tokio::time::timeout(Duration::from_secs(2), running.stop()).await;
+    run
+}
+
+/// Runs the profile's client driver (`[client] command`) for `scenario` against
+/// `url` with `input`, until it exits or its deadline passes (the start-up allowance
+/// until `first` is set by the client's first connection, then its own deadline).
+pub async fn run_command(
+    ctx: &mut Ctx,
+    scenario: &str,
+    input: &Value,
+    url: &str,
+    first: &std::sync::OnceLock<Instant>,
+) -> Step<DriverRun> {
+    let client = ctx.profile().client.clone();
+    let Some(template) = client.command.clone() else {
+        return skip("no client driver: pass --client COMMAND or set [client] command");
+    };
     let case = ctx.case_id.unwrap_or("client");
     let dir = std::env::temp_dir().join(format!(
         "agentconform-client-{}-{}",
@@ -780,12 +800,12 @@ async fn run_driver(
     let suite = ctx.suite();
     let command = template
         .replace("{suite}", suite)
-        .replace("{url}", &url)
+        .replace("{url}", url)
         .replace("{scenario}", scenario)
         .replace("{case}", case);
     ctx.note(format!("client driver: {command}"));
     let vars = [
-        ("AGENTCONFORM_URL", url.as_str()),
+        ("AGENTCONFORM_URL", url),
         ("AGENTCONFORM_SCENARIO", scenario),
         ("AGENTCONFORM_CASE", case),
         ("AGENTCONFORM_SUITE", suite),
@@ -805,9 +825,6 @@ async fn run_driver(
     let _ = child.wait().await;
     let (stdout, out_cut) = collected(out).await;
     let (stderr, err_cut) = collected(err).await;
-    // A connection the client left open ends with its process; the stop waits
-    // for it at most this long.
-    let _ = tokio::time::timeout(Duration::from_secs(2), running.stop()).await;
     let _ = std::fs::remove_dir_all(&dir);
     let run = DriverRun {
         lines: stdout

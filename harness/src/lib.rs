@@ -11,6 +11,7 @@ pub mod explain;
 pub mod export;
 pub mod finding;
 pub mod fuzzing;
+pub mod interop;
 pub mod inventory;
 pub mod load;
 pub mod profile;

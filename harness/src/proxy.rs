@@ -23,7 +23,7 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{header, HeaderMap, Method, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 /// Exchanges kept for judging; later ones are forwarded and counted only.
@@ -54,12 +54,14 @@ struct Forwarder {
     started: Instant,
     seen: Arc<Mutex<(Vec<Seen>, u64)>>,
     in_flight: Arc<tokio::sync::Semaphore>,
+    first: Arc<OnceLock<Instant>>,
 }
 
 /// A listening proxy.
 pub struct Proxy {
     running: reference_impl::serve::Running,
     seen: Arc<Mutex<(Vec<Seen>, u64)>>,
+    first: Arc<OnceLock<Instant>>,
     pub url: String,
 }
 
@@ -74,6 +76,7 @@ impl Proxy {
         timeout: Duration,
     ) -> Result<Proxy, String> {
         let seen = Arc::new(Mutex::new((Vec::new(), 0)));
+        let first = Arc::new(OnceLock::new());
         let fwd = Forwarder {
             upstream: upstream.trim_end_matches('/').to_string(),
             http,
@@ -82,6 +85,7 @@ impl Proxy {
             started: Instant::now(),
             seen: seen.clone(),
             in_flight: Arc::new(tokio::sync::Semaphore::new(IN_FLIGHT)),
+            first: first.clone(),
         };
         let router = axum::Router::new()
             .fallback(forward)
@@ -91,7 +95,17 @@ impl Proxy {
             .await
             .map_err(|e| format!("cannot listen on {listen}: {e}"))?;
         let url = format!("http://{}", running.addr);
-        Ok(Proxy { running, seen, url })
+        Ok(Proxy {
+            running,
+            seen,
+            first,
+            url,
+        })
+    }
+
+    /// When the first request came (a client driver's deadline counts from it).
+    pub fn first(&self) -> &OnceLock<Instant> {
+        &self.first
     }
 
     /// Stops listening; the exchanges kept, and how many more went through.
@@ -109,6 +123,7 @@ async fn forward(
     headers: HeaderMap,
     body: axum::body::Body,
 ) -> Response {
+    let _ = fwd.first.set(Instant::now());
     // The semaphore is never closed, so acquiring it cannot fail.
     let Ok(_turn) = fwd.in_flight.acquire().await else {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();

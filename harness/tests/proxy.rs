@@ -299,3 +299,57 @@ fn usage_errors_exit_2() {
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }
+
+/// `interop`: the reference client against the clean reference works; against a
+/// server that does not sign its replies the pair fails, and the failing finding is
+/// the server's.
+#[test]
+fn interop_matrix_blames_the_server() {
+    rt().block_on(async {
+        let suite = &suites::agora_v1::SUITE;
+        let mut servers = Vec::new();
+        let mut running = Vec::new();
+        for (name, faults) in [("clean", &[][..]), ("unsigned", &["unsigned-replies"][..])] {
+            let s = suites::start(suite.id, "127.0.0.1:0", &test_options(faults))
+                .await
+                .expect("start agent");
+            let url = s
+                .endpoints
+                .0
+                .iter()
+                .find(|(t, _)| *t == Transport::Http)
+                .map(|(_, u)| u.clone())
+                .expect("an HTTP endpoint");
+            servers.push((name.to_string(), url));
+            running.push(s);
+        }
+        let driver = format!(
+            "'{}' client --suite {{suite}} --scenario {{scenario}} --url {{url}}",
+            env!("CARGO_BIN_EXE_agentconform")
+        );
+        let clients = vec![("reference".to_string(), driver)];
+        let shared = shared(test_profile());
+        let pairs = agentconform::interop::matrix(suite, &shared, &clients, &servers)
+            .await
+            .expect("matrix");
+        for s in running {
+            s.stop().await;
+        }
+        use agentconform::interop::Cell;
+        let cell = |server: &str| {
+            pairs
+                .iter()
+                .find(|p| p.server == server)
+                .map(|p| (p.cell, p.server_failing, p.client_failing))
+        };
+        assert_eq!(cell("clean"), Some((Cell::Works, 0, 0)), "{pairs:?}");
+        let (c, server_failing, client_failing) = cell("unsigned").expect("the unsigned pair");
+        assert_eq!(c, Cell::Fails, "{pairs:?}");
+        assert!(server_failing > 0 && client_failing == 0, "{pairs:?}");
+        let md = agentconform::interop::markdown(suite.id, &pairs);
+        assert!(
+            md.contains("| reference | works (server 0, client 0) | fails (server"),
+            "{md}"
+        );
+    });
+}

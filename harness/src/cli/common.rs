@@ -187,7 +187,7 @@ pub(super) fn embedded_fixtures(prof: &mut Profile) {
 
 /// The reference client driver of this program, for `--role client` without
 /// `--client`.
-fn reference_driver() -> Result<String, CliError> {
+pub(super) fn reference_driver() -> Result<String, CliError> {
     let exe = std::env::current_exe()
         .map_err(|e| CliError::Harness(format!("cannot find this program: {e}")))?;
     Ok(format!(

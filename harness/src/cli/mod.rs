@@ -14,6 +14,7 @@ mod client;
 mod common;
 mod export;
 mod fuzz;
+mod interop;
 mod keygen;
 mod list;
 mod load;
@@ -29,6 +30,7 @@ pub use attest::AttestCommand;
 pub use baseline::BaselineCommand;
 pub use common::{parse_target, TlsArgs};
 pub use fuzz::FuzzArgs;
+pub use interop::InteropArgs;
 pub use load::LoadArgs;
 pub use proxy::ProxyArgs;
 pub use run::RunArgs;
@@ -153,6 +155,9 @@ pub enum Command {
     /// and reply unchanged, judge both sides by the suite's rules, and report each
     /// finding as the client's or the server's (prints its URL first).
     Proxy(ProxyArgs),
+    /// Which clients work with which servers: every pair through the proxy, each
+    /// cell its outcome and the failing findings of each side.
+    Interop(InteropArgs),
     /// List every rule a reply or client message is held to: key, level,
     /// requirement ids, one line.
     Rules {
@@ -282,6 +287,7 @@ fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
         Command::Sign { suite, key, file } => sign::run(&suite, &key, &file, out),
         Command::Verify { suite, file } => verify::run(&suite, &file, out),
         Command::Proxy(args) => proxy::run(args, out),
+        Command::Interop(args) => interop::run(args, out),
         Command::Rules { suite } => rules::list(suite.as_deref(), out),
         Command::Explain { key } => rules::explain(&key, out),
     }

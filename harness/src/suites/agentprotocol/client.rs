@@ -2,13 +2,15 @@
 //! default driver of `run --role client`): the scenarios it plays.
 
 use crate::case::{ClientOutcome, ReferenceClient};
-use serde_json::Value;
+use crate::profile::Profile;
+use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
 /// The suite's reference client (`Suite::reference_client`).
 pub const REFERENCE: ReferenceClient = ReferenceClient {
+    plays,
     scenarios: &["request"],
     run,
 };
@@ -26,4 +28,12 @@ fn run<'a>(
         let (got, r) = client::request(url, &ask, faults, timeout).await;
         Ok((got, r.map(|v| vec![v]).map_err(|e| e.to_string())))
     })
+}
+
+/// The scenarios `agentconform interop` plays, with their inputs.
+fn plays(p: &Profile) -> Vec<(&'static str, Value)> {
+    vec![(
+        "request",
+        json!({"action": p.agentprotocol.echo_action, "capability": "agentprotocol:core", "params": {"text": "interop"}}),
+    )]
 }

@@ -2,13 +2,15 @@
 //! default driver of `run --role client`): the scenarios it plays.
 
 use crate::case::{ClientOutcome, ReferenceClient};
-use serde_json::Value;
+use crate::profile::Profile;
+use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
 /// The suite's reference client (`Suite::reference_client`).
 pub const REFERENCE: ReferenceClient = ReferenceClient {
+    plays,
     scenarios: &["single", "conversation"],
     run,
 };
@@ -25,4 +27,23 @@ fn run<'a>(
         let (got, r) = client::scenario(url, scenario, input, faults).await;
         Ok((got, r.map_err(|e| e.to_string())))
     })
+}
+
+/// The scenarios `agentconform interop` plays, with their inputs.
+fn plays(p: &Profile) -> Vec<(&'static str, Value)> {
+    let hash = p.agora_exchange.protocol_hash.clone().unwrap_or_else(|| {
+        reference_impl::agora_exchange::document::sha1_hex(
+            reference_impl::agora_exchange::document::ECHO_DOCUMENT.as_bytes(),
+        )
+    });
+    vec![
+        (
+            "single",
+            json!({"body": {"text": "interop"}, "protocolHash": hash}),
+        ),
+        (
+            "conversation",
+            json!({"body": "first", "protocolHash": hash, "followups": ["second", {"n": 3}]}),
+        ),
+    ]
 }

@@ -2,6 +2,7 @@
 //! default driver of `run --role client`): the scenarios it plays.
 
 use crate::case::{ClientOutcome, ReferenceClient};
+use crate::profile::Profile;
 use serde_json::Value;
 use std::future::Future;
 use std::pin::Pin;
@@ -9,6 +10,7 @@ use std::time::Duration;
 
 /// The suite's reference client (`Suite::reference_client`).
 pub const REFERENCE: ReferenceClient = ReferenceClient {
+    plays,
     scenarios: &["join-publish", "listen"],
     run,
 };
@@ -25,4 +27,9 @@ fn run<'a>(
         let (got, r) = client::scenario(url, scenario, input, faults, timeout).await;
         Ok((got, r.map_err(|e| e.to_string())))
     })
+}
+
+/// The scenarios `agentconform interop` plays, with their inputs.
+fn plays(_: &Profile) -> Vec<(&'static str, Value)> {
+    Vec::new()
 }

@@ -2,13 +2,15 @@
 //! default driver of `run --role client`): the scenarios it plays.
 
 use crate::case::{ClientOutcome, ReferenceClient};
-use serde_json::Value;
+use crate::profile::Profile;
+use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
 /// The suite's reference client (`Suite::reference_client`).
 pub const REFERENCE: ReferenceClient = ReferenceClient {
+    plays,
     scenarios: &["request"],
     run,
 };
@@ -31,4 +33,12 @@ fn run<'a>(
             r.map(|()| vec![data]).map_err(|e| e.to_string()),
         ))
     })
+}
+
+/// The scenarios `agentconform interop` plays, with their inputs.
+fn plays(p: &Profile) -> Vec<(&'static str, Value)> {
+    vec![(
+        "request",
+        json!({"resource": p.agora_v1.direct_resource, "params": {"text": "interop"}, "budget": 10}),
+    )]
 }

@@ -2,13 +2,15 @@
 //! default driver of `run --role client`): the scenarios it plays.
 
 use crate::case::{ClientOutcome, ReferenceClient};
-use serde_json::Value;
+use crate::profile::Profile;
+use serde_json::{json, Value};
 use std::future::Future;
 use std::pin::Pin;
 use std::time::Duration;
 
 /// The suite's reference client (`Suite::reference_client`).
 pub const REFERENCE: ReferenceClient = ReferenceClient {
+    plays,
     scenarios: &["hire"],
     run,
 };
@@ -25,4 +27,12 @@ fn run<'a>(
         let (got, r) = client::scenario(url, scenario, input, faults, timeout).await;
         Ok((got, r.map_err(|e| e.to_string())))
     })
+}
+
+/// The scenarios `agentconform interop` plays, with their inputs.
+fn plays(p: &Profile) -> Vec<(&'static str, Value)> {
+    let mut input = super::expect::hire_input();
+    input["skill"] = json!(p.chorus.fixture_skill);
+    input["result_wait_ms"] = json!(p.timing.case_timeout_ms);
+    vec![("hire", input)]
 }

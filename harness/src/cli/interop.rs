@@ -1,0 +1,196 @@
+//! `agentconform interop`: a matrix of which clients work with which servers
+//! (`crate::interop`), each pair judged through the proxy.
+
+use super::common::{reference_driver, runtime, unknown_suite};
+use super::{io, unwritable, CliError, Usage};
+use crate::drive::Transport;
+use crate::interop::{Cell, Pair};
+use crate::profile::Profile;
+use crate::report::Report;
+use crate::script::RunShared;
+use crate::suites;
+use reference_impl::wire::keys::Keypair;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+// The matrix's arguments.
+#[derive(clap::Args, Debug)]
+pub struct InteropArgs {
+    #[arg(long)]
+    suite: String,
+    /// A client: NAME=COMMAND, a client driver command as `run --role client
+    /// --client` takes it, or NAME=reference for the embedded reference client
+    /// (repeatable).
+    #[arg(long = "client", required = true)]
+    clients: Vec<String>,
+    /// A server: NAME=URL, or NAME=reference for the embedded reference (repeatable).
+    #[arg(long = "server", required = true)]
+    servers: Vec<String>,
+    /// Write matrix.md, matrix.json and one report folder per pair here.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// The target profile (timing, fixtures, the client driver's deadlines).
+    #[arg(long)]
+    profile: Option<PathBuf>,
+}
+
+/// Runs every client against every server and prints the matrix; exit 1 when a
+/// pair does not simply work.
+pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
+    let suite = suites::by_id(&a.suite).ok_or_else(|| unknown_suite(&a.suite))?;
+    let probe = Profile::default();
+    if !suite.transports.contains(&Transport::Http)
+        || (suite.reference_client.plays)(&probe).is_empty()
+    {
+        return Err(Usage(format!(
+            "interop goes through the HTTP proxy; {} has no scenario it can play over HTTP yet",
+            suite.id
+        )));
+    }
+    let clients = named(&a.clients, "--client", |c| match c {
+        "reference" => reference_driver(),
+        c => Ok(c.to_string()),
+    })?;
+    let mut servers = named(&a.servers, "--server", |s| Ok(s.to_string()))?;
+    let prof = match &a.profile {
+        Some(p) => Profile::load(p)?,
+        None => Profile::default(),
+    };
+    let tls = crate::drive::Tls::platform().map_err(CliError::Harness)?;
+    let shared = RunShared {
+        transcript_budget: crate::script::TranscriptBudget::default(),
+        adapted: Default::default(),
+        embedded: false,
+        http: tls.http_client().map_err(CliError::Harness)?,
+        tls,
+        key: Keypair::generate(),
+        other_key: Keypair::generate(),
+        schemas: crate::schemas::Schemas::load().map_err(CliError::Harness)?,
+        profile: prof,
+    };
+    let rt = runtime()?;
+    let mut pairs = rt.block_on(async {
+        let mut embedded = None;
+        for (_, url) in servers.iter_mut().filter(|(_, u)| u == "reference") {
+            let server = suites::start(
+                suite.id,
+                "127.0.0.1:0",
+                &crate::embedded::Options::default(),
+            )
+            .await
+            .map_err(CliError::Harness)?;
+            *url = http_endpoint(&server).ok_or_else(|| {
+                CliError::Harness(format!("the {} reference has no HTTP endpoint", suite.id))
+            })?;
+            embedded = Some(server);
+        }
+        let pairs = crate::interop::matrix(suite, &shared, &clients, &servers)
+            .await
+            .map_err(CliError::Harness);
+        if let Some(s) = embedded {
+            s.stop().await;
+        }
+        pairs
+    })?;
+    if let Some(dir) = &a.report {
+        write_reports(dir, suite, &mut pairs, &servers)?;
+    }
+    let md = crate::interop::markdown(suite.id, &pairs);
+    writeln!(out, "{md}").map_err(io)?;
+    for p in pairs.iter().filter(|p| !p.incomplete.is_empty()) {
+        writeln!(
+            out,
+            "{} with {}: {}",
+            p.client,
+            p.server,
+            p.incomplete.join("; ")
+        )
+        .map_err(io)?;
+    }
+    if let Some(dir) = &a.report {
+        writeln!(out, "reports written to {}", dir.display()).map_err(io)?;
+    }
+    Ok(if pairs.iter().all(|p| p.cell == Cell::Works) {
+        0
+    } else {
+        1
+    })
+}
+
+/// NAME=VALUE arguments, each VALUE mapped by `value`.
+fn named(
+    args: &[String],
+    flag: &str,
+    value: impl Fn(&str) -> Result<String, CliError>,
+) -> Result<Vec<(String, String)>, CliError> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for a in args {
+        let Some((name, v)) = a
+            .split_once('=')
+            .filter(|(n, v)| !n.is_empty() && !v.is_empty())
+        else {
+            return Err(Usage(format!("{flag} {a:?} is not NAME=VALUE")));
+        };
+        if out.iter().any(|(n, _)| n == name) {
+            return Err(Usage(format!("{flag} names {name:?} twice")));
+        }
+        out.push((name.to_string(), value(v)?));
+    }
+    Ok(out)
+}
+
+fn http_endpoint(server: &crate::embedded::Server) -> Option<String> {
+    server
+        .endpoints
+        .0
+        .iter()
+        .find(|(t, _)| *t == Transport::Http)
+        .map(|(_, u)| u.clone())
+}
+
+/// One report folder per pair (`<client>--<server>/`), then matrix.md and
+/// matrix.json, each cell naming its folder.
+fn write_reports(
+    dir: &Path,
+    suite: &crate::case::Suite,
+    pairs: &mut [Pair],
+    servers: &[(String, String)],
+) -> Result<(), CliError> {
+    let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
+    for p in pairs.iter_mut() {
+        let folder = format!("{}--{}", safe(&p.client), safe(&p.server));
+        let url = servers
+            .iter()
+            .find(|(n, _)| *n == p.server)
+            .map_or(String::new(), |(_, u)| u.clone());
+        if let Some(output) = p.output.take() {
+            let rep = Report::new(&url, vec![suite.id.to_string()], started_at.clone(), output);
+            let at = dir.join(&folder);
+            rep.write(&at).map_err(|e| unwritable(at.display(), e))?;
+        }
+        p.report = Some(folder);
+    }
+    std::fs::create_dir_all(dir).map_err(|e| unwritable(dir.display(), e))?;
+    let md = crate::interop::markdown(suite.id, pairs);
+    let json =
+        serde_json::to_string_pretty(&serde_json::json!({"suite": suite.id, "pairs": pairs}))
+            .map_err(|e| CliError::Harness(e.to_string()))?;
+    for (name, text) in [("matrix.md", md), ("matrix.json", json)] {
+        let at = dir.join(name);
+        std::fs::write(&at, text).map_err(|e| unwritable(at.display(), e))?;
+    }
+    Ok(())
+}
+
+/// A name as a folder name: letters, digits, `-` and `_`, the rest as `_`.
+fn safe(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,199 @@
+//! `agentconform interop`: which clients work with which servers, against the spec.
+//!
+//! For every pair of a client (a client driver command) and a server (a URL), one
+//! proxy ([`crate::proxy`]) stands between them while the client plays each of the
+//! suite's interop scenarios (`ReferenceClient::plays`, the inputs the client cases
+//! give); then the proxy judges what went through, and the pair's cell says how it
+//! went: `works` (every scenario completed, no failing finding), `works with
+//! deviations` (every scenario completed, but a side broke a rule) or `fails` (a
+//! scenario did not complete), with the failing findings counted per side.
+
+use crate::case::Suite;
+use crate::finding::Verdict;
+use crate::profile::Profile;
+use crate::proxy::{judge, Proxy};
+use crate::runner::RunOutput;
+use crate::script::{Ctx, RunShared};
+use serde::Serialize;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How a pair went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Cell {
+    Works,
+    WorksWithDeviations,
+    Fails,
+}
+
+impl std::fmt::Display for Cell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Cell::Works => "works",
+            Cell::WorksWithDeviations => "works with deviations",
+            Cell::Fails => "fails",
+        })
+    }
+}
+
+/// One pair's outcome.
+#[derive(Debug, Clone, Serialize)]
+pub struct Pair {
+    pub client: String,
+    pub server: String,
+    pub cell: Cell,
+    /// Failing findings of each side.
+    pub server_failing: usize,
+    pub client_failing: usize,
+    /// The scenarios that did not complete, with how the client ended.
+    pub incomplete: Vec<String>,
+    /// Where the pair's report is (relative to the matrix), when reports are written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub report: Option<String>,
+    #[serde(skip)]
+    pub output: Option<RunOutput>,
+}
+
+/// Runs every client against every server through a proxy.
+pub async fn matrix(
+    suite: &'static Suite,
+    shared: &RunShared,
+    clients: &[(String, String)],
+    servers: &[(String, String)],
+) -> Result<Vec<Pair>, String> {
+    let mut pairs = Vec::new();
+    for (cname, command) in clients {
+        for (sname, url) in servers {
+            pairs.push(pair(suite, shared, (cname, command), (sname, url)).await?);
+        }
+    }
+    Ok(pairs)
+}
+
+/// One client against one server: every play through one proxy, then the judgement.
+async fn pair(
+    suite: &'static Suite,
+    shared: &RunShared,
+    (cname, command): (&str, &str),
+    (sname, url): (&str, &str),
+) -> Result<Pair, String> {
+    let mut profile: Profile = shared.profile.clone();
+    profile.client.command = Some(command.to_string());
+    let run_shared = Arc::new(RunShared {
+        transcript_budget: crate::script::TranscriptBudget::default(),
+        adapted: Default::default(),
+        embedded: false,
+        profile,
+        key: reference_impl::wire::keys::Keypair::from_seed(&shared.key.seed()),
+        other_key: reference_impl::wire::keys::Keypair::from_seed(&shared.other_key.seed()),
+        schemas: crate::schemas::Schemas::load()?,
+        http: shared.http.clone(),
+        tls: shared.tls.clone(),
+    });
+    let timing = &run_shared.profile.timing;
+    let proxy = Proxy::start(
+        "127.0.0.1:0",
+        url,
+        run_shared.http.clone(),
+        timing.max_response_bytes,
+        Duration::from_millis(timing.case_timeout_ms),
+    )
+    .await?;
+    let mut incomplete = Vec::new();
+    for (scenario, input) in (suite.reference_client.plays)(&run_shared.profile) {
+        let mut ctx = Ctx::new(run_shared.clone(), crate::drive::Transport::Http, url);
+        ctx.suite_id = Some(suite.id);
+        match crate::counterparty::run_command(
+            &mut ctx,
+            scenario,
+            &input,
+            &proxy.url,
+            proxy.first(),
+        )
+        .await
+        {
+            Ok(run) if !run.failed() => {}
+            Ok(run) => incomplete.push(format!("{scenario}: {}", run.ended())),
+            Err(stop) => incomplete.push(format!("{scenario}: {stop:?}")),
+        }
+    }
+    let (seen, _) = proxy.stop().await;
+    let output = judge(suite, run_shared, url, &seen);
+    let failing = |side: &str| {
+        output
+            .findings
+            .iter()
+            .filter(|f| f.finding.outcome == Verdict::Fail)
+            .filter(|f| {
+                f.owners
+                    .iter()
+                    .any(|o| o.contains(&format!("proxy:{side}")))
+            })
+            .count()
+    };
+    let (server_failing, client_failing) = (failing("server"), failing("client"));
+    let cell = if !incomplete.is_empty() {
+        Cell::Fails
+    } else if server_failing + client_failing > 0 {
+        Cell::WorksWithDeviations
+    } else {
+        Cell::Works
+    };
+    Ok(Pair {
+        client: cname.to_string(),
+        server: sname.to_string(),
+        cell,
+        server_failing,
+        client_failing,
+        incomplete,
+        report: None,
+        output: Some(output),
+    })
+}
+
+/// The matrix in Markdown: one row per client, one column per server.
+pub fn markdown(suite: &str, pairs: &[Pair]) -> String {
+    let mut clients: Vec<&str> = Vec::new();
+    let mut servers: Vec<&str> = Vec::new();
+    for p in pairs {
+        if !clients.contains(&p.client.as_str()) {
+            clients.push(&p.client);
+        }
+        if !servers.contains(&p.server.as_str()) {
+            servers.push(&p.server);
+        }
+    }
+    let mut md = format!("### interop {suite}\n\n| client \\ server |");
+    for s in &servers {
+        md.push_str(&format!(" {s} |"));
+    }
+    md.push_str("\n|---|");
+    md.push_str(&"---|".repeat(servers.len()));
+    md.push('\n');
+    for c in &clients {
+        md.push_str(&format!("| {c} |"));
+        for s in &servers {
+            let cell = pairs
+                .iter()
+                .find(|p| p.client == *c && p.server == *s)
+                .map(describe)
+                .unwrap_or_default();
+            md.push_str(&format!(" {cell} |"));
+        }
+        md.push('\n');
+    }
+    md
+}
+
+/// A cell in words: the outcome, the failing findings per side, the report.
+fn describe(p: &Pair) -> String {
+    let mut s = format!(
+        "{} (server {}, client {})",
+        p.cell, p.server_failing, p.client_failing
+    );
+    if let Some(r) = &p.report {
+        s.push_str(&format!(" [report]({r}/summary.md)"));
+    }
+    s
+}
