@@ -115,7 +115,7 @@ async fn pair(
         {
             Ok(run) if !run.failed() => {}
             Ok(run) => incomplete.push(format!("{scenario}: {}", run.ended())),
-            Err(stop) => incomplete.push(format!("{scenario}: {stop:?}")),
+            Err(stop) => incomplete.push(format!("{scenario}: {}", said(&stop))),
         }
     }
     let (seen, _) = proxy.stop().await;
@@ -150,6 +150,16 @@ async fn pair(
         report: None,
         output: Some(output),
     })
+}
+
+/// Why a client driver did not run, in words.
+fn said(stop: &crate::case::Stop) -> String {
+    use crate::case::Stop;
+    match stop {
+        Stop::Fail(m) | Stop::Skip(m) => m.clone(),
+        Stop::Finding(f) => f.summary.clone(),
+        Stop::Blocked(key) => format!("blocked by {key}"),
+    }
 }
 
 /// The matrix in Markdown: one row per client, one column per server.

@@ -1,8 +1,9 @@
 //! `agentconform proxy`: stands between a real client and a real server over HTTP,
 //! forwards every request and reply unchanged (method, path and query, status,
-//! Content-Type and body), and judges both directions with the suite's own rules:
+//! headers, body), and judges both directions with the suite's own rules:
 //! the server's replies with the reply rules of the server role (`Suite::reread`),
 //! the client's messages with the rules of the client role (`Suite::client_message`).
+//! Every header passes on but those of one connection (`HOP_BY_HOP`).
 //! Each finding is attributed to the side whose bytes it is about (`<suite>/proxy:server`
 //! or `<suite>/proxy:client` in the report).
 //!
@@ -28,6 +29,20 @@ use std::time::{Duration, Instant};
 
 /// Exchanges kept for judging; later ones are forwarded and counted only.
 pub const MAX_EXCHANGES: usize = 10_000;
+
+/// Headers of one connection, not passed on (RFC 9110 §7.6.1), and those the
+/// forwarding sets itself.
+const HOP_BY_HOP: &[&str] = &[
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+];
 
 /// Exchanges forwarded at once (each holding at most two bodies of the cap); the
 /// others wait their turn.
@@ -142,11 +157,22 @@ async fn forward(
         .get(header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
         .map(String::from);
-    let reply = upstream_reply(&fwd, &method, &path, content_type.as_deref(), &body).await;
-    let (status, reply_type, answered, failed) = match reply {
-        Ok((s, t, b)) => (s, t, b, None),
-        Err((kind, why)) => (502, None, why.clone().into_bytes(), Some((kind, why))),
+    let reply = upstream_reply(&fwd, &method, &path, &headers, &body).await;
+    let (status, reply_headers, answered, failed) = match reply {
+        Ok((s, h, b)) => (s, h, b, None),
+        Err((kind, why)) => {
+            let mut h = HeaderMap::new();
+            h.insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            (502, h, why.clone().into_bytes(), Some((kind, why)))
+        }
     };
+    let reply_type = reply_headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from);
     record(
         &fwd,
         Seen {
@@ -159,39 +185,37 @@ async fn forward(
                 status,
                 written: None,
             },
-            reply_type: reply_type.clone(),
+            reply_type,
             failed,
             at_ms: fwd.started.elapsed().as_millis() as u64,
         },
     );
-    let mut r = (
-        StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY),
-        answered,
-    )
-        .into_response();
-    if let Some(t) = reply_type.and_then(|t| header::HeaderValue::from_str(&t).ok()) {
-        r.headers_mut().insert(header::CONTENT_TYPE, t);
-    }
+    let mut r = Response::new(axum::body::Body::from(answered));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    *r.headers_mut() = reply_headers;
     r
 }
 
-/// The upstream's status, Content-Type and body (read up to the cap), or the kind
-/// of failure and its words.
+/// The upstream's status, headers and body (read up to the cap), or the kind of
+/// failure and its words.
 async fn upstream_reply(
     fwd: &Forwarder,
     method: &Method,
     path: &str,
-    content_type: Option<&str>,
+    headers: &HeaderMap,
     body: &Bytes,
-) -> Result<(u16, Option<String>, Vec<u8>), (&'static str, String)> {
+) -> Result<(u16, HeaderMap, Vec<u8>), (&'static str, String)> {
     let url = format!("{}{path}", fwd.upstream);
     let mut req = fwd
         .http
         .request(method.clone(), &url)
         .timeout(fwd.timeout)
         .body(body.clone());
-    if let Some(t) = content_type {
-        req = req.header(header::CONTENT_TYPE, t);
+    // Every header of the client but those of its own connection to the proxy.
+    for (name, value) in headers {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            req = req.header(name, value);
+        }
     }
     let mut resp = req.send().await.map_err(|e| {
         let kind = if e.is_timeout() {
@@ -202,11 +226,12 @@ async fn upstream_reply(
         (kind, format!("agentconform proxy: {url}: {e}"))
     })?;
     let status = resp.status().as_u16();
-    let reply_type = resp
-        .headers()
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(String::from);
+    let mut reply_headers = HeaderMap::new();
+    for (name, value) in resp.headers() {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            reply_headers.append(name.clone(), value.clone());
+        }
+    }
     let mut out = Vec::new();
     loop {
         match tokio::time::timeout(fwd.timeout, resp.chunk()).await {
@@ -218,7 +243,7 @@ async fn upstream_reply(
                 );
                 return Err(("too-large", why));
             }
-            Ok(Ok(None)) => return Ok((status, reply_type, out)),
+            Ok(Ok(None)) => return Ok((status, reply_headers, out)),
             Ok(Err(e)) => return Err(("reset", format!("agentconform proxy: {url}: {e}"))),
             Err(_) => {
                 let why = format!("agentconform proxy: {url}: the reply body stalled");

@@ -200,22 +200,38 @@ fn client_fault_is_the_clients() {
     );
 }
 
-/// Status, Content-Type and body reach the client unchanged, however the server
-/// spells them.
+/// Status, headers and body reach each side unchanged, however they are spelled:
+/// the client's own header reaches the server, the server's reach the client, and a
+/// reply without Content-Type gets none.
 #[test]
 fn bytes_pass_unchanged() {
     rt().block_on(async {
         let body: &'static [u8] = b"{ \"b\" :1 ,\"a\":\"caf\\u00e9\", \"x\":1.50}\n";
-        let router = axum::Router::new().fallback(move || async move {
-            (
-                axum::http::StatusCode::CREATED,
-                [(
-                    axum::http::header::CONTENT_TYPE,
-                    "application/json; charset=UTF-8",
-                )],
-                body,
+        let router = axum::Router::new()
+            .route(
+                "/bare",
+                axum::routing::post(move || async move {
+                    axum::response::Response::new(axum::body::Body::from(body))
+                }),
             )
-        });
+            .fallback(move |headers: axum::http::HeaderMap| async move {
+                let token = headers
+                    .get("x-agent-token")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or("none")
+                    .to_string();
+                (
+                    axum::http::StatusCode::CREATED,
+                    [
+                        (
+                            axum::http::header::CONTENT_TYPE,
+                            "application/json; charset=UTF-8".to_string(),
+                        ),
+                        (axum::http::HeaderName::from_static("x-seen-token"), token),
+                    ],
+                    body,
+                )
+            });
         let upstream = reference_impl::serve::spawn("127.0.0.1:0", router)
             .await
             .expect("upstream");
@@ -234,21 +250,38 @@ fn bytes_pass_unchanged() {
         let got = http
             .post(format!("{}/some/path?q=1", proxy.url))
             .header("content-type", "application/json")
+            .header("x-agent-token", "s3cret")
             .body(sent.to_vec())
             .send()
             .await
             .expect("through the proxy");
         assert_eq!(got.status().as_u16(), 201);
-        assert_eq!(
+        let header = |name: &str| {
             got.headers()
-                .get("content-type")
-                .and_then(|v| v.to_str().ok()),
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(String::from)
+        };
+        assert_eq!(
+            header("content-type").as_deref(),
             Some("application/json; charset=UTF-8")
         );
+        assert_eq!(header("x-seen-token").as_deref(), Some("s3cret"));
         assert_eq!(got.bytes().await.expect("body").as_ref(), body);
+        let bare = http
+            .post(format!("{}/bare", proxy.url))
+            .send()
+            .await
+            .expect("through the proxy");
+        assert!(
+            bare.headers().get("content-type").is_none(),
+            "{:?}",
+            bare.headers()
+        );
+        assert_eq!(bare.bytes().await.expect("body").as_ref(), body);
         let (seen, _) = proxy.stop().await;
         upstream.stop().await;
-        assert_eq!(seen.len(), 1);
+        assert_eq!(seen.len(), 2);
         assert_eq!(seen[0].exchange.received, sent);
         assert_eq!(seen[0].exchange.path, "/some/path?q=1");
     });
