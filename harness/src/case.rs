@@ -178,7 +178,7 @@ pub type ClientRun = for<'a> fn(
 >;
 
 /// Judges one message of a client, outside any scenario (`Suite::client_message`).
-pub type ClientMessageFn = fn(&mut Ctx, &crate::counterparty::Exchange);
+pub type ClientMessageFn = fn(&mut Ctx, &crate::exchange::Exchange);
 
 /// A suite's reference client as a client driver (`agentconform client`, the
 /// default driver of `run --role client`).

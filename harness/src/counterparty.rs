@@ -24,22 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use tokio::io::AsyncReadExt;
 
-/// One message the client sent, and the harness's answer; or one callback the
-/// harness POSTed to the client (method `CALLBACK`, path the client's URL,
-/// `answered` what the harness sent, `received` the client's reply).
-#[derive(Debug, Clone)]
-pub struct Exchange {
-    pub method: String,
-    /// The path the client sent to, with its query (`/` for the base URL).
-    pub path: String,
-    pub content_type: Option<String>,
-    pub received: Vec<u8>,
-    pub answered: Vec<u8>,
-    pub status: u16,
-    /// The path as the client wrote it, when it differed from `path` by doubled
-    /// slashes (`//conversations/…`), which `path` has collapsed.
-    pub written: Option<String>,
-}
+pub use crate::exchange::Exchange;
 
 /// The scripted side: answers each message the client sends to a path (with its
 /// query) with a status and a body.

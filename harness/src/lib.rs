@@ -7,6 +7,7 @@ pub mod cli;
 pub mod counterparty;
 pub mod drive;
 pub mod embedded;
+pub mod exchange;
 pub mod explain;
 pub mod export;
 pub mod finding;
