@@ -244,14 +244,22 @@ fn load_stalled() -> Result<(), Failed> {
 
 /// `serve` under clients that misbehave: a request nested 200,000 deep, an endless
 /// body, a WebSocket flood.
-fn serve(suite: &'static str) -> Result<(), Failed> {
+/// A command that listens, under the limit until its standard input closes (then
+/// SIGTERM): the child, the rest of its output, and the first URL it printed.
+type Listening = (
+    std::process::Child,
+    std::io::Lines<BufReader<std::process::ChildStdout>>,
+    String,
+);
+
+fn listening(args: &[&str]) -> Result<Listening, Failed> {
     let mut child = Command::new("python3")
         .arg(wrapper())
         .arg(ADDRESS_SPACE.to_string())
         .arg("--until-stdin-closes")
         .arg("--")
         .arg(exe())
-        .args(["serve", "--suite", suite, "--listen", "127.0.0.1:0"])
+        .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::inherit())
@@ -267,7 +275,13 @@ fn serve(suite: &'static str) -> Result<(), Failed> {
                 .find(|w| w.starts_with("http://") || w.starts_with("ws://"))
                 .map(String::from)
         })
-        .ok_or("serve printed no URL")?;
+        .ok_or(format!("{} printed no URL", args[0]))?;
+    Ok((child, lines, url))
+}
+
+fn serve(suite: &'static str) -> Result<(), Failed> {
+    let (mut child, lines, url) =
+        listening(&["serve", "--suite", suite, "--listen", "127.0.0.1:0"])?;
     let said = rt().block_on(misbehaving_client(&url));
     drop(child.stdin.take());
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
@@ -298,25 +312,8 @@ fn serve(suite: &'static str) -> Result<(), Failed> {
 fn proxy_endless() -> Result<(), Failed> {
     let rt = rt();
     let upstream = rt.block_on(hostile("endless"));
-    let mut child = Command::new("python3")
-        .arg(wrapper())
-        .arg(ADDRESS_SPACE.to_string())
-        .arg("--until-stdin-closes")
-        .arg("--")
-        .arg(exe())
-        .args(["proxy", "--suite", "agora-v1", "--upstream", &upstream])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .map_err(|e| format!("cannot run python3: {e}"))?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let mut lines = BufReader::new(stdout).lines();
-    let url = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find(|l| l.starts_with("http://"))
-        .ok_or("proxy printed no URL")?;
+    let (mut child, lines, url) =
+        listening(&["proxy", "--suite", "agora-v1", "--upstream", &upstream])?;
     let statuses = rt.block_on(async {
         let http = reqwest::Client::new();
         let sends = (0..8).map(|_| {

@@ -210,3 +210,22 @@ pub(super) fn set_client_driver(
     prof.client.command = Some(command);
     Ok(())
 }
+
+/// What a command that reaches real peers shares (`proxy`, `interop`): fresh keys,
+/// the built-in schemas, the platform's root certificates, `profile`.
+pub fn peers_shared(
+    profile: crate::profile::Profile,
+) -> Result<crate::script::RunShared, CliError> {
+    let tls = crate::drive::Tls::platform().map_err(CliError::Harness)?;
+    Ok(crate::script::RunShared {
+        transcript_budget: crate::script::TranscriptBudget::default(),
+        adapted: Default::default(),
+        embedded: false,
+        http: tls.http_client().map_err(CliError::Harness)?,
+        tls,
+        key: reference_impl::wire::keys::Keypair::generate(),
+        other_key: reference_impl::wire::keys::Keypair::generate(),
+        schemas: crate::schemas::Schemas::load().map_err(CliError::Harness)?,
+        profile,
+    })
+}

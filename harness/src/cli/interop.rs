@@ -1,15 +1,13 @@
 //! `agentconform interop`: a matrix of which clients work with which servers
 //! (`crate::interop`), each pair judged through the proxy.
 
-use super::common::{reference_driver, runtime, unknown_suite};
+use super::common::{peers_shared, reference_driver, runtime, unknown_suite};
 use super::{io, unwritable, CliError, Usage};
 use crate::drive::Transport;
 use crate::interop::{Cell, Pair};
 use crate::profile::Profile;
 use crate::report::Report;
-use crate::script::RunShared;
 use crate::suites;
-use reference_impl::wire::keys::Keypair;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -56,18 +54,7 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
         Some(p) => Profile::load(p)?,
         None => Profile::default(),
     };
-    let tls = crate::drive::Tls::platform().map_err(CliError::Harness)?;
-    let shared = RunShared {
-        transcript_budget: crate::script::TranscriptBudget::default(),
-        adapted: Default::default(),
-        embedded: false,
-        http: tls.http_client().map_err(CliError::Harness)?,
-        tls,
-        key: Keypair::generate(),
-        other_key: Keypair::generate(),
-        schemas: crate::schemas::Schemas::load().map_err(CliError::Harness)?,
-        profile: prof,
-    };
+    let shared = peers_shared(prof)?;
     let rt = runtime()?;
     let mut pairs = rt.block_on(async {
         let mut embedded = None;

@@ -1,14 +1,13 @@
 //! `agentconform proxy`: a judging proxy between a real client and a real server
 //! (`crate::proxy`).
 
-use super::common::{runtime, unknown_suite};
+use super::common::{peers_shared, runtime, unknown_suite};
 use super::{io, unwritable, CliError, Usage};
 use crate::drive::Transport;
 use crate::profile::Profile;
 use crate::report::Report;
 use crate::script::RunShared;
 use crate::suites;
-use reference_impl::wire::keys::Keypair;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -59,18 +58,7 @@ pub fn run(a: ProxyArgs, out: &mut impl Write) -> Result<i32, CliError> {
         Some(p) => Profile::load(p)?,
         None => Profile::default(),
     };
-    let tls = crate::drive::Tls::platform().map_err(CliError::Harness)?;
-    let shared = Arc::new(RunShared {
-        transcript_budget: crate::script::TranscriptBudget::default(),
-        adapted: Default::default(),
-        embedded: false,
-        http: tls.http_client().map_err(CliError::Harness)?,
-        tls,
-        key: Keypair::generate(),
-        other_key: Keypair::generate(),
-        schemas: crate::schemas::Schemas::load().map_err(CliError::Harness)?,
-        profile: prof,
-    });
+    let shared = Arc::new(peers_shared(prof)?);
     let rt = runtime()?;
     let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
     let (seen, extra) = rt.block_on(serve(&a, &shared, out))?;
