@@ -13,12 +13,16 @@ Scenario `listen`: connect and join as above, then take the space's events until
 hub closes the connection: a space.event as it comes, a delta stream joined in arrival
 order at its space.event.done, a stream discarded at its space.event.cancel.
 
+With `leave_after_ms` in the input, the client closes the connection that long after
+the join (a hub never closes on its own) and ends as if the hub had closed it.
+
 Throughout: agent.heartbeat {type, timestamp} every heartbeat_interval_ms from the
 connect; a hub that sends nothing for heartbeat_timeout_ms is given up as an error.
 Every event the client sends has a `type` and a numeric `timestamp` (Unix seconds).
 
 Input (the JSON file named by AGENTCONFORM_INPUT; a missing or null member takes its
-default): {"agent_id", "space", "text", "heartbeat_interval_ms", "heartbeat_timeout_ms"}.
+default): {"agent_id", "space", "text", "heartbeat_interval_ms", "heartbeat_timeout_ms",
+"leave_after_ms"}.
 The hub's URL is AGENTCONFORM_URL (ws://127.0.0.1:PORT/ws), the scenario
 AGENTCONFORM_SCENARIO.
 
@@ -54,11 +58,17 @@ DEFAULTS = {
     "text": "hello from the python client",
     "heartbeat_interval_ms": 30_000,
     "heartbeat_timeout_ms": 60_000,
+    # None: wait for the hub to close.
+    "leave_after_ms": None,
 }
 
 
 class ClientError(Exception):
     """A failure of the client, reported as {"error": ...}."""
+
+
+class Leave(Exception):
+    """leave_after_ms has passed since the join: the client closes, a normal end."""
 
 
 # --- input and output ---
@@ -73,6 +83,8 @@ def read_input(path):
         v = given.get(key)
         if v is None:
             opts[key] = default
+        elif key == "leave_after_ms" and isinstance(v, int) and not isinstance(v, bool) and v > 0:
+            opts[key] = min(v, MAX_HEARTBEAT_MS)
         elif isinstance(default, str):
             if not isinstance(v, str):
                 raise ClientError(f"the input's {key} must be a string, not {json.dumps(v)}")
@@ -171,6 +183,7 @@ class Client:
         self.publish_id = None
         self.hub_error = None
         self.broken_at = None  # a send failed: read on for the hub's Close until then
+        self.leave_at = None  # set at the join when leave_after_ms is given
         now = time.monotonic()
         self.every = opts["heartbeat_interval_ms"] / 1000
         self.silence = opts["heartbeat_timeout_ms"] / 1000
@@ -204,12 +217,15 @@ class Client:
             await self.heartbeat_if_due()
             now = time.monotonic()
             alarm = self.broken_at if self.broken_at is not None else self.next_beat
-            until = min(self.last_life + self.silence, self.deadline, alarm)
+            until = min(self.last_life + self.silence, self.deadline, alarm,
+                        self.leave_at if self.leave_at is not None else self.deadline)
             try:
                 return await asyncio.wait_for(self.ws.recv(), max(until - now, 0.001))
             except asyncio.TimeoutError:
                 pass
             now = time.monotonic()
+            if self.leave_at is not None and now >= self.leave_at:
+                raise Leave()
             if now >= self.deadline:
                 raise ClientError(f"the scenario did not end within {SCENARIO_DEADLINE_S:g} s")
             if now >= self.last_life + self.silence:
@@ -225,6 +241,12 @@ class Client:
                 message = await self.next_message()
             except websockets.ConnectionClosed as closed:
                 check_end(closed, self.joined, self.hub_error)
+                return
+            except Leave:
+                try:
+                    await asyncio.wait_for(self.ws.close(), CLOSE_GRACE_S)
+                except (asyncio.TimeoutError, OSError):
+                    pass
                 return
             self.last_life = time.monotonic()  # any frame shows the hub is alive
             frame = parse(message)
@@ -243,6 +265,8 @@ class Client:
             await self.send({"type": "space.join", "id": self.join_id, "space": self.opts["space"]})
         elif self.joined is False and kind == "space.joined" and field(frame, "id") == self.join_id:
             self.joined = True
+            if self.opts["leave_after_ms"] is not None:
+                self.leave_at = time.monotonic() + self.opts["leave_after_ms"] / 1000
             if self.publish:
                 await self.publish_text()
         elif self.joined:

@@ -11,12 +11,11 @@
 use crate::case::Suite;
 use crate::finding::Verdict;
 use crate::profile::Profile;
-use crate::proxy::{judge, Proxy};
+use crate::proxy::{judge, Proxy, Setup};
 use crate::runner::RunOutput;
 use crate::script::{Ctx, RunShared};
 use serde::Serialize;
 use std::sync::Arc;
-use std::time::Duration;
 
 /// How a pair went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -91,27 +90,20 @@ async fn pair(
         http: shared.http.clone(),
         tls: shared.tls.clone(),
     });
-    let timing = &run_shared.profile.timing;
-    let proxy = Proxy::start(
-        "127.0.0.1:0",
-        url,
-        run_shared.http.clone(),
-        timing.max_response_bytes,
-        Duration::from_millis(timing.case_timeout_ms),
-    )
-    .await?;
+    let (origin, path) = split_origin(url);
+    let proxy = Proxy::start("127.0.0.1:0", origin, Setup::of(&run_shared)).await?;
+    // The client reaches the proxy as it would the server: same binding, same path.
+    let through = if url.starts_with("ws") {
+        format!("{}{path}", proxy.ws_url())
+    } else {
+        format!("{}{path}", proxy.url)
+    };
     let mut incomplete = Vec::new();
     for (scenario, input) in (suite.reference_client.plays)(&run_shared.profile) {
         let mut ctx = Ctx::new(run_shared.clone(), crate::drive::Transport::Http, url);
         ctx.suite_id = Some(suite.id);
-        match crate::counterparty::run_command(
-            &mut ctx,
-            scenario,
-            &input,
-            &proxy.url,
-            proxy.first(),
-        )
-        .await
+        match crate::counterparty::run_command(&mut ctx, scenario, &input, &through, proxy.first())
+            .await
         {
             Ok(run) if !run.failed() => {}
             Ok(run) => incomplete.push(format!("{scenario}: {}", run.ended())),
@@ -150,6 +142,15 @@ async fn pair(
         report: None,
         output: Some(output),
     })
+}
+
+/// A URL's scheme and authority, and the rest (its path and query, or "").
+fn split_origin(url: &str) -> (&str, &str) {
+    let after = url.find("://").map_or(0, |i| i + 3);
+    match url[after..].find('/') {
+        Some(i) => url.split_at(after + i),
+        None => (url, ""),
+    }
 }
 
 /// Why a client driver did not run, in words.
@@ -206,4 +207,16 @@ fn describe(p: &Pair) -> String {
         s.push_str(&format!(" [report]({r}/summary.md)"));
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::split_origin;
+
+    #[test]
+    fn origin_and_path() {
+        assert_eq!(split_origin("ws://h:1/ws?x=1"), ("ws://h:1", "/ws?x=1"));
+        assert_eq!(split_origin("http://h:1"), ("http://h:1", ""));
+        assert_eq!(split_origin("https://h/"), ("https://h", "/"));
+    }
 }

@@ -8,7 +8,7 @@ mod common;
 
 use agentconform::drive::Transport;
 use agentconform::finding::Verdict;
-use agentconform::proxy::{judge, Proxy};
+use agentconform::proxy::{judge, FrameWhat, Passed, Proxy, Setup};
 use agentconform::runner::RunOutput;
 use agentconform::suites;
 use common::*;
@@ -39,44 +39,78 @@ async fn scenario_through_proxy(
     server_faults: &[&str],
     client_faults: &[String],
 ) -> RunOutput {
-    let server = suites::start(suite.id, "127.0.0.1:0", &test_options(server_faults))
+    let (out, passed) =
+        scenario_with_passed(suite, scenario, input, server_faults, client_faults).await;
+    assert!(
+        !passed.is_empty(),
+        "{} {scenario}: nothing went through the proxy",
+        suite.id
+    );
+    out
+}
+
+/// [`scenario_through_proxy`], with what went through. A suite with an HTTP
+/// endpoint is played over HTTP; agora-spaces over WebSocket, at the hub's path
+/// through the proxy.
+async fn scenario_with_passed(
+    suite: &'static agentconform::case::Suite,
+    scenario: &str,
+    input: &serde_json::Value,
+    server_faults: &[&str],
+    client_faults: &[String],
+) -> (RunOutput, Vec<Passed>) {
+    let mut options = test_options(server_faults);
+    if !suite.transports.contains(&Transport::Http) {
+        // The reference hub client sends no token.
+        options.token = None;
+    }
+    let server = suites::start(suite.id, "127.0.0.1:0", &options)
         .await
         .expect("start agent");
-    let upstream = server
-        .endpoints
-        .0
-        .iter()
-        .find(|(t, _)| *t == Transport::Http)
-        .map(|(_, u)| u.clone())
-        .expect("an HTTP endpoint");
+    let endpoint = |want| {
+        server
+            .endpoints
+            .0
+            .iter()
+            .find(|(t, _)| *t == want)
+            .map(|(_, u)| u.clone())
+    };
+    let (upstream, ws_path) = match endpoint(Transport::Http) {
+        Some(u) => (u, None),
+        None => {
+            let ws = endpoint(Transport::Ws).expect("an HTTP or WebSocket endpoint");
+            let at = ws[5..].find('/').map_or(ws.len(), |i| i + 5);
+            (ws[..at].to_string(), Some(ws[at..].to_string()))
+        }
+    };
     let shared = shared(test_profile());
-    let proxy = Proxy::start(
-        "127.0.0.1:0",
-        &upstream,
-        shared.http.clone(),
-        1 << 20,
-        Duration::from_secs(5),
-    )
-    .await
-    .expect("start proxy");
+    let proxy = Proxy::start("127.0.0.1:0", &upstream, Setup::of(&shared))
+        .await
+        .expect("start proxy");
+    let through = match &ws_path {
+        Some(path) => format!("{}{path}", proxy.ws_url()),
+        None => proxy.url.clone(),
+    };
     let played = (suite.reference_client.run)(
         scenario,
-        &proxy.url,
+        &through,
         input,
         client_faults,
         Duration::from_secs(5),
     )
     .await;
-    let (seen, _) = proxy.stop().await;
+    let (passed, _) = proxy.stop().await;
     server.stop().await;
+    // A faulty side may end the scenario early; a clean pair completes it.
+    let clean = server_faults.is_empty() && client_faults.is_empty();
     assert!(
-        !seen.is_empty(),
-        "{} {scenario}: nothing went through the proxy: {played:?}",
+        !clean || played.as_ref().is_ok_and(|(_, r)| r.is_ok()),
+        "{} {scenario} did not complete through the proxy: {played:?}",
         suite.id
     );
-    let out = judge(suite, shared, &upstream, &seen);
+    let out = judge(suite, shared, &upstream, &passed);
     assert_explained(&out);
-    out
+    (out, passed)
 }
 
 /// The sides a finding is attributed to, by key.
@@ -200,6 +234,80 @@ fn client_fault_is_the_clients() {
     );
 }
 
+/// The agora-spaces reference client joins and publishes through the proxy over
+/// WebSocket: every frame passes both ways, the clean pair gives no finding, a
+/// server fault's finding is the server's, a client fault's the client's.
+#[test]
+fn agora_spaces_over_websocket() {
+    let suite = &suites::agora_spaces::SUITE;
+    let mut input = json!({"agent_id": "proxy-client", "space": "general", "text": "through the proxy",
+        "heartbeat_interval_ms": 150, "heartbeat_timeout_ms": 1000, "leave_after_ms": 400});
+    let (out, passed) = rt().block_on(scenario_with_passed(
+        suite,
+        "join-publish",
+        &input,
+        &[],
+        &[],
+    ));
+    let frames = |server: bool| {
+        passed
+            .iter()
+            .filter(|p| match p {
+                Passed::Frame(f) => matches!(
+                    (&f.what, server),
+                    (FrameWhat::Server(_), true) | (FrameWhat::Client(_), false)
+                ),
+                Passed::Http(_) => false,
+            })
+            .count()
+    };
+    assert!(frames(true) >= 2, "registered and joined: {passed:?}");
+    assert!(frames(false) >= 2, "join and publish: {passed:?}");
+    assert!(out.findings.is_empty(), "{:?}", sides(&out));
+
+    input["agent_id"] = "proxy-client-2".into();
+    let out = rt().block_on(scenario_through_proxy(
+        suite,
+        "join-publish",
+        &input,
+        &["connection-id-number"],
+        &[],
+    ));
+    let s = sides(&out);
+    assert!(
+        s.iter()
+            .any(|(k, o)| k == "agora-spaces/registered:connection-id"
+                && o.starts_with("agora-spaces/proxy:server")),
+        "{s:?}"
+    );
+    assert!(
+        s.iter()
+            .all(|(_, o)| o.starts_with("agora-spaces/proxy:server")),
+        "{s:?}"
+    );
+
+    input["agent_id"] = "proxy-client-3".into();
+    let out = rt().block_on(scenario_through_proxy(
+        suite,
+        "join-publish",
+        &input,
+        &[],
+        &["no-timestamp".to_string()],
+    ));
+    let s = sides(&out);
+    assert!(
+        s.iter()
+            .any(|(k, o)| k == "agora-spaces/client:no-timestamp"
+                && o.starts_with("agora-spaces/proxy:client")),
+        "{s:?}"
+    );
+    assert!(
+        s.iter()
+            .all(|(_, o)| o.starts_with("agora-spaces/proxy:client")),
+        "{s:?}"
+    );
+}
+
 /// Status, headers and body reach each side unchanged, however they are spelled:
 /// the client's own header reaches the server, the server's reach the client, and a
 /// reply without Content-Type gets none.
@@ -237,15 +345,9 @@ fn bytes_pass_unchanged() {
             .expect("upstream");
         let url = format!("http://{}", upstream.addr);
         let http = reqwest::Client::new();
-        let proxy = Proxy::start(
-            "127.0.0.1:0",
-            &url,
-            http.clone(),
-            1 << 20,
-            Duration::from_secs(5),
-        )
-        .await
-        .expect("proxy");
+        let proxy = Proxy::start("127.0.0.1:0", &url, Setup::of(&shared(test_profile())))
+            .await
+            .expect("proxy");
         let sent = b"{\"z\": 1, \"a\": [ ]}";
         let got = http
             .post(format!("{}/some/path?q=1", proxy.url))
@@ -282,29 +384,23 @@ fn bytes_pass_unchanged() {
         let (seen, _) = proxy.stop().await;
         upstream.stop().await;
         assert_eq!(seen.len(), 2);
-        assert_eq!(seen[0].exchange.received, sent);
-        assert_eq!(seen[0].exchange.path, "/some/path?q=1");
+        let Passed::Http(first) = &seen[0] else {
+            panic!("not an HTTP exchange: {:?}", seen[0]);
+        };
+        assert_eq!(first.exchange.received, sent);
+        assert_eq!(first.exchange.path, "/some/path?q=1");
     });
 }
 
-/// Usage errors exit 2 with what is wrong: a suite the proxy does not forward, an
-/// upstream that is no HTTP URL, a zero duration.
+/// Usage errors exit 2 with what is wrong: an upstream that is no HTTP or WebSocket
+/// URL, a zero duration, an unknown suite.
 #[test]
 fn usage_errors_exit_2() {
     let exe = env!("CARGO_BIN_EXE_agentconform");
     for (args, says) in [
         (
-            vec![
-                "--suite",
-                "agora-spaces",
-                "--upstream",
-                "http://127.0.0.1:9",
-            ],
-            "does not forward yet",
-        ),
-        (
             vec!["--suite", "agora-v1", "--upstream", "ftp://127.0.0.1:9"],
-            "not an http:// or https:// URL",
+            "not an http://, https://, ws:// or wss:// URL",
         ),
         (
             vec![

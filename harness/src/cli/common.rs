@@ -2,13 +2,14 @@
 //! binding, reading inputs and keys, and the profile of runs against the embedded
 //! agents or a client driver.
 
-use super::{input, CliError, Usage};
+use super::{input, unwritable, CliError, Usage};
 use crate::drive::Transport;
 use crate::profile::Profile;
 use crate::suites;
+use reference_impl::serve::TlsIdentity;
 use reference_impl::wire::keys::Keypair;
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// Whom `run`, `fuzz` and `replay` trust over `https://` and `wss://`: the platform's
 /// roots unless one of these is given.
@@ -212,11 +213,11 @@ pub(super) fn set_client_driver(
 }
 
 /// What a command that reaches real peers shares (`proxy`, `interop`): fresh keys,
-/// the built-in schemas, the platform's root certificates, `profile`.
+/// the built-in schemas, whom it trusts over TLS (`tls`), `profile`.
 pub fn peers_shared(
     profile: crate::profile::Profile,
+    tls: crate::drive::Tls,
 ) -> Result<crate::script::RunShared, CliError> {
-    let tls = crate::drive::Tls::platform().map_err(CliError::Harness)?;
     Ok(crate::script::RunShared {
         transcript_budget: crate::script::TranscriptBudget::default(),
         adapted: Default::default(),
@@ -228,4 +229,24 @@ pub fn peers_shared(
         schemas: crate::schemas::Schemas::load().map_err(CliError::Harness)?,
         profile,
     })
+}
+
+/// `--tls`: a self-signed certificate made now, written to `cert_out` when given.
+pub fn tls_identity(listen: &str, cert_out: Option<&Path>) -> Result<TlsIdentity, CliError> {
+    // The certificate names the --listen host too, unless it is a wildcard.
+    let host = listen
+        .rsplit_once(':')
+        .map_or("", |(h, _)| h)
+        .trim_start_matches('[')
+        .trim_end_matches(']');
+    let extra: Vec<&str> = match host {
+        _ if listen.contains("://") => vec![],
+        "" | "0.0.0.0" | "::" => vec![],
+        h => vec![h],
+    };
+    let id = TlsIdentity::generate_for(&extra).map_err(Usage)?;
+    if let Some(p) = cert_out {
+        std::fs::write(p, id.cert_pem()).map_err(|e| unwritable(p.display(), e))?;
+    }
+    Ok(id)
 }

@@ -1,7 +1,7 @@
 //! `agentconform interop`: a matrix of which clients work with which servers
 //! (`crate::interop`), each pair judged through the proxy.
 
-use super::common::{peers_shared, reference_driver, runtime, unknown_suite};
+use super::common::{peers_shared, reference_driver, runtime, unknown_suite, TlsArgs};
 use super::{io, unwritable, CliError, Usage};
 use crate::drive::Transport;
 use crate::interop::{Cell, Pair};
@@ -30,6 +30,9 @@ pub struct InteropArgs {
     /// The target profile (timing, fixtures, the client driver's deadlines).
     #[arg(long)]
     profile: Option<PathBuf>,
+    /// Whom https:// and wss:// servers are trusted by.
+    #[command(flatten)]
+    trust: TlsArgs,
 }
 
 /// Runs every client against every server and prints the matrix; exit 1 when a
@@ -37,11 +40,9 @@ pub struct InteropArgs {
 pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
     let suite = suites::by_id(&a.suite).ok_or_else(|| unknown_suite(&a.suite))?;
     let probe = Profile::default();
-    if !suite.transports.contains(&Transport::Http)
-        || (suite.reference_client.plays)(&probe).is_empty()
-    {
+    if (suite.reference_client.plays)(&probe).is_empty() {
         return Err(Usage(format!(
-            "interop goes through the HTTP proxy; {} has no scenario it can play over HTTP yet",
+            "{} has no scenario interop can play between a client and a server",
             suite.id
         )));
     }
@@ -54,7 +55,7 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
         Some(p) => Profile::load(p)?,
         None => Profile::default(),
     };
-    let shared = peers_shared(prof)?;
+    let shared = peers_shared(prof, a.trust.client_tls(None)?)?;
     let rt = runtime()?;
     let mut pairs = rt.block_on(async {
         let mut embedded = None;
@@ -66,8 +67,11 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
             )
             .await
             .map_err(CliError::Harness)?;
-            *url = http_endpoint(&server).ok_or_else(|| {
-                CliError::Harness(format!("the {} reference has no HTTP endpoint", suite.id))
+            *url = endpoint(&server).ok_or_else(|| {
+                CliError::Harness(format!(
+                    "the {} reference has no HTTP or WebSocket endpoint",
+                    suite.id
+                ))
             })?;
             embedded = Some(server);
         }
@@ -126,13 +130,18 @@ fn named(
     Ok(out)
 }
 
-fn http_endpoint(server: &crate::embedded::Server) -> Option<String> {
-    server
-        .endpoints
-        .0
-        .iter()
-        .find(|(t, _)| *t == Transport::Http)
-        .map(|(_, u)| u.clone())
+/// The reference's HTTP endpoint, else its WebSocket one (the binding the proxy
+/// is reached on).
+fn endpoint(server: &crate::embedded::Server) -> Option<String> {
+    let of = |want: Transport| {
+        server
+            .endpoints
+            .0
+            .iter()
+            .find(|(t, _)| *t == want)
+            .map(|(_, u)| u.clone())
+    };
+    of(Transport::Http).or_else(|| of(Transport::Ws))
 }
 
 /// One report folder per pair (`<client>--<server>/`), then matrix.md and

@@ -1,7 +1,7 @@
 //! `agentconform proxy`: a judging proxy between a real client and a real server
 //! (`crate::proxy`).
 
-use super::common::{peers_shared, runtime, unknown_suite};
+use super::common::{peers_shared, runtime, tls_identity, unknown_suite, TlsArgs};
 use super::{io, unwritable, CliError, Usage};
 use crate::drive::Transport;
 use crate::profile::Profile;
@@ -18,7 +18,8 @@ use std::time::Duration;
 pub struct ProxyArgs {
     #[arg(long)]
     suite: String,
-    /// The real server's base URL (http:// or https://).
+    /// The real server's base URL (http://, https://, ws:// or wss://): requests and
+    /// upgrades go to it with their own path appended, over HTTP and WebSocket alike.
     #[arg(long)]
     upstream: String,
     /// Where the proxy listens (loopback).
@@ -33,21 +34,38 @@ pub struct ProxyArgs {
     /// The target profile (its timing: the deadline and the size cap of each body).
     #[arg(long)]
     profile: Option<PathBuf>,
+    /// Whom an https:// or wss:// upstream is trusted by.
+    #[command(flatten)]
+    trust: TlsArgs,
+    /// Listen over TLS (https://, wss://) with a self-signed certificate made at
+    /// start-up for 127.0.0.1, ::1, localhost and the --listen host.
+    #[arg(long)]
+    tls: bool,
+    /// Write that certificate (PEM) here, for the client to trust.
+    #[arg(long = "tls-cert-out", value_name = "FILE", requires = "tls")]
+    tls_cert_out: Option<PathBuf>,
 }
 
 /// Runs the proxy until `--for-s` or a signal; prints its URL first, then the
 /// judgement; exit 1 when a failing finding was seen.
 pub fn run(a: ProxyArgs, out: &mut impl Write) -> Result<i32, CliError> {
     let suite = suites::by_id(&a.suite).ok_or_else(|| unknown_suite(&a.suite))?;
-    if !suite.transports.contains(&Transport::Http) {
+    if !suite
+        .transports
+        .iter()
+        .any(|t| matches!(t, Transport::Http | Transport::Ws))
+    {
         return Err(Usage(format!(
-            "proxy forwards HTTP; {} speaks only {:?}, which it does not forward yet",
-            suite.id, suite.transports
+            "proxy forwards HTTP and WebSocket; {} speaks neither",
+            suite.id
         )));
     }
-    if !(a.upstream.starts_with("http://") || a.upstream.starts_with("https://")) {
+    if !["http://", "https://", "ws://", "wss://"]
+        .iter()
+        .any(|s| a.upstream.starts_with(s))
+    {
         return Err(Usage(format!(
-            "--upstream {:?} is not an http:// or https:// URL",
+            "--upstream {:?} is not an http://, https://, ws:// or wss:// URL",
             a.upstream
         )));
     }
@@ -58,20 +76,20 @@ pub fn run(a: ProxyArgs, out: &mut impl Write) -> Result<i32, CliError> {
         Some(p) => Profile::load(p)?,
         None => Profile::default(),
     };
-    let shared = Arc::new(peers_shared(prof)?);
+    let shared = Arc::new(peers_shared(prof, a.trust.client_tls(None)?)?);
     let rt = runtime()?;
     let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
     let (seen, extra) = rt.block_on(serve(&a, &shared, out))?;
     let output = crate::proxy::judge(suite, shared, &a.upstream, &seen);
+    let seen = seen.len();
     let rep = Report::new(&a.upstream, vec![suite.id.to_string()], started_at, output);
     writeln!(
         out,
-        "{} exchanges judged{}",
-        seen.len(),
+        "{seen} messages judged{}",
         if extra > 0 {
             format!(
                 " ({extra} more forwarded, past the {} kept)",
-                crate::proxy::MAX_EXCHANGES
+                crate::proxy::MAX_KEPT
             )
         } else {
             String::new()
@@ -91,24 +109,29 @@ async fn serve(
     a: &ProxyArgs,
     shared: &RunShared,
     out: &mut impl Write,
-) -> Result<(Vec<crate::proxy::Seen>, u64), CliError> {
-    let timing = &shared.profile.timing;
-    let proxy = crate::proxy::Proxy::start(
-        &a.listen,
-        &a.upstream,
-        shared.http.clone(),
-        timing.max_response_bytes,
-        Duration::from_millis(timing.case_timeout_ms),
-    )
-    .await
-    .map_err(Usage)?;
+) -> Result<(Vec<crate::proxy::Passed>, u64), CliError> {
+    let mut setup = crate::proxy::Setup::of(shared);
+    if a.tls {
+        setup.identity = Some(tls_identity(&a.listen, a.tls_cert_out.as_deref())?);
+    }
+    let proxy = crate::proxy::Proxy::start(&a.listen, &a.upstream, setup)
+        .await
+        .map_err(Usage)?;
     writeln!(out, "{}", proxy.url).map_err(io)?;
+    if shared_speaks_ws(a) {
+        writeln!(out, "{}", proxy.ws_url()).map_err(io)?;
+    }
     out.flush().map_err(io)?;
     match a.for_s {
         Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
         None => until_signal().await,
     }
     Ok(proxy.stop().await)
+}
+
+/// The suite speaks WebSocket: the proxy's `ws://` URL is printed second.
+fn shared_speaks_ws(a: &ProxyArgs) -> bool {
+    suites::by_id(&a.suite).is_some_and(|s| s.transports.contains(&Transport::Ws))
 }
 
 /// SIGINT or SIGTERM.

@@ -1,12 +1,12 @@
 //! `agentconform serve`: serve a reference agent and print its URL.
 
-use super::common::{runtime, unknown_suite};
-use super::{io, unwritable, CliError, Usage};
+use super::common::{runtime, tls_identity, unknown_suite};
+use super::{io, CliError, Usage};
 use crate::embedded;
 use crate::suites;
 use reference_impl::serve::TlsIdentity;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 // The flags of `serve` (`Command::Serve`).
 #[derive(clap::Args, Debug)]
@@ -86,26 +86,6 @@ fn list_faults(suite: &str, out: &mut impl Write) -> Result<i32, CliError> {
         writeln!(out, "{:<49} client duty: {}{served}", "", f.duty.describe()).map_err(io)?;
     }
     Ok(0)
-}
-
-/// `--tls`: a self-signed certificate made now, written to `cert_out` when given.
-fn tls_identity(listen: &str, cert_out: Option<&Path>) -> Result<TlsIdentity, CliError> {
-    // The certificate names the --listen host too, unless it is a wildcard.
-    let host = listen
-        .rsplit_once(':')
-        .map_or("", |(h, _)| h)
-        .trim_start_matches('[')
-        .trim_end_matches(']');
-    let extra: Vec<&str> = match host {
-        _ if listen.contains("://") => vec![],
-        "" | "0.0.0.0" | "::" => vec![],
-        h => vec![h],
-    };
-    let id = TlsIdentity::generate_for(&extra).map_err(Usage)?;
-    if let Some(p) = cert_out {
-        std::fs::write(p, id.cert_pem()).map_err(|e| unwritable(p.display(), e))?;
-    }
-    Ok(id)
 }
 
 /// The reference agent's options from the flags.

@@ -11,6 +11,8 @@
 //! space.event.delta … space.event.done ──▶ one complete event, the chunks in order
 //! space.event.delta … space.event.cancel ▶ nothing
 //! Close or end of stream ────────────────▶ the events taken
+//! [leave_after_ms] that long after the join (and the publish) with no error for
+//! them: Close ──────────────────────────▶ the events taken
 //! ```
 //!
 //! While connected it sends `agent.heartbeat` every heartbeat interval (never in
@@ -125,6 +127,9 @@ pub struct Options {
     pub text: String,
     pub heartbeat_interval_ms: u64,
     pub heartbeat_timeout_ms: u64,
+    /// Leave (close, with the events taken) this long after joining, rather than
+    /// wait for the hub to close: a hub never closes on its own.
+    pub leave_after_ms: Option<u64>,
 }
 
 impl Default for Options {
@@ -135,13 +140,15 @@ impl Default for Options {
             text: "hello from the reference client".into(),
             heartbeat_interval_ms: 30_000,
             heartbeat_timeout_ms: 60_000,
+            leave_after_ms: None,
         }
     }
 }
 
 impl Options {
     /// Reads `{"agent_id", "space", "text", "heartbeat_interval_ms",
-    /// "heartbeat_timeout_ms"}`; a missing or null member takes its default.
+    /// "heartbeat_timeout_ms", "leave_after_ms"}`; a missing or null member takes its
+    /// default.
     pub fn from_input(v: &Value) -> Result<Options, ClientError> {
         let d = Options::default();
         let given = |k: &str| v.get(k).filter(|x| !x.is_null());
@@ -170,6 +177,10 @@ impl Options {
             text: s("text", d.text)?,
             heartbeat_interval_ms: ms("heartbeat_interval_ms", d.heartbeat_interval_ms)?,
             heartbeat_timeout_ms: ms("heartbeat_timeout_ms", d.heartbeat_timeout_ms)?,
+            leave_after_ms: match given("leave_after_ms") {
+                None => None,
+                Some(_) => Some(ms("leave_after_ms", 0)?),
+            },
         })
     }
 }
@@ -216,6 +227,8 @@ enum Step {
     Silent,
     /// A send failed and nothing ended the connection within the grace period.
     Broken,
+    /// `leave_after_ms` has passed since the join.
+    Leave,
 }
 
 async fn run(
@@ -258,6 +271,8 @@ async fn run(
     let publish_id = new_id();
     let mut phase = Phase::Registering;
     let mut last_life = connected;
+    // Set at the join: when the client leaves of its own accord.
+    let mut leave_at: Option<Instant> = None;
     // The last error event before space.joined, to say why the hub closed.
     let mut hub_error: Option<String> = None;
 
@@ -272,6 +287,7 @@ async fn run(
             m = conn.ws.next() => Step::Frame(m),
             () = tokio::time::sleep_until(silent_at), if watch_silence => Step::Silent,
             () = tokio::time::sleep_until(broken_at), if conn.broken.is_some() => Step::Broken,
+            () = sleep_until_some(leave_at) => Step::Leave,
         };
         let msg = match step {
             Step::Heartbeat => {
@@ -287,6 +303,10 @@ async fn run(
                 let why = conn.broken.take().map(|b| b.0).unwrap_or_default();
                 conn.close().await;
                 return Err(ClientError::Ws(format!("cannot send: {why}")));
+            }
+            Step::Leave => {
+                conn.close().await;
+                return Ok(taker.events);
             }
             Step::Frame(None) => return ended(phase, taker, hub_error),
             Step::Frame(Some(Err(e))) => return Err(ws_error(e)),
@@ -321,6 +341,9 @@ async fn run(
                 if frame["type"] == "space.joined" && frame["id"] == join_id.as_str() =>
             {
                 phase = Phase::Joined;
+                leave_at = opts
+                    .leave_after_ms
+                    .map(|ms| Instant::now() + Duration::from_millis(ms));
                 if publish {
                     let now = unix_now();
                     let mut p = json!({
@@ -390,6 +413,14 @@ fn ws_error(e: WsError) -> ClientError {
     match e {
         WsError::Capacity(_) => ClientError::TooLarge(MAX_FRAME_BYTES),
         other => ClientError::Ws(other.to_string()),
+    }
+}
+
+/// `at`, or never.
+async fn sleep_until_some(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
     }
 }
 

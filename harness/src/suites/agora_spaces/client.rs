@@ -29,7 +29,11 @@ fn run<'a>(
     })
 }
 
-/// The scenarios `agentconform interop` plays, with their inputs.
+/// The scenarios `agentconform interop` plays, with their inputs: join and publish
+/// as the client cases ask, then leave after half a second (a hub never closes on
+/// its own), well within the heartbeat timeout.
 fn plays(_: &Profile) -> Vec<(&'static str, Value)> {
-    Vec::new()
+    let mut input = super::expect::client_input("interop");
+    input["leave_after_ms"] = 500.into();
+    vec![("join-publish", input)]
 }

@@ -1893,54 +1893,88 @@ pub fn client_frames(ctx: &mut Ctx, run: &crate::counterparty::DriverRun) -> Ste
     let mut out = Vec::new();
     let mut untimed = None;
     for (_, text) in run.client_frames() {
-        let v: Value = match serde_json::from_str(text) {
-            Ok(v @ Value::Object(_)) if v["type"].is_string() => v,
-            _ => {
-                return fail(format!(
-                    "the client sent a frame that is not a JSON event object with a string type (ASP-001, ASP-018): {}",
-                    quote(text)
-                ))
+        match client_frame(ctx, text)? {
+            Ok((v, timed)) => {
+                if !timed {
+                    untimed.get_or_insert(v["type"].as_str().unwrap_or_default().to_string());
+                }
+                out.push(v);
             }
-        };
-        let ty = v["type"].as_str().unwrap_or_default().to_string();
-        match v.get("timestamp") {
-            None => {
-                untimed.get_or_insert(ty.clone());
-            }
-            Some(t) if t.is_number() => {}
-            Some(t) => ctx.finding(Finding::new(
+            Err(why) => return fail(why),
+        }
+    }
+    if let Some(ty) = untimed {
+        ctx.finding(no_timestamp(&ty));
+    }
+    Ok(out)
+}
+
+/// One frame of a client seen by `agentconform proxy`, by the rules of
+/// [`client_frames`] (a frame that is no event object is a finding there).
+pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange) {
+    let text = String::from_utf8_lossy(&x.received);
+    match client_frame(ctx, &text) {
+        Ok(Ok((v, false))) => ctx.finding(no_timestamp(v["type"].as_str().unwrap_or_default())),
+        Ok(Ok(_)) => {}
+        Ok(Err(why)) => ctx.finding(Finding::new(
+            "agora-spaces/client:not-event",
+            &["ASP-001", "ASP-018"],
+            why,
+        )),
+        Err(stop) => ctx.note(format!("a client frame was not judged: {stop:?}")),
+    }
+}
+
+fn no_timestamp(ty: &str) -> Finding {
+    Finding::new(
+        "agora-spaces/client:no-timestamp",
+        &["ASP-020", "ASP-A6"],
+        format!("the client's events carry no timestamp, e.g. {ty}"),
+    )
+    .at(Level::Should)
+}
+
+/// One client frame: the event and whether it carries a timestamp, or why it is
+/// not an event object; the timestamp's type and the schema of its type judged as
+/// findings.
+fn client_frame(ctx: &mut Ctx, text: &str) -> Step<Result<(Value, bool), String>> {
+    let v: Value = match serde_json::from_str(text) {
+        Ok(v @ Value::Object(_)) if v["type"].is_string() => v,
+        _ => {
+            return Ok(Err(format!(
+                "the client sent a frame that is not a JSON event object with a string type (ASP-001, ASP-018): {}",
+                quote(text)
+            )))
+        }
+    };
+    let ty = v["type"].as_str().unwrap_or_default().to_string();
+    let timed = match v.get("timestamp") {
+        None => false,
+        Some(t) if t.is_number() => true,
+        Some(t) => {
+            ctx.finding(Finding::new(
                 "agora-spaces/client:timestamp",
                 &["ASP-020", "ASP-A6"],
                 format!("the client's {ty} carries the timestamp {t}, not a number"),
-            )),
+            ));
+            true
         }
-        if let Some(schema) = client_schema_for(&ty) {
-            let list = ctx
-                .shared
-                .schemas
-                .violations(&format!("agora-spaces/{schema}"), &v)
-                .map_err(|e| Stop::Skip(format!("the harness has no schema for {ty}: {e}")))?;
-            for viol in list.into_iter().filter(|x| x.shape() != "/timestamp") {
-                ctx.finding(Finding::new(
-                    format!("agora-spaces/client:schema:{schema}:{}", viol.shape()),
-                    &["ASP-018"],
-                    format!("the client's {ty} at {}: {}", viol.pointer, viol.message),
-                ));
-            }
+    };
+    if let Some(schema) = client_schema_for(&ty) {
+        let list = ctx
+            .shared
+            .schemas
+            .violations(&format!("agora-spaces/{schema}"), &v)
+            .map_err(|e| Stop::Skip(format!("the harness has no schema for {ty}: {e}")))?;
+        for viol in list.into_iter().filter(|x| x.shape() != "/timestamp") {
+            ctx.finding(Finding::new(
+                format!("agora-spaces/client:schema:{schema}:{}", viol.shape()),
+                &["ASP-018"],
+                format!("the client's {ty} at {}: {}", viol.pointer, viol.message),
+            ));
         }
-        out.push(v);
     }
-    if let Some(ty) = untimed {
-        ctx.finding(
-            Finding::new(
-                "agora-spaces/client:no-timestamp",
-                &["ASP-020", "ASP-A6"],
-                format!("the client's events carry no timestamp, e.g. {ty}"),
-            )
-            .at(Level::Should),
-        );
-    }
-    Ok(out)
+    Ok(Ok((v, timed)))
 }
 
 /// The texts of the complete events the driver printed (`{"result": {"text"}}`).

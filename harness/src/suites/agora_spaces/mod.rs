@@ -43,7 +43,7 @@ pub static SUITE: Suite = Suite {
     load: Some(load::PLAN),
     reference_client: client::REFERENCE,
     in_process: in_process::TARGETS,
-    client_message: None,
+    client_message: Some(expect::proxy_client),
 };
 
 /// Every requirement has a case: ASP-037 (a client discards a cancelled stream) is

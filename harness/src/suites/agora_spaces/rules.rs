@@ -359,6 +359,16 @@ pub const RULES: &[Rule] = &[
     },
     // Client role: the frames the client sends (expect::client_frames).
     Rule {
+        key: "agora-spaces/client:not-event",
+        requirements: &["ASP-001", "ASP-018"],
+        level: None,
+        owner: "",
+        check: "expect::proxy_client",
+        summary: "every frame a client sends is a JSON event object with a string type",
+        fails: "a client frame that is not JSON, not an object, or has no string type (seen by the proxy; a client case fails on it)",
+        passes: "JSON objects with a string type",
+    },
+    Rule {
         key: "agora-spaces/client:timestamp",
         requirements: &["ASP-020", "ASP-A6"],
         level: None,

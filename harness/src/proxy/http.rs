@@ -1,0 +1,149 @@
+//! One HTTP exchange through the proxy; an upgrade to WebSocket goes to [`super::ws`].
+
+use super::{Forwarder, Passed, Seen};
+use crate::exchange::Exchange;
+use axum::body::Bytes;
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use std::time::Instant;
+
+/// Headers of one connection, not passed on (RFC 9110 §7.6.1), and those the
+/// forwarding sets itself.
+pub(super) const HOP_BY_HOP: &[&str] = &[
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+];
+
+/// Whether a request asks to upgrade to WebSocket.
+fn is_upgrade(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::UPGRADE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
+}
+
+/// Forwards one request and records it (an upgrade is relayed instead).
+pub(super) async fn forward(State(fwd): State<Forwarder>, req: Request) -> Response {
+    let _ = fwd.first.set(Instant::now());
+    if is_upgrade(req.headers()) {
+        return super::ws::upgrade(fwd, req).await;
+    }
+    // The semaphore is never closed, so acquiring it cannot fail.
+    let Ok(_turn) = fwd.in_flight.acquire().await else {
+        return StatusCode::SERVICE_UNAVAILABLE.into_response();
+    };
+    let (parts, body) = req.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, fwd.setup.cap).await else {
+        let why = format!(
+            "agentconform proxy: the request body passes {} bytes",
+            fwd.setup.cap
+        );
+        return (StatusCode::PAYLOAD_TOO_LARGE, why).into_response();
+    };
+    let path = parts
+        .uri
+        .path_and_query()
+        .map_or("/".to_string(), |p| p.as_str().to_string());
+    let content_type = type_of(&parts.headers);
+    let reply = upstream_reply(&fwd, &parts.method, &path, &parts.headers, &body).await;
+    let (status, reply_headers, answered, failed) = match reply {
+        Ok((s, h, b)) => (s, h, b, None),
+        Err((kind, why)) => {
+            let mut h = HeaderMap::new();
+            h.insert(
+                header::CONTENT_TYPE,
+                header::HeaderValue::from_static("text/plain; charset=utf-8"),
+            );
+            (502, h, why.clone().into_bytes(), Some((kind, why)))
+        }
+    };
+    fwd.record(Passed::Http(Box::new(Seen {
+        exchange: Exchange {
+            method: parts.method.to_string(),
+            path,
+            content_type,
+            received: body.to_vec(),
+            answered: answered.clone(),
+            status,
+            written: None,
+        },
+        reply_type: type_of(&reply_headers),
+        failed,
+        at_ms: fwd.at_ms(),
+    })));
+    let mut r = Response::new(axum::body::Body::from(answered));
+    *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
+    *r.headers_mut() = reply_headers;
+    r
+}
+
+fn type_of(headers: &HeaderMap) -> Option<String> {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from)
+}
+
+/// The upstream's status, headers and body (read up to the cap), or the kind of
+/// failure and its words.
+async fn upstream_reply(
+    fwd: &Forwarder,
+    method: &Method,
+    path: &str,
+    headers: &HeaderMap,
+    body: &Bytes,
+) -> Result<(u16, HeaderMap, Vec<u8>), (&'static str, String)> {
+    let url = format!("{}{path}", fwd.http_base);
+    let (cap, timeout) = (fwd.setup.cap, fwd.setup.timeout);
+    let mut req = fwd
+        .setup
+        .http
+        .request(method.clone(), &url)
+        .timeout(timeout)
+        .body(body.clone());
+    // Every header of the client but those of its own connection to the proxy.
+    for (name, value) in headers {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            req = req.header(name, value);
+        }
+    }
+    let mut resp = req.send().await.map_err(|e| {
+        let kind = if e.is_timeout() {
+            "timeout"
+        } else {
+            "unreachable"
+        };
+        (kind, format!("agentconform proxy: {url}: {e}"))
+    })?;
+    let status = resp.status().as_u16();
+    let mut reply_headers = HeaderMap::new();
+    for (name, value) in resp.headers() {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            reply_headers.append(name.clone(), value.clone());
+        }
+    }
+    let mut out = Vec::new();
+    loop {
+        match tokio::time::timeout(timeout, resp.chunk()).await {
+            Ok(Ok(Some(c))) if out.len() + c.len() <= cap => out.extend_from_slice(&c),
+            Ok(Ok(Some(_))) => {
+                let why = format!("agentconform proxy: the reply of {url} passes {cap} bytes");
+                return Err(("too-large", why));
+            }
+            Ok(Ok(None)) => return Ok((status, reply_headers, out)),
+            Ok(Err(e)) => return Err(("reset", format!("agentconform proxy: {url}: {e}"))),
+            Err(_) => {
+                let why = format!("agentconform proxy: {url}: the reply body stalled");
+                return Err(("timeout", why));
+            }
+        }
+    }
+}
