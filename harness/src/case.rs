@@ -121,6 +121,8 @@ pub struct Suite {
     pub client_message: Option<ClientMessageFn>,
     /// Its in-process fuzz targets (cargo-fuzz), by name.
     pub in_process: &'static [(&'static str, crate::fuzzing::checks::Check)],
+    /// The reference faults the proxy can apply in flight (tamper mode).
+    pub tampers: &'static [crate::tamper::Tamper],
 }
 
 /// Which side of a suite a run tests (defined in `verdict`, below both this module

@@ -9,11 +9,14 @@
 //! scenario did not complete), with the failing findings counted per side.
 
 use crate::case::Suite;
+use crate::counterparty::DriverRun;
 use crate::finding::Verdict;
 use crate::profile::Profile;
+use crate::proxy::tamper::Observed;
 use crate::proxy::{judge, Proxy, Setup};
 use crate::runner::RunOutput;
 use crate::script::{Ctx, RunShared};
+use crate::tamper::Tamper;
 use serde::Serialize;
 use std::sync::Arc;
 
@@ -54,32 +57,68 @@ pub struct Pair {
     pub output: Option<RunOutput>,
 }
 
-/// Runs every client against every server through a proxy.
+/// Runs every client against every server through a proxy; with `tamper`, each
+/// pair's scenarios are played twice, untouched (the control) then with the
+/// fault's change applied in flight.
 pub async fn matrix(
     suite: &'static Suite,
     shared: &RunShared,
     clients: &[(String, String)],
     servers: &[(String, String)],
+    tamper: Option<&'static Tamper>,
 ) -> Result<Vec<Pair>, String> {
     let mut pairs = Vec::new();
     for (cname, command) in clients {
         for (sname, url) in servers {
-            pairs.push(pair(suite, shared, (cname, command), (sname, url)).await?);
+            let p = pair(suite, shared, (cname, command), (sname, url), tamper).await?;
+            pairs.push(p);
         }
     }
     Ok(pairs)
 }
 
-/// One client against one server: every play through one proxy, then the judgement.
-async fn pair(
+/// One play of a scenario: its name, how the client driver ended (or why it did
+/// not run), and whether tamper mode changed a message meanwhile.
+type Play = (String, Result<DriverRun, String>, bool);
+
+/// Every scenario of the suite, played once through the proxy at `through`.
+async fn play_all(
     suite: &'static Suite,
-    shared: &RunShared,
-    (cname, command): (&str, &str),
-    (sname, url): (&str, &str),
-) -> Result<Pair, String> {
+    shared: &Arc<RunShared>,
+    proxy: &Proxy,
+    through: &str,
+) -> Vec<Play> {
+    let mut plays = Vec::new();
+    for (scenario, input) in (suite.reference_client.plays)(&shared.profile) {
+        let mut ctx = Ctx::new(shared.clone(), crate::drive::Transport::Http, through);
+        ctx.suite_id = Some(suite.id);
+        let before = proxy.changes();
+        let run =
+            crate::counterparty::run_command(&mut ctx, scenario, &input, through, proxy.first())
+                .await
+                .map_err(|stop| said(&stop));
+        plays.push((scenario.to_string(), run, proxy.changes() > before));
+    }
+    plays
+}
+
+/// The plays that did not complete, with how each ended.
+fn incomplete(plays: &[Play]) -> Vec<String> {
+    plays
+        .iter()
+        .filter_map(|(scenario, run, _)| match run {
+            Ok(run) if !run.failed() => None,
+            Ok(run) => Some(format!("{scenario}: {}", run.ended())),
+            Err(why) => Some(format!("{scenario}: {why}")),
+        })
+        .collect()
+}
+
+/// The pair's own shared state: the run's keys and trust, its client driver.
+fn pair_shared(shared: &RunShared, command: &str) -> Result<Arc<RunShared>, String> {
     let mut profile: Profile = shared.profile.clone();
     profile.client.command = Some(command.to_string());
-    let run_shared = Arc::new(RunShared {
+    Ok(Arc::new(RunShared {
         transcript_budget: crate::script::TranscriptBudget::default(),
         adapted: Default::default(),
         embedded: false,
@@ -89,29 +128,58 @@ async fn pair(
         schemas: crate::schemas::Schemas::load()?,
         http: shared.http.clone(),
         tls: shared.tls.clone(),
-    });
+    }))
+}
+
+/// One client against one server: every play through one proxy (twice with a
+/// tamper), then the judgement.
+async fn pair(
+    suite: &'static Suite,
+    shared: &RunShared,
+    (cname, command): (&str, &str),
+    (sname, url): (&str, &str),
+    tamper: Option<&'static Tamper>,
+) -> Result<Pair, String> {
+    let run_shared = pair_shared(shared, command)?;
     let (origin, path) = split_origin(url);
-    let proxy = Proxy::start("127.0.0.1:0", origin, Setup::of(&run_shared)).await?;
+    let mut setup = Setup::of(&run_shared);
+    setup.tamper = tamper.map(|t| (*t, false));
+    let proxy = Proxy::start("127.0.0.1:0", origin, setup).await?;
     // The client reaches the proxy as it would the server: same binding, same path.
     let through = if url.starts_with("ws") {
         format!("{}{path}", proxy.ws_url())
     } else {
         format!("{}{path}", proxy.url)
     };
-    let mut incomplete = Vec::new();
-    for (scenario, input) in (suite.reference_client.plays)(&run_shared.profile) {
-        let mut ctx = Ctx::new(run_shared.clone(), crate::drive::Transport::Http, url);
-        ctx.suite_id = Some(suite.id);
-        match crate::counterparty::run_command(&mut ctx, scenario, &input, &through, proxy.first())
-            .await
-        {
-            Ok(run) if !run.failed() => {}
-            Ok(run) => incomplete.push(format!("{scenario}: {}", run.ended())),
-            Err(stop) => incomplete.push(format!("{scenario}: {}", said(&stop))),
+    let control = play_all(suite, &run_shared, &proxy, &through).await;
+    let tampered = match tamper {
+        Some(_) => {
+            proxy.arm();
+            play_all(suite, &run_shared, &proxy, &through).await
         }
-    }
+        None => Vec::new(),
+    };
     let (seen, _) = proxy.stop().await;
-    let output = judge(suite, run_shared, url, &seen);
+    let mut output = judge(suite, run_shared, url, &seen);
+    let incomplete = incomplete(&control);
+    if let Some(t) = tamper {
+        let runs: Vec<(String, DriverRun, bool)> = tampered
+            .into_iter()
+            .filter_map(|(s, run, reached)| run.ok().map(|r| (s, r, reached)))
+            .collect();
+        let observed = Observed::Plays {
+            control_ok: incomplete.is_empty(),
+            tampered: &runs,
+        };
+        let case = crate::proxy::tamper::verdict(suite, t, &seen, observed);
+        crate::proxy::tamper::add(&mut output, case);
+    }
+    Ok(cell_of(cname, sname, incomplete, output))
+}
+
+/// The pair's cell: fails when an untouched play did not complete, works with
+/// deviations when a side has a failing finding (a tamper's among them).
+fn cell_of(client: &str, server: &str, incomplete: Vec<String>, output: RunOutput) -> Pair {
     let failing = |side: &str| {
         output
             .findings
@@ -132,16 +200,16 @@ async fn pair(
     } else {
         Cell::Works
     };
-    Ok(Pair {
-        client: cname.to_string(),
-        server: sname.to_string(),
+    Pair {
+        client: client.to_string(),
+        server: server.to_string(),
         cell,
         server_failing,
         client_failing,
         incomplete,
         report: None,
         output: Some(output),
-    })
+    }
 }
 
 /// A URL's scheme and authority, and the rest (its path and query, or "").

@@ -23,5 +23,6 @@ pub mod runner;
 pub mod schemas;
 pub mod script;
 pub mod suites;
+pub mod tamper;
 pub mod template;
 pub mod verdict;

@@ -113,6 +113,16 @@ pub const SHARED: &[Rule] = &[
         passes: "a reply the schema validates",
     },
     Rule {
+        key: "*/tamper:*",
+        requirements: &[],
+        level: None,
+        owner: "",
+        check: "proxy::tamper::verdict",
+        summary: "a side notices a reference fault's change applied in flight by the proxy (`proxy --fault`, `interop --fault`)",
+        fails: "the server takes a request changed in flight (beside the untouched one it took), or the client takes a changed reply (its tampered play ends with a result or exit 0); the detail is the fault, the requirements and level those of the case the change is judged as",
+        passes: "each changed request refused, each changed reply refused and reported as a failure",
+    },
+    Rule {
         key: "*/client:double-slash",
         requirements: &[],
         level: Some(Level::Should),

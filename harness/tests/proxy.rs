@@ -458,7 +458,7 @@ fn interop_matrix_blames_the_server() {
         );
         let clients = vec![("reference".to_string(), driver)];
         let shared = shared(test_profile());
-        let pairs = agentconform::interop::matrix(suite, &shared, &clients, &servers)
+        let pairs = agentconform::interop::matrix(suite, &shared, &clients, &servers, None)
             .await
             .expect("matrix");
         for s in running {
@@ -481,4 +481,197 @@ fn interop_matrix_blames_the_server() {
             "{md}"
         );
     });
+}
+
+/// An agora-exchange server behind a proxy in tamper mode (`invent-conversation`,
+/// armed after the first follow-up): the reference client's conversation with two
+/// follow-ups, the first passed untouched (the control), the second sent to a
+/// conversation id never issued. What went through, judged with the tamper's case.
+async fn invented_conversation(server_faults: &[&str]) -> agentconform::case::CaseResult {
+    let suite = &suites::agora_exchange::SUITE;
+    let server = suites::start(suite.id, "127.0.0.1:0", &test_options(server_faults))
+        .await
+        .expect("start agent");
+    let upstream = server.endpoints.0[0].1.clone();
+    let shared = shared(test_profile());
+    let tamper = agentconform::proxy::tamper::find(suite, "invent-conversation").expect("tamper");
+    let mut setup = Setup::of(&shared);
+    setup.tamper = Some((*tamper, true));
+    let proxy = Proxy::start("127.0.0.1:0", &upstream, setup)
+        .await
+        .expect("start proxy");
+    let echo = reference_impl::agora_exchange::document::sha1_hex(
+        reference_impl::agora_exchange::document::ECHO_DOCUMENT.as_bytes(),
+    );
+    let input = json!({"body": {"text": "first"}, "protocolHash": echo,
+        "followups": [{"text": "second"}, {"text": "third"}]});
+    let _ = (suite.reference_client.run)(
+        "conversation",
+        &proxy.url,
+        &input,
+        &[],
+        Duration::from_secs(5),
+    )
+    .await;
+    let (passed, _) = proxy.stop().await;
+    server.stop().await;
+    agentconform::proxy::tamper::verdict(
+        suite,
+        tamper,
+        &passed,
+        agentconform::proxy::tamper::Observed::Proxy,
+    )
+}
+
+/// Tamper mode judges the server by the changed requests it takes: the reference
+/// refuses the invented conversation (beside the untouched follow-up it took); a
+/// server that answers it is the one finding, in its own words.
+#[test]
+fn tampered_request_judges_the_server() {
+    use agentconform::case::Outcome;
+    let clean = rt().block_on(invented_conversation(&[]));
+    assert_eq!(clean.outcome, Outcome::Pass, "{clean:?}");
+    assert!(clean.message.contains("HTTP 404"), "{}", clean.message);
+    let lax = rt().block_on(invented_conversation(&["accept-unknown-conversation"]));
+    assert_eq!(lax.outcome, Outcome::Fail, "{lax:?}");
+    assert_eq!(
+        lax.id,
+        "agora-exchange/proxy:server:tamper:invent-conversation"
+    );
+    assert_eq!(lax.met.len(), 1, "{lax:?}");
+    let f = &lax.met[0].finding;
+    assert_eq!(f.key, "agora-exchange/tamper:invent-conversation");
+    assert!(
+        f.summary.contains("HTTP 200") && f.summary.contains("success"),
+        "{}",
+        f.summary
+    );
+    assert!(f.requirements.iter().any(|r| r == "AEX-035"), "{f:?}");
+}
+
+/// Tamper mode in interop judges each client by its outcome on the changed reply:
+/// the reference client reports `"Success"` as an error; one that takes any
+/// spelling is the client's finding; the untouched plays are the control. Alone,
+/// the proxy cannot see a client's outcome and says so.
+#[test]
+fn tampered_reply_judges_the_client() {
+    let exe = env!("CARGO_BIN_EXE_agentconform");
+    let dir = std::env::temp_dir().join(format!("agentconform-tamper-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let o = std::process::Command::new(exe)
+        .args(["interop", "--suite", "agora-exchange", "--fault", "status-capitalized"])
+        .args(["--client", "reference=reference", "--server", "reference=reference"])
+        .arg("--client")
+        .arg(format!("lenient='{exe}' client --suite {{suite}} --scenario {{scenario}} --url {{url}} --fault status-case-insensitive"))
+        .arg("--report")
+        .arg(&dir)
+        .output()
+        .expect("run interop");
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{out}{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("| reference | works (server 0, client 0)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("| lenient | works with deviations (server 0, client 1)"),
+        "{out}"
+    );
+    let report: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(dir.join("lenient--reference/report.json")).expect("the pair's report"),
+    )
+    .expect("json");
+    let finding = report["findings"]
+        .as_array()
+        .and_then(|f| {
+            f.iter()
+                .find(|f| f["key"] == "agora-exchange/tamper:status-capitalized")
+        })
+        .expect("the tamper's finding");
+    assert!(
+        finding["summary"]
+            .as_str()
+            .is_some_and(|s| s.contains("Success")),
+        "{finding}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+
+    let suite = &suites::agora_exchange::SUITE;
+    let tamper = agentconform::proxy::tamper::find(suite, "status-capitalized").expect("tamper");
+    let changed = agentconform::proxy::Seen {
+        exchange: agentconform::exchange::Exchange {
+            method: "POST".into(),
+            path: "/".into(),
+            content_type: None,
+            received: b"{}".to_vec(),
+            answered: br#"{"status":"success"}"#.to_vec(),
+            status: 200,
+            written: None,
+        },
+        reply_type: None,
+        failed: None,
+        changed: Some(agentconform::proxy::Changed {
+            control: false,
+            path: "/".into(),
+            content_type: None,
+            body: br#"{"status":"Success"}"#.to_vec(),
+        }),
+        at_ms: 0,
+    };
+    let alone = agentconform::proxy::tamper::verdict(
+        suite,
+        tamper,
+        &[Passed::Http(Box::new(changed))],
+        agentconform::proxy::tamper::Observed::Proxy,
+    );
+    assert_eq!(
+        alone.outcome,
+        agentconform::case::Outcome::Skip,
+        "{alone:?}"
+    );
+    assert!(
+        alone.message.contains("interop --fault"),
+        "{}",
+        alone.message
+    );
+}
+
+/// `--fault list` lists what the proxy can apply; an unknown fault is a usage error
+/// naming those.
+#[test]
+fn tamper_usage() {
+    let exe = env!("CARGO_BIN_EXE_agentconform");
+    let run = |fault: &str| {
+        std::process::Command::new(exe)
+            .args([
+                "proxy",
+                "--suite",
+                "agora-exchange",
+                "--upstream",
+                "http://127.0.0.1:9",
+                "--fault",
+                fault,
+            ])
+            .output()
+            .expect("run the proxy")
+    };
+    let list = run("list");
+    assert_eq!(list.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        text.contains("invent-conversation") && text.contains("status-capitalized"),
+        "{text}"
+    );
+    let bad = run("nope");
+    assert_eq!(bad.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&bad.stderr);
+    assert!(
+        err.contains("it applies: status-capitalized, invent-conversation"),
+        "{err}"
+    );
 }

@@ -33,6 +33,11 @@ pub struct InteropArgs {
     /// Whom https:// and wss:// servers are trusted by.
     #[command(flatten)]
     trust: TlsArgs,
+    /// Tamper mode: play every scenario twice, untouched (the control) and then with
+    /// this reference fault's change applied in flight, and judge whether the other
+    /// side notices (`proxy --fault list` lists them).
+    #[arg(long)]
+    fault: Option<String>,
 }
 
 /// Runs every client against every server and prints the matrix; exit 1 when a
@@ -46,6 +51,10 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
             suite.id
         )));
     }
+    let tamper = match &a.fault {
+        Some(name) => Some(crate::proxy::tamper::find(suite, name).map_err(Usage)?),
+        None => None,
+    };
     let clients = named(&a.clients, "--client", |c| match c {
         "reference" => reference_driver(),
         c => Ok(c.to_string()),
@@ -75,7 +84,7 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
             })?;
             embedded = Some(server);
         }
-        let pairs = crate::interop::matrix(suite, &shared, &clients, &servers)
+        let pairs = crate::interop::matrix(suite, &shared, &clients, &servers, tamper)
             .await
             .map_err(CliError::Harness);
         if let Some(s) = embedded {

@@ -44,12 +44,24 @@ pub struct ProxyArgs {
     /// Write that certificate (PEM) here, for the client to trust.
     #[arg(long = "tls-cert-out", value_name = "FILE", requires = "tls")]
     tls_cert_out: Option<PathBuf>,
+    /// Tamper mode: apply this reference fault's change in flight (the first
+    /// message it applies to passes untouched, as the control); `list` lists them.
+    #[arg(long)]
+    fault: Option<String>,
 }
 
 /// Runs the proxy until `--for-s` or a signal; prints its URL first, then the
 /// judgement; exit 1 when a failing finding was seen.
 pub fn run(a: ProxyArgs, out: &mut impl Write) -> Result<i32, CliError> {
     let suite = suites::by_id(&a.suite).ok_or_else(|| unknown_suite(&a.suite))?;
+    if a.fault.as_deref() == Some("list") {
+        crate::proxy::tamper::list(suite, out).map_err(io)?;
+        return Ok(0);
+    }
+    let tamper = match &a.fault {
+        Some(name) => Some(crate::proxy::tamper::find(suite, name).map_err(Usage)?),
+        None => None,
+    };
     if !suite
         .transports
         .iter()
@@ -79,8 +91,13 @@ pub fn run(a: ProxyArgs, out: &mut impl Write) -> Result<i32, CliError> {
     let shared = Arc::new(peers_shared(prof, a.trust.client_tls(None)?)?);
     let rt = runtime()?;
     let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
-    let (seen, extra) = rt.block_on(serve(&a, &shared, out))?;
-    let output = crate::proxy::judge(suite, shared, &a.upstream, &seen);
+    let (seen, extra) = rt.block_on(serve(&a, &shared, tamper, out))?;
+    let mut output = crate::proxy::judge(suite, shared, &a.upstream, &seen);
+    if let Some(t) = tamper {
+        let case =
+            crate::proxy::tamper::verdict(suite, t, &seen, crate::proxy::tamper::Observed::Proxy);
+        crate::proxy::tamper::add(&mut output, case);
+    }
     let seen = seen.len();
     let rep = Report::new(&a.upstream, vec![suite.id.to_string()], started_at, output);
     writeln!(
@@ -108,9 +125,11 @@ pub fn run(a: ProxyArgs, out: &mut impl Write) -> Result<i32, CliError> {
 async fn serve(
     a: &ProxyArgs,
     shared: &RunShared,
+    tamper: Option<&'static crate::tamper::Tamper>,
     out: &mut impl Write,
 ) -> Result<(Vec<crate::proxy::Passed>, u64), CliError> {
     let mut setup = crate::proxy::Setup::of(shared);
+    setup.tamper = tamper.map(|t| (*t, true));
     if a.tls {
         setup.identity = Some(tls_identity(&a.listen, a.tls_cert_out.as_deref())?);
     }

@@ -2,6 +2,7 @@
 
 use super::{Forwarder, Passed, Seen};
 use crate::exchange::Exchange;
+use crate::tamper::{Changes, InFlight};
 use axum::body::Bytes;
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
@@ -53,17 +54,54 @@ pub(super) async fn forward(State(fwd): State<Forwarder>, req: Request) -> Respo
         .path_and_query()
         .map_or("/".to_string(), |p| p.as_str().to_string());
     let content_type = type_of(&parts.headers);
-    let reply = upstream_reply(&fwd, &parts.method, &path, &parts.headers, &body).await;
-    let (status, reply_headers, answered, failed) = match reply {
+    let asked = fwd.tamper(
+        Changes::Request,
+        InFlight {
+            method: parts.method.as_str(),
+            path: path.clone(),
+            request: &[],
+            content_type: content_type.clone(),
+            body: body.to_vec(),
+        },
+    );
+    let reply = match asked.as_ref().filter(|c| !c.control) {
+        Some(c) => {
+            let mut headers = parts.headers.clone();
+            set_type(&mut headers, c.content_type.as_deref());
+            let body = Bytes::from(c.body.clone());
+            upstream_reply(&fwd, &parts.method, &c.path, &headers, &body).await
+        }
+        None => upstream_reply(&fwd, &parts.method, &path, &parts.headers, &body).await,
+    };
+    let (status, mut reply_headers, answered, failed) = match reply {
         Ok((s, h, b)) => (s, h, b, None),
         Err((kind, why)) => {
             let mut h = HeaderMap::new();
-            h.insert(
-                header::CONTENT_TYPE,
-                header::HeaderValue::from_static("text/plain; charset=utf-8"),
-            );
+            set_type(&mut h, Some("text/plain; charset=utf-8"));
             (502, h, why.clone().into_bytes(), Some((kind, why)))
         }
+    };
+    let reply_type = type_of(&reply_headers);
+    let told = match (&failed, &asked) {
+        (None, None) => fwd.tamper(
+            Changes::Reply,
+            InFlight {
+                method: parts.method.as_str(),
+                path: path.clone(),
+                request: &body,
+                content_type: reply_type.clone(),
+                body: answered.clone(),
+            },
+        ),
+        _ => None,
+    };
+    // The client gets the changed reply; the record keeps the server's own.
+    let sent = match told.as_ref().filter(|c| !c.control) {
+        Some(c) => {
+            set_type(&mut reply_headers, c.content_type.as_deref());
+            c.body.clone()
+        }
+        None => answered.clone(),
     };
     fwd.record(Passed::Http(Box::new(Seen {
         exchange: Exchange {
@@ -71,18 +109,31 @@ pub(super) async fn forward(State(fwd): State<Forwarder>, req: Request) -> Respo
             path,
             content_type,
             received: body.to_vec(),
-            answered: answered.clone(),
+            answered,
             status,
             written: None,
         },
-        reply_type: type_of(&reply_headers),
+        reply_type,
         failed,
+        changed: asked.or(told),
         at_ms: fwd.at_ms(),
     })));
-    let mut r = Response::new(axum::body::Body::from(answered));
+    let mut r = Response::new(axum::body::Body::from(sent));
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
     *r.headers_mut() = reply_headers;
     r
+}
+
+/// Sets, or with `None` removes, a Content-Type.
+fn set_type(headers: &mut HeaderMap, value: Option<&str>) {
+    match value.and_then(|v| header::HeaderValue::from_str(v).ok()) {
+        Some(v) => {
+            headers.insert(header::CONTENT_TYPE, v);
+        }
+        None => {
+            headers.remove(header::CONTENT_TYPE);
+        }
+    }
 }
 
 fn type_of(headers: &HeaderMap) -> Option<String> {

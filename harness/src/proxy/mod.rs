@@ -22,6 +22,7 @@
 
 mod http;
 mod judge;
+pub mod tamper;
 mod ws;
 
 pub use judge::judge;
@@ -51,7 +52,21 @@ pub struct Seen {
     pub reply_type: Option<String>,
     /// Why the server's reply did not come through (unreachable, timeout, too large).
     pub failed: Option<(&'static str, String)>,
+    /// What tamper mode did to the request or the reply.
+    pub changed: Option<Changed>,
     pub at_ms: u64,
+}
+
+/// A message the tamper applies to: changed, or passed untouched as the control.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Changed {
+    /// Passed as it came (the tamper was not armed yet).
+    pub control: bool,
+    /// What the other side got: the path, Content-Type and body (the changed ones;
+    /// for a control, the message's own).
+    pub path: String,
+    pub content_type: Option<String>,
+    pub body: Vec<u8>,
 }
 
 /// One event of a relayed WebSocket connection.
@@ -62,6 +77,8 @@ pub struct Frame {
     /// The path and query the client upgraded on.
     pub path: String,
     pub what: FrameWhat,
+    /// What tamper mode did to the message.
+    pub changed: Option<Changed>,
     pub at_ms: u64,
 }
 
@@ -110,6 +127,9 @@ pub struct Setup {
     pub timeout: Duration,
     /// Listen over TLS (`https://`, `wss://`) with this certificate.
     pub identity: Option<reference_impl::serve::TlsIdentity>,
+    /// Tamper mode: the change applied in flight, and whether it arms itself after
+    /// the first message it applies to (else [`Proxy::arm`] arms it).
+    pub tamper: Option<(crate::tamper::Tamper, bool)>,
 }
 
 impl Setup {
@@ -122,6 +142,7 @@ impl Setup {
             cap: t.max_response_bytes,
             timeout: Duration::from_millis(t.case_timeout_ms),
             identity: None,
+            tamper: None,
         }
     }
 }
@@ -143,6 +164,10 @@ struct Forwarder {
     stopping: tokio::sync::watch::Receiver<bool>,
     relays: Arc<Mutex<tokio::task::JoinSet<()>>>,
     first: Arc<OnceLock<Instant>>,
+    /// Tamper mode armed: the messages it applies to are changed from now on.
+    armed: Arc<std::sync::atomic::AtomicBool>,
+    /// Messages changed so far.
+    changes: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl Forwarder {
@@ -157,6 +182,42 @@ impl Forwarder {
 
     fn at_ms(&self) -> u64 {
         self.started.elapsed().as_millis() as u64
+    }
+
+    /// Tamper mode on one message of `side`: what to pass on instead, and the
+    /// record of it; `None` when no tamper applies (the message passes as it came).
+    fn tamper(
+        &self,
+        side: crate::tamper::Changes,
+        mut m: crate::tamper::InFlight,
+    ) -> Option<Changed> {
+        use std::sync::atomic::Ordering;
+        let (t, auto_arm) = self.setup.tamper.as_ref()?;
+        if t.changes != side {
+            return None;
+        }
+        let (path, content_type, body) = (m.path.clone(), m.content_type.clone(), m.body.clone());
+        if !(t.apply)(&mut m) {
+            return None;
+        }
+        if self.armed.load(Ordering::Relaxed) {
+            self.changes.fetch_add(1, Ordering::Relaxed);
+            return Some(Changed {
+                control: false,
+                path: m.path,
+                content_type: m.content_type,
+                body: m.body,
+            });
+        }
+        if *auto_arm {
+            self.armed.store(true, Ordering::Relaxed);
+        }
+        Some(Changed {
+            control: true,
+            path,
+            content_type,
+            body,
+        })
     }
 }
 
@@ -211,6 +272,8 @@ impl Proxy {
             stopping,
             relays: Arc::default(),
             first: Arc::default(),
+            armed: Arc::default(),
+            changes: Arc::default(),
         };
         let router = axum::Router::new()
             .fallback(http::forward)
@@ -236,7 +299,20 @@ impl Proxy {
         &self.fwd.first
     }
 
-    /// The proxy's URL for `scheme`'s binding (`ws` or `wss` for WebSocket).
+    /// Arms tamper mode: the messages its change applies to are changed from now
+    /// on (those before passed untouched, as the control).
+    pub fn arm(&self) {
+        self.fwd
+            .armed
+            .store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// How many messages tamper mode has changed so far.
+    pub fn changes(&self) -> u64 {
+        self.fwd.changes.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// The proxy's URL for its WebSocket binding (`ws://` or `wss://`).
     pub fn ws_url(&self) -> String {
         self.url.replacen("http", "ws", 1)
     }

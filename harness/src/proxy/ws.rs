@@ -3,7 +3,8 @@
 //! relayed both ways, unchanged, until a side closes or the proxy stops.
 
 use super::http::HOP_BY_HOP;
-use super::{Forwarder, Frame, FrameWhat, Passed};
+use super::{Changed, Forwarder, Frame, FrameWhat, Passed};
+use crate::tamper::{Changes, InFlight};
 use axum::extract::ws::{CloseFrame as AxClose, Message as AxMsg, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequestParts, Request};
 use axum::http::{header, HeaderValue, StatusCode};
@@ -42,6 +43,7 @@ pub(super) async fn upgrade(fwd: Forwarder, req: Request) -> Response {
         conn,
         path: path.clone(),
         what,
+        changed: None,
         at_ms: fwd.at_ms(),
     };
     let Ok(upg) = WebSocketUpgrade::from_request_parts(&mut parts, &()).await else {
@@ -170,14 +172,16 @@ enum Step {
 
 /// Relays until a side ends or the proxy stops; records every message and close.
 async fn relay(fwd: &Forwarder, conn: usize, path: &str, client: WebSocket, server: Upstream) {
-    let record = |what| {
+    let record_changed = |what, changed| {
         fwd.record(Passed::Frame(Frame {
             conn,
             path: path.to_string(),
             what,
+            changed,
             at_ms: fwd.at_ms(),
         }))
     };
+    let record = |what| record_changed(what, None);
     let (mut c_tx, mut c_rx) = client.split();
     let (mut s_tx, mut s_rx) = server.split();
     let mut stopping = fwd.stopping.clone();
@@ -194,9 +198,14 @@ async fn relay(fwd: &Forwarder, conn: usize, path: &str, client: WebSocket, serv
         match step {
             Step::Stop => return,
             Step::Client(Some(Ok(m))) => {
+                let mut m = m;
                 if let Some(what) = client_event(&m) {
                     closed.0 |= matches!(what, FrameWhat::Closed(..));
-                    record(what);
+                    let changed = tampered(fwd, Changes::Request, path, &what);
+                    if let Some(c) = changed.as_ref().filter(|c| !c.control) {
+                        m = as_message(&m, c.body.clone());
+                    }
+                    record_changed(what, changed);
                 }
                 let sent = tokio::time::timeout(timeout, s_tx.send(to_upstream(m))).await;
                 if !matches!(sent, Ok(Ok(()))) && !closed.0 {
@@ -208,10 +217,14 @@ async fn relay(fwd: &Forwarder, conn: usize, path: &str, client: WebSocket, serv
                 }
             }
             Step::Server(Some(Ok(m))) => {
-                let Some(m) = to_client(m) else { continue };
+                let Some(mut m) = to_client(m) else { continue };
                 if let Some(what) = server_event(&m) {
                     closed.1 |= matches!(what, FrameWhat::Closed(..));
-                    record(what);
+                    let changed = tampered(fwd, Changes::Reply, path, &what);
+                    if let Some(c) = changed.as_ref().filter(|c| !c.control) {
+                        m = as_message(&m, c.body.clone());
+                    }
+                    record_changed(what, changed);
                 }
                 let sent = tokio::time::timeout(timeout, c_tx.send(m)).await;
                 if !matches!(sent, Ok(Ok(()))) && !closed.1 {
@@ -253,6 +266,32 @@ async fn relay(fwd: &Forwarder, conn: usize, path: &str, client: WebSocket, serv
                 return;
             }
         }
+    }
+}
+
+/// Tamper mode on one message (a text or binary one of `side`).
+fn tampered(fwd: &Forwarder, side: Changes, path: &str, what: &FrameWhat) -> Option<Changed> {
+    let (FrameWhat::Client(body) | FrameWhat::Server(body)) = what else {
+        return None;
+    };
+    fwd.tamper(
+        side,
+        InFlight {
+            method: "WS",
+            path: path.to_string(),
+            request: &[],
+            content_type: None,
+            body: body.clone(),
+        },
+    )
+}
+
+/// `body` in the kind of `like`: text when `like` is text and `body` is UTF-8.
+fn as_message(like: &AxMsg, body: Vec<u8>) -> AxMsg {
+    match (like, String::from_utf8(body)) {
+        (AxMsg::Text(_), Ok(t)) => AxMsg::Text(t.into()),
+        (_, Ok(t)) => AxMsg::Binary(t.into_bytes().into()),
+        (_, Err(e)) => AxMsg::Binary(e.into_bytes().into()),
     }
 }
 

@@ -15,6 +15,7 @@ pub mod fuzz;
 pub mod in_process;
 pub mod load;
 pub mod rules;
+pub mod tamper;
 
 use crate::case::{fail, Bindings, Case, Level, Step, Stop, Suite, Untestable};
 use crate::drive::Transport;
@@ -61,6 +62,7 @@ pub static SUITE: Suite = Suite {
     load: Some(load::PLAN),
     reference_client: client::REFERENCE,
     in_process: in_process::TARGETS,
+    tampers: crate::suites::agentprotocol::tamper::TAMPERS,
     client_message: Some(expect::proxy_client),
 };
 

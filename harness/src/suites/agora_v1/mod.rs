@@ -6,6 +6,7 @@ pub mod fuzz;
 pub mod in_process;
 pub mod load;
 pub mod rules;
+pub mod tamper;
 
 use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
 use crate::drive::{Received, Transport};
@@ -54,6 +55,7 @@ pub static SUITE: Suite = Suite {
     load: Some(load::PLAN),
     reference_client: client::REFERENCE,
     in_process: in_process::TARGETS,
+    tampers: crate::suites::agora_v1::tamper::TAMPERS,
     client_message: Some(expect::proxy_client),
 };
 

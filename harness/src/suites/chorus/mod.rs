@@ -6,6 +6,7 @@ pub mod fuzz;
 pub mod in_process;
 pub mod load;
 pub mod rules;
+pub mod tamper;
 
 use crate::case::{fail, skip, Bindings, Case, Level, Stop, Suite, Untestable};
 use crate::drive::Transport;
@@ -46,6 +47,7 @@ pub static SUITE: Suite = Suite {
     load: Some(load::PLAN),
     reference_client: client::REFERENCE,
     in_process: in_process::TARGETS,
+    tampers: crate::suites::chorus::tamper::TAMPERS,
     client_message: Some(expect::proxy_client),
 };
 
