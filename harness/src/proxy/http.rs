@@ -1,6 +1,6 @@
 //! One HTTP exchange through the proxy; an upgrade to WebSocket goes to [`super::ws`].
 
-use super::{Forwarder, Passed, Seen};
+use super::{Changed, Forwarder, Passed, Seen, HOP_BY_HOP};
 use crate::exchange::Exchange;
 use crate::tamper::{Changes, InFlight};
 use axum::body::Bytes;
@@ -8,20 +8,6 @@ use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
 use axum::response::{IntoResponse, Response};
 use std::time::Instant;
-
-/// Headers of one connection, not passed on (RFC 9110 §7.6.1), and those the
-/// forwarding sets itself.
-pub(super) const HOP_BY_HOP: &[&str] = &[
-    "host",
-    "connection",
-    "keep-alive",
-    "proxy-connection",
-    "te",
-    "trailer",
-    "transfer-encoding",
-    "upgrade",
-    "content-length",
-];
 
 /// Whether a request asks to upgrade to WebSocket.
 fn is_upgrade(headers: &HeaderMap) -> bool {
@@ -64,23 +50,8 @@ pub(super) async fn forward(State(fwd): State<Forwarder>, req: Request) -> Respo
             body: body.to_vec(),
         },
     );
-    let reply = match asked.as_ref().filter(|c| !c.control) {
-        Some(c) => {
-            let mut headers = parts.headers.clone();
-            set_type(&mut headers, c.content_type.as_deref());
-            let body = Bytes::from(c.body.clone());
-            upstream_reply(&fwd, &parts.method, &c.path, &headers, &body).await
-        }
-        None => upstream_reply(&fwd, &parts.method, &path, &parts.headers, &body).await,
-    };
-    let (status, mut reply_headers, answered, failed) = match reply {
-        Ok((s, h, b)) => (s, h, b, None),
-        Err((kind, why)) => {
-            let mut h = HeaderMap::new();
-            set_type(&mut h, Some("text/plain; charset=utf-8"));
-            (502, h, why.clone().into_bytes(), Some((kind, why)))
-        }
-    };
+    let (status, mut reply_headers, answered, failed) =
+        exchange(&fwd, &parts, &path, &body, asked.as_ref()).await;
     let reply_type = type_of(&reply_headers);
     let told = match (&failed, &asked) {
         (None, None) => fwd.tamper(
@@ -122,6 +93,34 @@ pub(super) async fn forward(State(fwd): State<Forwarder>, req: Request) -> Respo
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);
     *r.headers_mut() = reply_headers;
     r
+}
+
+/// The server's status, headers, body and failure for the request (as tamper
+/// mode changed it), or the proxy's 502 with why.
+async fn exchange(
+    fwd: &Forwarder,
+    parts: &axum::http::request::Parts,
+    path: &str,
+    body: &Bytes,
+    asked: Option<&Changed>,
+) -> (u16, HeaderMap, Vec<u8>, Option<(&'static str, String)>) {
+    let reply = match asked.filter(|c| !c.control) {
+        Some(c) => {
+            let mut headers = parts.headers.clone();
+            set_type(&mut headers, c.content_type.as_deref());
+            let body = Bytes::from(c.body.clone());
+            upstream_reply(fwd, &parts.method, &c.path, &headers, &body).await
+        }
+        None => upstream_reply(fwd, &parts.method, path, &parts.headers, body).await,
+    };
+    match reply {
+        Ok((s, h, b)) => (s, h, b, None),
+        Err((kind, why)) => {
+            let mut h = HeaderMap::new();
+            set_type(&mut h, Some("text/plain; charset=utf-8"));
+            (502, h, why.clone().into_bytes(), Some((kind, why)))
+        }
+    }
 }
 
 /// Sets, or with `None` removes, a Content-Type.

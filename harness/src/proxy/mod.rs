@@ -32,6 +32,20 @@ use crate::script::RunShared;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
+/// Headers of one connection, not passed on (RFC 9110 §7.6.1), and those the
+/// forwarding sets itself.
+pub(crate) const HOP_BY_HOP: &[&str] = &[
+    "host",
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+    "content-length",
+];
+
 /// Exchanges and frames kept for judging; later ones are forwarded and counted only.
 pub const MAX_KEPT: usize = 10_000;
 

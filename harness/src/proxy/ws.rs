@@ -2,8 +2,7 @@
 //! refusal goes back to the client as the server gave it), then every message is
 //! relayed both ways, unchanged, until a side closes or the proxy stops.
 
-use super::http::HOP_BY_HOP;
-use super::{Changed, Forwarder, Frame, FrameWhat, Passed};
+use super::{Changed, Forwarder, Frame, FrameWhat, Passed, HOP_BY_HOP};
 use crate::tamper::{Changes, InFlight};
 use axum::extract::ws::{CloseFrame as AxClose, Message as AxMsg, WebSocket, WebSocketUpgrade};
 use axum::extract::{FromRequestParts, Request};
@@ -170,78 +169,52 @@ enum Step {
     Stop,
 }
 
-/// Relays until a side ends or the proxy stops; records every message and close.
-async fn relay(fwd: &Forwarder, conn: usize, path: &str, client: WebSocket, server: Upstream) {
-    let record_changed = |what, changed| {
-        fwd.record(Passed::Frame(Frame {
-            conn,
-            path: path.to_string(),
+/// One relayed connection, as the record names it.
+struct Link<'a> {
+    fwd: &'a Forwarder,
+    conn: usize,
+    path: &'a str,
+}
+
+impl Link<'_> {
+    fn record(&self, what: FrameWhat, changed: Option<Changed>) {
+        self.fwd.record(Passed::Frame(Frame {
+            conn: self.conn,
+            path: self.path.to_string(),
             what,
             changed,
-            at_ms: fwd.at_ms(),
+            at_ms: self.fwd.at_ms(),
         }))
-    };
-    let record = |what| record_changed(what, None);
-    let (mut c_tx, mut c_rx) = client.split();
-    let (mut s_tx, mut s_rx) = server.split();
-    let mut stopping = fwd.stopping.clone();
-    let timeout = fwd.setup.timeout;
-    let mut closed = (false, false);
-    // Once a side has closed, the other's end (even without its Close: many
-    // servers drop the connection at a Close) ends the relay without a finding.
-    while !(closed.0 && closed.1) {
-        let step = tokio::select! {
-            m = c_rx.next(), if !closed.0 => Step::Client(m),
-            m = s_rx.next(), if !closed.1 => Step::Server(m),
-            _ = stopping.changed() => Step::Stop,
+    }
+
+    /// Records a message of `side` (its Close sets `closed`), and gives what to
+    /// pass on: the message, or tamper mode's change of it.
+    fn take(&self, side: Changes, m: AxMsg, closed: &mut bool) -> AxMsg {
+        let event = match side {
+            Changes::Request => client_event(&m),
+            Changes::Reply => server_event(&m),
         };
-        match step {
-            Step::Stop => return,
-            Step::Client(Some(Ok(m))) => {
-                let mut m = m;
-                if let Some(what) = client_event(&m) {
-                    closed.0 |= matches!(what, FrameWhat::Closed(..));
-                    let changed = tampered(fwd, Changes::Request, path, &what);
-                    if let Some(c) = changed.as_ref().filter(|c| !c.control) {
-                        m = as_message(&m, c.body.clone());
-                    }
-                    record_changed(what, changed);
-                }
-                let sent = tokio::time::timeout(timeout, s_tx.send(to_upstream(m))).await;
-                if !matches!(sent, Ok(Ok(()))) && !closed.0 {
-                    record(FrameWhat::ServerFailed(
-                        "reset",
-                        format!("agentconform proxy: cannot pass a client frame on to {path}"),
-                    ));
-                    return;
-                }
-            }
-            Step::Server(Some(Ok(m))) => {
-                let Some(mut m) = to_client(m) else { continue };
-                if let Some(what) = server_event(&m) {
-                    closed.1 |= matches!(what, FrameWhat::Closed(..));
-                    let changed = tampered(fwd, Changes::Reply, path, &what);
-                    if let Some(c) = changed.as_ref().filter(|c| !c.control) {
-                        m = as_message(&m, c.body.clone());
-                    }
-                    record_changed(what, changed);
-                }
-                let sent = tokio::time::timeout(timeout, c_tx.send(m)).await;
-                if !matches!(sent, Ok(Ok(()))) && !closed.1 {
-                    record(FrameWhat::ClientFailed(
-                        "the client took no more frames".into(),
-                    ));
-                    return;
-                }
-            }
-            Step::Client(Some(Err(_))) | Step::Server(Some(Err(_))) if closed.0 || closed.1 => {
-                return
-            }
+        let Some(what) = event else { return m };
+        *closed |= matches!(what, FrameWhat::Closed(..));
+        let changed = tampered(self.fwd, side, self.path, &what);
+        let m = match changed.as_ref().filter(|c| !c.control) {
+            Some(c) => as_message(&m, c.body.clone()),
+            None => m,
+        };
+        self.record(what, changed);
+        m
+    }
+
+    /// How a side's failure or end is recorded (none once a side has closed: many
+    /// servers drop the connection at a Close, and that is no finding).
+    fn end(&self, step: Step, closed: (bool, bool)) -> Option<FrameWhat> {
+        if closed.0 || closed.1 {
+            return None;
+        }
+        let path = self.path;
+        Some(match step {
             Step::Client(Some(Err(e))) => {
-                record(FrameWhat::ClientFailed(format!(
-                    "the client's side failed: {e}"
-                )));
-                return;
+                FrameWhat::ClientFailed(format!("the client's side failed: {e}"))
             }
             Step::Server(Some(Err(e))) => {
                 let kind = if matches!(e, WsError::Capacity(_)) {
@@ -250,21 +223,58 @@ async fn relay(fwd: &Forwarder, conn: usize, path: &str, client: WebSocket, serv
                     "reset"
                 };
                 let why = format!("agentconform proxy: the server's side of {path} failed: {e}");
-                record(FrameWhat::ServerFailed(kind, why));
+                FrameWhat::ServerFailed(kind, why)
+            }
+            Step::Client(None) => FrameWhat::ClientFailed("the client left without a close".into()),
+            Step::Server(None) => FrameWhat::ServerFailed(
+                "reset",
+                format!("agentconform proxy: the server left {path} without a close"),
+            ),
+            Step::Client(Some(Ok(_))) | Step::Server(Some(Ok(_))) | Step::Stop => return None,
+        })
+    }
+}
+
+/// Relays until a side ends or the proxy stops; records every message and close.
+async fn relay(fwd: &Forwarder, conn: usize, path: &str, client: WebSocket, server: Upstream) {
+    let link = Link { fwd, conn, path };
+    let (mut c_tx, mut c_rx) = client.split();
+    let (mut s_tx, mut s_rx) = server.split();
+    let mut stopping = fwd.stopping.clone();
+    let timeout = fwd.setup.timeout;
+    let mut closed = (false, false);
+    while !(closed.0 && closed.1) {
+        let step = tokio::select! {
+            m = c_rx.next(), if !closed.0 => Step::Client(m),
+            m = s_rx.next(), if !closed.1 => Step::Server(m),
+            _ = stopping.changed() => Step::Stop,
+        };
+        let failed = match step {
+            Step::Stop => return,
+            Step::Client(Some(Ok(m))) => {
+                let m = link.take(Changes::Request, m, &mut closed.0);
+                let sent = tokio::time::timeout(timeout, s_tx.send(to_upstream(m))).await;
+                let why = format!("agentconform proxy: cannot pass a client frame on to {path}");
+                (!matches!(sent, Ok(Ok(()))) && !closed.0)
+                    .then_some(FrameWhat::ServerFailed("reset", why))
+            }
+            Step::Server(Some(Ok(m))) => {
+                let Some(m) = to_client(m) else { continue };
+                let m = link.take(Changes::Reply, m, &mut closed.1);
+                let sent = tokio::time::timeout(timeout, c_tx.send(m)).await;
+                (!matches!(sent, Ok(Ok(()))) && !closed.1)
+                    .then(|| FrameWhat::ClientFailed("the client took no more frames".into()))
+            }
+            ended => {
+                if let Some(what) = link.end(ended, closed) {
+                    link.record(what, None);
+                }
                 return;
             }
-            Step::Client(None) | Step::Server(None) if closed.0 || closed.1 => return,
-            Step::Client(None) => {
-                record(FrameWhat::ClientFailed(
-                    "the client left without a close".into(),
-                ));
-                return;
-            }
-            Step::Server(None) => {
-                let why = format!("agentconform proxy: the server left {path} without a close");
-                record(FrameWhat::ServerFailed("reset", why));
-                return;
-            }
+        };
+        if let Some(what) = failed {
+            link.record(what, None);
+            return;
         }
     }
 }
