@@ -7,6 +7,8 @@
 //! went: `works` (every scenario completed, no failing finding), `works with
 //! deviations` (every scenario completed, but a side broke a rule) or `fails` (a
 //! scenario did not complete), with the failing findings counted per side.
+//! `write_reports` writes a report per pair and the report of the whole run, whose
+//! `interop` member is the matrix.
 
 use crate::case::Suite;
 use crate::counterparty::DriverRun;
@@ -14,48 +16,18 @@ use crate::finding::Verdict;
 use crate::profile::Profile;
 use crate::proxy::tamper::Observed;
 use crate::proxy::{judge, Proxy, Setup};
+use crate::report::matrix::Interop;
+use crate::report::Report;
 use crate::runner::RunOutput;
 use crate::script::{Ctx, RunShared};
 use crate::tamper::Tamper;
-use serde::Serialize;
+use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
-/// How a pair went.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Cell {
-    Works,
-    WorksWithDeviations,
-    Fails,
-}
-
-impl std::fmt::Display for Cell {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Cell::Works => "works",
-            Cell::WorksWithDeviations => "works with deviations",
-            Cell::Fails => "fails",
-        })
-    }
-}
-
-/// One pair's outcome.
-#[derive(Debug, Clone, Serialize)]
-pub struct Pair {
-    pub client: String,
-    pub server: String,
-    pub cell: Cell,
-    /// Failing findings of each side.
-    pub server_failing: usize,
-    pub client_failing: usize,
-    /// The scenarios that did not complete, with how the client ended.
-    pub incomplete: Vec<String>,
-    /// Where the pair's report is (relative to the matrix), when reports are written.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub report: Option<String>,
-    #[serde(skip)]
-    pub output: Option<RunOutput>,
-}
+// The matrix's model and its Markdown live in the report module, below this engine,
+// so that a report can carry the matrix (`Report::interop`).
+pub use crate::report::matrix::{markdown, Cell, Pair};
 
 /// Runs every client against every server through a proxy; with `tamper`, each
 /// pair's scenarios are played twice, untouched (the control) then with the
@@ -231,50 +203,95 @@ fn said(stop: &crate::case::Stop) -> String {
     }
 }
 
-/// The matrix in Markdown: one row per client, one column per server.
-pub fn markdown(suite: &str, pairs: &[Pair]) -> String {
-    let mut clients: Vec<&str> = Vec::new();
-    let mut servers: Vec<&str> = Vec::new();
-    for p in pairs {
-        if !clients.contains(&p.client.as_str()) {
-            clients.push(&p.client);
+/// Writes an interop run's reports into `dir`: a folder per pair
+/// (`<client>--<server>/`, that pair's report, named in its cell), the report of the
+/// whole run at `dir` itself (the matrix as its `interop` member, every pair's
+/// results and findings kept apart by pair, see `apart`), and matrix.md and
+/// matrix.json. The pairs' outputs are moved into the reports.
+pub fn write_reports(
+    dir: &Path,
+    suite: &Suite,
+    pairs: &mut [Pair],
+    servers: &[(String, String)],
+    started_at: &str,
+    duration: Duration,
+) -> Result<(), String> {
+    let mut whole = RunOutput::empty();
+    whole.duration = duration;
+    for p in pairs.iter_mut() {
+        let folder = format!("{}--{}", safe(&p.client), safe(&p.server));
+        let url = servers
+            .iter()
+            .find(|(n, _)| *n == p.server)
+            .map_or(String::new(), |(_, u)| u.clone());
+        if let Some(output) = p.output.take() {
+            let rep = Report::new(&url, vec![suite.id.to_string()], started_at.into(), output);
+            rep.write(&dir.join(&folder))?;
+            apart(&mut whole, &folder, rep);
         }
-        if !servers.contains(&p.server.as_str()) {
-            servers.push(&p.server);
-        }
+        p.report = Some(folder);
     }
-    let mut md = format!("### interop {suite}\n\n| client \\ server |");
-    for s in &servers {
-        md.push_str(&format!(" {s} |"));
+    let targets: Vec<String> = servers.iter().map(|(n, u)| format!("{n}={u}")).collect();
+    let mut top = Report::new(
+        &targets.join(", "),
+        vec![suite.id.to_string()],
+        started_at.into(),
+        whole,
+    );
+    let matrix = Interop {
+        suite: suite.id.to_string(),
+        pairs: pairs.to_vec(),
+    };
+    let md = markdown(&matrix.suite, &matrix.pairs);
+    let json = serde_json::to_string_pretty(&matrix).map_err(|e| e.to_string())?;
+    top.interop = Some(matrix);
+    top.write(dir)?;
+    for (name, text) in [("matrix.md", md), ("matrix.json", json)] {
+        let at = dir.join(name);
+        std::fs::write(&at, text).map_err(|e| format!("cannot write {}: {e}", at.display()))?;
     }
-    md.push_str("\n|---|");
-    md.push_str(&"---|".repeat(servers.len()));
-    md.push('\n');
-    for c in &clients {
-        md.push_str(&format!("| {c} |"));
-        for s in &servers {
-            let cell = pairs
-                .iter()
-                .find(|p| p.client == *c && p.server == *s)
-                .map(describe)
-                .unwrap_or_default();
-            md.push_str(&format!(" {cell} |"));
-        }
-        md.push('\n');
-    }
-    md
+    Ok(())
 }
 
-/// A cell in words: the outcome, the failing findings per side, the report.
-fn describe(p: &Pair) -> String {
-    let mut s = format!(
-        "{} (server {}, client {})",
-        p.cell, p.server_failing, p.client_failing
-    );
-    if let Some(r) = &p.report {
-        s.push_str(&format!(" [report]({r}/summary.md)"));
+/// Moves one pair's results and findings into the whole run's. Each result's id
+/// gets the pair's folder (`<suite>/proxy:server[<client>--<server>]`), and so do
+/// the cases and owners of its findings. The findings are appended, not merged
+/// again with `runner::merge_findings`: that merges by key, so a rule broken in two
+/// pairs (or by both sides of one pair, which `proxy::judge` keeps apart) would
+/// become one finding with the owners of several pairs. Appended, each pair's side
+/// keeps its own finding, and one key can be listed once per pair and side.
+fn apart(whole: &mut RunOutput, folder: &str, rep: Report) {
+    let mut renamed: Vec<(String, String)> = Vec::new();
+    for mut c in rep.cases {
+        let before = format!("{} [{}]", c.id, c.transport);
+        c.id = format!("{}[{folder}]", c.id);
+        renamed.push((before, format!("{} [{}]", c.id, c.transport)));
+        whole.results.push(c);
     }
-    s
+    let label = |l: &String| {
+        renamed
+            .iter()
+            .find(|(before, _)| before == l)
+            .map_or_else(|| l.clone(), |(_, after)| after.clone())
+    };
+    for mut f in rep.findings {
+        f.cases = f.cases.iter().map(label).collect();
+        f.owners = f.owners.iter().map(label).collect();
+        whole.findings.push(f);
+    }
+}
+
+/// A name as a folder name: letters, digits, `-` and `_`, the rest as `_`.
+fn safe(name: &str) -> String {
+    name.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

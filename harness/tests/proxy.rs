@@ -458,7 +458,7 @@ fn interop_matrix_blames_the_server() {
         );
         let clients = vec![("reference".to_string(), driver)];
         let shared = shared(test_profile());
-        let pairs = agentconform::interop::matrix(suite, &shared, &clients, &servers, None)
+        let mut pairs = agentconform::interop::matrix(suite, &shared, &clients, &servers, None)
             .await
             .expect("matrix");
         for s in running {
@@ -480,6 +480,7 @@ fn interop_matrix_blames_the_server() {
             md.contains("| reference | works (server 0, client 0) | fails (server"),
             "{md}"
         );
+        interop_reports(suite, &mut pairs, &servers);
     });
 }
 
@@ -674,4 +675,108 @@ fn tamper_usage() {
         err.contains("it applies: status-capitalized, invent-conversation"),
         "{err}"
     );
+}
+
+/// `interop --report DIR`: a folder per pair, and at DIR the report of the whole
+/// run, its `interop` member the matrix (valid by the report schema), every pair's
+/// findings apart, and the matrix in summary.md and report.html.
+fn interop_reports(
+    suite: &'static agentconform::case::Suite,
+    pairs: &mut [agentconform::interop::Pair],
+    servers: &[(String, String)],
+) {
+    let dir = std::env::temp_dir().join(format!("agentconform-interop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    agentconform::interop::write_reports(
+        &dir,
+        suite,
+        pairs,
+        servers,
+        "2026-01-01T00:00:00Z",
+        Duration::from_millis(5),
+    )
+    .expect("write the reports");
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).expect(name);
+    let json: serde_json::Value = serde_json::from_str(&read("report.json")).expect("JSON");
+    agentconform::schemas::Schemas::load()
+        .expect("schemas")
+        .check("/report", &json)
+        .expect("report.json valid by the report schema");
+    assert_eq!(json["interop"]["suite"], suite.id);
+    let cells: Vec<(&str, &str, &str)> = json["interop"]["pairs"]
+        .as_array()
+        .expect("interop.pairs")
+        .iter()
+        .map(|p| {
+            (
+                p["server"].as_str().unwrap_or_default(),
+                p["cell"].as_str().unwrap_or_default(),
+                p["report"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        cells,
+        [
+            ("clean", "works", "reference--clean"),
+            ("unsigned", "fails", "reference--unsigned")
+        ],
+        "{json}"
+    );
+    // Every pair's sides are cases of their own, and the unsigned server's findings
+    // are owned by its pair's server side.
+    let ids: Vec<&str> = json["cases"]
+        .as_array()
+        .expect("cases")
+        .iter()
+        .filter_map(|c| c["id"].as_str())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "agora-v1/proxy:server[reference--clean]",
+            "agora-v1/proxy:client[reference--clean]",
+            "agora-v1/proxy:server[reference--unsigned]",
+            "agora-v1/proxy:client[reference--unsigned]"
+        ]
+    );
+    let findings = json["findings"].as_array().expect("findings");
+    assert!(!findings.is_empty(), "{json}");
+    for f in findings {
+        assert_eq!(
+            f["owners"],
+            json!(["agora-v1/proxy:server[reference--unsigned] [http]"]),
+            "{f}"
+        );
+    }
+    for folder in ["reference--clean", "reference--unsigned"] {
+        for name in ["report.json", "junit.xml", "report.html", "summary.md"] {
+            assert!(dir.join(folder).join(name).is_file(), "{folder}/{name}");
+        }
+    }
+    let summary = read("summary.md");
+    assert!(
+        summary.starts_with("# agentconform: a pair fails"),
+        "{summary}"
+    );
+    assert!(
+        summary.contains(
+            "| reference | works (server 0, client 0) [report](reference--clean/summary.md) | fails (server"
+        ),
+        "{summary}"
+    );
+    assert!(summary.contains("- **reference** with **unsigned** did not complete: "));
+    let html = read("report.html");
+    assert!(html.contains("<table id=\"interop-matrix\">"), "{html}");
+    assert!(html.contains(
+        "<td data-cell=\"works\"><span class=\"badge b-pass\">works</span> failing: server 0, client 0 · <a href=\"reference--clean/report.html\">report</a></td>"
+    ));
+    assert!(html.contains("<a href=\"reference--unsigned/report.html\">report</a>"));
+    assert_eq!(
+        read("matrix.md"),
+        agentconform::interop::markdown(suite.id, pairs)
+    );
+    let matrix: serde_json::Value = serde_json::from_str(&read("matrix.json")).expect("JSON");
+    assert_eq!(matrix, json["interop"]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -4,12 +4,11 @@
 use super::common::{peers_shared, reference_driver, runtime, unknown_suite, TlsArgs};
 use super::{io, unwritable, CliError, Usage};
 use crate::drive::Transport;
-use crate::interop::{Cell, Pair};
+use crate::interop::Cell;
 use crate::profile::Profile;
-use crate::report::Report;
 use crate::suites;
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 // The matrix's arguments.
 #[derive(clap::Args, Debug)]
@@ -24,7 +23,9 @@ pub struct InteropArgs {
     /// A server: NAME=URL, or NAME=reference for the embedded reference (repeatable).
     #[arg(long = "server", required = true)]
     servers: Vec<String>,
-    /// Write matrix.md, matrix.json and one report folder per pair here.
+    /// Write the run's report (report.json with the matrix as its `interop` member,
+    /// junit.xml, report.html, summary.md), matrix.md, matrix.json and one report
+    /// folder per pair here.
     #[arg(long)]
     report: Option<PathBuf>,
     /// The target profile (timing, fixtures, the client driver's deadlines).
@@ -66,6 +67,8 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
     };
     let shared = peers_shared(prof, a.trust.client_tls(None)?)?;
     let rt = runtime()?;
+    let started = std::time::Instant::now();
+    let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
     let mut pairs = rt.block_on(async {
         let mut embedded = None;
         for (_, url) in servers.iter_mut().filter(|(_, u)| u == "reference") {
@@ -93,7 +96,15 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
         pairs
     })?;
     if let Some(dir) = &a.report {
-        write_reports(dir, suite, &mut pairs, &servers)?;
+        crate::interop::write_reports(
+            dir,
+            suite,
+            &mut pairs,
+            &servers,
+            &started_at,
+            started.elapsed(),
+        )
+        .map_err(|e| unwritable(dir.display(), e))?;
     }
     let md = crate::interop::markdown(suite.id, &pairs);
     writeln!(out, "{md}").map_err(io)?;
@@ -151,51 +162,4 @@ fn endpoint(server: &crate::embedded::Server) -> Option<String> {
             .map(|(_, u)| u.clone())
     };
     of(Transport::Http).or_else(|| of(Transport::Ws))
-}
-
-/// One report folder per pair (`<client>--<server>/`), then matrix.md and
-/// matrix.json, each cell naming its folder.
-fn write_reports(
-    dir: &Path,
-    suite: &crate::case::Suite,
-    pairs: &mut [Pair],
-    servers: &[(String, String)],
-) -> Result<(), CliError> {
-    let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
-    for p in pairs.iter_mut() {
-        let folder = format!("{}--{}", safe(&p.client), safe(&p.server));
-        let url = servers
-            .iter()
-            .find(|(n, _)| *n == p.server)
-            .map_or(String::new(), |(_, u)| u.clone());
-        if let Some(output) = p.output.take() {
-            let rep = Report::new(&url, vec![suite.id.to_string()], started_at.clone(), output);
-            let at = dir.join(&folder);
-            rep.write(&at).map_err(|e| unwritable(at.display(), e))?;
-        }
-        p.report = Some(folder);
-    }
-    std::fs::create_dir_all(dir).map_err(|e| unwritable(dir.display(), e))?;
-    let md = crate::interop::markdown(suite.id, pairs);
-    let json =
-        serde_json::to_string_pretty(&serde_json::json!({"suite": suite.id, "pairs": pairs}))
-            .map_err(|e| CliError::Harness(e.to_string()))?;
-    for (name, text) in [("matrix.md", md), ("matrix.json", json)] {
-        let at = dir.join(name);
-        std::fs::write(&at, text).map_err(|e| unwritable(at.display(), e))?;
-    }
-    Ok(())
-}
-
-/// A name as a folder name: letters, digits, `-` and `_`, the rest as `_`.
-fn safe(name: &str) -> String {
-    name.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
 }

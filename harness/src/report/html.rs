@@ -3,13 +3,18 @@
 //! The report and the text of every requirement it cites are embedded as JSON; a
 //! small script renders the deviations first, then the cases by suite and by
 //! requirement, with filters by outcome and level. Transcripts are rendered only when
-//! a case is opened, so that a page with thousands of cases stays quick.
+//! a case is opened, so that a page with thousands of cases stays quick. An interop
+//! run's matrix (`Report::interop`) is written into the page as a plain table, above
+//! the deviations, so that it reads without the script too.
 
 use super::Report;
 use crate::inventory;
 use serde_json::{json, Map, Value};
 
 const TEMPLATE: &str = include_str!("report.html");
+/// Where the interop matrix goes; the line is dropped when there is none, so that
+/// the page of any other report is the template as it was before.
+const MATRIX_SLOT: &str = "<!--INTEROP-MATRIX-->\n";
 
 /// The inventory entries (requirements and ambiguities) a report cites.
 fn cited_requirements(report: &Report) -> Value {
@@ -69,7 +74,12 @@ pub fn render(report: &Report) -> Result<String, String> {
     });
     let text =
         serde_json::to_string(&data).map_err(|e| format!("cannot serialize the report: {e}"))?;
-    Ok(TEMPLATE.replace("/*REPORT-DATA*/{}", &script_safe(&text)))
+    // The data first: script-safe JSON cannot hold the slot's `<`, so the slot
+    // replaced next is the template's.
+    let matrix = report.interop.as_ref().map(super::matrix::html);
+    Ok(TEMPLATE
+        .replacen("/*REPORT-DATA*/{}", &script_safe(&text), 1)
+        .replacen(MATRIX_SLOT, matrix.as_deref().unwrap_or_default(), 1))
 }
 
 #[cfg(test)]
@@ -87,6 +97,7 @@ mod tests {
     #[test]
     fn template_has_its_data_slot() {
         assert!(TEMPLATE.contains("/*REPORT-DATA*/{}"));
+        assert_eq!(TEMPLATE.matches(MATRIX_SLOT).count(), 1);
         assert!(!TEMPLATE.contains("http://") && !TEMPLATE.contains("https://"));
     }
 }

@@ -3,6 +3,7 @@
 //! failed, warned or were blocked with their reproducers. Lists are capped so that the
 //! summary stays readable; report.html and report.json have everything.
 
+use super::matrix::Cell;
 use super::Report;
 use crate::case::Outcome;
 use std::fmt::Write;
@@ -15,7 +16,7 @@ pub const MAX_CASES: usize = 40;
 const CELL: usize = 240;
 
 /// Text fit for one table cell: no line breaks or pipes, shortened.
-fn cell(text: &str) -> String {
+pub(super) fn cell(text: &str) -> String {
     let one_line: String = text
         .chars()
         .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
@@ -35,8 +36,14 @@ fn cell(text: &str) -> String {
 pub fn render(report: &Report) -> String {
     let mut md = String::new();
     let s = report.summary;
+    let pair_fails = report
+        .interop
+        .as_ref()
+        .is_some_and(|m| m.pairs.iter().any(|p| p.cell == Cell::Fails));
     let verdict = if report.error.is_some() {
         "could not judge the target"
+    } else if pair_fails {
+        "a pair fails"
     } else if s.deviations > 0 {
         "deviations found"
     } else {
@@ -59,9 +66,37 @@ pub fn render(report: &Report) -> String {
         "| deviations | warnings | passed | failed | warned | blocked | skipped |\n|---|---|---|---|---|---|---|\n| {} | {} | {} | {} | {} | {} | {} |\n",
         s.deviations, s.warnings, s.passed, s.failed, s.warned, s.blocked, s.skipped
     );
+    interop(&mut md, report);
     deviations(&mut md, report);
     cases_to_look_at(&mut md, report);
     md
+}
+
+/// An interop run's matrix (`Report::interop`), each cell linking to its pair's
+/// summary.md, then the scenarios that did not complete.
+fn interop(md: &mut String, report: &Report) {
+    let Some(m) = &report.interop else {
+        return;
+    };
+    let _ = writeln!(md, "## Interop matrix\n");
+    let _ = writeln!(md, "{}", super::matrix::markdown(&m.suite, &m.pairs));
+    let incomplete: Vec<_> = m
+        .pairs
+        .iter()
+        .filter(|p| !p.incomplete.is_empty())
+        .collect();
+    for p in &incomplete {
+        let _ = writeln!(
+            md,
+            "- **{}** with **{}** did not complete: {}",
+            cell(&p.client),
+            cell(&p.server),
+            cell(&p.incomplete.join("; "))
+        );
+    }
+    if !incomplete.is_empty() {
+        let _ = writeln!(md);
+    }
 }
 
 /// The deviations table, at most [`MAX_FINDINGS`] rows, each with the command that

@@ -4,6 +4,7 @@ pub mod attest;
 pub mod baseline;
 pub mod html;
 pub mod markdown;
+pub mod matrix;
 
 use crate::case::{CaseResult, Outcome, Untestable};
 use crate::finding::Verdict;
@@ -45,6 +46,11 @@ pub struct Report {
     /// What `--baseline` expected, and its stale entries.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub baseline: Option<baseline::Applied>,
+    /// An interop run's matrix (`agentconform interop --report`): the report at the
+    /// matrix's folder holds every pair's results and findings, each pair's apart
+    /// (`crate::interop::write_reports`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interop: Option<matrix::Interop>,
     /// Every distinct deviation, once, with the cases that met it.
     pub findings: Vec<ReportedFinding>,
     pub cases: Vec<CaseResult>,
@@ -125,6 +131,7 @@ impl Report {
             summary: summarize(&out.results, &out.findings),
             error: None,
             baseline: None,
+            interop: None,
             findings: out.findings,
             cases: out.results,
             untestable: out.untestable,
@@ -553,6 +560,56 @@ mod tests {
         insta::assert_snapshot!("terminal_short", String::from_utf8_lossy(&short));
         insta::assert_snapshot!("report_json", r.to_json().expect("json"));
         insta::assert_snapshot!("report_html", html::render(&r).expect("html"));
+    }
+
+    /// A report with an interop matrix shows it in summary.md and report.html and
+    /// carries it in report.json; without one, none of the three names it.
+    #[test]
+    fn interop_matrix_in_every_rendering() {
+        use matrix::{Cell, Interop, Pair};
+        let plain = fixed_report();
+        assert!(!plain.to_json().expect("json").contains("\"interop\""));
+        assert!(!markdown::render(&plain).contains("Interop matrix"));
+        assert!(!html::render(&plain)
+            .expect("html")
+            .contains("interop-matrix"));
+        let mut r = fixed_report();
+        let pair = |server: &str, cell: Cell, incomplete: Vec<String>| Pair {
+            client: "ref".into(),
+            server: server.into(),
+            cell,
+            server_failing: usize::from(cell == Cell::Fails),
+            client_failing: 0,
+            incomplete,
+            report: Some(format!("ref--{server}")),
+            output: None,
+        };
+        r.interop = Some(Interop {
+            suite: "agora-exchange".into(),
+            pairs: vec![
+                pair("clean", Cell::Works, vec![]),
+                pair("odd", Cell::Fails, vec!["single: exit status 1".into()]),
+            ],
+        });
+        let json: serde_json::Value =
+            serde_json::from_str(&r.to_json().expect("json")).expect("JSON");
+        assert_eq!(json["interop"]["pairs"][1]["cell"], "fails");
+        assert_eq!(json["interop"]["pairs"][0]["report"], "ref--clean");
+        let md = markdown::render(&r);
+        assert!(md.starts_with("# agentconform: a pair fails"), "{md}");
+        assert!(md.contains("## Interop matrix\n\n### interop agora-exchange\n\n| client \\ server | clean | odd |\n"), "{md}");
+        assert!(md.contains("| ref | works (server 0, client 0) [report](ref--clean/summary.md) | fails (server 1, client 0) [report](ref--odd/summary.md) |"), "{md}");
+        assert!(
+            md.contains("- **ref** with **odd** did not complete: single: exit status 1"),
+            "{md}"
+        );
+        let page = html::render(&r).expect("html");
+        let table = page
+            .find("<table id=\"interop-matrix\">")
+            .expect("the matrix");
+        assert!(table < page.find("<h2>Deviations</h2>").expect("deviations"));
+        assert!(page.contains("<a href=\"ref--odd/report.html\">report</a>"));
+        assert!(!page.contains("INTEROP-MATRIX"));
     }
 
     #[test]
