@@ -69,32 +69,7 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
     let rt = runtime()?;
     let started = std::time::Instant::now();
     let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
-    let mut pairs = rt.block_on(async {
-        let mut embedded = None;
-        for (_, url) in servers.iter_mut().filter(|(_, u)| u == "reference") {
-            let server = suites::start(
-                suite.id,
-                "127.0.0.1:0",
-                &crate::embedded::Options::default(),
-            )
-            .await
-            .map_err(CliError::Harness)?;
-            *url = endpoint(&server).ok_or_else(|| {
-                CliError::Harness(format!(
-                    "the {} reference has no HTTP or WebSocket endpoint",
-                    suite.id
-                ))
-            })?;
-            embedded = Some(server);
-        }
-        let pairs = crate::interop::matrix(suite, &shared, &clients, &servers, tamper)
-            .await
-            .map_err(CliError::Harness);
-        if let Some(s) = embedded {
-            s.stop().await;
-        }
-        pairs
-    })?;
+    let mut pairs = rt.block_on(pairs_of(suite, &shared, &clients, &mut servers, tamper))?;
     if let Some(dir) = &a.report {
         crate::interop::write_reports(
             dir,
@@ -126,6 +101,38 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
     } else {
         1
     })
+}
+
+/// Starts the embedded reference for each server named `reference` (its URL set),
+/// runs the matrix, and stops them.
+async fn pairs_of(
+    suite: &'static crate::case::Suite,
+    shared: &crate::script::RunShared,
+    clients: &[(String, String)],
+    servers: &mut [(String, String)],
+    tamper: Option<&'static crate::tamper::Tamper>,
+) -> Result<Vec<crate::interop::Pair>, CliError> {
+    let mut embedded = Vec::new();
+    for (_, url) in servers.iter_mut().filter(|(_, u)| u == "reference") {
+        let options = crate::embedded::Options::default();
+        let server = suites::start(suite.id, "127.0.0.1:0", &options)
+            .await
+            .map_err(CliError::Harness)?;
+        *url = endpoint(&server).ok_or_else(|| {
+            CliError::Harness(format!(
+                "the {} reference has no HTTP or WebSocket endpoint",
+                suite.id
+            ))
+        })?;
+        embedded.push(server);
+    }
+    let pairs = crate::interop::matrix(suite, shared, clients, servers, tamper)
+        .await
+        .map_err(CliError::Harness);
+    for s in embedded {
+        s.stop().await;
+    }
+    pairs
 }
 
 /// NAME=VALUE arguments, each VALUE mapped by `value`.

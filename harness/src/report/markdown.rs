@@ -3,7 +3,7 @@
 //! failed, warned or were blocked with their reproducers. Lists are capped so that the
 //! summary stays readable; report.html and report.json have everything.
 
-use super::matrix::Cell;
+use super::matrix::{md_cell as cell, Cell};
 use super::Report;
 use crate::case::Outcome;
 use std::fmt::Write;
@@ -12,27 +12,6 @@ use std::fmt::Write;
 pub const MAX_FINDINGS: usize = 30;
 /// Most cases listed.
 pub const MAX_CASES: usize = 40;
-/// Longest text of one table cell.
-const CELL: usize = 240;
-
-/// Text fit for one table cell: no line breaks or pipes, shortened.
-pub(super) fn cell(text: &str) -> String {
-    let one_line: String = text
-        .chars()
-        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
-        .collect();
-    let mut t = one_line.replace('|', "\\|").replace('`', "'");
-    if t.len() > CELL {
-        let mut end = CELL;
-        while !t.is_char_boundary(end) {
-            end -= 1;
-        }
-        t.truncate(end);
-        t.push('…');
-    }
-    t
-}
-
 pub fn render(report: &Report) -> String {
     let mut md = String::new();
     let s = report.summary;

@@ -6,9 +6,29 @@
 //! pairs and re-exports these types), so that a report can carry the matrix
 //! (`Report::interop`) without the report module importing the engine.
 
-use super::markdown::cell as md_cell;
 use crate::runner::RunOutput;
 use serde::Serialize;
+
+/// Longest text of one table cell.
+const CELL: usize = 240;
+
+/// Text fit for one table cell: no line breaks or pipes, shortened.
+pub(super) fn md_cell(text: &str) -> String {
+    let one_line: String = text
+        .chars()
+        .map(|c| if c == '\n' || c == '\r' { ' ' } else { c })
+        .collect();
+    let mut t = one_line.replace('|', "\\|").replace('`', "'");
+    if t.len() > CELL {
+        let mut end = CELL;
+        while !t.is_char_boundary(end) {
+            end -= 1;
+        }
+        t.truncate(end);
+        t.push('…');
+    }
+    t
+}
 
 /// How a pair went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
