@@ -121,6 +121,10 @@ pub struct Suite {
     pub client_message: Option<ClientMessageFn>,
     /// Its in-process fuzz targets (cargo-fuzz), by name.
     pub in_process: &'static [(&'static str, crate::fuzzing::checks::Check)],
+    /// Judges one reply of a real server (seen by `agentconform proxy`) with the
+    /// request it answers, when the suite has rules for that request; true when it
+    /// did (else the reply is read by `reread`).
+    pub reply_to: Option<ReplyToFn>,
     /// The reference faults the proxy can apply in flight (tamper mode).
     pub tampers: &'static [crate::tamper::Tamper],
 }
@@ -179,8 +183,13 @@ pub type ClientRun = for<'a> fn(
     Box<dyn std::future::Future<Output = Result<ClientOutcome, String>> + 'a>,
 >;
 
-/// Judges one message of a client, outside any scenario (`Suite::client_message`).
-pub type ClientMessageFn = fn(&mut Ctx, &crate::exchange::Exchange);
+/// Judges one reply of a server with the request it answers (`Suite::reply_to`):
+/// the exchange and the reply's Content-Type; true when it judged it.
+pub type ReplyToFn = fn(&mut Ctx, &crate::exchange::Exchange, Option<&str>) -> bool;
+
+/// Judges one message of a client, outside any scenario (`Suite::client_message`),
+/// with what went through before it.
+pub type ClientMessageFn = fn(&mut Ctx, &crate::exchange::Exchange, &crate::exchange::History);
 
 /// A suite's reference client as a client driver (`agentconform client`, the
 /// default driver of `run --role client`).

@@ -17,3 +17,46 @@ pub struct Exchange {
     /// slashes (`//conversations/…`), which `path` has collapsed.
     pub written: Option<String>,
 }
+
+/// The exchanges a conversation's state is looked up among: those before a message.
+pub const HISTORY: usize = 256;
+
+/// What went through the proxy before a client's message, for the rules that need
+/// the conversation (an ACCEPT against its OFFER, a follow-up against its
+/// conversation's expiry): at most [`HISTORY`] earlier exchanges, oldest first
+/// (a WebSocket frame as an exchange of one side: `received` for the client's,
+/// `answered` for the server's), each with the time the proxy took its request,
+/// and the time of this message.
+pub struct History<'a> {
+    pub earlier: &'a [(&'a Exchange, time::OffsetDateTime)],
+    pub now: time::OffsetDateTime,
+}
+
+impl History<'_> {
+    /// No earlier exchange (a message judged alone).
+    pub fn none() -> History<'static> {
+        History {
+            earlier: &[],
+            now: time::OffsetDateTime::now_utc(),
+        }
+    }
+
+    /// The server's earlier replies that are JSON, newest first, with the request
+    /// each answered.
+    pub fn replies(&self) -> impl Iterator<Item = (&Exchange, serde_json::Value)> + '_ {
+        self.earlier.iter().rev().filter_map(|(x, _)| {
+            serde_json::from_slice::<serde_json::Value>(&x.answered)
+                .ok()
+                .map(|v| (*x, v))
+        })
+    }
+
+    /// The client's earlier messages that are JSON, newest first.
+    pub fn sent(&self) -> impl Iterator<Item = (&Exchange, serde_json::Value)> + '_ {
+        self.earlier.iter().rev().filter_map(|(x, _)| {
+            serde_json::from_slice::<serde_json::Value>(&x.received)
+                .ok()
+                .map(|v| (*x, v))
+        })
+    }
+}

@@ -623,6 +623,7 @@ fn tampered_reply_judges_the_client() {
             body: br#"{"status":"Success"}"#.to_vec(),
         }),
         at_ms: 0,
+        sent_at: time::OffsetDateTime::now_utc(),
     };
     let alone = agentconform::proxy::tamper::verdict(
         suite,
@@ -779,4 +780,137 @@ fn interop_reports(
     let matrix: serde_json::Value = serde_json::from_str(&read("matrix.json")).expect("JSON");
     assert_eq!(matrix, json["interop"]);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The proxy judges a client's message against the conversation it saw: an ACCEPT
+/// that names its OFFER by the REQUEST's id is the client's finding (and a clean
+/// negotiation none); a chorus discovery listing in another shape is the server's.
+#[test]
+fn conversation_state_and_request_context() {
+    let suite = &suites::agora_v1::SUITE;
+    let p = test_profile();
+    let input = json!({"resource": p.agora_v1.negotiated_resource, "params": {"text": "negotiated"}, "budget": 10});
+    let clean = rt().block_on(scenario_through_proxy(suite, "request", &input, &[], &[]));
+    assert!(clean.findings.is_empty(), "{:?}", sides(&clean));
+    let bad = rt().block_on(scenario_through_proxy(
+        suite,
+        "request",
+        &input,
+        &[],
+        &["offer-id-from-payload".to_string()],
+    ));
+    let s = sides(&bad);
+    assert!(
+        s.iter().any(|(k, o)| k == "agora-v1/client:accept-offer-id"
+            && o.starts_with("agora-v1/proxy:client")),
+        "{s:?}"
+    );
+
+    let chorus = &suites::chorus::SUITE;
+    let hire = json!({"skill": p.chorus.fixture_skill, "input_data": {"text": "hi"}, "owner_id": "proxy-owner", "result_wait_ms": 3000});
+    let listed = rt().block_on(scenario_through_proxy(
+        chorus,
+        "hire",
+        &hire,
+        &["discover-skills-list"],
+        &[],
+    ));
+    let s = sides(&listed);
+    assert!(
+        s.iter()
+            .any(|(k, o)| k == "chorus/discover-entry:skills-list"
+                && o.starts_with("chorus/proxy:server")),
+        "{s:?}"
+    );
+}
+
+/// An exchange through the proxy, as a test writes one.
+fn seen(method: &str, path: &str, sent: &str, answered: &str, at: time::OffsetDateTime) -> Passed {
+    Passed::Http(Box::new(agentconform::proxy::Seen {
+        exchange: agentconform::exchange::Exchange {
+            method: method.into(),
+            path: path.into(),
+            content_type: Some("application/json".into()),
+            received: sent.as_bytes().to_vec(),
+            answered: answered.as_bytes().to_vec(),
+            status: 200,
+            written: None,
+        },
+        reply_type: Some("application/json".into()),
+        failed: None,
+        changed: None,
+        at_ms: 0,
+        sent_at: at,
+    }))
+}
+
+/// A follow-up after its conversation's expiry, and one to a conversation no reply
+/// opened, are the client's findings; a follow-up in time is none.
+#[test]
+fn follow_ups_against_their_conversation() {
+    let suite = &suites::agora_exchange::SUITE;
+    let now = time::OffsetDateTime::now_utc();
+    let expires = now.unix_timestamp() + 5;
+    let opened = format!(
+        r#"{{"status":"success","body":"hi","conversationId":"c1","conversationExpires":{expires}}}"#
+    );
+    let later = now + time::Duration::seconds(7);
+    let passed = vec![
+        seen(
+            "POST",
+            "/",
+            r#"{"protocolHash":"x","body":"hi","multiround":true}"#,
+            &opened,
+            now,
+        ),
+        seen(
+            "POST",
+            "/conversations/c1",
+            r#"{"body":"in time"}"#,
+            r#"{"status":"success","body":"ok"}"#,
+            now + time::Duration::seconds(1),
+        ),
+        seen(
+            "POST",
+            "/conversations/c1",
+            r#"{"body":"late"}"#,
+            r#"{"status":"failure","error":"expired"}"#,
+            later,
+        ),
+        seen(
+            "POST",
+            "/conversations/c9",
+            r#"{"body":"mine"}"#,
+            r#"{"status":"failure","error":"unknown"}"#,
+            now,
+        ),
+    ];
+    let out = judge(suite, shared(test_profile()), "http://127.0.0.1:9", &passed);
+    assert_explained(&out);
+    let s = sides(&out);
+    let client = |key: &str| {
+        s.iter()
+            .filter(|(k, o)| k == key && o.starts_with("agora-exchange/proxy:client"))
+            .count()
+    };
+    assert_eq!(
+        client("agora-exchange/client:follow-up-expired"),
+        1,
+        "{s:?}"
+    );
+    assert_eq!(
+        client("agora-exchange/client:follow-up-unopened"),
+        1,
+        "{s:?}"
+    );
+    let expired = out
+        .findings
+        .iter()
+        .find(|f| f.finding.key == "agora-exchange/client:follow-up-expired")
+        .expect("the expired follow-up");
+    assert!(
+        expired.finding.summary.contains("2 s after"),
+        "{}",
+        expired.finding.summary
+    );
 }

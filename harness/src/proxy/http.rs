@@ -20,6 +20,7 @@ fn is_upgrade(headers: &HeaderMap) -> bool {
 /// Forwards one request and records it (an upgrade is relayed instead).
 pub(super) async fn forward(State(fwd): State<Forwarder>, req: Request) -> Response {
     let _ = fwd.first.set(Instant::now());
+    let sent_at = time::OffsetDateTime::now_utc();
     if is_upgrade(req.headers()) {
         return super::ws::upgrade(fwd, req).await;
     }
@@ -88,6 +89,7 @@ pub(super) async fn forward(State(fwd): State<Forwarder>, req: Request) -> Respo
         failed,
         changed: asked.or(told),
         at_ms: fwd.at_ms(),
+        sent_at,
     })));
     let mut r = Response::new(axum::body::Body::from(sent));
     *r.status_mut() = StatusCode::from_u16(status).unwrap_or(StatusCode::BAD_GATEWAY);

@@ -3,7 +3,7 @@
 use super::{FrameWhat, Passed};
 use crate::case::{CaseResult, Entry, Level, Met, Outcome, Recorded, Suite};
 use crate::drive::Transport;
-use crate::exchange::Exchange;
+use crate::exchange::{Exchange, History, HISTORY};
 use crate::finding::Finding;
 use crate::runner::{merge_findings, RunOutput};
 use crate::script::{Ctx, RunShared};
@@ -24,45 +24,43 @@ pub fn judge(
     server.suite_id = Some(suite.id);
     let mut client = Ctx::new(shared, Transport::Http, upstream);
     client.suite_id = Some(suite.id);
-    for p in passed {
-        match p {
-            Passed::Http(s) => {
-                match &s.failed {
-                    Some((kind, why)) => server.finding(transport(suite, kind, why)),
-                    None => (suite.reread)(
-                        &mut server,
-                        &Recorded {
-                            body: s.exchange.answered.clone(),
-                            http_status: Some(s.exchange.status),
-                            content_type: s.reply_type.clone(),
-                        },
-                    ),
-                }
-                if let Some(judge_client) = suite.client_message {
-                    judge_client(&mut client, &s.exchange);
-                }
+    // A frame as an exchange of one side, for the history of the messages after it.
+    let frames: Vec<Option<Exchange>> = passed.iter().map(frame_as_exchange).collect();
+    let mut earlier: Vec<(&Exchange, time::OffsetDateTime)> = Vec::new();
+    for (p, frame) in passed.iter().zip(&frames) {
+        let (x, at) = match (p, frame) {
+            (Passed::Http(s), _) => {
+                server_http(suite, &mut server, s);
+                (&s.exchange, s.sent_at)
             }
-            Passed::Frame(f) => match &f.what {
-                FrameWhat::Server(body) => (suite.reread)(
-                    &mut server,
-                    &Recorded {
+            (Passed::Frame(f), Some(x)) => {
+                if let FrameWhat::Server(body) = &f.what {
+                    let r = Recorded {
                         body: body.clone(),
                         http_status: None,
                         content_type: None,
-                    },
-                ),
-                FrameWhat::Client(bytes) => {
-                    if let Some(judge_client) = suite.client_message {
-                        judge_client(&mut client, &frame_exchange(&f.path, bytes));
-                    }
+                    };
+                    (suite.reread)(&mut server, &r);
                 }
-                FrameWhat::ServerFailed(kind, why) => server.finding(transport(suite, kind, why)),
-                FrameWhat::Opened
-                | FrameWhat::Refused(..)
-                | FrameWhat::Closed(..)
-                | FrameWhat::ClientFailed(_) => {}
-            },
+                (x, f.sent_at)
+            }
+            (Passed::Frame(f), None) => {
+                if let FrameWhat::ServerFailed(kind, why) = &f.what {
+                    server.finding(transport(suite, kind, why));
+                }
+                continue;
+            }
+        };
+        let client_sent = matches!(p, Passed::Http(_)) || !x.received.is_empty();
+        if let (Some(judge_client), true) = (suite.client_message, client_sent) {
+            let from = earlier.len().saturating_sub(HISTORY);
+            let history = History {
+                earlier: &earlier[from..],
+                now: at,
+            };
+            judge_client(&mut client, x, &history);
         }
+        earlier.push((x, at));
     }
     let took = started.elapsed();
     // Each side is merged on its own: a key both sides break (a signature that does
@@ -82,25 +80,55 @@ pub fn judge(
     }
 }
 
+/// The server's reply of one HTTP exchange, by the rules of the request it answers
+/// (`Suite::reply_to`) or else the reply rules (or the transport finding of why it
+/// did not come).
+fn server_http(suite: &Suite, server: &mut Ctx, s: &super::Seen) {
+    let with_request = |server: &mut Ctx| {
+        suite
+            .reply_to
+            .is_some_and(|judge| judge(server, &s.exchange, s.reply_type.as_deref()))
+    };
+    match &s.failed {
+        Some((kind, why)) => server.finding(transport(suite, kind, why)),
+        None if with_request(server) => {}
+        None => (suite.reread)(
+            server,
+            &Recorded {
+                body: s.exchange.answered.clone(),
+                http_status: Some(s.exchange.status),
+                content_type: s.reply_type.clone(),
+            },
+        ),
+    }
+}
+
+/// A text or binary frame as an exchange of its side: the client's in
+/// `received`, the server's in `answered`; none for the connection's events.
+fn frame_as_exchange(p: &Passed) -> Option<Exchange> {
+    let Passed::Frame(f) = p else { return None };
+    let (received, answered) = match &f.what {
+        FrameWhat::Client(b) => (b.clone(), Vec::new()),
+        FrameWhat::Server(b) => (Vec::new(), b.clone()),
+        _ => return None,
+    };
+    Some(Exchange {
+        method: "WS".into(),
+        path: f.path.clone(),
+        content_type: None,
+        received,
+        answered,
+        status: 0,
+        written: None,
+    })
+}
+
 fn transport(suite: &Suite, kind: &str, why: &str) -> Finding {
     Finding::new(
         format!("{}/transport:{kind}", suite.id),
         &[],
         why.to_string(),
     )
-}
-
-/// A client's frame as the client rules take a message (method `WS`, no reply).
-fn frame_exchange(path: &str, bytes: &[u8]) -> Exchange {
-    Exchange {
-        method: "WS".into(),
-        path: path.to_string(),
-        content_type: None,
-        received: bytes.to_vec(),
-        answered: Vec::new(),
-        status: 0,
-        written: None,
-    }
 }
 
 /// One side's result: its findings, its messages as the transcript.

@@ -15,8 +15,9 @@
 //! Bounded: at most [`IN_FLIGHT`] HTTP exchanges and [`SOCKETS`] WebSocket
 //! connections at once; a request body past the cap is refused with 413, a reply
 //! body past it answered with 502 and recorded as a transport finding of the server;
-//! a frame past it ends its connection; at most [`MAX_KEPT`] exchanges and frames
-//! are kept for judging (the rest are forwarded and counted). Every upstream
+//! a frame past it ends its connection; at most [`MAX_KEPT`] exchanges and frames,
+//! and [`KEPT_BYTES`] of their bodies, are kept for judging (the rest are forwarded
+//! and counted). Every upstream
 //! exchange, connect and send has the profile's deadline. HTTP bodies are read whole
 //! (up to the cap) before they are passed on.
 
@@ -49,6 +50,10 @@ pub(crate) const HOP_BY_HOP: &[&str] = &[
 /// Exchanges and frames kept for judging; later ones are forwarded and counted only.
 pub const MAX_KEPT: usize = 10_000;
 
+/// The bytes of bodies and frames kept for judging, all told; past them, messages
+/// are forwarded and counted only.
+pub const KEPT_BYTES: usize = 16 << 20;
+
 /// Exchanges forwarded at once (each holding at most two bodies of the cap); the
 /// others wait their turn.
 pub const IN_FLIGHT: usize = 8;
@@ -69,6 +74,8 @@ pub struct Seen {
     /// What tamper mode did to the request or the reply.
     pub changed: Option<Changed>,
     pub at_ms: u64,
+    /// When the proxy took the request (the rules of a conversation's expiry).
+    pub sent_at: time::OffsetDateTime,
 }
 
 /// A message the tamper applies to: changed, or passed untouched as the control.
@@ -94,6 +101,8 @@ pub struct Frame {
     /// What tamper mode did to the message.
     pub changed: Option<Changed>,
     pub at_ms: u64,
+    /// When the proxy took it.
+    pub sent_at: time::OffsetDateTime,
 }
 
 /// What happened on a relayed connection.
@@ -122,11 +131,25 @@ pub enum Passed {
     Frame(Frame),
 }
 
-/// What was kept, and how many more went through.
+/// What was kept, its bytes, and how many more went through.
 #[derive(Default)]
 struct Kept {
     passed: Vec<Passed>,
+    bytes: usize,
     extra: u64,
+}
+
+impl Passed {
+    /// The bytes of its bodies or frame.
+    fn size(&self) -> usize {
+        match self {
+            Passed::Http(s) => s.exchange.received.len() + s.exchange.answered.len(),
+            Passed::Frame(f) => match &f.what {
+                FrameWhat::Client(b) | FrameWhat::Server(b) | FrameWhat::Refused(_, b) => b.len(),
+                _ => 0,
+            },
+        }
+    }
 }
 
 /// How the proxy reaches the server and bounds itself.
@@ -187,7 +210,9 @@ struct Forwarder {
 impl Forwarder {
     fn record(&self, p: Passed) {
         let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
-        if kept.passed.len() < MAX_KEPT {
+        let size = p.size();
+        if kept.passed.len() < MAX_KEPT && kept.bytes + size <= KEPT_BYTES {
+            kept.bytes += size;
             kept.passed.push(p);
         } else {
             kept.extra += 1;

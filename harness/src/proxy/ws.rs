@@ -44,6 +44,7 @@ pub(super) async fn upgrade(fwd: Forwarder, req: Request) -> Response {
         what,
         changed: None,
         at_ms: fwd.at_ms(),
+        sent_at: time::OffsetDateTime::now_utc(),
     };
     let Ok(upg) = WebSocketUpgrade::from_request_parts(&mut parts, &()).await else {
         return (
@@ -184,6 +185,7 @@ impl Link<'_> {
             what,
             changed,
             at_ms: self.fwd.at_ms(),
+            sent_at: time::OffsetDateTime::now_utc(),
         }))
     }
 

@@ -1634,7 +1634,7 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Value> {
 
 /// A message a real client sent through `agentconform proxy`: every rule of
 /// [`check_client_message`] (HTTP requests with a body).
-pub fn proxy_client(ctx: &mut Ctx, x: &crate::counterparty::Exchange) {
+pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, _: &crate::exchange::History) {
     if !x.received.is_empty() {
         let _ = check_client_message(ctx, &x.received);
     }

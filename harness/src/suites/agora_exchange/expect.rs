@@ -1338,11 +1338,13 @@ pub fn client_follow_up(
 }
 
 /// A request a real client sent through `agentconform proxy`: sent as
-/// application/json (AEX-005); a follow-up leaves protocolHash out (AEX-030).
-pub fn proxy_client(ctx: &mut Ctx, x: &crate::counterparty::Exchange) {
+/// application/json (AEX-005); a follow-up leaves protocolHash out (AEX-030) and
+/// goes to a conversation that is open ([`follow_up_against_conversation`]).
+pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, h: &crate::exchange::History) {
     if x.method != "POST" {
         return;
     }
+    follow_up_against_conversation(ctx, x, h);
     if let Some(why) = client_content_type(x) {
         ctx.finding(Finding::new(
             "agora-exchange/client:content-type",
@@ -1357,6 +1359,66 @@ pub fn proxy_client(ctx: &mut Ctx, x: &crate::counterparty::Exchange) {
             &["AEX-030"],
             why,
         ));
+    }
+}
+
+/// A follow-up against the conversation the proxy saw: its id was issued by a reply
+/// (AEX-025, AEX-028, AEX-029: judged once the client's opening request went
+/// through the proxy), and it is sent before the conversationExpires of the last
+/// reply that gave one (AEX-022, AEX-034: a second's margin for the whole-second
+/// timestamp, by the proxy's clock).
+fn follow_up_against_conversation(
+    ctx: &mut Ctx,
+    x: &crate::exchange::Exchange,
+    h: &crate::exchange::History,
+) {
+    let route = x.path.split('?').next().unwrap_or_default();
+    let Some((_, id)) = route.split_once("/conversations/") else {
+        return;
+    };
+    // The id as the path spells it: the issued id, percent-encoded or not.
+    let names = |v: &Value| {
+        v["conversationId"].as_str().is_some_and(|c| {
+            c == id || reference_impl::agora_exchange::client::percent_encode(c) == id
+        })
+    };
+    if !h.replies().any(|(_, v)| names(&v)) {
+        let opening_seen = h
+            .earlier
+            .iter()
+            .any(|(e, _)| e.method == "POST" && !e.path.contains("/conversations/"));
+        if opening_seen {
+            ctx.finding(Finding::new(
+                "agora-exchange/client:follow-up-unopened",
+                &["AEX-025", "AEX-028", "AEX-029"],
+                format!("the client POSTed a follow-up to {}, a conversation no reply through the proxy opened", x.path),
+            ));
+        }
+        return;
+    }
+    let latest = h
+        .replies()
+        .filter(|(e, v)| {
+            names(v)
+                || e.path
+                    .split('?')
+                    .next()
+                    .is_some_and(|p| p.ends_with(&format!("/conversations/{id}")))
+        })
+        .find_map(|(_, v)| v["conversationExpires"].as_i64());
+    if let Some(expires) = latest {
+        let now = h.now.unix_timestamp();
+        if now > expires {
+            ctx.finding(Finding::new(
+                "agora-exchange/client:follow-up-expired",
+                &["AEX-022", "AEX-034"],
+                format!(
+                    "the client POSTed a follow-up to {} at {now}, {} s after the conversation expired (conversationExpires {expires})",
+                    x.path,
+                    now - expires
+                ),
+            ));
+        }
     }
 }
 

@@ -352,4 +352,26 @@ pub const RULES: &[Rule] = &[
         fails: "a POST to /conversations/{id} that carries protocolHash (judged on what passes through agentconform proxy; the client cases fail client-conversation for it)",
         passes: "follow-ups without protocolHash, or with it null",
     },
+    // The proxy's reading of a real client's follow-up against the conversation it
+    // saw (expect::follow_up_against_conversation).
+    Rule {
+        key: "agora-exchange/client:follow-up-unopened",
+        requirements: &["AEX-025", "AEX-028", "AEX-029"],
+        level: None,
+        owner: "",
+        check: "expect::follow_up_against_conversation",
+        summary: "a client sends follow-ups only to a conversation a reply opened",
+        fails: "a POST to /conversations/{id} whose id no reply through the proxy issued, after the client's opening request went through it (a declined multi-round, an id of the client's own)",
+        passes: "follow-ups to conversation ids the server issued",
+    },
+    Rule {
+        key: "agora-exchange/client:follow-up-expired",
+        requirements: &["AEX-022", "AEX-034"],
+        level: None,
+        owner: "",
+        check: "expect::follow_up_against_conversation",
+        summary: "a client sends no follow-up once its conversation has expired",
+        fails: "a follow-up sent (by the proxy's clock, to the whole second) after the conversationExpires of the last reply that gave one",
+        passes: "follow-ups before the conversation expires",
+    },
 ];

@@ -1911,7 +1911,7 @@ pub fn client_frames(ctx: &mut Ctx, run: &crate::counterparty::DriverRun) -> Ste
 
 /// One frame of a client seen by `agentconform proxy`, by the rules of
 /// [`client_frames`] (a frame that is no event object is a finding there).
-pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange) {
+pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, _: &crate::exchange::History) {
     let text = String::from_utf8_lossy(&x.received);
     match client_frame(ctx, &text) {
         Ok(Ok((v, false))) => ctx.finding(no_timestamp(v["type"].as_str().unwrap_or_default())),

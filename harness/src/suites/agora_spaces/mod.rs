@@ -45,6 +45,7 @@ pub static SUITE: Suite = Suite {
     reference_client: client::REFERENCE,
     in_process: in_process::TARGETS,
     tampers: crate::suites::agora_spaces::tamper::TAMPERS,
+    reply_to: None,
     client_message: Some(expect::proxy_client),
 };
 

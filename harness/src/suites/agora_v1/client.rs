@@ -35,10 +35,13 @@ fn run<'a>(
     })
 }
 
-/// The scenarios `agentconform interop` plays, with their inputs.
+/// The scenarios `agentconform interop` plays, with their inputs: a direct
+/// request, and a negotiated one (REQUEST, OFFER, ACCEPT, RESULT).
 fn plays(p: &Profile) -> Vec<(&'static str, Value)> {
-    vec![(
-        "request",
-        json!({"resource": p.agora_v1.direct_resource, "params": {"text": "interop"}, "budget": 10}),
-    )]
+    let ask =
+        |resource: &str| json!({"resource": resource, "params": {"text": "interop"}, "budget": 10});
+    vec![
+        ("request", ask(&p.agora_v1.direct_resource)),
+        ("request", ask(&p.agora_v1.negotiated_resource)),
+    ]
 }

@@ -1643,7 +1643,77 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Env> {
     Ok(env)
 }
 /// A message a real client sent through `agentconform proxy`: every rule of
-/// [`check_client_message`].
-pub fn proxy_client(ctx: &mut Ctx, x: &crate::counterparty::Exchange) {
-    let _ = check_client_message(ctx, &x.received);
+/// [`check_client_message`], and an ACCEPT against the OFFER it names
+/// ([`accept_against_offer`]).
+pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, h: &crate::exchange::History) {
+    if let Ok(env) = check_client_message(ctx, &x.received) {
+        if env.ty == "ACCEPT" {
+            accept_against_offer(ctx, &env, h);
+        }
+    }
+}
+
+/// An ACCEPT against the conversation the proxy saw: it names an OFFER the server
+/// sent (by the OFFER's id, AV1-040), not one over the REQUEST's budget (AV1-034),
+/// nor one whose ttl had run out when it was sent (AV1-039, a second's margin for
+/// the OFFER's whole-second timestamp). Judged only when an OFFER went through the
+/// proxy: a negotiation begun elsewhere says nothing.
+fn accept_against_offer(ctx: &mut Ctx, accept: &Env, h: &crate::exchange::History) {
+    let offers: Vec<Value> = h
+        .replies()
+        .map(|(_, v)| v)
+        .filter(|v| v["type"] == "OFFER")
+        .collect();
+    let Some(latest) = offers.first() else { return };
+    let named = &accept.payload["offer_id"];
+    let Some(offer) = offers.iter().find(|o| o["id"] == *named) else {
+        let which = if *named == latest["payload"]["request_id"] {
+            " (the REQUEST's id, which the OFFER's payload.request_id repeats)"
+        } else {
+            ""
+        };
+        ctx.finding(Finding::new(
+            "agora-v1/client:accept-offer-id",
+            &["AV1-040"],
+            format!(
+                "the client's ACCEPT names offer {named}{which}; the latest OFFER through the proxy has the id {}",
+                latest["id"]
+            ),
+        ));
+        return;
+    };
+    let asked = h
+        .sent()
+        .map(|(_, v)| v)
+        .find(|v| v["type"] == "REQUEST" && v["id"] == offer["payload"]["request_id"]);
+    let cost = offer["payload"]["cost"].as_f64();
+    let max = asked
+        .as_ref()
+        .and_then(|r| r["payload"]["budget"]["max"].as_f64());
+    if let (Some(cost), Some(max)) = (cost, max) {
+        if cost > max {
+            ctx.finding(Finding::new(
+                "agora-v1/client:accept-over-budget",
+                &["AV1-029", "AV1-034"],
+                format!("the client ACCEPTed offer {named} costing {cost}, over its REQUEST's budget of {max}"),
+            ));
+        }
+    }
+    let stamped = offer["timestamp"]
+        .as_str()
+        .and_then(|s| reference_impl::wire::clock::parse_timestamp(s).ok());
+    if let (Some(at), Some(ttl)) = (stamped, offer["payload"]["ttl"].as_u64()) {
+        let ends = at + time::Duration::milliseconds(ttl as i64) + time::Duration::seconds(1);
+        if h.now > ends {
+            ctx.finding(Finding::new(
+                "agora-v1/client:accept-expired-offer",
+                &["AV1-029", "AV1-039"],
+                format!(
+                    "the client ACCEPTed offer {named}, stamped {} with a ttl of {ttl} ms, {} ms after its ttl ran out",
+                    offer["timestamp"],
+                    (h.now - ends).whole_milliseconds() + 1000
+                ),
+            ));
+        }
+    }
 }

@@ -392,4 +392,36 @@ pub const RULES: &[Rule] = &[
         fails: "an ACCEPT payload the accept schema rejects; the detail is the JSON pointer",
         passes: "an ACCEPT payload the accept schema validates",
     },
+    // The proxy's reading of a real client's ACCEPT against the conversation it saw
+    // (expect::accept_against_offer).
+    Rule {
+        key: "agora-v1/client:accept-offer-id",
+        requirements: &["AV1-040"],
+        level: None,
+        owner: "",
+        check: "expect::accept_against_offer",
+        summary: "a client's ACCEPT names the OFFER by the OFFER's envelope id",
+        fails: "an ACCEPT whose offer_id is no OFFER's id the proxy saw (the REQUEST's id, say, as payload.request_id repeats it)",
+        passes: "offer_id is the id of an OFFER the server sent",
+    },
+    Rule {
+        key: "agora-v1/client:accept-over-budget",
+        requirements: &["AV1-029", "AV1-034"],
+        level: None,
+        owner: "",
+        check: "expect::accept_against_offer",
+        summary: "a client does not ACCEPT an OFFER over its REQUEST's budget",
+        fails: "an ACCEPT of an OFFER whose cost is above the budget.max of the REQUEST it answers",
+        passes: "ACCEPTs of OFFERs within the budget, or with no budget given",
+    },
+    Rule {
+        key: "agora-v1/client:accept-expired-offer",
+        requirements: &["AV1-029", "AV1-039"],
+        level: None,
+        owner: "",
+        check: "expect::accept_against_offer",
+        summary: "a client does not ACCEPT an OFFER whose ttl has run out",
+        fails: "an ACCEPT sent more than a second after the OFFER's timestamp plus its ttl (by the proxy's clock)",
+        passes: "ACCEPTs within the OFFER's ttl",
+    },
 ];

@@ -552,7 +552,6 @@ fn query_skill(query: &str) -> Option<&str> {
 /// schema, scores in [0, 100] (CHO-007, CHO-045) and the ranking (CHO-021). The
 /// entries come back normalized: a `skill` object, canonical agent ids.
 pub async fn discover(ctx: &mut Ctx, query: &str) -> Step<Vec<Value>> {
-    let what = format!("GET /discover?{query}");
     let r = call(
         ctx,
         Base::Registry,
@@ -561,6 +560,14 @@ pub async fn discover(ctx: &mut Ctx, query: &str) -> Step<Vec<Value>> {
         None,
     )
     .await?;
+    discovery_reply(ctx, query, &r)
+}
+
+/// The registry's reply to `GET /discover?{query}`: 200 with the agents under
+/// "agents" (CHO-016, CHO-017), each entry's shape and scores; the entries, read
+/// past their shape.
+pub fn discovery_reply(ctx: &mut Ctx, query: &str, r: &Resp) -> Step<Vec<Value>> {
+    let what = format!("GET /discover?{query}");
     if r.http == 404 {
         ctx.finding(
             Finding::new(
@@ -595,7 +602,7 @@ pub async fn discover(ctx: &mut Ctx, query: &str) -> Step<Vec<Value>> {
             .owned_by(DISCOVER),
         );
     }
-    let body = need_json(ctx, &r, &what)?;
+    let body = need_json(ctx, r, &what)?;
     // Whether a list of agents was found (under "agents" or read past its shape).
     let (raw_agents, found) = agent_list(ctx, &body, &what);
     let wanted_skill = query_skill(query).map(String::from);
@@ -2170,9 +2177,26 @@ pub fn check_outcome_reported(
     }
 }
 
+/// A reply of a real server seen by `agentconform proxy`, with the request it
+/// answers: a discovery by [`discovery_reply`]; false for the others, which the
+/// generic reply rules read (`reread`).
+pub fn proxy_reply(ctx: &mut Ctx, x: &crate::exchange::Exchange, _: Option<&str>) -> bool {
+    let (route, query) = x.path.split_once('?').unwrap_or((x.path.as_str(), ""));
+    if x.method != "GET" || route != "/discover" {
+        return false;
+    }
+    let r = Resp {
+        http: x.status,
+        json: json::parse(&x.answered).ok().map(|t| t.to_serde()),
+        raw: String::from_utf8_lossy(&x.answered).into_owned(),
+    };
+    let _ = discovery_reply(ctx, query, &r);
+    true
+}
+
 /// A request a real client sent through `agentconform proxy`: a job (a POST to a
 /// `…/jobs` URL) by [`check_job_members`], a transfer by [`check_transfer_members`].
-pub fn proxy_client(ctx: &mut Ctx, x: &crate::counterparty::Exchange) {
+pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, _: &crate::exchange::History) {
     let route = x.path.split('?').next().unwrap_or_default();
     let Ok(body) = serde_json::from_slice::<Value>(&x.received) else {
         return;

@@ -48,6 +48,7 @@ pub static SUITE: Suite = Suite {
     reference_client: client::REFERENCE,
     in_process: in_process::TARGETS,
     tampers: crate::suites::chorus::tamper::TAMPERS,
+    reply_to: Some(expect::proxy_reply),
     client_message: Some(expect::proxy_client),
 };
 
