@@ -306,29 +306,42 @@ fn serve(suite: &'static str) -> Result<(), Failed> {
 }
 
 /// `proxy` in front of a server that answers every request with an endless body,
-/// with eight requests through it at once and one endless request body: each is cut
-/// at the cap, and at SIGTERM the proxy judges what it saw (transport findings of
-/// the server) and exits 1.
+/// with eight requests through it at once and one endless request body: each body
+/// streams through as it comes (the clients read 4 MiB of each reply, past the
+/// cap, and leave), and at SIGTERM the proxy judges what it saw (the replies past
+/// the cap, transport findings of the server) and exits 1.
 fn proxy_endless() -> Result<(), Failed> {
     let rt = rt();
     let upstream = rt.block_on(hostile("endless"));
     let (mut child, lines, url) =
         listening(&["proxy", "--suite", "agora-v1", "--upstream", &upstream])?;
-    let statuses = rt.block_on(async {
+    let (statuses, read, answer) = rt.block_on(async {
         let http = reqwest::Client::new();
         let sends = (0..8).map(|_| {
             let http = http.clone();
             let url = url.clone();
             async move {
-                match http.post(&url).body("{}").send().await {
-                    Ok(r) => r.status().as_u16(),
-                    Err(_) => 0,
+                // The reply streams through: read 4 MiB of it, then leave.
+                let Ok(mut r) = http.post(&url).body("{}").send().await else {
+                    return (0, 0);
+                };
+                let mut read = 0usize;
+                while read < 4 << 20 {
+                    match r.chunk().await {
+                        Ok(Some(c)) => read += c.len(),
+                        _ => break,
+                    }
                 }
+                (r.status().as_u16(), read)
             }
         });
-        let mut got = futures_util::future::join_all(sends).await;
-        got.push(u16::from(endless_body(&url).await.contains("413")) * 413);
-        got
+        let got: Vec<(u16, usize)> = futures_util::future::join_all(sends).await;
+        let answer = endless_body(&url).await;
+        (
+            got.iter().map(|g| g.0).collect::<Vec<_>>(),
+            got.iter().map(|g| g.1).min().unwrap_or(0),
+            answer,
+        )
     });
     drop(child.stdin.take());
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
@@ -343,10 +356,58 @@ fn proxy_endless() -> Result<(), Failed> {
         "proxy in front of an endless body",
         &p,
         &[1],
-        "exchanges judged",
+        "messages judged",
     )?;
-    if statuses[..8].iter().any(|s| *s != 502) || statuses[8] != 413 {
-        return Err(format!("the proxy answered {statuses:?}, not 502 eight times and 413").into());
+    if statuses.iter().any(|s| *s != 200) || read < 4 << 20 || !answer.starts_with("HTTP/1.1 ") {
+        return Err(format!(
+            "the proxy passed on {statuses:?} and at least {read} bytes, and answered an endless request body with {answer:?}: not the server's status, 4 MiB each and an answer"
+        )
+        .into());
+    }
+    Ok(())
+}
+
+/// `proxy` relaying a WebSocket server that floods 256 KiB frames: a client reads
+/// 64 MiB of them through it. The proxy holds one message each way and keeps 8 MiB
+/// of copies for judging, so it stays within the limit; at SIGTERM it judges the
+/// server's frames (not JSON) and exits 1.
+fn proxy_ws_flood() -> Result<(), Failed> {
+    use futures_util::StreamExt;
+    let rt = rt();
+    let upstream = rt.block_on(hostile("ws-flood"));
+    let (mut child, lines, url) =
+        listening(&["proxy", "--suite", "agora-spaces", "--upstream", &upstream])?;
+    let read = rt.block_on(async {
+        let ws_url = format!("{}/ws?agent_id=flood", url.replacen("http", "ws", 1));
+        let Ok((mut ws, _)) = tokio_tungstenite::connect_async(ws_url).await else {
+            return 0;
+        };
+        let mut read = 0usize;
+        while read < 64 << 20 {
+            match tokio::time::timeout(std::time::Duration::from_secs(10), ws.next()).await {
+                Ok(Some(Ok(m))) => read += m.len(),
+                _ => break,
+            }
+        }
+        read
+    });
+    drop(child.stdin.take());
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let _ = child.wait();
+    let (code, kib) = parse_peak(&rest.join("\n"))?;
+    let p = Peak {
+        code,
+        out: rest.join("\n"),
+        kib,
+    };
+    judge(
+        "proxy relaying a WebSocket flood",
+        &p,
+        &[1],
+        "messages judged",
+    )?;
+    if read < 64 << 20 {
+        return Err(format!("the client read {read} bytes through the proxy, not 64 MiB").into());
     }
     Ok(())
 }
@@ -476,6 +537,7 @@ fn main() {
         Trial::test("memory::serve::agora_spaces", || serve("agora-spaces")),
         Trial::test("memory::load_stalled::agora_spaces", load_stalled),
         Trial::test("memory::proxy::endless_body", proxy_endless),
+        Trial::test("memory::proxy::ws_flood", proxy_ws_flood),
     ];
     let mut trials = trials;
     for suite in [

@@ -369,6 +369,9 @@ fn bytes_pass_unchanged() {
             Some("application/json; charset=UTF-8")
         );
         assert_eq!(header("x-seen-token").as_deref(), Some("s3cret"));
+        // Streamed through, the reply keeps its framing: its length, not chunks.
+        assert_eq!(header("content-length"), Some(body.len().to_string()));
+        assert!(header("transfer-encoding").is_none());
         assert_eq!(got.bytes().await.expect("body").as_ref(), body);
         let bare = http
             .post(format!("{}/bare", proxy.url))
@@ -622,6 +625,7 @@ fn tampered_reply_judges_the_client() {
             content_type: None,
             body: br#"{"status":"Success"}"#.to_vec(),
         }),
+        cut: (false, false),
         at_ms: 0,
         sent_at: time::OffsetDateTime::now_utc(),
     };
@@ -839,6 +843,7 @@ fn seen(method: &str, path: &str, sent: &str, answered: &str, at: time::OffsetDa
         reply_type: Some("application/json".into()),
         failed: None,
         changed: None,
+        cut: (false, false),
         at_ms: 0,
         sent_at: at,
     }))

@@ -1,6 +1,6 @@
 //! One HTTP exchange through the proxy; an upgrade to WebSocket goes to [`super::ws`].
 
-use super::{Changed, Forwarder, Passed, Seen, HOP_BY_HOP};
+use super::{passed_on, type_of, Changed, Forwarder, Passed, Seen, HOP_BY_HOP};
 use crate::exchange::Exchange;
 use crate::tamper::{Changes, InFlight};
 use axum::body::Bytes;
@@ -17,7 +17,8 @@ fn is_upgrade(headers: &HeaderMap) -> bool {
         .is_some_and(|v| v.eq_ignore_ascii_case("websocket"))
 }
 
-/// Forwards one request and records it (an upgrade is relayed instead).
+/// Forwards one request and records it: streamed ([`super::stream`]), or read
+/// whole in tamper mode; an upgrade is relayed instead.
 pub(super) async fn forward(State(fwd): State<Forwarder>, req: Request) -> Response {
     let _ = fwd.first.set(Instant::now());
     let sent_at = time::OffsetDateTime::now_utc();
@@ -25,10 +26,30 @@ pub(super) async fn forward(State(fwd): State<Forwarder>, req: Request) -> Respo
         return super::ws::upgrade(fwd, req).await;
     }
     // The semaphore is never closed, so acquiring it cannot fail.
-    let Ok(_turn) = fwd.in_flight.acquire().await else {
+    let Ok(turn) = fwd.in_flight.clone().acquire_owned().await else {
         return StatusCode::SERVICE_UNAVAILABLE.into_response();
     };
     let (parts, body) = req.into_parts();
+    if fwd.setup.tamper.is_none() {
+        let path = parts
+            .uri
+            .path_and_query()
+            .map_or("/".to_string(), |p| p.as_str().to_string());
+        return super::stream::exchange(fwd, parts, body, path, sent_at, turn).await;
+    }
+    let response = whole(&fwd, parts, body, sent_at).await;
+    drop(turn);
+    response
+}
+
+/// Tamper mode: the request read whole (up to the cap), changed or not, sent on;
+/// the reply read whole, changed or not, passed back; recorded.
+async fn whole(
+    fwd: &Forwarder,
+    parts: axum::http::request::Parts,
+    body: axum::body::Body,
+    sent_at: time::OffsetDateTime,
+) -> Response {
     let Ok(body) = axum::body::to_bytes(body, fwd.setup.cap).await else {
         let why = format!(
             "agentconform proxy: the request body passes {} bytes",
@@ -52,7 +73,7 @@ pub(super) async fn forward(State(fwd): State<Forwarder>, req: Request) -> Respo
         },
     );
     let (status, mut reply_headers, answered, failed) =
-        exchange(&fwd, &parts, &path, &body, asked.as_ref()).await;
+        exchange(fwd, &parts, &path, &body, asked.as_ref()).await;
     let reply_type = type_of(&reply_headers);
     let told = match (&failed, &asked) {
         (None, None) => fwd.tamper(
@@ -88,6 +109,7 @@ pub(super) async fn forward(State(fwd): State<Forwarder>, req: Request) -> Respo
         reply_type,
         failed,
         changed: asked.or(told),
+        cut: (false, false),
         at_ms: fwd.at_ms(),
         sent_at,
     })));
@@ -137,13 +159,6 @@ fn set_type(headers: &mut HeaderMap, value: Option<&str>) {
     }
 }
 
-fn type_of(headers: &HeaderMap) -> Option<String> {
-    headers
-        .get(header::CONTENT_TYPE)
-        .and_then(|v| v.to_str().ok())
-        .map(String::from)
-}
-
 /// The upstream's status, headers and body (read up to the cap), or the kind of
 /// failure and its words.
 async fn upstream_reply(
@@ -176,12 +191,7 @@ async fn upstream_reply(
         (kind, format!("agentconform proxy: {url}: {e}"))
     })?;
     let status = resp.status().as_u16();
-    let mut reply_headers = HeaderMap::new();
-    for (name, value) in resp.headers() {
-        if !HOP_BY_HOP.contains(&name.as_str()) {
-            reply_headers.append(name.clone(), value.clone());
-        }
-    }
+    let reply_headers = passed_on(resp.headers());
     let mut out = Vec::new();
     loop {
         match tokio::time::timeout(timeout, resp.chunk()).await {

@@ -51,7 +51,11 @@ pub fn judge(
                 continue;
             }
         };
-        let client_sent = matches!(p, Passed::Http(_)) || !x.received.is_empty();
+        let client_sent = match p {
+            // A request kept in part (past the cap, or cut off) is not judged.
+            Passed::Http(s) => !s.cut.0,
+            Passed::Frame(_) => !x.received.is_empty(),
+        };
         if let (Some(judge_client), true) = (suite.client_message, client_sent) {
             let from = earlier.len().saturating_sub(HISTORY);
             let history = History {
@@ -91,6 +95,8 @@ fn server_http(suite: &Suite, server: &mut Ctx, s: &super::Seen) {
     };
     match &s.failed {
         Some((kind, why)) => server.finding(transport(suite, kind, why)),
+        // A reply kept in part (the client left midway) is not judged.
+        None if s.cut.1 => {}
         None if with_request(server) => {}
         None => (suite.reread)(
             server,

@@ -18,11 +18,13 @@
 //! a frame past it ends its connection; at most [`MAX_KEPT`] exchanges and frames,
 //! and [`KEPT_BYTES`] of their bodies, are kept for judging (the rest are forwarded
 //! and counted). Every upstream
-//! exchange, connect and send has the profile's deadline. HTTP bodies are read whole
-//! (up to the cap) before they are passed on.
+//! exchange, connect and send has the profile's deadline. HTTP bodies stream
+//! through as they come ([`stream`]); only tamper mode, which changes whole
+//! messages, reads them whole (up to the cap) first.
 
 mod http;
 mod judge;
+mod stream;
 pub mod tamper;
 mod ws;
 
@@ -47,12 +49,31 @@ pub(crate) const HOP_BY_HOP: &[&str] = &[
     "content-length",
 ];
 
+/// A message's Content-Type.
+fn type_of(headers: &axum::http::HeaderMap) -> Option<String> {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .map(String::from)
+}
+
+/// Every header of one side but those of its own connection.
+fn passed_on(headers: &axum::http::HeaderMap) -> axum::http::HeaderMap {
+    let mut out = axum::http::HeaderMap::new();
+    for (name, value) in headers {
+        if !HOP_BY_HOP.contains(&name.as_str()) {
+            out.append(name.clone(), value.clone());
+        }
+    }
+    out
+}
+
 /// Exchanges and frames kept for judging; later ones are forwarded and counted only.
 pub const MAX_KEPT: usize = 10_000;
 
 /// The bytes of bodies and frames kept for judging, all told; past them, messages
 /// are forwarded and counted only.
-pub const KEPT_BYTES: usize = 16 << 20;
+pub const KEPT_BYTES: usize = 8 << 20;
 
 /// Exchanges forwarded at once (each holding at most two bodies of the cap); the
 /// others wait their turn.
@@ -73,6 +94,9 @@ pub struct Seen {
     pub failed: Option<(&'static str, String)>,
     /// What tamper mode did to the request or the reply.
     pub changed: Option<Changed>,
+    /// The request, the reply, kept only in part (past the cap, or a side that
+    /// failed or left midway): that side is not judged.
+    pub cut: (bool, bool),
     pub at_ms: u64,
     /// When the proxy took the request (the rules of a conversation's expiry).
     pub sent_at: time::OffsetDateTime,
