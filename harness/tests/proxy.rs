@@ -919,3 +919,54 @@ fn follow_ups_against_their_conversation() {
         expired.finding.summary
     );
 }
+
+/// TLS on both sides: the proxy listens over https with a certificate of its own
+/// and reaches an https server it trusts by that server's certificate; what the
+/// client receives is what the server sent.
+#[test]
+fn tls_on_both_sides() {
+    use agentconform::drive::Tls;
+    use reference_impl::serve::TlsIdentity;
+    rt().block_on(async {
+        let server_id = TlsIdentity::generate().expect("server certificate");
+        let mut options = test_options(&[]);
+        options.tls = Some(server_id.clone());
+        let server = suites::start("agora-v1", "127.0.0.1:0", &options)
+            .await
+            .expect("start agent");
+        let upstream = server.endpoints.0[0].1.clone();
+        assert!(upstream.starts_with("https://"), "{upstream}");
+        let shared = shared(test_profile());
+        let mut setup = Setup::of(&shared);
+        setup.tls = Tls::ca_pem(server_id.cert_pem().as_bytes(), "server").expect("trust");
+        setup.http = setup.tls.http_client().expect("client");
+        let proxy_id = TlsIdentity::generate().expect("proxy certificate");
+        let proxy_pem = proxy_id.cert_pem().to_string();
+        setup.identity = Some(proxy_id);
+        let proxy = Proxy::start("127.0.0.1:0", &upstream, setup)
+            .await
+            .expect("start proxy");
+        assert!(proxy.url.starts_with("https://"), "{}", proxy.url);
+        let client = Tls::ca_pem(proxy_pem.as_bytes(), "proxy")
+            .and_then(|t| t.http_client())
+            .expect("client");
+        let got = client
+            .post(&proxy.url)
+            .header("content-type", "application/json")
+            .body("{}")
+            .send()
+            .await
+            .expect("through the proxy over TLS");
+        let status = got.status().as_u16();
+        let body = got.bytes().await.expect("body").to_vec();
+        let (passed, _) = proxy.stop().await;
+        server.stop().await;
+        let Some(Passed::Http(seen)) = passed.first() else {
+            panic!("nothing went through: {passed:?}");
+        };
+        assert!(seen.failed.is_none(), "{seen:?}");
+        assert_eq!(seen.exchange.status, status);
+        assert_eq!(seen.exchange.answered, body);
+        assert!(!body.is_empty());
+    });
+}
