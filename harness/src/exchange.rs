@@ -51,6 +51,24 @@ impl History<'_> {
         })
     }
 
+    /// Which side's earlier message (`"the client"`, `"the server"`) already
+    /// carried `id` as its top-level `id`, if one did.
+    pub fn id_used(&self, id: &str) -> Option<&'static str> {
+        let has = |bytes: &[u8]| {
+            serde_json::from_slice::<serde_json::Value>(bytes)
+                .is_ok_and(|v| v["id"].as_str() == Some(id))
+        };
+        self.earlier.iter().find_map(|(x, _)| {
+            if has(&x.received) {
+                Some("the client")
+            } else if has(&x.answered) {
+                Some("the server")
+            } else {
+                None
+            }
+        })
+    }
+
     /// The client's earlier messages that are JSON, newest first.
     pub fn sent(&self) -> impl Iterator<Item = (&Exchange, serde_json::Value)> + '_ {
         self.earlier.iter().rev().filter_map(|(x, _)| {

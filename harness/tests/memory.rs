@@ -279,19 +279,29 @@ fn listening(args: &[&str]) -> Result<Listening, Failed> {
     Ok((child, lines, url))
 }
 
-fn serve(suite: &'static str) -> Result<(), Failed> {
-    let (mut child, lines, url) =
-        listening(&["serve", "--suite", suite, "--listen", "127.0.0.1:0"])?;
-    let said = rt().block_on(misbehaving_client(&url));
+/// Ends a listening command (its stdin closed: the wrapper sends SIGTERM) and
+/// reads its peak; `out` is what the peak is shown with (the command's own output
+/// when `None`).
+fn stopped(
+    mut child: std::process::Child,
+    lines: std::io::Lines<BufReader<std::process::ChildStdout>>,
+    out: Option<String>,
+) -> Result<Peak, Failed> {
     drop(child.stdin.take());
     let rest: Vec<String> = lines.map_while(Result::ok).collect();
     let _ = child.wait();
     let (code, kib) = parse_peak(&rest.join("\n"))?;
-    let p = Peak {
+    Ok(Peak {
         code,
-        out: said.clone(),
+        out: out.unwrap_or_else(|| rest.join("\n")),
         kib,
-    };
+    })
+}
+
+fn serve(suite: &'static str) -> Result<(), Failed> {
+    let (child, lines, url) = listening(&["serve", "--suite", suite, "--listen", "127.0.0.1:0"])?;
+    let said = rt().block_on(misbehaving_client(&url));
+    let p = stopped(child, lines, Some(said.clone()))?;
     // Ended by the harness (SIGTERM) or on its own.
     judge(
         &format!("serve {suite} under misbehaving clients"),
@@ -313,7 +323,7 @@ fn serve(suite: &'static str) -> Result<(), Failed> {
 fn proxy_endless() -> Result<(), Failed> {
     let rt = rt();
     let upstream = rt.block_on(hostile("endless"));
-    let (mut child, lines, url) =
+    let (child, lines, url) =
         listening(&["proxy", "--suite", "agora-v1", "--upstream", &upstream])?;
     let (statuses, read, answer) = rt.block_on(async {
         let http = reqwest::Client::new();
@@ -343,15 +353,7 @@ fn proxy_endless() -> Result<(), Failed> {
             answer,
         )
     });
-    drop(child.stdin.take());
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let _ = child.wait();
-    let (code, kib) = parse_peak(&rest.join("\n"))?;
-    let p = Peak {
-        code,
-        out: rest.join("\n"),
-        kib,
-    };
+    let p = stopped(child, lines, None)?;
     judge(
         "proxy in front of an endless body",
         &p,
@@ -375,7 +377,7 @@ fn proxy_ws_flood() -> Result<(), Failed> {
     use futures_util::StreamExt;
     let rt = rt();
     let upstream = rt.block_on(hostile("ws-flood"));
-    let (mut child, lines, url) =
+    let (child, lines, url) =
         listening(&["proxy", "--suite", "agora-spaces", "--upstream", &upstream])?;
     let read = rt.block_on(async {
         let ws_url = format!("{}/ws?agent_id=flood", url.replacen("http", "ws", 1));
@@ -391,15 +393,7 @@ fn proxy_ws_flood() -> Result<(), Failed> {
         }
         read
     });
-    drop(child.stdin.take());
-    let rest: Vec<String> = lines.map_while(Result::ok).collect();
-    let _ = child.wait();
-    let (code, kib) = parse_peak(&rest.join("\n"))?;
-    let p = Peak {
-        code,
-        out: rest.join("\n"),
-        kib,
-    };
+    let p = stopped(child, lines, None)?;
     judge(
         "proxy relaying a WebSocket flood",
         &p,

@@ -113,6 +113,11 @@ async fn scenario_with_passed(
     (out, passed)
 }
 
+/// Whether `key` is met by the side whose result id starts with `side`.
+fn met_by(s: &[(String, String)], key: &str, side: &str) -> bool {
+    s.iter().any(|(k, o)| k == key && o.starts_with(side))
+}
+
 /// The sides a finding is attributed to, by key.
 fn sides(out: &RunOutput) -> Vec<(String, String)> {
     out.findings
@@ -275,9 +280,11 @@ fn agora_spaces_over_websocket() {
     ));
     let s = sides(&out);
     assert!(
-        s.iter()
-            .any(|(k, o)| k == "agora-spaces/registered:connection-id"
-                && o.starts_with("agora-spaces/proxy:server")),
+        met_by(
+            &s,
+            "agora-spaces/registered:connection-id",
+            "agora-spaces/proxy:server"
+        ),
         "{s:?}"
     );
     assert!(
@@ -296,9 +303,11 @@ fn agora_spaces_over_websocket() {
     ));
     let s = sides(&out);
     assert!(
-        s.iter()
-            .any(|(k, o)| k == "agora-spaces/client:no-timestamp"
-                && o.starts_with("agora-spaces/proxy:client")),
+        met_by(
+            &s,
+            "agora-spaces/client:no-timestamp",
+            "agora-spaces/proxy:client"
+        ),
         "{s:?}"
     );
     assert!(
@@ -787,8 +796,9 @@ fn interop_reports(
 }
 
 /// The proxy judges a client's message against the conversation it saw: an ACCEPT
-/// that names its OFFER by the REQUEST's id is the client's finding (and a clean
-/// negotiation none); a chorus discovery listing in another shape is the server's.
+/// that names its OFFER by the REQUEST's id, a request under its hello's id, are
+/// the client's findings (and a clean negotiation none); a chorus discovery
+/// listing in another shape is the server's.
 #[test]
 fn conversation_state_and_request_context() {
     let suite = &suites::agora_v1::SUITE;
@@ -805,8 +815,30 @@ fn conversation_state_and_request_context() {
     ));
     let s = sides(&bad);
     assert!(
-        s.iter().any(|(k, o)| k == "agora-v1/client:accept-offer-id"
-            && o.starts_with("agora-v1/proxy:client")),
+        met_by(
+            &s,
+            "agora-v1/client:accept-offer-id",
+            "agora-v1/proxy:client"
+        ),
+        "{s:?}"
+    );
+
+    let ap = &suites::agentprotocol::SUITE;
+    let ask = json!({"action": p.agentprotocol.echo_action, "capability": "agentprotocol:core", "params": {"text": "hi"}});
+    let reused = rt().block_on(scenario_through_proxy(
+        ap,
+        "request",
+        &ask,
+        &[],
+        &["reuse-message-id".to_string()],
+    ));
+    let s = sides(&reused);
+    assert!(
+        met_by(
+            &s,
+            "agentprotocol/client:id-reused",
+            "agentprotocol/proxy:client"
+        ),
         "{s:?}"
     );
 
@@ -821,9 +853,11 @@ fn conversation_state_and_request_context() {
     ));
     let s = sides(&listed);
     assert!(
-        s.iter()
-            .any(|(k, o)| k == "chorus/discover-entry:skills-list"
-                && o.starts_with("chorus/proxy:server")),
+        met_by(
+            &s,
+            "chorus/discover-entry:skills-list",
+            "chorus/proxy:server"
+        ),
         "{s:?}"
     );
 }

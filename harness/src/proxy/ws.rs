@@ -192,11 +192,9 @@ impl Link<'_> {
     /// Records a message of `side` (its Close sets `closed`), and gives what to
     /// pass on: the message, or tamper mode's change of it.
     fn take(&self, side: Changes, m: AxMsg, closed: &mut bool) -> AxMsg {
-        let event = match side {
-            Changes::Request => client_event(&m),
-            Changes::Reply => server_event(&m),
+        let Some(what) = event(&m, side == Changes::Request) else {
+            return m;
         };
-        let Some(what) = event else { return m };
         *closed |= matches!(what, FrameWhat::Closed(..));
         let changed = tampered(self.fwd, side, self.path, &what);
         let m = match changed.as_ref().filter(|c| !c.control) {
@@ -307,21 +305,20 @@ fn as_message(like: &AxMsg, body: Vec<u8>) -> AxMsg {
     }
 }
 
-/// What a client message is for the record (pings and pongs are not kept).
-fn client_event(m: &AxMsg) -> Option<FrameWhat> {
+/// What a message of the client (`client`) or the server is for the record (pings
+/// and pongs are not kept).
+fn event(m: &AxMsg, client: bool) -> Option<FrameWhat> {
+    let data = |b: Vec<u8>| {
+        if client {
+            FrameWhat::Client(b)
+        } else {
+            FrameWhat::Server(b)
+        }
+    };
     match m {
-        AxMsg::Text(t) => Some(FrameWhat::Client(t.as_bytes().to_vec())),
-        AxMsg::Binary(b) => Some(FrameWhat::Client(b.to_vec())),
-        AxMsg::Close(c) => Some(FrameWhat::Closed(true, c.as_ref().map(|c| c.code))),
-        AxMsg::Ping(_) | AxMsg::Pong(_) => None,
-    }
-}
-
-fn server_event(m: &AxMsg) -> Option<FrameWhat> {
-    match m {
-        AxMsg::Text(t) => Some(FrameWhat::Server(t.as_bytes().to_vec())),
-        AxMsg::Binary(b) => Some(FrameWhat::Server(b.to_vec())),
-        AxMsg::Close(c) => Some(FrameWhat::Closed(false, c.as_ref().map(|c| c.code))),
+        AxMsg::Text(t) => Some(data(t.as_bytes().to_vec())),
+        AxMsg::Binary(b) => Some(data(b.to_vec())),
+        AxMsg::Close(c) => Some(FrameWhat::Closed(client, c.as_ref().map(|c| c.code))),
         AxMsg::Ping(_) | AxMsg::Pong(_) => None,
     }
 }

@@ -1633,10 +1633,25 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Value> {
 }
 
 /// A message a real client sent through `agentconform proxy`: every rule of
-/// [`check_client_message`] (HTTP requests with a body).
-pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, _: &crate::exchange::History) {
-    if !x.received.is_empty() {
-        let _ = check_client_message(ctx, &x.received);
+/// [`check_client_message`] (HTTP requests with a body), and an id no earlier
+/// message through the proxy carried (AGP-003).
+pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, h: &crate::exchange::History) {
+    if x.received.is_empty() {
+        return;
+    }
+    let Ok(m) = check_client_message(ctx, &x.received) else {
+        return;
+    };
+    let Some(id) = m["id"].as_str() else { return };
+    if let Some(who) = h.id_used(id) {
+        ctx.finding(Finding::new(
+            "agentprotocol/client:id-reused",
+            &["AGP-003"],
+            format!(
+                "the client's {} message reuses id {id:?}, which {who}'s earlier message carried",
+                m["type"]
+            ),
+        ));
     }
 }
 

@@ -746,4 +746,15 @@ pub const RULES: &[Rule] = &[
         fails: "one request past [agentprotocol] rate_window_ms after the burst still drew RATE_LIMITED",
         passes: "the request after the window is not RATE_LIMITED",
     },
+    // The proxy's reading of a real client's message against the ones before it.
+    Rule {
+        key: "agentprotocol/client:id-reused",
+        requirements: &["AGP-003"],
+        level: None,
+        owner: "",
+        check: "expect::proxy_client",
+        summary: "every message of a client has an id of its own",
+        fails: "a client's message whose id an earlier message through the proxy carried (its hello's, say, or the server's)",
+        passes: "a fresh id on every message",
+    },
 ];

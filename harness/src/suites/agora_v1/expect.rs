@@ -1643,10 +1643,20 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Env> {
     Ok(env)
 }
 /// A message a real client sent through `agentconform proxy`: every rule of
-/// [`check_client_message`], and an ACCEPT against the OFFER it names
-/// ([`accept_against_offer`]).
+/// [`check_client_message`], an id no earlier message through the proxy carried
+/// (AV1-004), and an ACCEPT against the OFFER it names ([`accept_against_offer`]).
 pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, h: &crate::exchange::History) {
     if let Ok(env) = check_client_message(ctx, &x.received) {
+        if let Some(who) = h.id_used(&env.id) {
+            ctx.finding(Finding::new(
+                "agora-v1/client:id-reused",
+                &["AV1-004"],
+                format!(
+                    "the client's {} reuses id {:?}, which {who}'s earlier message carried",
+                    env.ty, env.id
+                ),
+            ));
+        }
         if env.ty == "ACCEPT" {
             accept_against_offer(ctx, &env, h);
         }

@@ -392,6 +392,16 @@ pub const RULES: &[Rule] = &[
         fails: "an ACCEPT payload the accept schema rejects; the detail is the JSON pointer",
         passes: "an ACCEPT payload the accept schema validates",
     },
+    Rule {
+        key: "agora-v1/client:id-reused",
+        requirements: &["AV1-004"],
+        level: None,
+        owner: "",
+        check: "expect::proxy_client",
+        summary: "every message of a client has an id of its own",
+        fails: "a client's message whose id an earlier message through the proxy carried (its own or the server's)",
+        passes: "a fresh id on every message",
+    },
     // The proxy's reading of a real client's ACCEPT against the conversation it saw
     // (expect::accept_against_offer).
     Rule {
