@@ -337,6 +337,15 @@ fn bytes_pass_unchanged() {
                     .and_then(|v| v.to_str().ok())
                     .unwrap_or("none")
                     .to_string();
+                // How the request's body came framed.
+                let framing = match (
+                    headers.get("content-length").and_then(|v| v.to_str().ok()),
+                    headers.get("transfer-encoding"),
+                ) {
+                    (Some(n), _) => format!("length {n}"),
+                    (None, Some(_)) => "chunked".to_string(),
+                    (None, None) => "none".to_string(),
+                };
                 (
                     axum::http::StatusCode::CREATED,
                     [
@@ -345,6 +354,10 @@ fn bytes_pass_unchanged() {
                             "application/json; charset=UTF-8".to_string(),
                         ),
                         (axum::http::HeaderName::from_static("x-seen-token"), token),
+                        (
+                            axum::http::HeaderName::from_static("x-seen-framing"),
+                            framing,
+                        ),
                     ],
                     body,
                 )
@@ -378,6 +391,10 @@ fn bytes_pass_unchanged() {
             Some("application/json; charset=UTF-8")
         );
         assert_eq!(header("x-seen-token").as_deref(), Some("s3cret"));
+        assert_eq!(
+            header("x-seen-framing"),
+            Some(format!("length {}", sent.len()))
+        );
         // Streamed through, the reply keeps its framing: its length, not chunks.
         assert_eq!(header("content-length"), Some(body.len().to_string()));
         assert!(header("transfer-encoding").is_none());
@@ -393,9 +410,21 @@ fn bytes_pass_unchanged() {
             bare.headers()
         );
         assert_eq!(bare.bytes().await.expect("body").as_ref(), body);
+        // A request without a body reaches the server without one.
+        let get = http
+            .get(format!("{}/no-body", proxy.url))
+            .send()
+            .await
+            .expect("through the proxy");
+        assert_eq!(
+            get.headers()
+                .get("x-seen-framing")
+                .and_then(|v| v.to_str().ok()),
+            Some("none")
+        );
         let (seen, _) = proxy.stop().await;
         upstream.stop().await;
-        assert_eq!(seen.len(), 2);
+        assert_eq!(seen.len(), 3);
         let Passed::Http(first) = &seen[0] else {
             panic!("not an HTTP exchange: {:?}", seen[0]);
         };

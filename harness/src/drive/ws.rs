@@ -3,7 +3,6 @@
 use super::{DriveError, Limits, Received};
 use futures_util::{SinkExt, StreamExt};
 use tokio::net::TcpStream;
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
@@ -37,10 +36,7 @@ impl WsDriver {
         if self.socket.is_some() {
             return Ok(());
         }
-        let config = WebSocketConfig::default()
-            .max_message_size(Some(limits.max_bytes))
-            .max_frame_size(Some(limits.max_bytes))
-            .read_buffer_size(reference_impl::wire::WS_READ_BUFFER_BYTES);
+        let config = reference_impl::wire::ws_client_config(limits.max_bytes);
         let conn = tokio_tungstenite::connect_async_tls_with_config(
             &self.url,
             Some(config),

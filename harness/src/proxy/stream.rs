@@ -7,7 +7,7 @@
 use super::{Forwarder, Passed, Seen, HOP_BY_HOP};
 use crate::exchange::Exchange;
 use axum::body::Bytes;
-use axum::http::{header, HeaderMap, StatusCode};
+use axum::http::{header, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::StreamExt;
 use std::pin::Pin;
@@ -44,14 +44,6 @@ impl http_body::Body for Channel {
             None => http_body::SizeHint::default(),
         }
     }
-}
-
-/// The length a message's Content-Length gives.
-fn length(headers: &HeaderMap) -> Option<u64> {
-    headers
-        .get(header::CONTENT_LENGTH)
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
 }
 
 /// A body's copy for judging: its first bytes up to the cap, whether more came
@@ -98,14 +90,22 @@ pub(super) async fn exchange(
     let (cap, timeout) = (fwd.setup.cap, fwd.setup.timeout);
     let request = Arc::new(Mutex::new(Capture::default()));
     let (req_tx, req_rx) = mpsc::channel(CHUNKS);
+    // The body's length as the client framed it: its Content-Length, or none at all
+    // (a request without a body stays without one, rather than turn chunked).
+    let request_length = http_body::Body::size_hint(&body).exact();
     let pump = tokio::spawn(pump_request(body, req_tx, request.clone(), cap, timeout));
     let url = format!("{}{path}", fwd.http_base);
     let mut req = fwd
         .setup
         .http
         .request(parts.method.clone(), &url)
-        .timeout(timeout)
-        .body(reqwest::Body::wrap(Channel(req_rx, length(&parts.headers))));
+        .timeout(timeout);
+    // A request that came with no body and no Content-Length goes on so: a body of
+    // length 0 would add one.
+    let bodiless = request_length == Some(0) && !parts.headers.contains_key(header::CONTENT_LENGTH);
+    if !bodiless {
+        req = req.body(reqwest::Body::wrap(Channel(req_rx, request_length)));
+    }
     for (name, value) in &parts.headers {
         if !HOP_BY_HOP.contains(&name.as_str()) {
             req = req.header(name, value);
@@ -125,7 +125,7 @@ pub(super) async fn exchange(
         Err(e) => return upstream_failed(&fwd, pending, pump, e, &url).await,
     };
     pending.status = resp.status().as_u16();
-    let reply_length = length(resp.headers());
+    let reply_length = resp.content_length();
     let headers = super::passed_on(resp.headers());
     pending.reply_type = super::type_of(&headers);
     let (tx, rx) = mpsc::channel(CHUNKS);

@@ -13,7 +13,7 @@ use std::sync::atomic::Ordering;
 use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::{CloseFrame, WebSocketConfig};
+use tokio_tungstenite::tungstenite::protocol::CloseFrame;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
@@ -124,10 +124,7 @@ async fn connect(
         }
     }
     let cap = fwd.setup.cap;
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(cap))
-        .max_frame_size(Some(cap))
-        .read_buffer_size(reference_impl::wire::WS_READ_BUFFER_BYTES);
+    let config = reference_impl::wire::ws_client_config(cap);
     let connecting = tokio_tungstenite::connect_async_tls_with_config(
         request,
         Some(config),

@@ -33,7 +33,6 @@ use std::collections::HashMap;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::time::{Instant, Interval, MissedTickBehavior};
-use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
@@ -439,10 +438,7 @@ async fn tick(heartbeat: &mut Option<Interval>) {
 pub async fn connect(url: &str, agent_id: &str) -> Result<Socket, ClientError> {
     let sep = if url.contains('?') { '&' } else { '?' };
     let target = format!("{url}{sep}agent_id={}", percent_encode(agent_id));
-    let config = WebSocketConfig::default()
-        .max_message_size(Some(MAX_FRAME_BYTES))
-        .max_frame_size(Some(MAX_FRAME_BYTES))
-        .read_buffer_size(crate::wire::WS_READ_BUFFER_BYTES);
+    let config = crate::wire::ws_client_config(MAX_FRAME_BYTES);
     let conn = tokio_tungstenite::connect_async_with_config(target.as_str(), Some(config), true);
     match tokio::time::timeout(CONNECT_DEADLINE, conn).await {
         Ok(Ok((ws, _))) => Ok(ws),

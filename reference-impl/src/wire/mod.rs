@@ -14,6 +14,17 @@ pub mod pyjson;
 /// arrives whole, over several reads.
 pub const WS_READ_BUFFER_BYTES: usize = 8 * 1024;
 
+/// A WebSocket client's configuration: messages and frames of at most `max_bytes`,
+/// a read buffer of [`WS_READ_BUFFER_BYTES`].
+pub fn ws_client_config(
+    max_bytes: usize,
+) -> tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+    tokio_tungstenite::tungstenite::protocol::WebSocketConfig::default()
+        .max_message_size(Some(max_bytes))
+        .max_frame_size(Some(max_bytes))
+        .read_buffer_size(WS_READ_BUFFER_BYTES)
+}
+
 /// Whether `s` has the RFC 4122 syntax: 8-4-4-4-12 hex digits (any version).
 pub fn is_uuid(s: &str) -> bool {
     let b = s.as_bytes();
