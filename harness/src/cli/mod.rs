@@ -151,9 +151,10 @@ pub enum Command {
         suite: String,
         file: Option<PathBuf>,
     },
-    /// Stand between a real client and a real server: forward every HTTP request
-    /// and reply unchanged, judge both sides by the suite's rules, and report each
-    /// finding as the client's or the server's (prints its URL first).
+    /// Stand between a real client and a real server: forward every HTTP request,
+    /// reply and WebSocket message unchanged, judge both sides by the suite's
+    /// rules, and report each finding as the client's or the server's (prints its
+    /// URL first).
     Proxy(ProxyArgs),
     /// Which clients work with which servers: every pair through the proxy, each
     /// cell its outcome and the failing findings of each side.
