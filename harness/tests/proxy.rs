@@ -624,6 +624,12 @@ fn tampered_reply_judges_the_client() {
         out.contains("| lenient | works with deviations (server 0, client 1)"),
         "{out}"
     );
+    assert!(
+        out.contains(
+            "lenient with reference: agora-exchange/proxy:client:tamper:status-capitalized fail: single: the client took"
+        ),
+        "{out}"
+    );
     let report: serde_json::Value = serde_json::from_slice(
         &std::fs::read(dir.join("lenient--reference/report.json")).expect("the pair's report"),
     )

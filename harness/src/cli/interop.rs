@@ -4,7 +4,7 @@
 use super::common::{peers_shared, reference_driver, runtime, unknown_suite, TlsArgs};
 use super::{io, unwritable, CliError, Usage};
 use crate::drive::Transport;
-use crate::interop::Cell;
+use crate::interop::{Cell, Pair};
 use crate::profile::Profile;
 use crate::suites;
 use std::io::Write;
@@ -70,6 +70,8 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
     let started = std::time::Instant::now();
     let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
     let mut pairs = rt.block_on(pairs_of(suite, &shared, &clients, &mut servers, tamper))?;
+    // Read before the reports take the pairs' outputs.
+    let tampered = tamper_lines(&pairs);
     if let Some(dir) = &a.report {
         crate::interop::write_reports(
             dir,
@@ -93,6 +95,9 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
         )
         .map_err(io)?;
     }
+    for line in tampered {
+        writeln!(out, "{line}").map_err(io)?;
+    }
     if let Some(dir) = &a.report {
         writeln!(out, "reports written to {}", dir.display()).map_err(io)?;
     }
@@ -103,6 +108,34 @@ pub fn run(a: InteropArgs, out: &mut impl Write) -> Result<i32, CliError> {
     })
 }
 
+/// Each pair's tamper verdict in a line: its outcome, and the finding's words or
+/// the case's message (why it passed or was skipped).
+fn tamper_lines(pairs: &[Pair]) -> Vec<String> {
+    pairs
+        .iter()
+        .filter_map(|p| {
+            let case = p
+                .output
+                .as_ref()?
+                .results
+                .iter()
+                .find(|c| c.id.contains(":tamper:"))?;
+            let said = case
+                .met
+                .first()
+                .map_or(case.message.as_str(), |m| m.finding.summary.as_str());
+            Some(format!(
+                "{} with {}: {} {}: {}",
+                p.client,
+                p.server,
+                case.id,
+                case.outcome,
+                crate::finding::clipped(&said.replace('\n', " "), 300)
+            ))
+        })
+        .collect()
+}
+
 /// Starts the embedded reference for each server named `reference` (its URL set),
 /// runs the matrix, and stops them.
 async fn pairs_of(
@@ -111,7 +144,7 @@ async fn pairs_of(
     clients: &[(String, String)],
     servers: &mut [(String, String)],
     tamper: Option<&'static crate::tamper::Tamper>,
-) -> Result<Vec<crate::interop::Pair>, CliError> {
+) -> Result<Vec<Pair>, CliError> {
     let mut embedded = Vec::new();
     for (_, url) in servers.iter_mut().filter(|(_, u)| u == "reference") {
         let options = crate::embedded::Options::default();
