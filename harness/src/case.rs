@@ -179,9 +179,11 @@ pub type ClientRun = for<'a> fn(
     &'a serde_json::Value,
     &'a [String],
     std::time::Duration,
-) -> std::pin::Pin<
-    Box<dyn std::future::Future<Output = Result<ClientOutcome, String>> + 'a>,
->;
+) -> ClientFuture<'a>;
+
+/// What a reference client's scenario gives, once it has run ([`ClientRun`]).
+pub type ClientFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<ClientOutcome, String>> + 'a>>;
 
 /// Judges one reply of a server with the request it answers (`Suite::reply_to`):
 /// the exchange and the reply's Content-Type; true when it judged it.

@@ -1,11 +1,9 @@
 //! The suite's reference client as a client driver (`agentconform client`, the
 //! default driver of `run --role client`): the scenarios it plays.
 
-use crate::case::{ClientOutcome, ReferenceClient};
+use crate::case::{ClientFuture, ReferenceClient};
 use crate::profile::Profile;
 use serde_json::{json, Value};
-use std::future::Future;
-use std::pin::Pin;
 use std::time::Duration;
 
 /// The suite's reference client (`Suite::reference_client`).
@@ -21,7 +19,7 @@ fn run<'a>(
     input: &'a Value,
     faults: &'a [String],
     timeout: Duration,
-) -> Pin<Box<dyn Future<Output = Result<ClientOutcome, String>> + 'a>> {
+) -> ClientFuture<'a> {
     Box::pin(async move {
         use reference_impl::chorus::client;
         let (got, r) = client::scenario(url, scenario, input, faults, timeout).await;
