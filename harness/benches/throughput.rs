@@ -58,6 +58,7 @@ async fn live(suite: &'static str, workers: Option<u64>) -> (u64, f64) {
             http: agentconform::drive::http::client().expect("client"),
             tls: agentconform::drive::Tls::platform().expect("tls"),
         },
+        known: Default::default(),
     })
     .await
     .expect("a campaign");

@@ -75,6 +75,7 @@ async fn campaign_of(
             http: agentconform::drive::http::client().expect("client"),
             tls: agentconform::drive::Tls::platform().expect("tls"),
         },
+        known: Default::default(),
     })
     .await
     .expect("a campaign");

@@ -65,6 +65,10 @@ pub struct FuzzArgs {
     /// driver without it.
     #[arg(long, conflicts_with_all = ["target", "tls", "faults"])]
     client: Option<String>,
+    /// Leave out what is already known: a baseline (`baseline write`), a `run`
+    /// report.json, or an earlier campaign's findings.json.
+    #[arg(long)]
+    baseline: Option<PathBuf>,
 }
 
 /// Runs the campaign; exit 1 when it found something (crash files under
@@ -82,6 +86,10 @@ pub fn run(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
     if a.role == Role::Client {
         set_client_driver(&mut prof, a.client.as_ref())?;
     }
+    let known = match &a.baseline {
+        Some(p) => crate::fuzzing::corpus::Known::load(p).map_err(Usage)?,
+        None => Default::default(),
+    };
     let schemas = Schemas::load().map_err(CliError::Harness)?;
     let identity = embedded_identity(a.tls)?;
     let client_tls = a.tls_args.client_tls(identity.as_ref())?;
@@ -97,9 +105,22 @@ pub fn run(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
             http,
             tls: client_tls,
         };
-        let summary = campaign::campaign(campaign_of(&a, duration, connection))
-            .await
-            .map_err(CliError::from);
+        let progress = |p: &crate::fuzzing::engine::Progress| {
+            let secs = p.elapsed.as_secs_f64().max(1e-9);
+            eprintln!(
+                "… {} cases in {:.0} s ({:.0} cases/s), {} signatures",
+                p.cases,
+                secs,
+                p.cases as f64 / secs,
+                p.signatures
+            );
+        };
+        let summary = campaign::campaign_with(
+            campaign_of(&a, duration, connection, known),
+            Some(&progress),
+        )
+        .await
+        .map_err(CliError::from);
         if let Some(s) = server {
             s.stop().await;
         }
@@ -213,6 +234,7 @@ fn campaign_of(
     a: &FuzzArgs,
     duration: Option<Duration>,
     connection: campaign::Connection,
+    known: crate::fuzzing::corpus::Known,
 ) -> campaign::Campaign {
     campaign::Campaign {
         suite: a.suite.clone(),
@@ -226,11 +248,13 @@ fn campaign_of(
         out: a.out.clone(),
         workers: a.workers,
         connection,
+        known,
     }
 }
 
-/// The campaign's one-line summary, its first skip and finding; exit 1 with
-/// findings, a not-tested error when every case was skipped.
+/// The campaign's one-line summary, its signatures (each with its count and crash
+/// file), its first skip; exit 1 with findings, a not-tested error when every case
+/// was skipped.
 fn print_summary(
     a: &FuzzArgs,
     label: &str,
@@ -249,14 +273,35 @@ fn print_summary(
         summary.skipped,
     )
     .map_err(io)?;
+    if summary.known > 0 {
+        writeln!(
+            out,
+            "{} finding cases left out: the baseline knows their signatures",
+            summary.known
+        )
+        .map_err(io)?;
+    }
     if let Some(why) = &summary.skip_reason {
         writeln!(out, "first skip: {why}").map_err(io)?;
     }
-    if let Some(found) = &summary.first_finding {
-        writeln!(out, "first finding: {found}").map_err(io)?;
+    for e in &summary.signatures {
+        print_signature(e, out)?;
+    }
+    if summary.died {
+        writeln!(
+            out,
+            "the target stopped answering: the campaign ended there"
+        )
+        .map_err(io)?;
     }
     if summary.findings > 0 {
-        writeln!(out, "crash files in {}", a.out.join("crashes").display()).map_err(io)?;
+        writeln!(
+            out,
+            "crash files in {} (one per signature), listed in {}",
+            a.out.join("crashes").display(),
+            a.out.join("findings.json").display()
+        )
+        .map_err(io)?;
         return Ok(1);
     }
     if summary.cases > 0 && summary.skipped == summary.cases {
@@ -266,6 +311,36 @@ fn print_summary(
         )));
     }
     Ok(0)
+}
+
+/// One signature: its count, what the target did, and its smallest input.
+fn print_signature(
+    e: &crate::fuzzing::corpus::Filed,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    use crate::fuzzing::corpus::{shown, stem};
+    let cases = if e.count == 1 { "case" } else { "cases" };
+    writeln!(out, "  [{}] {} ({} {cases})", stem(e), e.id, e.count).map_err(io)?;
+    writeln!(out, "      {}", crate::script::clip_entry(&e.first.detail)).map_err(io)?;
+    if let (Some(_), Some(r)) = (e.signature.class(), &e.reply) {
+        let said: String = r.body.chars().take(160).collect();
+        writeln!(out, "      the target said: {}", said.replace('\n', " ")).map_err(io)?;
+    }
+    let input = crate::script::clip_entry(&shown(&e.smallest.bytes));
+    match &e.shrunk {
+        Some(s) if s.kept > 0 => writeln!(
+            out,
+            "      smallest input ({} bytes, shrunk from {}): {input}",
+            e.smallest.bytes.len(),
+            e.first_input.bytes.len()
+        ),
+        Some(s) => match &s.not_shrunk {
+            Some(why) => writeln!(out, "      input (not shrunk: {why}): {input}"),
+            None => writeln!(out, "      input (already the smallest): {input}"),
+        },
+        None => writeln!(out, "      input: {input}"),
+    }
+    .map_err(io)
 }
 
 /// `--duration`: a number of seconds, minutes (m) or hours (h), at most a week.

@@ -3,7 +3,8 @@
 //! a crash file again. The suite's descriptor names its fuzz spec; every spec runs
 //! on the one engine.
 
-use super::engine::{self, Bounds, Spec, Summary, Target};
+use super::corpus::Known;
+use super::engine::{self, Bounds, Progress, Spec, Summary, Target};
 use super::verdict::{FuzzFinding, Outcome};
 use crate::case::Role;
 use crate::drive::Tls;
@@ -57,6 +58,8 @@ pub struct Campaign {
     /// Cases at once; `None`: the suite's default (`Spec::workers`).
     pub workers: Option<u64>,
     pub connection: Connection,
+    /// What a baseline already knows: left out of the corpus.
+    pub known: Known,
 }
 
 /// The bindings the fuzzer of `suite` speaks (the first is the one it uses
@@ -113,6 +116,14 @@ fn shared(c: Connection) -> (Arc<RunShared>, Transport, String) {
 
 /// Runs a fuzz campaign; crash files go to `out/crashes`.
 pub async fn campaign(c: Campaign) -> Result<Summary, FuzzError> {
+    campaign_with(c, None).await
+}
+
+/// [`campaign`], with `progress` called now and then with the numbers so far.
+pub async fn campaign_with(
+    c: Campaign,
+    progress: Option<&(dyn Fn(&Progress) + Sync)>,
+) -> Result<Summary, FuzzError> {
     let suite =
         crate::suites::by_id(&c.suite).ok_or_else(|| FuzzError::UnknownSuite(c.suite.clone()))?;
     let spec = suite
@@ -131,6 +142,8 @@ pub async fn campaign(c: Campaign) -> Result<Summary, FuzzError> {
         bounds: c.bounds,
         out: &c.out,
         workers: c.workers.unwrap_or(spec.workers),
+        known: c.known,
+        progress,
     })
     .await)
 }

@@ -13,14 +13,14 @@
 //! oracle held), a typed finding (its [`Oracle`] and detail), or a skip (the case
 //! could not run against this target, with the reason; counted, never a finding).
 
+use super::corpus::{Corpus, Filed, Known, Meta, Recorded, Sample};
 use super::verdict::{classify, FuzzFinding, FuzzFuture, Oracle, Outcome};
 use crate::drive::{Driver, Transport};
 use crate::script::{Ctx, RunShared};
 use crate::verdict::Entry;
 use arbitrary::{Arbitrary, Unstructured};
 use rand::{Rng, RngExt, SeedableRng};
-use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -167,7 +167,8 @@ pub async fn run_case(spec: &Spec, target: &Target, seed: u64, index: u64) -> Ca
     run_fn(spec.case, target, seed, index, None, true).await.0
 }
 
-/// Runs the liveness probe; `Err` holds what the target did instead.
+/// Runs the liveness probe once; `Err` holds the transport failure when the target
+/// did not answer (a reply of any kind is `Ok`).
 pub async fn probe(spec: &Spec, target: &Target) -> Result<(), String> {
     probe_on(spec, target, None).await.0
 }
@@ -178,9 +179,10 @@ async fn probe_on(
     conn: Option<Driver>,
 ) -> (Result<(), String>, Option<Driver>) {
     let (run, conn) = run_fn(spec.probe, target, 0, 0, conn, false).await;
+    // Alive means answering: any reply, conforming or not, is a live one.
     let alive = match run.outcome {
-        Outcome::Finding(f) => Err(f.detail),
-        Outcome::Pass | Outcome::Skip(_) => Ok(()),
+        Outcome::Finding(f) if unanswered(&Outcome::Finding(f.clone())) => Err(f.detail),
+        _ => Ok(()),
     };
     (alive, conn)
 }
@@ -226,75 +228,25 @@ async fn run_fn(
     (run, conn)
 }
 
-/// Writes a finding as `DIR/crashes/<index>-<oracle>.bin` (the fuzzed message) and
-/// `.json` (oracle, detail, transcript, seed, and the replay command).
-#[allow(clippy::too_many_arguments)]
-pub fn write_finding(
-    out: &Path,
-    (suite, role): (&str, crate::verdict::Role),
-    target: &str,
-    seed: u64,
-    index: u64,
-    run: &CaseRun,
-    found: &FuzzFinding,
-) -> std::io::Result<PathBuf> {
-    let reply = run
-        .transcript
-        .iter()
-        .rev()
-        .find(|e| e.kind == "recv")
-        .map(|e| e.text.clone())
-        .unwrap_or_default();
-    let mut record = json!({
-        "suite": suite, "target": target, "oracle": found.oracle.name(), "detail": found.detail,
-        "input": run.label, "reply": reply, "seed": seed, "index": index,
-        "transcript": run.transcript,
-        "written_at": reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc()),
-    });
-    if role == crate::verdict::Role::Client {
-        record["role"] = json!("client");
-    }
-    write_crash(out, index, found.oracle, &run.sent, record)
-}
-
-/// Writes `DIR/crashes/<index>-<oracle>.bin` (`bytes`) and `.json` (`record` plus the
-/// name of the .bin file and the replay command); returns the .json path.
-pub fn write_crash(
-    out: &Path,
-    index: u64,
-    oracle: Oracle,
-    bytes: &[u8],
-    mut record: serde_json::Value,
-) -> std::io::Result<PathBuf> {
-    let dir = out.join("crashes");
-    std::fs::create_dir_all(&dir)?;
-    let stem = format!("{index:08}-{oracle}");
-    let bin = dir.join(format!("{stem}.bin"));
-    std::fs::write(&bin, bytes)?;
-    let meta = dir.join(format!("{stem}.json"));
-    let target = record["target"].as_str().unwrap_or_default().to_string();
-    record["bytes"] = json!(bin.file_name().map(|n| n.to_string_lossy().into_owned()));
-    record["replay"] = json!(format!(
-        "agentconform replay {} --target {target}",
-        meta.display()
-    ));
-    std::fs::write(
-        &meta,
-        serde_json::to_vec_pretty(&record).unwrap_or_default(),
-    )?;
-    Ok(meta)
-}
-
 /// Progress of a run.
 #[derive(Debug, Default, Clone)]
 pub struct Summary {
     pub cases: u64,
+    /// Distinct signatures filed (one crash file each).
     pub findings: u64,
+    /// Cases that ended in a finding, known ones included.
+    pub finding_cases: u64,
+    /// Finding cases left out because the baseline knows their signature.
+    pub known: u64,
     pub skipped: u64,
     /// The reason of the first skipped case.
     pub skip_reason: Option<String>,
     /// The first finding.
     pub first_finding: Option<FuzzFinding>,
+    /// Every signature filed, with its count and how its input was shrunk.
+    pub signatures: Vec<Filed>,
+    /// The target stopped answering; the run ended there.
+    pub died: bool,
     pub elapsed: Duration,
 }
 
@@ -303,7 +255,7 @@ pub struct Summary {
 pub struct Bounds {
     pub cases: Option<u64>,
     pub duration: Option<Duration>,
-    /// Stop after this many findings.
+    /// Stop after this many distinct signatures.
     pub max_findings: u64,
 }
 
@@ -319,77 +271,255 @@ pub struct Run<'a> {
     pub bounds: Bounds,
     pub out: &'a Path,
     pub workers: u64,
+    /// Signatures and finding keys a baseline already knows: left out.
+    pub known: Known,
+    /// Called now and then with the progress so far (the command's progress line).
+    pub progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
 }
 
-/// Fuzzes with `workers` cases at once. A finding is followed by a liveness probe,
-/// as is every 500th case; a failed probe ends the run.
+/// The progress line's numbers.
+#[derive(Debug, Clone, Copy)]
+pub struct Progress {
+    pub cases: u64,
+    pub signatures: usize,
+    pub elapsed: Duration,
+}
+
+/// Probes in a row that must go unanswered before the target counts as dead.
+pub const PROBES: u32 = 3;
+/// The pause between two of those probes.
+const PROBE_PAUSE: Duration = Duration::from_millis(200);
+/// Inputs kept for a death's crash file.
+const LAST_INPUTS: usize = 8;
+
+/// Whether the target still answers: up to [`PROBES`] probes in a row; `Err` with
+/// the last one's failure when none got an answer at the transport level.
+async fn alive(
+    spec: &Spec,
+    target: &Target,
+    mut conn: Option<Driver>,
+) -> (Result<(), String>, Option<Driver>) {
+    let mut last = String::new();
+    for i in 0..PROBES {
+        if i > 0 {
+            tokio::time::sleep(PROBE_PAUSE).await;
+        }
+        let (r, kept) = probe_on(spec, target, conn.take()).await;
+        conn = kept;
+        match r {
+            Ok(()) => return (Ok(()), conn),
+            Err(why) => last = why,
+        }
+    }
+    (Err(last), conn)
+}
+
+/// Whether a finding is a failure at the transport level (the target did not
+/// answer), after which the engine checks that it is still alive.
+fn unanswered(o: &Outcome) -> bool {
+    matches!(o, Outcome::Finding(f) if matches!(f.oracle, Oracle::Timeout | Oracle::Transport))
+}
+
+/// What the workers of one run share.
+struct Shared {
+    next: AtomicU64,
+    stop: AtomicBool,
+    died: AtomicBool,
+    corpus: Corpus,
+    tally: Mutex<Tally>,
+    recent: Mutex<std::collections::VecDeque<Sample>>,
+}
+
+#[derive(Default)]
+struct Tally {
+    skipped: u64,
+    skip_reason: Option<String>,
+    first_finding: Option<FuzzFinding>,
+}
+
+/// Fuzzes with `workers` cases at once. Every finding is filed by its signature
+/// (one crash file each, `super::corpus`); the run ends at its bounds, at
+/// `max_findings` signatures, or when the target stops answering: after a case
+/// that got no answer, and every 500 cases, the liveness probe must get a reply,
+/// any reply ([`PROBES`] tries in a row). A reply that deviates is a live reply.
+/// Then each signature's input is shrunk against the target (`super::shrink`) and
+/// `OUT/findings.json` is written.
 pub async fn fuzz(run: Run<'_>) -> Summary {
     let started = Instant::now();
-    let next = Arc::new(AtomicU64::new(0));
-    let stop = Arc::new(AtomicBool::new(false));
-    let summary = Arc::new(Mutex::new(Summary::default()));
+    let meta = Meta {
+        out: run.out.to_path_buf(),
+        suite: run.suite,
+        role: run.role,
+        target: run.target.url.clone(),
+        transport: run.target.transport,
+        seed: run.seed,
+    };
+    let shared = Arc::new(Shared {
+        next: AtomicU64::new(0),
+        stop: AtomicBool::new(false),
+        died: AtomicBool::new(false),
+        corpus: Corpus::new(meta, run.known),
+        tally: Mutex::default(),
+        recent: Mutex::default(),
+    });
     let max_cases = run.bounds.cases.unwrap_or(u64::MAX);
     let deadline = run.bounds.duration.map(|d| started + d);
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..run.workers.max(1) {
-        let (next, stop, summary) = (next.clone(), stop.clone(), summary.clone());
-        let target = run.target.clone();
-        let (spec, suite, seed, bounds) = (run.spec, run.suite, run.seed, run.bounds);
-        let role = run.role;
-        let out = run.out.to_path_buf();
-        tasks.spawn(async move {
-            // The worker's connection, when the spec keeps one per worker.
-            let mut conn = spec.connection_per_worker.then(|| target.driver());
-            loop {
-                if stop.load(Ordering::Relaxed) || deadline.is_some_and(|d| Instant::now() >= d) {
-                    return;
-                }
-                let index = next.fetch_add(1, Ordering::Relaxed);
-                if index >= max_cases {
-                    return;
-                }
-                let (r, kept) = run_fn(spec.case, &target, seed, index, conn.take(), false).await;
+        let w = Worker {
+            shared: shared.clone(),
+            target: run.target.clone(),
+            spec: run.spec,
+            seed: run.seed,
+            bounds: run.bounds,
+            deadline,
+        };
+        tasks.spawn(w.work());
+    }
+    let mut tick = tokio::time::interval(Duration::from_secs(5));
+    tick.tick().await;
+    loop {
+        tokio::select! {
+            j = tasks.join_next() => if j.is_none() { break },
+            _ = tick.tick() => if let Some(p) = run.progress {
+                p(&Progress {
+                    cases: shared.next.load(Ordering::Relaxed).min(max_cases),
+                    signatures: shared.corpus.counts().0,
+                    elapsed: started.elapsed(),
+                });
+            },
+        }
+    }
+    let died = shared.died.load(Ordering::Relaxed);
+    if !died {
+        super::shrink::shrink_all(&shared.corpus, &run.target).await;
+    }
+    let cases = shared.next.load(Ordering::Relaxed).min(max_cases);
+    let _ = shared.corpus.write_findings(cases);
+    let (signatures, hits, known) = shared.corpus.counts();
+    let t = shared.tally.lock().unwrap_or_else(|p| p.into_inner());
+    Summary {
+        cases,
+        findings: signatures as u64,
+        finding_cases: hits,
+        known,
+        skipped: t.skipped,
+        skip_reason: t.skip_reason.clone(),
+        first_finding: t.first_finding.clone(),
+        signatures: shared.corpus.entries(),
+        died,
+        elapsed: started.elapsed(),
+    }
+}
+
+/// One of a run's workers: it takes the next case until the run ends.
+struct Worker {
+    shared: Arc<Shared>,
+    target: Target,
+    spec: &'static Spec,
+    seed: u64,
+    bounds: Bounds,
+    deadline: Option<Instant>,
+}
+
+impl Worker {
+    async fn work(self) {
+        let sh = &self.shared;
+        let max_cases = self.bounds.cases.unwrap_or(u64::MAX);
+        // The worker's connection, when the spec keeps one per worker.
+        let mut conn = self
+            .spec
+            .connection_per_worker
+            .then(|| self.target.driver());
+        loop {
+            if sh.stop.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| Instant::now() >= d)
+            {
+                return;
+            }
+            let index = sh.next.fetch_add(1, Ordering::Relaxed);
+            if index >= max_cases {
+                return;
+            }
+            let (r, kept) = run_fn(
+                self.spec.case,
+                &self.target,
+                self.seed,
+                index,
+                conn.take(),
+                false,
+            )
+            .await;
+            conn = kept;
+            self.file(index, &r);
+            if unanswered(&r.outcome) || index % 500 == 499 {
+                let (a, kept) = alive(self.spec, &self.target, conn.take()).await;
                 conn = kept;
-                let mut failed = match &r.outcome {
-                    Outcome::Pass => None,
-                    Outcome::Finding(f) => Some(f.clone()),
-                    Outcome::Skip(why) => {
-                        let mut s = summary.lock().unwrap_or_else(|p| p.into_inner());
-                        s.skipped += 1;
-                        s.skip_reason.get_or_insert_with(|| why.clone());
-                        None
-                    }
-                };
-                if failed.is_some() || index % 500 == 499 {
-                    let (alive, kept) = probe_on(spec, &target, conn.take()).await;
-                    conn = kept;
-                    if let Err(detail) = alive {
-                        stop.store(true, Ordering::Relaxed);
-                        if failed.is_none() {
-                            failed = Some(FuzzFinding {
-                                oracle: Oracle::Liveness,
-                                detail,
-                            });
-                        }
-                    }
-                }
-                if let Some(found) = failed {
-                    let mut s = summary.lock().unwrap_or_else(|p| p.into_inner());
-                    s.findings += 1;
-                    s.first_finding.get_or_insert_with(|| found.clone());
-                    if s.findings >= bounds.max_findings {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    drop(s);
-                    let _ =
-                        write_finding(&out, (suite, role), &target.url, seed, index, &r, &found);
+                if let Err(why) = a {
+                    self.died(index, why);
+                    return;
                 }
             }
-        });
+        }
     }
-    while tasks.join_next().await.is_some() {}
-    let mut s = summary.lock().unwrap_or_else(|p| p.into_inner()).clone();
-    s.cases = next.load(Ordering::Relaxed).min(max_cases);
-    s.elapsed = started.elapsed();
-    s
+
+    /// Files what case `index` did: a skip is counted, a finding goes to the corpus.
+    fn file(&self, index: u64, r: &CaseRun) {
+        let sh = &self.shared;
+        if !r.sent.is_empty() {
+            let mut recent = sh.recent.lock().unwrap_or_else(|p| p.into_inner());
+            if recent.len() == LAST_INPUTS {
+                recent.pop_front();
+            }
+            recent.push_back(Sample {
+                index,
+                bytes: r.sent.clone(),
+            });
+        }
+        match &r.outcome {
+            Outcome::Pass => {}
+            Outcome::Skip(why) => {
+                let mut t = sh.tally.lock().unwrap_or_else(|p| p.into_inner());
+                t.skipped += 1;
+                t.skip_reason.get_or_insert_with(|| why.clone());
+            }
+            Outcome::Finding(f) => {
+                if let Recorded::New(n) = sh.corpus.record(index, r, f) {
+                    let mut t = sh.tally.lock().unwrap_or_else(|p| p.into_inner());
+                    t.first_finding.get_or_insert_with(|| f.clone());
+                    if n as u64 >= self.bounds.max_findings {
+                        sh.stop.store(true, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The target stopped answering after case `index`: the death is filed with the
+    /// last inputs sent, and the run ends.
+    fn died(&self, index: u64, why: String) {
+        let sh = &self.shared;
+        if sh.died.swap(true, Ordering::Relaxed) {
+            return;
+        }
+        sh.stop.store(true, Ordering::Relaxed);
+        let last: Vec<Sample> = sh
+            .recent
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .iter()
+            .cloned()
+            .collect();
+        let detail = format!(
+            "the target stopped answering after case {index}: {PROBES} liveness probes in a row got no answer ({why})"
+        );
+        {
+            let mut t = sh.tally.lock().unwrap_or_else(|p| p.into_inner());
+            t.first_finding.get_or_insert_with(|| FuzzFinding {
+                oracle: Oracle::Liveness,
+                detail: detail.clone(),
+                key: Some(super::corpus::DEATH.into()),
+            });
+        }
+        sh.corpus.record_death(index, detail, last);
+    }
 }

@@ -188,6 +188,9 @@ impl std::fmt::Display for Oracle {
 pub struct FuzzFinding {
     pub oracle: Oracle,
     pub detail: String,
+    /// The key of the suite's rule the finding broke, when a rule of the suite
+    /// made it (the key `run`, `rules` and `explain` use).
+    pub key: Option<String>,
 }
 
 impl std::fmt::Display for FuzzFinding {
@@ -221,6 +224,7 @@ pub fn finding<T>(oracle: Oracle, detail: impl Into<String>) -> FuzzStep<T> {
     Err(FuzzStop::Found(FuzzFinding {
         oracle,
         detail: detail.into(),
+        key: None,
     }))
 }
 
@@ -375,7 +379,14 @@ pub fn classify(result: FuzzStep<()>, met: &[Met]) -> Outcome {
             Oracle::Transport
         })
     };
-    let found = |oracle, detail: String| Outcome::Finding(FuzzFinding { oracle, detail });
+    let found = |key: Option<&str>, detail: String| {
+        let oracle = key.and_then(transport).unwrap_or(Oracle::ReplyCheck);
+        Outcome::Finding(FuzzFinding {
+            oracle,
+            detail,
+            key: key.map(String::from),
+        })
+    };
     match result {
         Ok(()) => match met
             .iter()
@@ -383,24 +394,26 @@ pub fn classify(result: FuzzStep<()>, met: &[Met]) -> Outcome {
         {
             // A failing finding the script read past is a failure of the case, as
             // if the check had stopped it there.
-            Some(m) => found(
-                transport(&m.finding.key).unwrap_or(Oracle::ReplyCheck),
-                m.finding.summary.clone(),
-            ),
+            Some(m) => found(Some(&m.finding.key), m.finding.summary.clone()),
             None => Outcome::Pass,
         },
         Err(FuzzStop::Found(f)) => Outcome::Finding(f),
         Err(FuzzStop::Case(Stop::Skip(why))) => Outcome::Skip(why),
-        Err(FuzzStop::Case(Stop::Fail(m))) => found(Oracle::ReplyCheck, m),
-        Err(FuzzStop::Case(Stop::Finding(f))) => {
-            found(transport(&f.key).unwrap_or(Oracle::ReplyCheck), f.summary)
+        // A check that stopped the case in words: the rule it recorded, if any.
+        Err(FuzzStop::Case(Stop::Fail(m))) => {
+            let key = met
+                .iter()
+                .find(|x| x.finding.summary == m)
+                .map(|x| x.finding.key.as_str());
+            found(key, m)
         }
+        Err(FuzzStop::Case(Stop::Finding(f))) => found(Some(&f.key), f.summary),
         Err(FuzzStop::Case(Stop::Blocked(key))) => {
             let summary = met.iter().find(|m| m.finding.key == key).map_or_else(
                 || format!("blocked by {key}"),
                 |m| m.finding.summary.clone(),
             );
-            found(transport(&key).unwrap_or(Oracle::ReplyCheck), summary)
+            found(Some(&key), summary)
         }
     }
 }

@@ -46,4 +46,6 @@ pub const FAULTS: &[Fault] = &[
         ["agora-exchange/single-round"], finding = ["agora-exchange/request:protocol-sources-optional"], duty = report_error["agora-exchange/client-failure-reported"]),
     fault!("non-post-empty-200", "POST only", "GET and PUT to the base URL and GET to a conversation are answered HTTP 200 with an empty body and no Content-Type",
         ["agora-exchange/post-only"], finding = ["agora-exchange/post-only"], duty = none),
+    fault!("crash-500-html", "unhandled errors", "a JSON array, or an object without `body`, draws HTTP 500 with the framework's HTML error page (an unhandled exception)",
+        ["agora-exchange/malformed-json", "agora-exchange/missing-body"], finding = ["agora-exchange/malformed-json:not-object", "agora-exchange/missing-body"], duty = none),
 ];

@@ -97,6 +97,18 @@ fn transport_error(status: u16, message: impl Into<String>) -> Reply {
     }
 }
 
+/// An unhandled exception: HTTP 500, rendered by `respond` as the framework's HTML
+/// error page (`crash-500-html`).
+fn crash() -> Reply {
+    Reply {
+        status: 500,
+        body: Value::Null,
+    }
+}
+
+/// The HTML page a web framework answers an unhandled exception with.
+const CRASH_PAGE: &str = "<!doctype html>\n<html><head><title>500 Internal Server Error</title></head>\n<body><h1>Internal Server Error</h1><p>The server encountered an internal error and was unable to complete your request.</p></body></html>\n";
+
 /// A validation error in the default shape of a Python web framework (FastAPI /
 /// pydantic): HTTP 422 with `{"detail": [{"loc", "msg", "type"}]}`.
 fn framework_error(loc: &[&str], msg: &str, kind: &str) -> Reply {
@@ -236,8 +248,15 @@ impl Exchange {
             }
         };
         let Value::Object(req) = tree.to_serde() else {
+            if self.fault("crash-500-html") {
+                return crash();
+            }
             return transport_error(400, "The request must be a JSON object");
         };
+        if self.fault("crash-500-html") && !req.contains_key("body") {
+            // request["body"] in a server without error handling.
+            return crash();
+        }
         if conversation.is_none()
             && self.fault("require-protocol-hash")
             && !req.contains_key("protocolHash")
@@ -425,6 +444,10 @@ pub fn router(exchange: Arc<Exchange>) -> Router {
 }
 
 fn respond(ex: &Exchange, reply: Reply) -> Response {
+    if reply.status == 500 && ex.fault("crash-500-html") {
+        let html = [(header::CONTENT_TYPE, "text/html; charset=utf-8")];
+        return (StatusCode::INTERNAL_SERVER_ERROR, html, CRASH_PAGE).into_response();
+    }
     let status = StatusCode::from_u16(reply.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     let ct = if ex.fault("text-content-type") {
         "text/plain"

@@ -372,6 +372,7 @@ fn judge(r: &Reply, want: Expect, what: &str) -> FuzzStep<()> {
                     "{} (HTTP 200 with status failure, AEX-040, AEX-052)",
                     f.detail
                 ),
+                key: None,
             }))
         }
         other => other,

@@ -1,0 +1,830 @@
+//! The crash corpus of a live campaign: every fuzz finding gets a [`Signature`], and
+//! the corpus keeps one crash file per signature (its first input, its smallest
+//! input, how many cases hit it), leaves out what a baseline already knows, and
+//! lists the signatures in `OUT/findings.json`.
+//!
+//! A signature is what a user would call one bug:
+//! - a crash class (an HTTP 5xx, a non-JSON reply where JSON is due, a reset, a
+//!   timeout, the target's death) with the endpoint and the kind of input;
+//! - else the rule key a finding of the suite's rules carries (the key `run`,
+//!   `rules` and `explain` use);
+//! - else the fuzz oracle, with the requirement ids its detail cites and the endpoint.
+//!
+//! Nothing here names a suite: the endpoint and the input come from the transcript
+//! and the bytes a case sent.
+
+use super::engine::CaseRun;
+use super::verdict::{FuzzFinding, Oracle};
+use crate::drive::Transport;
+use crate::verdict::Entry;
+use serde_json::{json, Value};
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// A crash class: the target failed as a program, whatever the message meant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Class {
+    /// An HTTP 5xx.
+    ServerError,
+    /// A reply that is not JSON where the protocol answers JSON (an HTML error page).
+    NotJson,
+    /// The connection failed: reset, closed, refused.
+    Reset,
+    /// No reply within the deadline.
+    Timeout,
+    /// The target stopped answering the liveness probe.
+    Death,
+}
+
+impl Class {
+    pub fn name(self) -> &'static str {
+        match self {
+            Class::ServerError => "server-error",
+            Class::NotJson => "not-json",
+            Class::Reset => "reset",
+            Class::Timeout => "timeout",
+            Class::Death => "death",
+        }
+    }
+
+    /// The class a crash file's `class` member names.
+    pub fn from_name(name: &str) -> Option<Class> {
+        [
+            Class::ServerError,
+            Class::NotJson,
+            Class::Reset,
+            Class::Timeout,
+            Class::Death,
+        ]
+        .into_iter()
+        .find(|c| c.name() == name)
+    }
+}
+
+/// What one fuzz finding is an instance of.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Signature {
+    Crash {
+        class: Class,
+        /// `POST /conversations/{id}`, `WS join`; `None` for a death.
+        endpoint: Option<String>,
+        /// The JSON type of the input (`object`, `array`, `not JSON`, `no body`).
+        input: String,
+    },
+    /// A rule of the suite, by its key.
+    Rule(String),
+    /// A fuzz oracle without a rule key: the oracle, the requirement ids its detail
+    /// cites, and the endpoint.
+    Oracle {
+        oracle: Oracle,
+        requirements: Vec<String>,
+        endpoint: Option<String>,
+    },
+}
+
+impl Signature {
+    /// The stable text of the signature: what findings.json and a baseline match.
+    pub fn id(&self, suite: &str) -> String {
+        match self {
+            Signature::Crash {
+                class,
+                endpoint,
+                input,
+            } => match endpoint {
+                Some(e) => format!("{suite}/crash:{} {e} ({input})", class.name()),
+                None => format!("{suite}/crash:{}", class.name()),
+            },
+            Signature::Rule(key) => key.clone(),
+            Signature::Oracle {
+                oracle,
+                requirements,
+                endpoint,
+            } => {
+                let mut s = format!("{suite}/fuzz:{oracle}");
+                if !requirements.is_empty() {
+                    s.push_str(&format!(" [{}]", requirements.join(", ")));
+                }
+                if let Some(e) = endpoint {
+                    s.push_str(&format!(" at {e}"));
+                }
+                s
+            }
+        }
+    }
+
+    pub fn class(&self) -> Option<Class> {
+        match self {
+            Signature::Crash { class, .. } => Some(*class),
+            _ => None,
+        }
+    }
+}
+
+/// The request a case sent last, as its transcript recorded it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// `POST`, `GET`, …; `WS` for a WebSocket frame.
+    pub method: String,
+    /// The absolute URL (HTTP), or the target URL (WS).
+    pub url: String,
+    /// The endpoint in a signature: path with ids left out, or the frame's type.
+    pub endpoint: String,
+    /// The bytes of the body or frame, as the transcript kept them.
+    pub body: String,
+}
+
+/// The reply a case received last.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub http_status: Option<u16>,
+    pub body: String,
+}
+
+const METHODS: &[&str] = &["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"];
+
+/// The last request of `transcript`; `target` and `transport` say where a bare
+/// body went (the HTTP driver POSTs it to the target URL).
+pub fn last_request(transcript: &[Entry], target: &str, transport: Transport) -> Option<Request> {
+    let e = transcript.iter().rev().find(|e| e.kind == "send")?;
+    Some(read_request(&e.text, target, transport))
+}
+
+fn read_request(text: &str, target: &str, transport: Transport) -> Request {
+    let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
+    if let Some((method, url)) = first.split_once(' ') {
+        if METHODS.contains(&method) && url.contains("://") && !url.contains(' ') {
+            return Request {
+                method: method.to_string(),
+                url: url.to_string(),
+                endpoint: format!("{method} {}", endpoint_path(url)),
+                body: rest.to_string(),
+            };
+        }
+    }
+    // A frame on a side connection is logged "[who] text".
+    let body = match text.strip_prefix('[').and_then(|t| t.split_once("] ")) {
+        Some((_, b)) => b,
+        None => text,
+    };
+    if transport == Transport::Http {
+        return Request {
+            method: "POST".into(),
+            url: target.to_string(),
+            endpoint: format!("POST {}", endpoint_path(target)),
+            body: body.to_string(),
+        };
+    }
+    let kind = serde_json::from_str::<Value>(body)
+        .ok()
+        .and_then(|v| {
+            ["type", "event", "kind", "action"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(Value::as_str).map(String::from))
+        })
+        .map_or_else(|| "frame".to_string(), |t| ids_left_out(&t));
+    Request {
+        method: "WS".into(),
+        url: target.to_string(),
+        endpoint: format!("WS {kind}"),
+        body: body.to_string(),
+    }
+}
+
+/// The path of `url` with its ids left out: a segment with a digit in it, or one
+/// longer than 24 characters, is `{id}`.
+fn endpoint_path(url: &str) -> String {
+    let after_scheme = url.split_once("://").map_or(url, |(_, r)| r);
+    let path = after_scheme.find('/').map_or("/", |i| &after_scheme[i..]);
+    let path = path.split(['?', '#']).next().unwrap_or("/");
+    let segments: Vec<String> = path.split('/').map(ids_left_out).collect();
+    let joined = segments.join("/");
+    if joined.is_empty() {
+        "/".into()
+    } else {
+        joined
+    }
+}
+
+fn ids_left_out(segment: &str) -> String {
+    if segment.len() > 24 || segment.chars().any(|c| c.is_ascii_digit()) {
+        "{id}".into()
+    } else {
+        segment.to_string()
+    }
+}
+
+/// The last reply of `transcript` (HTTP: its status and body without the
+/// Content-Type line the context writes before it).
+pub fn last_reply(transcript: &[Entry]) -> Option<Reply> {
+    let e = transcript.iter().rev().find(|e| e.kind == "recv")?;
+    let body = match e.text.strip_prefix("Content-Type: ") {
+        Some(rest) => rest.split_once('\n').map_or("", |(_, b)| b),
+        None => e.text.as_str(),
+    };
+    let body = match body.strip_prefix('[').and_then(|t| t.split_once("] ")) {
+        Some((_, b)) if e.http_status.is_none() => b,
+        _ => body,
+    };
+    Some(Reply {
+        http_status: e.http_status,
+        body: body.to_string(),
+    })
+}
+
+/// What kind of input `bytes` are: a JSON object, other JSON, not JSON, or no
+/// body (a protocol of JSON objects meets the other kinds as one mistake).
+pub fn input_kind(bytes: &[u8]) -> String {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return "no body".into();
+    }
+    match serde_json::from_slice::<Value>(bytes) {
+        Ok(Value::Object(_)) => "object",
+        Ok(_) => "JSON, not an object",
+        Err(_) => "not JSON",
+    }
+    .into()
+}
+
+/// Requirement ids a text cites that the inventory knows, sorted, each once.
+pub fn cited_requirements(text: &str) -> Vec<String> {
+    let mut ids = crate::inventory::ids_in(text);
+    ids.sort();
+    ids
+}
+
+/// Whether a reply body is JSON (a clipped body is taken as JSON when it starts
+/// like JSON: the clip, not the target, cut it).
+fn looks_json(body: &str) -> bool {
+    if crate::script::was_clipped(body) {
+        return body.trim_start().starts_with(['{', '[', '"']);
+    }
+    serde_json::from_str::<Value>(body).is_ok()
+}
+
+/// The crash class a finding shows, from its oracle and the last reply.
+pub fn crash_class(found: &FuzzFinding, reply: Option<&Reply>) -> Option<Class> {
+    match found.oracle {
+        Oracle::Timeout => return Some(Class::Timeout),
+        Oracle::Transport => return Some(Class::Reset),
+        Oracle::Liveness if found.key.as_deref() == Some(DEATH) => return Some(Class::Death),
+        _ => {}
+    }
+    let r = reply?;
+    if r.http_status.is_some_and(|s| s >= 500) {
+        return Some(Class::ServerError);
+    }
+    // A reply the client fuzzer served is not the target's: only a target's reply
+    // (one with an HTTP status, or a frame) is judged for its form here.
+    if !r.body.trim().is_empty() && !looks_json(&r.body) && r.http_status.is_some() {
+        return Some(Class::NotJson);
+    }
+    None
+}
+
+/// Whether the finding was made on a fixed request (a fixture, discovery, a
+/// registration) rather than on the fuzzed input: the request that drew it is not
+/// the one that carried the case's fuzzed bytes.
+fn is_fixed(request: Option<&Request>, sent: &[u8]) -> bool {
+    match request {
+        None => sent.is_empty(),
+        Some(r) => sent.is_empty() || r.body != crate::script::clip_bytes(sent),
+    }
+}
+
+/// The key a death finding carries.
+pub const DEATH: &str = "death";
+
+/// The signature of `found`, met by the case `run` against `target`.
+pub fn signature(
+    found: &FuzzFinding,
+    run: &CaseRun,
+    target: &str,
+    transport: Transport,
+) -> Signature {
+    let request = last_request(&run.transcript, target, transport);
+    let endpoint = request.as_ref().map(|r| r.endpoint.clone());
+    if let Some(class) = crash_class(found, last_reply(&run.transcript).as_ref()) {
+        let input = if run.sent.is_empty() {
+            request
+                .as_ref()
+                .map_or_else(|| "no body".into(), |r| input_kind(r.body.as_bytes()))
+        } else {
+            input_kind(&run.sent)
+        };
+        return Signature::Crash {
+            class,
+            endpoint: endpoint.filter(|_| class != Class::Death),
+            input,
+        };
+    }
+    if let Some(key) = found.key.as_ref().filter(|k| k.as_str() != DEATH) {
+        return Signature::Rule(key.clone());
+    }
+    Signature::Oracle {
+        oracle: found.oracle,
+        requirements: cited_requirements(&found.detail),
+        endpoint,
+    }
+}
+
+/// What a baseline or an earlier report already knows: finding keys and signatures.
+#[derive(Debug, Clone, Default)]
+pub struct Known {
+    ids: HashSet<String>,
+    /// Where they were read from.
+    pub source: Option<String>,
+}
+
+impl Known {
+    /// Reads a baseline (`baseline write`, TOML or JSON), a `run` report.json, or an
+    /// earlier campaign's findings.json.
+    pub fn load(path: &Path) -> Result<Known, String> {
+        let shown = path.display().to_string();
+        let text =
+            std::fs::read_to_string(path).map_err(|e| format!("cannot read {shown}: {e}"))?;
+        let mut ids = HashSet::new();
+        let as_json = serde_json::from_str::<Value>(&text).ok();
+        match as_json.as_ref() {
+            // A run report: every finding it lists.
+            Some(v) if v["findings"].is_array() && v["tool"].is_object() => {
+                for f in v["findings"].as_array().into_iter().flatten() {
+                    if let Some(k) = f["key"].as_str() {
+                        ids.insert(k.to_string());
+                    }
+                }
+            }
+            // An earlier campaign's findings.json.
+            Some(v) if v["signatures"].is_array() => {
+                for s in v["signatures"].as_array().into_iter().flatten() {
+                    if let Some(k) = s["signature"].as_str() {
+                        ids.insert(k.to_string());
+                    }
+                }
+            }
+            _ => {
+                let b = crate::report::baseline::Baseline::load(path)?;
+                ids.extend(b.expected.into_iter().filter_map(|e| e.finding));
+            }
+        }
+        Ok(Known {
+            ids,
+            source: Some(shown),
+        })
+    }
+
+    pub fn contains(&self, id: &str) -> bool {
+        self.ids.contains(id)
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+}
+
+/// One input of a signature: the case that sent it and its bytes.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub index: u64,
+    pub bytes: Vec<u8>,
+}
+
+/// How a signature's input was shrunk.
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct Shrunk {
+    /// Candidates sent to the target.
+    pub tried: u64,
+    /// Candidates that still showed the signature.
+    pub kept: u64,
+    /// Why it was not shrunk (further), when it was not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_shrunk: Option<String>,
+}
+
+/// Everything the corpus keeps of one signature.
+#[derive(Debug, Clone)]
+pub struct Filed {
+    /// Its number, in order of discovery (names its crash file).
+    pub no: usize,
+    pub signature: Signature,
+    pub id: String,
+    /// The first finding's oracle, detail and case.
+    pub first: FuzzFinding,
+    pub first_input: Sample,
+    /// The request that drew it, when the transcript kept it.
+    pub request: Option<Request>,
+    pub reply: Option<Reply>,
+    /// Made before the case sent its fuzzed input: a deviation of a fixed reply
+    /// (a fixture, discovery, a registration), attributed to that request.
+    pub fixed: bool,
+    pub smallest: Sample,
+    pub count: u64,
+    pub transcript: Vec<Entry>,
+    pub shrunk: Option<Shrunk>,
+    /// The last inputs sent before a death, newest last.
+    pub last_inputs: Vec<Sample>,
+}
+
+/// What the corpus did with one finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recorded {
+    /// A new signature (its number).
+    New(usize),
+    /// One seen before.
+    Again,
+    /// One the baseline knows: left out.
+    Known,
+}
+
+/// Where a campaign's crash files go, and what they are about.
+#[derive(Debug, Clone)]
+pub struct Meta {
+    pub out: PathBuf,
+    pub suite: &'static str,
+    pub role: crate::verdict::Role,
+    pub target: String,
+    pub transport: Transport,
+    pub seed: u64,
+}
+
+/// The corpus of one campaign.
+pub struct Corpus {
+    pub meta: Meta,
+    known: Known,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    entries: Vec<Filed>,
+    by_id: HashMap<String, usize>,
+    hits: u64,
+    known_hits: u64,
+}
+
+impl Corpus {
+    pub fn new(meta: Meta, known: Known) -> Corpus {
+        Corpus {
+            meta,
+            known,
+            state: Mutex::default(),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Files one finding of case `index`: a new signature gets its crash file at
+    /// once; one seen before counts, and keeps the smaller input.
+    pub fn record(&self, index: u64, run: &CaseRun, found: &FuzzFinding) -> Recorded {
+        let sig = signature(found, run, &self.meta.target, self.meta.transport);
+        let id = sig.id(self.meta.suite);
+        let request = last_request(&run.transcript, &self.meta.target, self.meta.transport);
+        let fixed = is_fixed(request.as_ref(), &run.sent);
+        // A fixed reply's input is the request that drew it.
+        let bytes = match (&request, fixed) {
+            (Some(r), true) if r.body.is_empty() => format!("{} {}", r.method, r.url).into_bytes(),
+            (Some(r), true) => r.body.as_bytes().to_vec(),
+            _ => run.sent.clone(),
+        };
+        let mut st = self.lock();
+        st.hits += 1;
+        if self.known.contains(&id) || found.key.as_ref().is_some_and(|k| self.known.contains(k)) {
+            st.known_hits += 1;
+            return Recorded::Known;
+        }
+        if let Some(&i) = st.by_id.get(&id) {
+            let e = &mut st.entries[i];
+            e.count += 1;
+            if !e.fixed && !bytes.is_empty() && bytes.len() < e.smallest.bytes.len() {
+                e.smallest = Sample { index, bytes };
+            }
+            return Recorded::Again;
+        }
+        let no = st.entries.len() + 1;
+        let sample = Sample { index, bytes };
+        let entry = Filed {
+            no,
+            signature: sig,
+            id: id.clone(),
+            first: found.clone(),
+            first_input: sample.clone(),
+            reply: last_reply(&run.transcript),
+            request,
+            fixed,
+            smallest: sample,
+            count: 1,
+            transcript: run.transcript.clone(),
+            shrunk: None,
+            last_inputs: Vec::new(),
+        };
+        let _ = write_crash(&self.meta, &entry);
+        let at = st.entries.len();
+        st.by_id.insert(id, at);
+        st.entries.push(entry);
+        Recorded::New(no)
+    }
+
+    /// Files the target's death, with the last inputs sent before it.
+    pub fn record_death(&self, index: u64, detail: String, last: Vec<Sample>) {
+        let found = FuzzFinding {
+            oracle: Oracle::Liveness,
+            detail,
+            key: Some(DEATH.into()),
+        };
+        let run = CaseRun {
+            label: String::new(),
+            sent: last.last().map(|s| s.bytes.clone()).unwrap_or_default(),
+            transcript: Vec::new(),
+            outcome: super::verdict::Outcome::Finding(found.clone()),
+        };
+        if let Recorded::New(no) = self.record(index, &run, &found) {
+            let mut st = self.lock();
+            if let Some(e) = st.entries.iter_mut().find(|e| e.no == no) {
+                e.last_inputs = last;
+                e.fixed = true;
+                let _ = write_crash(&self.meta, e);
+            }
+        }
+    }
+
+    /// Distinct signatures filed, finding cases in all, and finding cases left out
+    /// as known.
+    pub fn counts(&self) -> (usize, u64, u64) {
+        let st = self.lock();
+        (st.entries.len(), st.hits, st.known_hits)
+    }
+
+    /// The signatures filed so far, in order.
+    pub fn entries(&self) -> Vec<Filed> {
+        self.lock().entries.clone()
+    }
+
+    /// Replaces an entry (after shrinking) and writes its crash file again.
+    pub fn update(&self, e: Filed) {
+        let _ = write_crash(&self.meta, &e);
+        let mut st = self.lock();
+        if let Some(slot) = st.entries.iter_mut().find(|x| x.no == e.no) {
+            *slot = e;
+        }
+    }
+
+    /// Writes `OUT/findings.json`: every signature with its count and crash file.
+    pub fn write_findings(&self, cases: u64) -> std::io::Result<PathBuf> {
+        let st = self.lock();
+        let sigs: Vec<Value> = st
+            .entries
+            .iter()
+            .map(|e| {
+                json!({
+                    "signature": e.id,
+                    "class": e.signature.class().map(Class::name),
+                    "oracle": e.first.oracle.name(),
+                    "count": e.count,
+                    "detail": e.first.detail,
+                    "crash_file": format!("crashes/{}.json", stem(e)),
+                    "smallest_bytes": e.smallest.bytes.len(),
+                })
+            })
+            .collect();
+        let doc = json!({
+            "suite": self.meta.suite,
+            "target": self.meta.target,
+            "seed": self.meta.seed,
+            "cases": cases,
+            "finding_cases": st.hits,
+            "known": {"source": self.known.source, "cases_left_out": st.known_hits},
+            "signatures": sigs,
+        });
+        std::fs::create_dir_all(&self.meta.out)?;
+        let path = self.meta.out.join("findings.json");
+        std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap_or_default())?;
+        Ok(path)
+    }
+}
+
+/// The stem of an entry's crash files: its number and oracle.
+pub fn stem(e: &Filed) -> String {
+    format!("{:03}-{}", e.no, e.first.oracle)
+}
+
+/// An input as a crash file shows it: the JSON bytes sent as text (never a debug
+/// form), else the bytes as UTF-8 with what could not be read replaced.
+pub fn shown(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Writes `DIR/crashes/<no>-<oracle>.bin` (the smallest input) and `.json`.
+pub fn write_crash(meta: &Meta, e: &Filed) -> std::io::Result<PathBuf> {
+    let dir = meta.out.join("crashes");
+    std::fs::create_dir_all(&dir)?;
+    let stem = stem(e);
+    let bin = dir.join(format!("{stem}.bin"));
+    std::fs::write(&bin, &e.smallest.bytes)?;
+    let meta_path = dir.join(format!("{stem}.json"));
+    let mut record = json!({
+        "suite": meta.suite,
+        "target": meta.target,
+        "signature": e.id,
+        "class": e.signature.class().map(Class::name),
+        "oracle": e.first.oracle.name(),
+        "rule": e.first.key.as_deref().filter(|k| *k != DEATH),
+        "detail": e.first.detail,
+        "count": e.count,
+        "input": shown(&e.first_input.bytes),
+        "first": {"index": e.first_input.index, "input": shown(&e.first_input.bytes)},
+        "smallest": {"index": e.smallest.index, "input": shown(&e.smallest.bytes),
+                     "bytes": e.smallest.bytes.len()},
+        "shrunk": e.shrunk,
+        "fixed_request": e.fixed,
+        "request": e.request.as_ref().map(|r| json!({"method": r.method, "url": r.url, "endpoint": r.endpoint})),
+        "reply": e.reply.as_ref().map(|r| json!({"http_status": r.http_status, "body": r.body})),
+        "seed": meta.seed,
+        "index": e.first_input.index,
+        "transcript": e.transcript,
+        "bytes": bin.file_name().map(|n| n.to_string_lossy().into_owned()),
+        "written_at": reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc()),
+    });
+    if !e.last_inputs.is_empty() {
+        record["last_inputs"] = e
+            .last_inputs
+            .iter()
+            .map(|s| json!({"index": s.index, "input": shown(&s.bytes)}))
+            .collect();
+    }
+    if meta.role == crate::verdict::Role::Client {
+        record["role"] = json!("client");
+    }
+    record["replay"] = json!(format!(
+        "agentconform replay {} --target {}",
+        meta_path.display(),
+        meta.target
+    ));
+    std::fs::write(
+        &meta_path,
+        serde_json::to_vec_pretty(&record).unwrap_or_default(),
+    )?;
+    Ok(meta_path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(kind: &'static str, text: &str, status: Option<u16>) -> crate::verdict::Entry {
+        crate::verdict::Entry {
+            at_ms: 0,
+            kind,
+            text: text.into(),
+            http_status: status,
+        }
+    }
+
+    fn run(sent: &[u8], transcript: Vec<crate::verdict::Entry>) -> CaseRun {
+        CaseRun {
+            label: String::new(),
+            sent: sent.to_vec(),
+            transcript,
+            outcome: super::super::verdict::Outcome::Pass,
+        }
+    }
+
+    fn finding(oracle: Oracle, detail: &str, key: Option<&str>) -> FuzzFinding {
+        FuzzFinding {
+            oracle,
+            detail: detail.into(),
+            key: key.map(String::from),
+        }
+    }
+
+    #[test]
+    fn a_5xx_is_a_crash_class_by_endpoint_and_input_kind() {
+        let t = vec![
+            entry(
+                "send",
+                "POST http://127.0.0.1:9/conversations/abc123\n[1,2]",
+                None,
+            ),
+            entry(
+                "recv",
+                "Content-Type: text/html\n<html>boom</html>",
+                Some(500),
+            ),
+        ];
+        let f = finding(Oracle::ServerError, "the target answered 500", None);
+        let s = signature(
+            &f,
+            &run(b"[1,2]", t),
+            "http://127.0.0.1:9/",
+            Transport::Http,
+        );
+        assert_eq!(
+            s.id("s"),
+            "s/crash:server-error POST /conversations/{id} (JSON, not an object)"
+        );
+    }
+
+    #[test]
+    fn an_html_error_page_is_not_json() {
+        let t = vec![
+            entry("send", "POST http://127.0.0.1:9/\n{}", None),
+            entry(
+                "recv",
+                "Content-Type: text/html\n<html>no</html>",
+                Some(400),
+            ),
+        ];
+        let f = finding(Oracle::Verdict, "x", None);
+        let s = signature(&f, &run(b"{}", t), "http://127.0.0.1:9/", Transport::Http);
+        assert_eq!(s.class(), Some(Class::NotJson));
+    }
+
+    #[test]
+    fn a_rule_key_is_the_signature_whatever_the_detail() {
+        let t = vec![
+            entry("send", "POST http://h/jobs\n{\"hirer\":\"a\"}", None),
+            entry("recv", "Content-Type: application/json\n{}", Some(400)),
+        ];
+        let a = finding(Oracle::ReplyCheck, "hirer a", Some("chorus/error-code"));
+        let b = finding(Oracle::ReplyCheck, "hirer b", Some("chorus/error-code"));
+        let r = run(b"{}", t);
+        assert_eq!(
+            signature(&a, &r, "http://h/", Transport::Http),
+            signature(&b, &r, "http://h/", Transport::Http)
+        );
+    }
+
+    #[test]
+    fn an_oracle_signature_cites_its_requirements_not_its_ids() {
+        let t = vec![
+            entry("send", "POST http://h/\n{}", None),
+            entry("recv", "{}", Some(200)),
+        ];
+        let a = finding(
+            Oracle::Verdict,
+            "hirer 123 refused (AEX-049, AEX-008)",
+            None,
+        );
+        let s = signature(&a, &run(b"{}", t), "http://h/", Transport::Http);
+        assert_eq!(s.id("s"), "s/fuzz:verdict [AEX-008, AEX-049] at POST /");
+    }
+
+    #[test]
+    fn a_frame_names_its_type() {
+        let r = read_request(
+            "[alice] {\"type\":\"space.join\",\"id\":\"7\"}",
+            "ws://h/",
+            Transport::Ws,
+        );
+        assert_eq!(r.endpoint, "WS space.join");
+    }
+
+    #[test]
+    fn cited_requirements_are_ids_only() {
+        assert_eq!(
+            cited_requirements("see AEX-049 and AEX-008; not UTF-8 nor X-1a"),
+            vec!["AEX-008".to_string(), "AEX-049".into()]
+        );
+    }
+
+    #[test]
+    fn one_file_per_signature_with_the_smallest_input_and_a_count() {
+        let dir = std::env::temp_dir().join(format!("ac-corpus-{}", std::process::id()));
+        let c = Corpus::new(
+            Meta {
+                out: dir.clone(),
+                suite: "s",
+                role: crate::verdict::Role::Server,
+                target: "http://h/".into(),
+                transport: Transport::Http,
+                seed: 1,
+            },
+            Known::default(),
+        );
+        let t = |b: &str| {
+            vec![
+                entry("send", &format!("POST http://h/\n{b}"), None),
+                entry("recv", "Content-Type: text/html\n<p>", Some(500)),
+            ]
+        };
+        let f = finding(Oracle::ServerError, "500", None);
+        assert_eq!(
+            c.record(1, &run(b"[1,2,3]", t("[1,2,3]")), &f),
+            Recorded::New(1)
+        );
+        assert_eq!(c.record(2, &run(b"[1]", t("[1]")), &f), Recorded::Again);
+        assert_eq!(c.record(3, &run(b"{}", t("{}")), &f), Recorded::New(2));
+        let files = std::fs::read_dir(dir.join("crashes"))
+            .map(|d| d.count())
+            .unwrap_or(0);
+        assert_eq!(files, 4, "a .json and a .bin per signature");
+        let e = &c.entries()[0];
+        assert_eq!((e.count, e.smallest.bytes.as_slice()), (2, &b"[1]"[..]));
+        let _ = std::fs::remove_dir_all(dir);
+    }
+}
