@@ -351,12 +351,19 @@ pub fn from_crash(crash: &Value, schemas: Schemas) -> Result<Vector, ExportError
             summary: crash["detail"].as_str().unwrap_or_default().to_string(),
         },
     };
-    if oracle != "reply-check" {
+    // A finding of the suite's reply rules can be shown offline: by its rule when
+    // the crash file names one, else by whatever the replies show.
+    let rule: Vec<String> = crash["rule"]
+        .as_str()
+        .map(String::from)
+        .into_iter()
+        .collect();
+    if oracle != "reply-check" && rule.is_empty() {
         return Err(ExportError::NothingOffline(format!(
             "the {oracle} oracle judges the whole exchange, not a reply alone, so no offline vector can show it; replay it live: {rerun}"
         )));
     }
-    settle(v, schemas, &[], &rerun)
+    settle(v, schemas, &rule, &rerun)
 }
 
 /// Reads an exported vector (`None` when `v` is not one).

@@ -53,7 +53,43 @@ pub fn run(
         crash.suite, crash.index, crash.seed, replayed.label
     )
     .map_err(io)?;
-    print_outcome(&crash, replayed.outcome, out)
+    let alone = print_alone(&crash, replayed.alone, out)?;
+    let case = print_outcome(&crash, replayed.outcome, out)?;
+    Ok(alone.max(case))
+}
+
+/// The smallest input sent alone, when the crash file has one: exit 1 when the
+/// target's answer shows the recorded signature again.
+fn print_alone(
+    crash: &campaign::CrashFile,
+    alone: Option<Option<String>>,
+    out: &mut impl Write,
+) -> Result<i32, CliError> {
+    let (Some(shown), Some((req, bytes))) = (alone, &crash.alone) else {
+        return Ok(0);
+    };
+    let want = crash.signature.as_deref().unwrap_or_default();
+    let input = crate::script::clip_entry(&String::from_utf8_lossy(bytes));
+    writeln!(
+        out,
+        "the smallest input, sent alone to {}: {input}",
+        req.endpoint
+    )
+    .map_err(io)?;
+    match shown {
+        Some(sig) if sig == want => {
+            writeln!(out, "REPRODUCED: signature {sig}").map_err(io)?;
+            Ok(1)
+        }
+        Some(sig) => {
+            writeln!(out, "not reproduced: it showed {sig}, not {want}").map_err(io)?;
+            Ok(0)
+        }
+        None => {
+            writeln!(out, "not reproduced: signature {want} did not show").map_err(io)?;
+            Ok(0)
+        }
+    }
 }
 
 /// Where a crash replays, and over which binding: a client crash through a client

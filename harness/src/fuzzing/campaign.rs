@@ -3,7 +3,7 @@
 //! a crash file again. The suite's descriptor names its fuzz spec; every spec runs
 //! on the one engine.
 
-use super::corpus::Known;
+use super::corpus::{Known, Request};
 use super::engine::{self, Bounds, Progress, Spec, Summary, Target};
 use super::verdict::{FuzzFinding, Outcome};
 use crate::case::Role;
@@ -160,6 +160,11 @@ pub struct CrashFile {
     pub target: Option<String>,
     /// The oracle the crash file records.
     pub oracle: Option<String>,
+    /// The signature it records.
+    pub signature: Option<String>,
+    /// Its smallest input and the request that carries it, when that input shows
+    /// the signature sent alone (see `shrink`).
+    pub alone: Option<(Request, Vec<u8>)>,
 }
 
 impl CrashFile {
@@ -192,6 +197,23 @@ impl CrashFile {
         } else {
             Role::Server
         };
+        let request = &rec["request"];
+        let alone = match (
+            request["method"].as_str(),
+            request["url"].as_str(),
+            rec["smallest"]["input"].as_str(),
+        ) {
+            (Some(method), Some(url), Some(input)) if rec["shrunk"]["alone"] == true => Some((
+                Request {
+                    method: method.to_string(),
+                    url: url.to_string(),
+                    endpoint: request["endpoint"].as_str().unwrap_or_default().to_string(),
+                    body: input.to_string(),
+                },
+                input.as_bytes().to_vec(),
+            )),
+            _ => None,
+        };
         Ok(CrashFile {
             suite,
             role,
@@ -199,6 +221,8 @@ impl CrashFile {
             index,
             target: rec["target"].as_str().map(String::from),
             oracle: rec["oracle"].as_str().map(String::from),
+            signature: rec["signature"].as_str().map(String::from),
+            alone,
         })
     }
 }
@@ -209,6 +233,9 @@ pub struct Replayed {
     /// What the case drew.
     pub label: String,
     pub outcome: Outcome,
+    /// The smallest input sent alone: the signature the target's answer showed
+    /// (`Some(None)`: none), when the crash file has such an input.
+    pub alone: Option<Option<String>>,
 }
 
 impl Replayed {
@@ -232,8 +259,20 @@ pub async fn replay(crash: &CrashFile, c: Connection) -> Result<Replayed, FuzzEr
         .ok_or_else(|| FuzzError::UnknownSuite(crash.suite.clone()))?;
     let t = Target::new(suite.id, shared, transport, &url);
     let run = engine::run_case(spec, &t, crash.seed, crash.index).await;
+    let alone = match &crash.alone {
+        Some((req, bytes)) => {
+            // The request goes where the case's would: the replay's target.
+            let mut req = req.clone();
+            if let Some(recorded) = &crash.target {
+                req.url = req.url.replacen(recorded.as_str(), &url, 1);
+            }
+            Some(super::shrink::resend(&t, &req, bytes).await)
+        }
+        None => None,
+    };
     Ok(Replayed {
         label: run.label,
         outcome: run.outcome,
+        alone,
     })
 }

@@ -35,6 +35,11 @@ pub enum Class {
     Timeout,
     /// The target stopped answering the liveness probe.
     Death,
+    /// A client under test ended abnormally on a served reply (a signal, an exit
+    /// code other than 0 or 1).
+    ClientCrash,
+    /// A client under test was still running at its deadline.
+    ClientHang,
 }
 
 impl Class {
@@ -45,20 +50,9 @@ impl Class {
             Class::Reset => "reset",
             Class::Timeout => "timeout",
             Class::Death => "death",
+            Class::ClientCrash => "client-crash",
+            Class::ClientHang => "client-hang",
         }
-    }
-
-    /// The class a crash file's `class` member names.
-    pub fn from_name(name: &str) -> Option<Class> {
-        [
-            Class::ServerError,
-            Class::NotJson,
-            Class::Reset,
-            Class::Timeout,
-            Class::Death,
-        ]
-        .into_iter()
-        .find(|c| c.name() == name)
     }
 }
 
@@ -268,6 +262,8 @@ pub fn crash_class(found: &FuzzFinding, reply: Option<&Reply>) -> Option<Class> 
         Oracle::Timeout => return Some(Class::Timeout),
         Oracle::Transport => return Some(Class::Reset),
         Oracle::Liveness if found.key.as_deref() == Some(DEATH) => return Some(Class::Death),
+        Oracle::Crash => return Some(Class::ClientCrash),
+        Oracle::Hang => return Some(Class::ClientHang),
         _ => {}
     }
     let r = reply?;
@@ -286,14 +282,42 @@ pub fn crash_class(found: &FuzzFinding, reply: Option<&Reply>) -> Option<Class> 
 /// registration) rather than on the fuzzed input: the request that drew it is not
 /// the one that carried the case's fuzzed bytes.
 fn is_fixed(request: Option<&Request>, sent: &[u8]) -> bool {
-    match request {
-        None => sent.is_empty(),
-        Some(r) => sent.is_empty() || r.body != crate::script::clip_bytes(sent),
+    let Some(r) = request else {
+        return sent.is_empty();
+    };
+    if sent.is_empty() {
+        return true;
     }
+    if r.body == crate::script::clip_bytes(sent) {
+        return false;
+    }
+    // A fuzzed request line (`GET /discover?…`) names the request's method and the
+    // end of its URL.
+    let line = String::from_utf8_lossy(sent);
+    !line.split_once(' ').is_some_and(|(method, path)| {
+        method == r.method && !path.is_empty() && r.url.ends_with(path.trim_start_matches('/'))
+    })
 }
 
 /// The key a death finding carries.
 pub const DEATH: &str = "death";
+
+/// The transcript up to where `found` was made: a rule's finding is logged as a
+/// check entry when it is recorded (`finding KEY (…)`), and a case may send more
+/// after it; any other finding ends its case.
+pub fn upto<'t>(transcript: &'t [Entry], found: &FuzzFinding) -> &'t [Entry] {
+    let Some(key) = &found.key else {
+        return transcript;
+    };
+    let mark = format!("finding {key} (");
+    match transcript
+        .iter()
+        .position(|e| e.kind == "check" && e.text.starts_with(&mark))
+    {
+        Some(at) => &transcript[..at],
+        None => transcript,
+    }
+}
 
 /// The signature of `found`, met by the case `run` against `target`.
 pub fn signature(
@@ -302,9 +326,10 @@ pub fn signature(
     target: &str,
     transport: Transport,
 ) -> Signature {
-    let request = last_request(&run.transcript, target, transport);
+    let seen = upto(&run.transcript, found);
+    let request = last_request(seen, target, transport);
     let endpoint = request.as_ref().map(|r| r.endpoint.clone());
-    if let Some(class) = crash_class(found, last_reply(&run.transcript).as_ref()) {
+    if let Some(class) = crash_class(found, last_reply(seen).as_ref()) {
         let input = if run.sent.is_empty() {
             request
                 .as_ref()
@@ -396,6 +421,9 @@ pub struct Sample {
 /// How a signature's input was shrunk.
 #[derive(Debug, Clone, Default, serde::Serialize)]
 pub struct Shrunk {
+    /// Whether the input, sent alone as the same request, showed the signature
+    /// again (then `replay` sends the smallest input alone too).
+    pub alone: bool,
     /// Candidates sent to the target.
     pub tried: u64,
     /// Candidates that still showed the signature.
@@ -484,7 +512,8 @@ impl Corpus {
     pub fn record(&self, index: u64, run: &CaseRun, found: &FuzzFinding) -> Recorded {
         let sig = signature(found, run, &self.meta.target, self.meta.transport);
         let id = sig.id(self.meta.suite);
-        let request = last_request(&run.transcript, &self.meta.target, self.meta.transport);
+        let seen = upto(&run.transcript, found);
+        let request = last_request(seen, &self.meta.target, self.meta.transport);
         let fixed = is_fixed(request.as_ref(), &run.sent);
         // A fixed reply's input is the request that drew it.
         let bytes = match (&request, fixed) {
@@ -501,7 +530,8 @@ impl Corpus {
         if let Some(&i) = st.by_id.get(&id) {
             let e = &mut st.entries[i];
             e.count += 1;
-            if !e.fixed && !bytes.is_empty() && bytes.len() < e.smallest.bytes.len() {
+            // A fixed request's input never stands in for a fuzzed one.
+            if !e.fixed && !fixed && !bytes.is_empty() && bytes.len() < e.smallest.bytes.len() {
                 e.smallest = Sample { index, bytes };
             }
             return Recorded::Again;
@@ -514,7 +544,7 @@ impl Corpus {
             id: id.clone(),
             first: found.clone(),
             first_input: sample.clone(),
-            reply: last_reply(&run.transcript),
+            reply: last_reply(seen),
             request,
             fixed,
             smallest: sample,
@@ -772,6 +802,29 @@ mod tests {
         );
         let s = signature(&a, &run(b"{}", t), "http://h/", Transport::Http);
         assert_eq!(s.id("s"), "s/fuzz:verdict [AEX-008, AEX-049] at POST /");
+    }
+
+    #[test]
+    fn a_finding_read_past_is_the_request_that_drew_it() {
+        let t = vec![
+            entry("send", "GET http://h/discover?skill=a", None),
+            entry("recv", "Content-Type: application/json\n{}", Some(200)),
+            entry("check", "finding s/discover:shape (fail): x", None),
+            entry("send", "POST http://h/jobs\n{\"job\":1}", None),
+            entry("recv", "Content-Type: application/json\n{}", Some(200)),
+        ];
+        let f = finding(Oracle::ReplyCheck, "x", Some("s/discover:shape"));
+        let seen = upto(&t, &f);
+        let r = last_request(seen, "http://h/", Transport::Http);
+        assert_eq!(r.map(|r| r.endpoint), Some("GET /discover".to_string()));
+        assert!(is_fixed(
+            last_request(seen, "http://h/", Transport::Http).as_ref(),
+            b"{\"job\":1}"
+        ));
+        assert!(!is_fixed(
+            last_request(seen, "http://h/", Transport::Http).as_ref(),
+            b"GET /discover?skill=a"
+        ));
     }
 
     #[test]

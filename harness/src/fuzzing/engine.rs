@@ -247,7 +247,34 @@ pub struct Summary {
     pub signatures: Vec<Filed>,
     /// The target stopped answering; the run ended there.
     pub died: bool,
+    /// What ended the run.
+    pub ended: Ended,
     pub elapsed: Duration,
+}
+
+/// What ended a run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// Its duration was reached.
+    #[default]
+    Duration,
+    /// Its case count was reached.
+    Cases,
+    /// It filed `max_findings` signatures.
+    MaxFindings,
+    /// The target stopped answering.
+    Death,
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Ended::Duration => "its duration was reached",
+            Ended::Cases => "its case count was reached",
+            Ended::MaxFindings => "it reached --max-findings signatures",
+            Ended::Death => "the target stopped answering",
+        })
+    }
 }
 
 /// Bounds of a run.
@@ -397,6 +424,15 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
     let cases = shared.next.load(Ordering::Relaxed).min(max_cases);
     let _ = shared.corpus.write_findings(cases);
     let (signatures, hits, known) = shared.corpus.counts();
+    let ended = if died {
+        Ended::Death
+    } else if signatures as u64 >= run.bounds.max_findings {
+        Ended::MaxFindings
+    } else if cases >= max_cases {
+        Ended::Cases
+    } else {
+        Ended::Duration
+    };
     let t = shared.tally.lock().unwrap_or_else(|p| p.into_inner());
     Summary {
         cases,
@@ -408,6 +444,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         first_finding: t.first_finding.clone(),
         signatures: shared.corpus.entries(),
         died,
+        ended,
         elapsed: started.elapsed(),
     }
 }

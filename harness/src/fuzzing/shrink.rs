@@ -41,6 +41,10 @@ pub fn not_shrinkable(e: &Filed) -> Option<String> {
             class: super::corpus::Class::Death,
             ..
         } => return Some("a death is not one input's; the last inputs are listed".into()),
+        Signature::Crash {
+            class: super::corpus::Class::ClientCrash | super::corpus::Class::ClientHang,
+            ..
+        } => return Some("a client's crash is shrunk by its case, not by sending a request".into()),
         Signature::Oracle { .. } => {
             return Some(
                 "the fuzz oracle judges the reply against what its case expected; the case's input is kept".into(),
@@ -80,6 +84,7 @@ async fn shrink(e: &mut Filed, target: &Target) -> Shrunk {
         );
         return done;
     }
+    done.alone = true;
     let started = Instant::now();
     'outer: loop {
         for c in candidates(&current) {

@@ -541,8 +541,13 @@ pub fn unique_skill() -> String {
 // ---------------------------------------------------------------------------
 // Discovery
 
-fn query_skill(query: &str) -> Option<&str> {
-    query.split('&').find_map(|kv| kv.strip_prefix("skill="))
+/// The skill a discovery query asks for, its percent-encoding decoded.
+fn query_skill(query: &str) -> Option<String> {
+    let url = reqwest::Url::parse(&format!("http://query.invalid/?{query}")).ok()?;
+    let skill = url
+        .query_pairs()
+        .find_map(|(k, v)| (k == "skill").then(|| v.into_owned()));
+    skill
 }
 
 /// `GET /discover` with a query: the entries, read leniently. A 404 is read as no
@@ -605,7 +610,7 @@ pub fn discovery_reply(ctx: &mut Ctx, query: &str, r: &Resp) -> Step<Vec<Value>>
     let body = need_json(ctx, r, &what)?;
     // Whether a list of agents was found (under "agents" or read past its shape).
     let (raw_agents, found) = agent_list(ctx, &body, &what);
-    let wanted_skill = query_skill(query).map(String::from);
+    let wanted_skill = query_skill(query);
     let agents: Vec<Value> = raw_agents
         .into_iter()
         .map(|e| normalize_entry(ctx, e, wanted_skill.as_deref(), &what))
