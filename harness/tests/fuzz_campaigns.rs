@@ -243,17 +243,26 @@ fn wellknown_deviates() -> Result<(), Failed> {
     Ok(())
 }
 
-/// A discovery listing that breaks the schema is filed against the discovery
-/// request, not against the fuzzed input of each case that met it.
+/// A discovery listing in another shape is one finding, the rule `run` gives it,
+/// filed against a discovery request (the fixture's or a fuzzed query), never
+/// against a job that a case sent after it.
 fn discovery_breaks_the_schema() -> Result<(), Failed> {
     let out = out_dir("discovery");
     let s = against_fault("chorus", "discover-skills-list", &out, Known::default());
     whole_duration_one_file_per_signature(&s, &out)?;
-    for e in &s.signatures {
-        let endpoint = e.request.as_ref().map_or("", |r| r.endpoint.as_str());
-        if endpoint.starts_with("GET /discover") && !e.fixed {
-            return Err(format!("{} is filed against a fuzzed input", e.id).into());
+    let listed: Vec<_> = s
+        .signatures
+        .iter()
+        .filter(|e| e.id.contains("discover"))
+        .collect();
+    match listed.as_slice() {
+        [e] if e.id == "chorus/discover-entry:skills-list" => {
+            let endpoint = e.request.as_ref().map_or("", |r| r.endpoint.as_str());
+            if endpoint != "GET /discover" {
+                return Err(format!("{} is filed against {endpoint:?}", e.id).into());
+            }
         }
+        _ => return Err(format!("the discovery deviation: {:?}", ids(&s)).into()),
     }
     let _ = std::fs::remove_dir_all(&out);
     Ok(())

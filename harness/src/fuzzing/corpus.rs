@@ -353,6 +353,43 @@ pub fn signature(
     }
 }
 
+/// The one rule, else the one case, of `suite`'s `role` whose requirements hold
+/// every id in `cited` (the fewest of them when several do): the key `run` gives
+/// a deviation of those requirements. `None` when no id is cited or the choice is
+/// not one.
+pub fn rule_for(suite: &str, role: crate::verdict::Role, cited: &[String]) -> Option<String> {
+    if cited.is_empty() {
+        return None;
+    }
+    let s = crate::suites::by_id(suite)?;
+    let covers = |reqs: &[&str]| cited.iter().all(|c| reqs.contains(&c.as_str()));
+    let client = role == crate::verdict::Role::Client;
+    let rules = s
+        .rules
+        .iter()
+        .filter(|r| !r.key.ends_with('*') && r.key.contains("/client:") == client)
+        .filter(|r| covers(r.requirements))
+        .map(|r| (r.key, r.requirements.len()));
+    let cases = s
+        .cases_of(role)
+        .iter()
+        .filter(|c| covers(c.requirements))
+        .map(|c| (c.id, c.requirements.len()));
+    let one = |found: Vec<(&str, usize)>| -> Option<String> {
+        let fewest = found.iter().map(|(_, n)| *n).min()?;
+        let best: Vec<&str> = found
+            .iter()
+            .filter(|(_, n)| *n == fewest)
+            .map(|(k, _)| *k)
+            .collect();
+        match best.as_slice() {
+            [k] => Some(k.to_string()),
+            _ => None,
+        }
+    };
+    one(rules.collect()).or_else(|| one(cases.collect()))
+}
+
 /// What a baseline or an earlier report already knows: finding keys and signatures.
 #[derive(Debug, Clone, Default)]
 pub struct Known {
@@ -510,7 +547,13 @@ impl Corpus {
     /// Files one finding of case `index`: a new signature gets its crash file at
     /// once; one seen before counts, and keeps the smaller input.
     pub fn record(&self, index: u64, run: &CaseRun, found: &FuzzFinding) -> Recorded {
-        let sig = signature(found, run, &self.meta.target, self.meta.transport);
+        let mut sig = signature(found, run, &self.meta.target, self.meta.transport);
+        // A fuzz oracle that cites a rule's requirements is that rule's finding.
+        if let Signature::Oracle { requirements, .. } = &sig {
+            if let Some(key) = rule_for(self.meta.suite, self.meta.role, requirements) {
+                sig = Signature::Rule(key);
+            }
+        }
         let id = sig.id(self.meta.suite);
         let seen = upto(&run.transcript, found);
         let request = last_request(seen, &self.meta.target, self.meta.transport);
@@ -825,6 +868,20 @@ mod tests {
             last_request(seen, "http://h/", Transport::Http).as_ref(),
             b"GET /discover?skill=a"
         ));
+    }
+
+    #[test]
+    fn an_oracle_citing_a_rules_requirements_is_that_rule() {
+        let server = crate::verdict::Role::Server;
+        assert_eq!(
+            rule_for("agora-exchange", server, &["AEX-038".to_string()]).as_deref(),
+            Some("agora-exchange/wellknown:document-hash")
+        );
+        assert_eq!(
+            rule_for("agora-exchange", server, &["AEX-049".to_string()]).as_deref(),
+            Some("agora-exchange/malformed-json:status")
+        );
+        assert_eq!(rule_for("agora-exchange", server, &[]), None);
     }
 
     #[test]
