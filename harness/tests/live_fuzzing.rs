@@ -237,9 +237,41 @@ fn client_unreachable_names_real_faults(suite: &'static Suite) -> Result<(), Fai
     Ok(())
 }
 
+/// The README's table of the faults each fuzzer reaches matches the catalogues and
+/// the unreachable lists.
+fn readme_fuzz_table() -> Result<(), Failed> {
+    let readme = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"),
+    )
+    .map_err(|e| e.to_string())?;
+    let mut missing = Vec::new();
+    for suite in suites::all() {
+        let all = suites::faults(suite.id).unwrap_or(&[]).len();
+        let out: Vec<&str> = unreachable(suite.id).iter().map(|(n, _)| *n).collect();
+        let row = format!(
+            "| {} | {} of {all} | {} |",
+            suite.id,
+            all - out.len(),
+            out.join(", ")
+        );
+        let row = row.replace("|  |", "| |");
+        if !readme.lines().any(|l| l.trim() == row) {
+            missing.push(row);
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the README lacks the rows\n{}", missing.join("\n")).into())
+    }
+}
+
 fn main() {
     let args = Arguments::from_args();
-    let mut trials = Vec::new();
+    let mut trials = vec![Trial::test(
+        "live_fuzz::readme_fuzz_table",
+        readme_fuzz_table,
+    )];
     for suite in suites::all() {
         let id = suite.id;
         let tag = id.replace('-', "_");

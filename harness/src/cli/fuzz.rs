@@ -287,13 +287,7 @@ fn print_summary(
     for e in &summary.signatures {
         print_signature(e, out)?;
     }
-    if summary.died {
-        writeln!(
-            out,
-            "the target stopped answering: the campaign ended there"
-        )
-        .map_err(io)?;
-    }
+    writeln!(out, "the campaign ended: {}", summary.ended).map_err(io)?;
     if summary.findings > 0 {
         writeln!(
             out,
