@@ -23,8 +23,58 @@ const IN_PROCESS_FOR: Duration = Duration::from_secs(3);
 
 type Check = fn(&[u8]) -> Result<(), String>;
 
+/// Several faults on at once, per suite: what the signatures-per-minute figure is
+/// measured against.
+const FAULTED: &[(&str, &[&str])] = &[
+    (
+        "agora-exchange",
+        &[
+            "crash-500-html",
+            "wellknown-bad-hash",
+            "accept-unknown-conversation",
+            "text-content-type",
+        ],
+    ),
+    (
+        "chorus",
+        &[
+            "discover-skills-list",
+            "ignore-max-cost",
+            "allow-overdraft",
+            "no-clamp",
+        ],
+    ),
+    (
+        "agora-v1",
+        &[
+            "skip-signature-check",
+            "malformed-code-500",
+            "double-accept",
+            "accept-lowercase-type",
+        ],
+    ),
+];
+/// How long each faulted campaign runs.
+const FAULTED_FOR: Duration = Duration::from_secs(30);
+
 async fn live(suite: &'static str, workers: Option<u64>) -> (u64, f64) {
-    let server = suites::start(suite, "127.0.0.1:0", &embedded::Options::default())
+    let s = campaign_of(suite, &[], workers, (Some(LIVE_CASES), None)).await;
+    (s.cases, s.cases as f64 / s.elapsed.as_secs_f64())
+}
+
+/// A campaign of `suite` against its reference with `faults`, bounded by cases or
+/// by time.
+async fn campaign_of(
+    suite: &'static str,
+    faults: &[&str],
+    workers: Option<u64>,
+    (cases, duration): (Option<u64>, Option<Duration>),
+) -> engine::Summary {
+    let opts = embedded::Options {
+        faults: faults.iter().map(|f| f.to_string()).collect(),
+        ..embedded::Options::default()
+    };
+    let server = suites::start(suite, "127.0.0.1:0", &opts)
         .await
         .expect("start the reference");
     let want = campaign::bindings(suite).expect("a live fuzzer")[0];
@@ -44,9 +94,9 @@ async fn live(suite: &'static str, workers: Option<u64>) -> (u64, f64) {
         role: agentconform::case::Role::Server,
         seed: 1,
         bounds: engine::Bounds {
-            cases: Some(LIVE_CASES),
-            duration: None,
-            max_findings: 1,
+            cases,
+            duration,
+            max_findings: 100,
         },
         out: out.clone(),
         workers,
@@ -64,7 +114,7 @@ async fn live(suite: &'static str, workers: Option<u64>) -> (u64, f64) {
     .expect("a campaign");
     server.stop().await;
     let _ = std::fs::remove_dir_all(&out);
-    (s.cases, s.cases as f64 / s.elapsed.as_secs_f64())
+    s
 }
 
 /// The seed corpus of `target` (fuzz/corpus, made by fuzz/seed-corpus.sh), else
@@ -119,6 +169,25 @@ fn main() {
         .enable_all()
         .build()
         .expect("runtime");
+    // `cargo bench --bench throughput -- signatures` runs one part: live,
+    // signatures or in-process; all of them without a name.
+    let named: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
+    let part = |p: &str| named.is_empty() || named.iter().any(|n| n == p);
+    if part("live") {
+        live_table(&rt);
+    }
+    if part("signatures") {
+        signatures_table(&rt);
+    }
+    if part("in-process") {
+        in_process_table();
+    }
+}
+
+fn live_table(rt: &tokio::runtime::Runtime) {
     println!(
         "| suite | live cases | default workers | cases/s, default workers | cases/s, 32 workers |\n|---|---|---|---|---|"
     );
@@ -134,6 +203,33 @@ fn main() {
         let (_, wide) = rt.block_on(live(suite, Some(32)));
         println!("| {suite} | {cases} | {default} | {rate:.0} | {wide:.0} |");
     }
+}
+
+/// Distinct signatures a campaign files per minute against a reference with
+/// several faults on.
+fn signatures_table(rt: &tokio::runtime::Runtime) {
+    println!(
+        "\n| suite | faults on | cases | cases/s | distinct signatures | signatures/min | finding cases |\n|---|---|---|---|---|---|---|"
+    );
+    for (suite, faults) in FAULTED {
+        let s = rt.block_on(campaign_of(suite, faults, None, (None, Some(FAULTED_FOR))));
+        let minutes = s.elapsed.as_secs_f64() / 60.0;
+        println!(
+            "| {suite} | {} | {} | {:.0} | {} | {:.1} | {} |",
+            faults.join(", "),
+            s.cases,
+            s.cases as f64 / s.elapsed.as_secs_f64(),
+            s.findings,
+            s.findings as f64 / minutes,
+            s.finding_cases
+        );
+        for e in &s.signatures {
+            println!("|  | {} ({} cases) | | | | | |", e.id, e.count);
+        }
+    }
+}
+
+fn in_process_table() {
     println!("\n| cargo-fuzz target | corpus inputs | execs/s |\n|---|---|---|");
     for (name, check) in agentconform::suites::fuzz_targets() {
         let inputs = corpus(name);

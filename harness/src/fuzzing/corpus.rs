@@ -8,7 +8,9 @@
 //!   timeout, the target's death) with the endpoint and the kind of input;
 //! - else the rule key a finding of the suite's rules carries (the key `run`,
 //!   `rules` and `explain` use);
-//! - else the fuzz oracle, with the requirement ids its detail cites and the endpoint.
+//! - else the one rule (or case) whose requirements hold every requirement id the
+//!   fuzz oracle's detail cites;
+//! - else the fuzz oracle and the endpoint.
 //!
 //! Nothing here names a suite: the endpoint and the input come from the transcript
 //! and the bytes a case sent.
@@ -68,11 +70,11 @@ pub enum Signature {
     },
     /// A rule of the suite, by its key.
     Rule(String),
-    /// A fuzz oracle without a rule key: the oracle, the requirement ids its detail
-    /// cites, and the endpoint.
+    /// A fuzz oracle that no rule of the suite keys: the oracle and the endpoint
+    /// (the detail, with its ids, values and requirement ids, varies from case to
+    /// case for one cause).
     Oracle {
         oracle: Oracle,
-        requirements: Vec<String>,
         endpoint: Option<String>,
     },
 }
@@ -90,15 +92,8 @@ impl Signature {
                 None => format!("{suite}/crash:{}", class.name()),
             },
             Signature::Rule(key) => key.clone(),
-            Signature::Oracle {
-                oracle,
-                requirements,
-                endpoint,
-            } => {
+            Signature::Oracle { oracle, endpoint } => {
                 let mut s = format!("{suite}/fuzz:{oracle}");
-                if !requirements.is_empty() {
-                    s.push_str(&format!(" [{}]", requirements.join(", ")));
-                }
                 if let Some(e) = endpoint {
                     s.push_str(&format!(" at {e}"));
                 }
@@ -348,7 +343,6 @@ pub fn signature(
     }
     Signature::Oracle {
         oracle: found.oracle,
-        requirements: cited_requirements(&found.detail),
         endpoint,
     }
 }
@@ -549,8 +543,9 @@ impl Corpus {
     pub fn record(&self, index: u64, run: &CaseRun, found: &FuzzFinding) -> Recorded {
         let mut sig = signature(found, run, &self.meta.target, self.meta.transport);
         // A fuzz oracle that cites a rule's requirements is that rule's finding.
-        if let Signature::Oracle { requirements, .. } = &sig {
-            if let Some(key) = rule_for(self.meta.suite, self.meta.role, requirements) {
+        if let Signature::Oracle { .. } = &sig {
+            let cited = cited_requirements(&found.detail);
+            if let Some(key) = rule_for(self.meta.suite, self.meta.role, &cited) {
                 sig = Signature::Rule(key);
             }
         }
@@ -833,7 +828,7 @@ mod tests {
     }
 
     #[test]
-    fn an_oracle_signature_cites_its_requirements_not_its_ids() {
+    fn an_oracle_signature_is_its_oracle_and_endpoint_not_its_detail() {
         let t = vec![
             entry("send", "POST http://h/\n{}", None),
             entry("recv", "{}", Some(200)),
@@ -844,7 +839,7 @@ mod tests {
             None,
         );
         let s = signature(&a, &run(b"{}", t), "http://h/", Transport::Http);
-        assert_eq!(s.id("s"), "s/fuzz:verdict [AEX-008, AEX-049] at POST /");
+        assert_eq!(s.id("s"), "s/fuzz:verdict at POST /");
     }
 
     #[test]

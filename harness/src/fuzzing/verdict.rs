@@ -359,6 +359,19 @@ pub fn about<T>(what: &str, r: FuzzStep<T>) -> FuzzStep<T> {
     })
 }
 
+/// Files a fuzz finding of `r` under `key`, the rule or case of the suite whose
+/// subject the message is (the key `run` gives the same deviation), unless a rule
+/// already keyed it.
+pub fn under<T>(key: Option<&str>, r: FuzzStep<T>) -> FuzzStep<T> {
+    r.map_err(|e| match e {
+        FuzzStop::Found(mut f) if f.key.is_none() => {
+            f.key = key.map(String::from);
+            FuzzStop::Found(f)
+        }
+        other => other,
+    })
+}
+
 /// What a case ended in, for the engine.
 #[derive(Debug)]
 pub enum Outcome {

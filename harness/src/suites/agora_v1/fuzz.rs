@@ -26,7 +26,7 @@ use crate::drive::{Received, Transport};
 use crate::fuzzing::engine::{FuzzCtx, Spec};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
 use crate::fuzzing::verdict::{
-    about, finding, judge, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
+    about, finding, judge, under, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
 };
 use crate::suites::agora_v1::expect::{
     accept_offer, check_client_message, check_offer, check_reply, check_result, message_at, now,
@@ -342,8 +342,27 @@ fn judge_reply(
 
 const ANY: Codes<i64> = Codes::Any;
 
+/// The conformance case whose subject a kind's message is: a fuzz finding of it is
+/// filed under that case's key, the key `run` gives the same deviation.
+fn subject(kind: &Kind) -> Option<&'static str> {
+    match kind {
+        Kind::Strip(..) => Some("agora-v1/reject-unsigned"),
+        Kind::Unsigned(..) => Some("agora-v1/reject-tampered-payload"),
+        Kind::Stale(..) => Some("agora-v1/reject-stale-timestamp"),
+        Kind::Valid(Template::Hello) => Some("agora-v1/hello-welcome"),
+        Kind::Valid(Template::Echo) => Some("agora-v1/echo-direct"),
+        Kind::Valid(Template::UnknownResource) => Some("agora-v1/error-unknown-resource"),
+        _ => None,
+    }
+}
+
 async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let kind: Kind = f.draw();
+    let key = subject(&kind);
+    under(key, planned_case(f, kind).await)
+}
+
+async fn planned_case(f: &mut FuzzCtx, kind: Kind) -> FuzzStep<()> {
     // Each kind: the bytes, what the spec fixes for them, and the oracles of a
     // valid message refused and of an invalid one carried out.
     let (bytes, want, oracles) = match kind {
