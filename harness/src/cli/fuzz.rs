@@ -314,7 +314,15 @@ fn print_signature(
 ) -> Result<(), CliError> {
     use crate::fuzzing::corpus::{shown, stem};
     let cases = if e.count == 1 { "case" } else { "cases" };
-    writeln!(out, "  [{}] {} ({} {cases})", stem(e), e.id, e.count).map_err(io)?;
+    writeln!(
+        out,
+        "  [{}] {} ({} {cases}, the first after {:.1} s)",
+        stem(e),
+        e.id,
+        e.count,
+        e.found_after.as_secs_f64()
+    )
+    .map_err(io)?;
     writeln!(out, "      {}", crate::script::clip_entry(&e.first.detail)).map_err(io)?;
     if let (Some(_), Some(r)) = (e.signature.class(), &e.reply) {
         let said: String = r.body.chars().take(160).collect();

@@ -482,6 +482,8 @@ pub struct Filed {
     pub fixed: bool,
     pub smallest: Sample,
     pub count: u64,
+    /// How long into the campaign it was first filed.
+    pub found_after: std::time::Duration,
     pub transcript: Vec<Entry>,
     pub shrunk: Option<Shrunk>,
     /// The last inputs sent before a death, newest last.
@@ -514,6 +516,7 @@ pub struct Meta {
 pub struct Corpus {
     pub meta: Meta,
     known: Known,
+    started: std::time::Instant,
     state: Mutex<State>,
 }
 
@@ -530,6 +533,7 @@ impl Corpus {
         Corpus {
             meta,
             known,
+            started: std::time::Instant::now(),
             state: Mutex::default(),
         }
     }
@@ -587,7 +591,8 @@ impl Corpus {
             fixed,
             smallest: sample,
             count: 1,
-            transcript: run.transcript.clone(),
+            found_after: self.started.elapsed(),
+            transcript: kept_transcript(&run.transcript),
             shrunk: None,
             last_inputs: Vec::new(),
         };
@@ -654,6 +659,7 @@ impl Corpus {
                     "class": e.signature.class().map(Class::name),
                     "oracle": e.first.oracle.name(),
                     "count": e.count,
+                    "found_after_ms": e.found_after.as_millis() as u64,
                     "detail": e.first.detail,
                     "crash_file": format!("crashes/{}.json", stem(e)),
                     "smallest_bytes": e.smallest.bytes.len(),
@@ -674,6 +680,34 @@ impl Corpus {
         std::fs::write(&path, serde_json::to_vec_pretty(&doc).unwrap_or_default())?;
         Ok(path)
     }
+}
+
+/// Transcript bytes the corpus keeps of one signature (its last entries): a
+/// campaign of `--max-findings` signatures stays within memory.
+const KEPT_TRANSCRIPT_BYTES: usize = 32 * 1024;
+
+/// The last entries of `t` within [`KEPT_TRANSCRIPT_BYTES`], after a note of how
+/// many earlier ones were left out.
+fn kept_transcript(t: &[Entry]) -> Vec<Entry> {
+    let mut bytes = 0;
+    let from = t
+        .iter()
+        .rposition(|e| {
+            bytes += e.text.len();
+            bytes > KEPT_TRANSCRIPT_BYTES
+        })
+        .map_or(0, |i| i + 1);
+    let mut kept = Vec::with_capacity(t.len() - from + 1);
+    if from > 0 {
+        kept.push(Entry {
+            at_ms: t[0].at_ms,
+            kind: "note",
+            text: format!("{from} earlier transcript entries left out (the crash file keeps the last {KEPT_TRANSCRIPT_BYTES} bytes)"),
+            http_status: None,
+        });
+    }
+    kept.extend_from_slice(&t[from..]);
+    kept
 }
 
 /// The stem of an entry's crash files: its number and oracle.
@@ -877,6 +911,16 @@ mod tests {
             Some("agora-exchange/malformed-json:status")
         );
         assert_eq!(rule_for("agora-exchange", server, &[]), None);
+    }
+
+    #[test]
+    fn a_long_transcript_keeps_its_end() {
+        let big = "x".repeat(10 * 1024);
+        let t: Vec<_> = (0..10).map(|_| entry("send", &big, None)).collect();
+        let kept = kept_transcript(&t);
+        assert_eq!(kept.len(), 4, "a note and the last three entries");
+        assert_eq!(kept[0].kind, "note");
+        assert_eq!(kept_transcript(&t[..2]).len(), 2);
     }
 
     #[test]
