@@ -97,6 +97,7 @@ async fn campaign_of(
             cases,
             duration,
             max_findings: 100,
+            first: 0,
         },
         out: out.clone(),
         workers,
@@ -109,6 +110,7 @@ async fn campaign_of(
             tls: agentconform::drive::Tls::platform().expect("tls"),
         },
         known: Default::default(),
+        previous: Vec::new(),
     })
     .await
     .expect("a campaign");

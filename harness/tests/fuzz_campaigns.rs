@@ -54,6 +54,7 @@ async fn campaign_at(
             cases: None,
             duration: Some(DURATION),
             max_findings: 100,
+            first: 0,
         },
         out: out.to_path_buf(),
         workers: Some(4),
@@ -66,6 +67,7 @@ async fn campaign_at(
             tls: agentconform::drive::Tls::platform().expect("tls"),
         },
         known,
+        previous: Vec::new(),
     })
     .await
     .expect("a campaign")
@@ -363,6 +365,54 @@ async fn dying_server(k: usize) -> String {
     url
 }
 
+/// `fuzz --resume DIR` goes on with the campaign in DIR: its seed, from the case
+/// after its last, the signatures it filed kept in findings.json and not filed again.
+fn resume_goes_on() -> Result<(), Failed> {
+    let dir = out_dir("resume");
+    let d = dir.to_string_lossy().into_owned();
+    let bin = env!("CARGO_BIN_EXE_agentconform");
+    let fuzz = |extra: &[&str]| -> Result<(i32, String), Failed> {
+        let mut args = vec![
+            "fuzz",
+            "--suite",
+            "agora-exchange",
+            "--fault",
+            "crash-500-html",
+        ];
+        args.extend_from_slice(extra);
+        let out = std::process::Command::new(bin)
+            .args(&args)
+            .output()
+            .map_err(|e| e.to_string())?;
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        Ok((out.status.code().unwrap_or(-1), text))
+    };
+    let (code, text) = fuzz(&["--cases", "1500", "--seed", "9", "--out", &d])?;
+    let first = read(&dir.join("findings.json"))?;
+    let filed = first["signatures"].as_array().map_or(0, Vec::len);
+    if code != 1 || filed == 0 {
+        return Err(format!("the first campaign: exit {code}: {text}").into());
+    }
+    let (code, text) = fuzz(&["--cases", "1500", "--resume", &d])?;
+    let second = read(&dir.join("findings.json"))?;
+    if code != 0 || !text.contains("seed 9") || !text.contains("left out") {
+        return Err(format!("the resumed campaign: exit {code}: {text}").into());
+    }
+    if second["cases"] != 3000 || second["signatures"].as_array().map_or(0, Vec::len) != filed {
+        return Err(format!("findings.json after the resume: {second}").into());
+    }
+    let (code, text) = fuzz(&["--cases", "10", "--resume", "/nonexistent-agentconform"])?;
+    if code != 2 || !text.contains("cannot resume from") {
+        return Err(format!("a folder without a campaign: exit {code}: {text}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let trials = vec![
@@ -377,6 +427,7 @@ fn main() {
             discovery_breaks_the_schema,
         ),
         Trial::test("campaign::death_ends_the_campaign", death_ends_the_campaign),
+        Trial::test("campaign::resume_goes_on", resume_goes_on),
     ];
     libtest_mimic::run(&args, trials).exit();
 }

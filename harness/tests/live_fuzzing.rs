@@ -64,6 +64,7 @@ async fn campaign_of(
             cases: Some(cases),
             duration: None,
             max_findings,
+            first: 0,
         },
         out: out.clone(),
         workers: Some(4),
@@ -76,6 +77,7 @@ async fn campaign_of(
             tls: agentconform::drive::Tls::platform().expect("tls"),
         },
         known: Default::default(),
+        previous: Vec::new(),
     })
     .await
     .expect("a campaign");

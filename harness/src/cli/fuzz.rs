@@ -10,6 +10,7 @@ use crate::case::Role;
 use crate::drive::Transport;
 use crate::embedded;
 use crate::fuzzing::campaign;
+use crate::fuzzing::corpus::Resume;
 use crate::fuzzing::engine::Summary;
 use crate::profile::Profile;
 use crate::schemas::Schemas;
@@ -69,12 +70,18 @@ pub struct FuzzArgs {
     /// report.json, or an earlier campaign's findings.json.
     #[arg(long)]
     baseline: Option<PathBuf>,
+    /// Go on with the campaign whose folder is DIR: its seed, from the case after
+    /// its last, its signatures kept and not filed again, new crash files beside
+    /// them.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["seed", "out"])]
+    resume: Option<PathBuf>,
 }
 
 /// Runs the campaign; exit 1 when it found something (crash files under
 /// `--out`/crashes).
-pub fn run(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
+pub fn run(mut a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
     let speaks = check_flags(&a)?;
+    let resume = resumed(&mut a)?;
     let duration = match (&a.duration, a.cases) {
         (Some(d), _) => Some(parse_duration(d)?),
         (None, Some(_)) => None,
@@ -86,10 +93,13 @@ pub fn run(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
     if a.role == Role::Client {
         set_client_driver(&mut prof, a.client.as_ref())?;
     }
-    let known = match &a.baseline {
+    let mut known = match &a.baseline {
         Some(p) => crate::fuzzing::corpus::Known::load(p).map_err(Usage)?,
         None => Default::default(),
     };
+    if let Some(r) = &resume {
+        known.extend(r.known(&a.out));
+    }
     let schemas = Schemas::load().map_err(CliError::Harness)?;
     let identity = embedded_identity(a.tls)?;
     let client_tls = a.tls_args.client_tls(identity.as_ref())?;
@@ -116,7 +126,7 @@ pub fn run(a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
             );
         };
         let summary = campaign::campaign_with(
-            campaign_of(&a, duration, connection, known),
+            campaign_of(&a, duration, connection, (known, resume)),
             Some(&progress),
         )
         .await
@@ -234,8 +244,9 @@ fn campaign_of(
     a: &FuzzArgs,
     duration: Option<Duration>,
     connection: campaign::Connection,
-    known: crate::fuzzing::corpus::Known,
+    (known, resume): (crate::fuzzing::corpus::Known, Option<Resume>),
 ) -> campaign::Campaign {
+    let (first, previous) = resume.map_or((0, Vec::new()), |r| (r.next, r.signatures));
     campaign::Campaign {
         suite: a.suite.clone(),
         role: a.role,
@@ -244,12 +255,33 @@ fn campaign_of(
             cases: a.cases,
             duration,
             max_findings: a.max_findings,
+            first,
         },
         out: a.out.clone(),
         workers: a.workers,
         connection,
         known,
+        previous,
     }
+}
+
+/// `--resume DIR`: the earlier campaign, whose seed and folder this one takes.
+fn resumed(a: &mut FuzzArgs) -> Result<Option<Resume>, CliError> {
+    let Some(dir) = a.resume.clone() else {
+        return Ok(None);
+    };
+    let r = Resume::read(&dir).map_err(Usage)?;
+    if r.suite != a.suite {
+        return Err(Usage(format!(
+            "--resume {}: that campaign fuzzed {}, not {}",
+            dir.display(),
+            r.suite,
+            a.suite
+        )));
+    }
+    a.seed = r.seed;
+    a.out = dir;
+    Ok(Some(r))
 }
 
 /// The campaign's one-line summary, its signatures (each with its count and crash
@@ -276,7 +308,7 @@ fn print_summary(
     if summary.known > 0 {
         writeln!(
             out,
-            "{} finding cases left out: the baseline knows their signatures",
+            "{} finding cases left out: their signatures are already known (the baseline, or the campaign resumed)",
             summary.known
         )
         .map_err(io)?;

@@ -60,6 +60,8 @@ pub struct Campaign {
     pub connection: Connection,
     /// What a baseline already knows: left out of the corpus.
     pub known: Known,
+    /// The signatures of the earlier campaign in `out` this one resumes.
+    pub previous: Vec<serde_json::Value>,
 }
 
 /// The bindings the fuzzer of `suite` speaks (the first is the one it uses
@@ -143,6 +145,7 @@ pub async fn campaign_with(
         out: &c.out,
         workers: c.workers.unwrap_or(spec.workers),
         known: c.known,
+        previous: c.previous,
         progress,
     })
     .await)

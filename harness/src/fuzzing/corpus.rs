@@ -384,6 +384,53 @@ pub fn rule_for(suite: &str, role: crate::verdict::Role, cited: &[String]) -> Op
     one(rules.collect()).or_else(|| one(cases.collect()))
 }
 
+/// An earlier campaign in a folder, to go on with (`fuzz --resume DIR`).
+#[derive(Debug, Clone)]
+pub struct Resume {
+    pub suite: String,
+    pub seed: u64,
+    /// The index of the next case: the cases it ran.
+    pub next: u64,
+    /// The signatures it filed.
+    pub signatures: Vec<Value>,
+}
+
+impl Resume {
+    /// Reads `DIR/findings.json`.
+    pub fn read(dir: &Path) -> Result<Resume, String> {
+        let path = dir.join("findings.json");
+        let shown = path.display().to_string();
+        let text = std::fs::read(&path).map_err(|e| format!("cannot resume from {shown}: {e}"))?;
+        let v: Value = serde_json::from_slice(&text)
+            .map_err(|e| format!("cannot resume from {shown}: {e}"))?;
+        let field = |k: &str| format!("cannot resume from {shown}: no {k}");
+        Ok(Resume {
+            suite: v["suite"]
+                .as_str()
+                .ok_or_else(|| field("suite"))?
+                .to_string(),
+            seed: v["seed"].as_u64().ok_or_else(|| field("seed"))?,
+            next: v["cases"].as_u64().ok_or_else(|| field("cases"))?,
+            signatures: v["signatures"]
+                .as_array()
+                .ok_or_else(|| field("signatures"))?
+                .clone(),
+        })
+    }
+
+    /// What it filed, for the resumed campaign to leave out.
+    pub fn known(&self, source: &Path) -> Known {
+        Known {
+            ids: self
+                .signatures
+                .iter()
+                .filter_map(|s| s["signature"].as_str().map(String::from))
+                .collect(),
+            source: Some(source.join("findings.json").display().to_string()),
+        }
+    }
+}
+
 /// What a baseline or an earlier report already knows: finding keys and signatures.
 #[derive(Debug, Clone, Default)]
 pub struct Known {
@@ -427,6 +474,15 @@ impl Known {
             ids,
             source: Some(shown),
         })
+    }
+
+    /// Adds what `other` knows.
+    pub fn extend(&mut self, other: Known) {
+        self.ids.extend(other.ids);
+        self.source = match (self.source.take(), other.source) {
+            (Some(a), Some(b)) => Some(format!("{a} and {b}")),
+            (a, b) => a.or(b),
+        };
     }
 
     pub fn contains(&self, id: &str) -> bool {
@@ -510,6 +566,9 @@ pub struct Meta {
     pub target: String,
     pub transport: Transport,
     pub seed: u64,
+    /// The signatures an earlier campaign filed in `out` (its findings.json), when
+    /// this one resumes it.
+    pub previous: Vec<Value>,
 }
 
 /// The corpus of one campaign.
@@ -578,7 +637,7 @@ impl Corpus {
             }
             return Recorded::Again;
         }
-        let no = st.entries.len() + 1;
+        let no = self.meta.previous.len() + st.entries.len() + 1;
         let sample = Sample { index, bytes };
         let entry = Filed {
             no,
@@ -650,22 +709,19 @@ impl Corpus {
     /// Writes `OUT/findings.json`: every signature with its count and crash file.
     pub fn write_findings(&self, cases: u64) -> std::io::Result<PathBuf> {
         let st = self.lock();
-        let sigs: Vec<Value> = st
-            .entries
-            .iter()
-            .map(|e| {
-                json!({
-                    "signature": e.id,
-                    "class": e.signature.class().map(Class::name),
-                    "oracle": e.first.oracle.name(),
-                    "count": e.count,
-                    "found_after_ms": e.found_after.as_millis() as u64,
-                    "detail": e.first.detail,
-                    "crash_file": format!("crashes/{}.json", stem(e)),
-                    "smallest_bytes": e.smallest.bytes.len(),
-                })
+        let mut sigs = self.meta.previous.clone();
+        sigs.extend(st.entries.iter().map(|e| {
+            json!({
+                "signature": e.id,
+                "class": e.signature.class().map(Class::name),
+                "oracle": e.first.oracle.name(),
+                "count": e.count,
+                "found_after_ms": e.found_after.as_millis() as u64,
+                "detail": e.first.detail,
+                "crash_file": format!("crashes/{}.json", stem(e)),
+                "smallest_bytes": e.smallest.bytes.len(),
             })
-            .collect();
+        }));
         let doc = json!({
             "suite": self.meta.suite,
             "target": self.meta.target,
@@ -952,6 +1008,7 @@ mod tests {
                 target: "http://h/".into(),
                 transport: Transport::Http,
                 seed: 1,
+                previous: Vec::new(),
             },
             Known::default(),
         );

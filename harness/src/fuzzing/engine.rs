@@ -284,6 +284,9 @@ pub struct Bounds {
     pub duration: Option<Duration>,
     /// Stop after this many distinct signatures.
     pub max_findings: u64,
+    /// The index of the first case: a resumed campaign goes on where the last one
+    /// stopped (`cases` counts from here).
+    pub first: u64,
 }
 
 /// Where and what to fuzz.
@@ -300,6 +303,9 @@ pub struct Run<'a> {
     pub workers: u64,
     /// Signatures and finding keys a baseline already knows: left out.
     pub known: Known,
+    /// The signatures an earlier campaign filed in `out`, which this one resumes:
+    /// kept in findings.json, and new crash files numbered after them.
+    pub previous: Vec<serde_json::Value>,
     /// Called now and then with the progress so far (the command's progress line).
     pub progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
 }
@@ -310,6 +316,11 @@ pub struct Progress {
     pub cases: u64,
     pub signatures: usize,
     pub elapsed: Duration,
+}
+
+/// The index past a run's last case.
+fn end_of(b: &Bounds) -> u64 {
+    b.cases.map_or(u64::MAX, |n| b.first.saturating_add(n))
 }
 
 /// Probes in a row that must go unanswered before the target counts as dead.
@@ -380,16 +391,18 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         target: run.target.url.clone(),
         transport: run.target.transport,
         seed: run.seed,
+        previous: run.previous,
     };
     let shared = Arc::new(Shared {
-        next: AtomicU64::new(0),
+        next: AtomicU64::new(run.bounds.first),
         stop: AtomicBool::new(false),
         died: AtomicBool::new(false),
         corpus: Corpus::new(meta, run.known),
         tally: Mutex::default(),
         recent: Mutex::default(),
     });
-    let max_cases = run.bounds.cases.unwrap_or(u64::MAX);
+    let first = run.bounds.first;
+    let end = end_of(&run.bounds);
     let deadline = run.bounds.duration.map(|d| started + d);
     let mut tasks = tokio::task::JoinSet::new();
     for _ in 0..run.workers.max(1) {
@@ -410,7 +423,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
             j = tasks.join_next() => if j.is_none() { break },
             _ = tick.tick() => if let Some(p) = run.progress {
                 p(&Progress {
-                    cases: shared.next.load(Ordering::Relaxed).min(max_cases),
+                    cases: shared.next.load(Ordering::Relaxed).min(end) - first,
                     signatures: shared.corpus.counts().0,
                     elapsed: started.elapsed(),
                 });
@@ -421,14 +434,14 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
     if !died {
         super::shrink::shrink_all(&shared.corpus, &run.target).await;
     }
-    let cases = shared.next.load(Ordering::Relaxed).min(max_cases);
-    let _ = shared.corpus.write_findings(cases);
+    let cases = shared.next.load(Ordering::Relaxed).min(end) - first;
+    let _ = shared.corpus.write_findings(first + cases);
     let (signatures, hits, known) = shared.corpus.counts();
     let ended = if died {
         Ended::Death
     } else if signatures as u64 >= run.bounds.max_findings {
         Ended::MaxFindings
-    } else if cases >= max_cases {
+    } else if first + cases >= end {
         Ended::Cases
     } else {
         Ended::Duration
@@ -462,7 +475,7 @@ struct Worker {
 impl Worker {
     async fn work(self) {
         let sh = &self.shared;
-        let max_cases = self.bounds.cases.unwrap_or(u64::MAX);
+        let end = end_of(&self.bounds);
         // The worker's connection, when the spec keeps one per worker.
         let mut conn = self
             .spec
@@ -474,7 +487,7 @@ impl Worker {
                 return;
             }
             let index = sh.next.fetch_add(1, Ordering::Relaxed);
-            if index >= max_cases {
+            if index >= end {
                 return;
             }
             let (r, kept) = run_fn(
