@@ -1,7 +1,8 @@
 //! The live fuzzers judged against the reference agents: every suite has one; the
 //! clean reference survives it without a finding; every fault of the catalogue is
 //! either found within a bounded number of cases (seed 1) or listed as unreachable
-//! with its reason, and the list names real faults only.
+//! with its reason, and the list names real faults only. Whole campaigns against
+//! faults modelled on real servers are in `campaigns`.
 //!
 //! Runs are bounded by case counts, not by time, so they do not depend on the speed
 //! of the machine; at the throughput the fuzzers report (thousands of cases per
@@ -9,12 +10,16 @@
 
 use agentconform::case::Suite;
 use agentconform::embedded;
+use agentconform::fuzzing::corpus::Known;
 use agentconform::fuzzing::{campaign, engine};
 use agentconform::profile::Profile;
 use agentconform::schemas::Schemas;
 use agentconform::suites;
 use libtest_mimic::{Arguments, Failed, Trial};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+#[path = "live_fuzzing/campaigns.rs"]
+mod campaigns;
 
 /// Cases a clean run must survive.
 const CLEAN_CASES: u64 = 3000;
@@ -51,22 +56,39 @@ fn profile() -> Profile {
 async fn campaign_of(
     suite: &str,
     role: agentconform::case::Role,
-    (url, transport): (String, agentconform::drive::Transport),
+    to: (String, agentconform::drive::Transport),
     profile: Profile,
     (cases, max_findings): (u64, u64),
 ) -> engine::Summary {
     let out = out_dir(&format!("{role:?}_{}", suite.replace('-', "_")));
-    let summary = campaign::campaign(campaign::Campaign {
+    let bounds = engine::Bounds {
+        cases: Some(cases),
+        duration: None,
+        max_findings,
+        first: 0,
+    };
+    let summary = campaign_in(suite, role, to, profile, bounds, &out, Known::default()).await;
+    let _ = std::fs::remove_dir_all(&out);
+    summary
+}
+
+/// One campaign of seed 1 with four workers within `bounds`, its crash files in
+/// `out`, leaving out what `known` knows.
+async fn campaign_in(
+    suite: &str,
+    role: agentconform::case::Role,
+    (url, transport): (String, agentconform::drive::Transport),
+    profile: Profile,
+    bounds: engine::Bounds,
+    out: &Path,
+    known: Known,
+) -> engine::Summary {
+    campaign::campaign(campaign::Campaign {
         suite: suite.to_string(),
         role,
         seed: 1,
-        bounds: engine::Bounds {
-            cases: Some(cases),
-            duration: None,
-            max_findings,
-            first: 0,
-        },
-        out: out.clone(),
+        bounds,
+        out: out.to_path_buf(),
         workers: Some(4),
         connection: campaign::Connection {
             url,
@@ -76,13 +98,35 @@ async fn campaign_of(
             http: agentconform::drive::http::client().expect("client"),
             tls: agentconform::drive::Tls::platform().expect("tls"),
         },
-        known: Default::default(),
+        known,
         previous: Vec::new(),
     })
     .await
-    .expect("a campaign");
-    let _ = std::fs::remove_dir_all(&out);
-    summary
+    .expect("a campaign")
+}
+
+/// The embedded reference of `suite` with `faults` on, and its URL over the
+/// binding its fuzzer speaks first.
+async fn reference(
+    suite: &str,
+    faults: &[&str],
+) -> (embedded::Server, (String, agentconform::drive::Transport)) {
+    let opts = embedded::Options {
+        faults: faults.iter().map(|f| f.to_string()).collect(),
+        ..embedded::Options::default()
+    };
+    let server = suites::start(suite, "127.0.0.1:0", &opts)
+        .await
+        .expect("start the reference");
+    let want = campaign::bindings(suite).expect("a live fuzzer")[0];
+    let url = server
+        .endpoints
+        .0
+        .iter()
+        .find(|(t, _)| *t == want)
+        .map(|(_, u)| u.clone())
+        .expect("an endpoint of the fuzzer's binding");
+    (server, (url, want))
 }
 
 /// Fuzzes the reference client of `suite` (with `faults`) through the reference
@@ -137,24 +181,10 @@ fn client_fault_found(suite: &'static str, fault: &'static str) -> Result<(), Fa
 /// Fuzzes the embedded reference of `suite` with `faults`; returns the summary.
 fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> engine::Summary {
     rt().block_on(async {
-        let opts = embedded::Options {
-            faults: faults.iter().map(|f| f.to_string()).collect(),
-            ..embedded::Options::default()
-        };
-        let server = suites::start(suite, "127.0.0.1:0", &opts)
-            .await
-            .expect("start the reference");
-        let want = campaign::bindings(suite).expect("a live fuzzer")[0];
-        let url = server
-            .endpoints
-            .0
-            .iter()
-            .find(|(t, _)| *t == want)
-            .map(|(_, u)| u.clone())
-            .expect("an endpoint of the fuzzer's binding");
+        let (server, to) = reference(suite, faults).await;
         let server_role = agentconform::case::Role::Server;
         let bounds = (cases, max_findings);
-        let summary = campaign_of(suite, server_role, (url, want), profile(), bounds).await;
+        let summary = campaign_of(suite, server_role, to, profile(), bounds).await;
         server.stop().await;
         summary
     })
@@ -274,6 +304,7 @@ fn main() {
         "live_fuzz::readme_fuzz_table",
         readme_fuzz_table,
     )];
+    trials.extend(campaigns::trials());
     for suite in suites::all() {
         let id = suite.id;
         let tag = id.replace('-', "_");

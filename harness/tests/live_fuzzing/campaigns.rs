@@ -1,20 +1,17 @@
 //! Live fuzz campaigns as a user runs them, against reference faults modelled on
 //! real servers: the campaign runs its whole duration however much the target
 //! deviates, files one crash file per signature, shrinks a crash to its smallest
-//! input, leaves out what a baseline knows, and ends with the target's death (and
-//! the last inputs sent) when the target stops answering.
+//! input, leaves out what a baseline knows, goes on with `--resume`, and ends with
+//! the target's death (and the last inputs sent) when the target stops answering.
 //!
 //! Each campaign is bounded by a short duration; nothing here waits on luck: the
 //! dying target stops after a fixed number of requests, not after a time.
 
-use agentconform::embedded;
+use super::{campaign_in, out_dir, profile, reference, rt};
 use agentconform::fuzzing::corpus::Known;
-use agentconform::fuzzing::engine::{Ended, Summary};
-use agentconform::fuzzing::{campaign, engine};
+use agentconform::fuzzing::engine::{self, Ended, Summary};
 use agentconform::profile::Profile;
-use agentconform::schemas::Schemas;
-use agentconform::suites;
-use libtest_mimic::{Arguments, Failed, Trial};
+use libtest_mimic::{Failed, Trial};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -22,76 +19,29 @@ use std::time::Duration;
 /// How long each campaign fuzzes.
 const DURATION: Duration = Duration::from_secs(3);
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
-
-fn out_dir(tag: &str) -> PathBuf {
-    std::env::temp_dir().join(format!(
-        "agentconform-fuzz-campaign-{}-{tag}-{}",
-        std::process::id(),
-        reference_impl::wire::new_id()
-    ))
-}
-
-/// A campaign of DURATION against `url`, its crash files in `out`.
+/// A campaign of DURATION against `to`, its crash files in `out`.
 async fn campaign_at(
     suite: &str,
-    (url, transport): (String, agentconform::drive::Transport),
+    to: (String, agentconform::drive::Transport),
     out: &Path,
     known: Known,
     profile: Profile,
 ) -> Summary {
-    campaign::campaign(campaign::Campaign {
-        suite: suite.to_string(),
-        role: agentconform::case::Role::Server,
-        seed: 1,
-        bounds: engine::Bounds {
-            cases: None,
-            duration: Some(DURATION),
-            max_findings: 100,
-            first: 0,
-        },
-        out: out.to_path_buf(),
-        workers: Some(4),
-        connection: campaign::Connection {
-            url,
-            transport,
-            profile,
-            schemas: Schemas::load().expect("schemas"),
-            http: agentconform::drive::http::client().expect("client"),
-            tls: agentconform::drive::Tls::platform().expect("tls"),
-        },
-        known,
-        previous: Vec::new(),
-    })
-    .await
-    .expect("a campaign")
+    let bounds = engine::Bounds {
+        cases: None,
+        duration: Some(DURATION),
+        max_findings: 100,
+        first: 0,
+    };
+    let server = agentconform::case::Role::Server;
+    campaign_in(suite, server, to, profile, bounds, out, known).await
 }
 
 /// A campaign of DURATION against the embedded reference of `suite` with `fault`.
 fn against_fault(suite: &str, fault: &str, out: &Path, known: Known) -> Summary {
     rt().block_on(async {
-        let opts = embedded::Options {
-            faults: vec![fault.to_string()],
-            ..embedded::Options::default()
-        };
-        let server = suites::start(suite, "127.0.0.1:0", &opts)
-            .await
-            .expect("start the reference");
-        let want = campaign::bindings(suite).expect("a live fuzzer")[0];
-        let url = server
-            .endpoints
-            .0
-            .iter()
-            .find(|(t, _)| *t == want)
-            .map(|(_, u)| u.clone())
-            .expect("an endpoint of the fuzzer's binding");
-        let s = campaign_at(suite, (url, want), out, known, Profile::default()).await;
+        let (server, to) = reference(suite, &[fault]).await;
+        let s = campaign_at(suite, to, out, known, profile()).await;
         server.stop().await;
         s
     })
@@ -276,7 +226,7 @@ fn death_ends_the_campaign() -> Result<(), Failed> {
     let out = out_dir("death");
     let s = rt().block_on(async {
         let url = dying_server(400).await;
-        let mut profile = Profile::default();
+        let mut profile = profile();
         profile.timing.case_timeout_ms = 1000;
         let http = agentconform::drive::Transport::Http;
         campaign_at(
@@ -413,9 +363,8 @@ fn resume_goes_on() -> Result<(), Failed> {
     Ok(())
 }
 
-fn main() {
-    let args = Arguments::from_args();
-    let trials = vec![
+pub fn trials() -> Vec<Trial> {
+    vec![
         Trial::test("campaign::crash_500_html", crash_500_html),
         Trial::test(
             "campaign::baseline_leaves_out_what_it_knows",
@@ -428,6 +377,5 @@ fn main() {
         ),
         Trial::test("campaign::death_ends_the_campaign", death_ends_the_campaign),
         Trial::test("campaign::resume_goes_on", resume_goes_on),
-    ];
-    libtest_mimic::run(&args, trials).exit();
+    ]
 }
