@@ -313,6 +313,15 @@ fn print_summary(
         )
         .map_err(io)?;
     }
+    if summary.busy > 0 {
+        writeln!(
+            out,
+            "{} cases skipped: the target answered HTTP 503 or 429 (busy or limiting the rate); each such answer paused its worker {} ms",
+            summary.busy,
+            crate::fuzzing::engine::BUSY_PAUSE.as_millis()
+        )
+        .map_err(io)?;
+    }
     if let Some(why) = &summary.skip_reason {
         writeln!(out, "first skip: {why}").map_err(io)?;
     }

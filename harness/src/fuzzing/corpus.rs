@@ -294,6 +294,16 @@ fn is_fixed(request: Option<&Request>, sent: &[u8]) -> bool {
     })
 }
 
+/// Why a finding of `run` proves nothing, when the reply it was made on says the
+/// target is busy or limits the rate (HTTP 503 or 429): a target under a fuzzer's
+/// load may say so to anything, and the case is a skip, not a deviation.
+pub fn busy(run: &CaseRun, found: &FuzzFinding) -> Option<String> {
+    let status = last_reply(upto(&run.transcript, found))?.http_status?;
+    matches!(status, 429 | 503).then(|| {
+        format!("the target answered HTTP {status} (busy or limiting the rate), so the case judged nothing")
+    })
+}
+
 /// The key a death finding carries.
 pub const DEATH: &str = "death";
 
@@ -977,6 +987,21 @@ mod tests {
         assert_eq!(kept.len(), 4, "a note and the last three entries");
         assert_eq!(kept[0].kind, "note");
         assert_eq!(kept_transcript(&t[..2]).len(), 2);
+    }
+
+    #[test]
+    fn a_busy_answer_proves_nothing() {
+        let t = |status| {
+            vec![
+                entry("send", "POST http://h/\n{}", None),
+                entry("recv", "Content-Type: application/json\n{}", Some(status)),
+            ]
+        };
+        let f = finding(Oracle::ValidRejected, "refused", None);
+        assert!(busy(&run(b"{}", t(503)), &f).is_some());
+        assert!(busy(&run(b"{}", t(429)), &f).is_some());
+        assert!(busy(&run(b"{}", t(500)), &f).is_none());
+        assert!(busy(&run(b"{}", t(400)), &f).is_none());
     }
 
     #[test]

@@ -239,6 +239,8 @@ pub struct Summary {
     /// Finding cases left out because the baseline knows their signature.
     pub known: u64,
     pub skipped: u64,
+    /// Of the skipped, cases whose reply said the target was busy (HTTP 503, 429).
+    pub busy: u64,
     /// The reason of the first skipped case.
     pub skip_reason: Option<String>,
     /// The first finding.
@@ -327,6 +329,8 @@ fn end_of(b: &Bounds) -> u64 {
 pub const PROBES: u32 = 3;
 /// The pause between two of those probes.
 const PROBE_PAUSE: Duration = Duration::from_millis(200);
+/// The pause of a worker after the target said it is busy (HTTP 503 or 429).
+pub const BUSY_PAUSE: Duration = Duration::from_millis(50);
 /// Inputs kept for a death's crash file.
 const LAST_INPUTS: usize = 8;
 
@@ -371,6 +375,8 @@ struct Shared {
 #[derive(Default)]
 struct Tally {
     skipped: u64,
+    /// Skips because the target said it was busy.
+    busy: u64,
     skip_reason: Option<String>,
     first_finding: Option<FuzzFinding>,
 }
@@ -453,6 +459,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         finding_cases: hits,
         known,
         skipped: t.skipped,
+        busy: t.busy,
         skip_reason: t.skip_reason.clone(),
         first_finding: t.first_finding.clone(),
         signatures: shared.corpus.entries(),
@@ -500,7 +507,10 @@ impl Worker {
             )
             .await;
             conn = kept;
-            self.file(index, &r);
+            if self.file(index, &r) {
+                // The target said it is busy: give it a moment.
+                tokio::time::sleep(BUSY_PAUSE).await;
+            }
             if unanswered(&r.outcome) || index % 500 == 499 {
                 let (a, kept) = alive(self.spec, &self.target, conn.take()).await;
                 conn = kept;
@@ -512,8 +522,10 @@ impl Worker {
         }
     }
 
-    /// Files what case `index` did: a skip is counted, a finding goes to the corpus.
-    fn file(&self, index: u64, r: &CaseRun) {
+    /// Files what case `index` did: a skip is counted, a finding goes to the corpus
+    /// (unless the reply it was made on said the target is busy: a skip); true for
+    /// that busy answer.
+    fn file(&self, index: u64, r: &CaseRun) -> bool {
         let sh = &self.shared;
         if !r.sent.is_empty() {
             let mut recent = sh.recent.lock().unwrap_or_else(|p| p.into_inner());
@@ -525,23 +537,30 @@ impl Worker {
                 bytes: r.sent.clone(),
             });
         }
-        match &r.outcome {
-            Outcome::Pass => {}
-            Outcome::Skip(why) => {
+        let busy = match &r.outcome {
+            Outcome::Finding(f) => super::corpus::busy(r, f),
+            _ => None,
+        };
+        let skipped = match (&r.outcome, &busy) {
+            (_, Some(why)) => Some(why),
+            (Outcome::Skip(why), None) => Some(why),
+            _ => None,
+        };
+        if let Some(why) = skipped {
+            let mut t = sh.tally.lock().unwrap_or_else(|p| p.into_inner());
+            t.skipped += 1;
+            t.busy += u64::from(busy.is_some());
+            t.skip_reason.get_or_insert_with(|| why.clone());
+        } else if let Outcome::Finding(f) = &r.outcome {
+            if let Recorded::New(n) = sh.corpus.record(index, r, f) {
                 let mut t = sh.tally.lock().unwrap_or_else(|p| p.into_inner());
-                t.skipped += 1;
-                t.skip_reason.get_or_insert_with(|| why.clone());
-            }
-            Outcome::Finding(f) => {
-                if let Recorded::New(n) = sh.corpus.record(index, r, f) {
-                    let mut t = sh.tally.lock().unwrap_or_else(|p| p.into_inner());
-                    t.first_finding.get_or_insert_with(|| f.clone());
-                    if n as u64 >= self.bounds.max_findings {
-                        sh.stop.store(true, Ordering::Relaxed);
-                    }
+                t.first_finding.get_or_insert_with(|| f.clone());
+                if n as u64 >= self.bounds.max_findings {
+                    sh.stop.store(true, Ordering::Relaxed);
                 }
             }
         }
+        busy.is_some()
     }
 
     /// The target stopped answering after case `index`: the death is filed with the
