@@ -245,75 +245,110 @@ enum Refusal {
     AgoraFailure,
 }
 
-/// What the spec fixes for a request.
-type Expect = Expected<Success, Refusal>;
+/// What the spec fixes for a request, and for an invalid one the key (a rule's or a
+/// case's) of the conformance case whose subject its invalidity is: a fuzz finding
+/// on it is filed under that key, as `run` files the same deviation. A valid
+/// request's refusal has no such key: what the target refused it for is not known.
+struct Expect {
+    want: Expected<Success, Refusal>,
+    subject: Option<&'static str>,
+}
 
 fn expect_for(req: &Value, fx: &Fx, conversation_hash: Option<Option<&str>>) -> Expect {
+    let (want, subject) = verdict_for(req, fx, conversation_hash);
+    Expect { want, subject }
+}
+
+fn verdict_for(
+    req: &Value,
+    fx: &Fx,
+    conversation_hash: Option<Option<&str>>,
+) -> (Expected<Success, Refusal>, Option<&'static str>) {
+    let open = |why: &str| (Expected::Open(why.into()), None);
     let Some(o) = req.as_object() else {
-        return Expected::Reject(Codes::Any);
+        return (
+            Expected::Reject(Codes::Any),
+            Some("agora-exchange/malformed-json:not-object"),
+        );
     };
     let Some(body) = o.get("body") else {
-        return Expected::Reject(Codes::Any);
+        return (
+            Expected::Reject(Codes::Any),
+            Some("agora-exchange/missing-body"),
+        );
     };
     if !(body.is_string() || body.is_object()) {
-        return Expected::Open("the spec gives body no other type, nor a verdict for one".into());
+        return open("the spec gives body no other type, nor a verdict for one");
     }
     let multiround = match o.get("multiround") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return Expected::Open("multiround is not a boolean".into()),
+        Some(_) => return open("multiround is not a boolean"),
     };
     match o.get("protocolSources") {
         None | Some(Value::Null) => {}
         Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
-        Some(_) => return Expected::Open("protocolSources is not an array of strings".into()),
+        Some(_) => return open("protocolSources is not an array of strings"),
     }
     let hash = match o.get("protocolHash") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) => return Expected::Reject(Codes::Any),
+        Some(_) => {
+            return (
+                Expected::Reject(Codes::Any),
+                Some("agora-exchange/malformed-hash"),
+            )
+        }
     };
     let protocol = match conversation_hash {
         // A follow-up: naming another protocol is malformed (AEX-031).
         Some(orig) => match (hash, orig) {
             (None, o) => o,
             (Some(h), Some(o)) if h.eq_ignore_ascii_case(o) => Some(o),
-            (Some(_), _) => return Expected::Reject(Codes::Any),
+            (Some(_), _) => {
+                return (
+                    Expected::Reject(Codes::Any),
+                    Some("agora-exchange/protocol-change-rejected"),
+                )
+            }
         },
         None => hash,
     };
     // A follow-up's reply names its conversation.
     let multiround = multiround || conversation_hash.is_some();
     let Some(h) = protocol else {
-        return Expected::Accept(
-            Success {
-                protocol_error: false,
-                multiround,
-            },
-            Codes::none(),
-        );
+        let success = Success {
+            protocol_error: false,
+            multiround,
+        };
+        return (Expected::Accept(success, Codes::none()), None);
     };
     if !is_sha1_hex(h) {
-        return Expected::Reject(Codes::Any);
+        return (
+            Expected::Reject(Codes::Any),
+            Some("agora-exchange/malformed-hash"),
+        );
     }
     if !fx.known.contains(&h.to_ascii_lowercase()) {
         // Sent with sources, an unknown protocol may be adopted (AEX-042).
         return if o.get("protocolSources").is_some_and(Value::is_array) {
-            Expected::Open("an unknown protocol sent with sources may be adopted (AEX-042)".into())
+            open("an unknown protocol sent with sources may be adopted (AEX-042)")
         } else {
-            Expected::Reject(Codes::OneOf(vec![Refusal::AgoraFailure]))
+            (
+                Expected::Reject(Codes::OneOf(vec![Refusal::AgoraFailure])),
+                Some("agora-exchange/unsupported-protocol"),
+            )
         };
     }
     if !h.eq_ignore_ascii_case(&fx.hash) || !fx.echo {
-        return Expected::Open("the outcome of a protocol other than echo is the target's".into());
+        return open("the outcome of a protocol other than echo is the target's");
     }
-    Expected::Accept(
-        Success {
-            protocol_error: !body.get("text").is_some_and(Value::is_string),
-            multiround,
-        },
-        Codes::none(),
-    )
+    let protocol_error = !body.get("text").is_some_and(Value::is_string);
+    let success = Success {
+        protocol_error,
+        multiround,
+    };
+    (Expected::Accept(success, Codes::none()), None)
 }
 
 /// POSTs `bytes` and applies the oracles every reply gets.
@@ -343,7 +378,13 @@ async fn send(f: &mut FuzzCtx, path: &str, req: Value) -> FuzzStep<Reply> {
     post(f, path, bytes).await
 }
 
-fn judge(r: &Reply, want: Expect, what: &str) -> FuzzStep<()> {
+/// Judges a reply against what the spec fixes for its request; a finding is filed
+/// under the request's subject.
+fn judge(r: &Reply, e: Expect, what: &str) -> FuzzStep<()> {
+    verdict::under(e.subject, judge_verdict(r, e.want, what))
+}
+
+fn judge_verdict(r: &Reply, want: Expected<Success, Refusal>, what: &str) -> FuzzStep<()> {
     let got = if r.is_success() {
         Observed::Carried
     } else if r.is_agora_failure() {
@@ -439,22 +480,7 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             match serde_json::from_slice::<Value>(&bytes) {
                 // Still JSON: the verdict of what it now says.
                 Ok(v) => judge(&r, expect_for(&v, &fx, None), "the edited request"),
-                Err(_) if r.is_success() => finding(
-                    Oracle::Verdict,
-                    format!(
-                        "malformed JSON was answered with success (AEX-048): {}",
-                        r.describe()
-                    ),
-                ),
-                // §10.1 names 400 for malformed JSON.
-                Err(_) if r.is_client_error() && r.http != 400 => finding(
-                    Oracle::Verdict,
-                    format!(
-                        "malformed JSON drew {}, not HTTP 400 (AEX-049)",
-                        r.describe()
-                    ),
-                ),
-                Err(_) => Ok(()),
+                Err(_) => malformed_json(&r, "malformed JSON", true),
             }
         }
         Kind::Spelling(t, w) => {
@@ -572,15 +598,31 @@ async fn raw_follow_up(
             expect_for(&v, fx, Some(conv_hash.as_deref())),
             "the edited follow-up",
         ),
-        Err(_) if r.is_success() => finding(
+        Err(_) => malformed_json(&r, "a malformed follow-up", false),
+    }
+}
+
+/// The reply to `what`, bytes that are no JSON: never a success (AEX-048), and HTTP
+/// 400 when a 4xx (§10.1, AEX-049; `status_too`), filed under the rule `run`
+/// holds malformed JSON to.
+fn malformed_json(r: &Reply, what: &str, status_too: bool) -> FuzzStep<()> {
+    let found = if r.is_success() {
+        finding(
             Oracle::Verdict,
             format!(
-                "a malformed follow-up was answered with success (AEX-048): {}",
+                "{what} was answered with success (AEX-048): {}",
                 r.describe()
             ),
-        ),
-        Err(_) => Ok(()),
-    }
+        )
+    } else if status_too && r.is_client_error() && r.http != 400 {
+        finding(
+            Oracle::Verdict,
+            format!("{what} drew {}, not HTTP 400 (AEX-049)", r.describe()),
+        )
+    } else {
+        Ok(())
+    };
+    verdict::under(Some("agora-exchange/malformed-json:status"), found)
 }
 
 async fn check_wellknown(f: &mut FuzzCtx) -> FuzzStep<()> {
