@@ -498,14 +498,6 @@ impl Known {
     pub fn contains(&self, id: &str) -> bool {
         self.ids.contains(id)
     }
-
-    pub fn len(&self) -> usize {
-        self.ids.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
-    }
 }
 
 /// One input of a signature: the case that sent it and its bytes.

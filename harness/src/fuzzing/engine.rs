@@ -181,7 +181,7 @@ async fn probe_on(
     let (run, conn) = run_fn(spec.probe, target, 0, 0, conn, false).await;
     // Alive means answering: any reply, conforming or not, is a live one.
     let alive = match run.outcome {
-        Outcome::Finding(f) if unanswered(&Outcome::Finding(f.clone())) => Err(f.detail),
+        Outcome::Finding(f) if unanswered(&f) => Err(f.detail),
         _ => Ok(()),
     };
     (alive, conn)
@@ -247,8 +247,6 @@ pub struct Summary {
     pub first_finding: Option<FuzzFinding>,
     /// Every signature filed, with its count and how its input was shrunk.
     pub signatures: Vec<Filed>,
-    /// The target stopped answering; the run ended there.
-    pub died: bool,
     /// What ended the run.
     pub ended: Ended,
     pub elapsed: Duration,
@@ -358,8 +356,8 @@ async fn alive(
 
 /// Whether a finding is a failure at the transport level (the target did not
 /// answer), after which the engine checks that it is still alive.
-fn unanswered(o: &Outcome) -> bool {
-    matches!(o, Outcome::Finding(f) if matches!(f.oracle, Oracle::Timeout | Oracle::Transport))
+fn unanswered(f: &FuzzFinding) -> bool {
+    matches!(f.oracle, Oracle::Timeout | Oracle::Transport)
 }
 
 /// What the workers of one run share.
@@ -463,7 +461,6 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         skip_reason: t.skip_reason.clone(),
         first_finding: t.first_finding.clone(),
         signatures: shared.corpus.entries(),
-        died,
         ended,
         elapsed: started.elapsed(),
     }
@@ -511,7 +508,8 @@ impl Worker {
                 // The target said it is busy: give it a moment.
                 tokio::time::sleep(BUSY_PAUSE).await;
             }
-            if unanswered(&r.outcome) || index % 500 == 499 {
+            let no_answer = matches!(&r.outcome, Outcome::Finding(f) if unanswered(f));
+            if no_answer || index % 500 == 499 {
                 let (a, kept) = alive(self.spec, &self.target, conn.take()).await;
                 conn = kept;
                 if let Err(why) = a {

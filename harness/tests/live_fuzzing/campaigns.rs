@@ -238,7 +238,7 @@ fn death_ends_the_campaign() -> Result<(), Failed> {
         )
         .await
     });
-    if !s.died || s.ended != Ended::Death {
+    if s.ended != Ended::Death {
         return Err(format!("the campaign did not see the death: {:?}", ids(&s)).into());
     }
     let death = s
