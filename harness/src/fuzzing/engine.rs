@@ -550,10 +550,11 @@ impl Worker {
             t.busy += u64::from(busy.is_some());
             t.skip_reason.get_or_insert_with(|| why.clone());
         } else if let Outcome::Finding(f) = &r.outcome {
-            if let Recorded::New(n) = sh.corpus.record(index, r, f) {
+            if let Recorded::New(_) = sh.corpus.record(index, r, f) {
                 let mut t = sh.tally.lock().unwrap_or_else(|p| p.into_inner());
                 t.first_finding.get_or_insert_with(|| f.clone());
-                if n as u64 >= self.bounds.max_findings {
+                // This run's signatures: a resumed campaign's earlier ones do not count.
+                if sh.corpus.counts().0 as u64 >= self.bounds.max_findings {
                     sh.stop.store(true, Ordering::Relaxed);
                 }
             }
