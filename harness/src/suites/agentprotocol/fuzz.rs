@@ -1621,19 +1621,33 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             for mu in std::iter::once(&first).chain(more.iter().take(2)) {
                 apply(&mut m, mu, c);
             }
-            send_judged(f, c, &m, "the message changed after signing").await?;
+            let judged = send_judged(f, c, &m, "the message changed after signing").await;
+            verdict::under(Some("agentprotocol/reject-tampered"), judged)?;
         }
         Kind::Signature(t, s) => {
             let mut m = c.template(t);
             c.me.sign(&mut m);
             apply_sig(&mut m, &s, &c.me);
-            send_judged(f, c, &m, "the message with an edited signature").await?;
+            let judged = send_judged(f, c, &m, "the message with an edited signature").await;
+            verdict::under(signature_subject(&s), judged)?;
         }
         Kind::Raw(t, first, edits) => raw_case(f, c, t, first, edits).await?,
         Kind::Spelling(t, mu, w) => spelling_case(f, c, t, mu, w).await?,
         Kind::Flow(flow) => run_flow(f, c, flow).await?,
     }
     Ok(())
+}
+
+/// The conformance case whose subject a signature edit is: a fuzz finding on it is
+/// filed under that case's key, the key `run` gives the same deviation; `None` for
+/// an edit no one case owns.
+fn signature_subject(s: &SigMut) -> Option<&'static str> {
+    match s {
+        SigMut::Remove | SigMut::Empty => Some("agentprotocol/unsigned-request"),
+        SigMut::WrongKey | SigMut::ClaimOther => Some("agentprotocol/reject-wrong-key"),
+        SigMut::Truncate(_) | SigMut::Flip(_) => Some("agentprotocol/reject-tampered"),
+        _ => None,
+    }
 }
 
 /// Opens a case: a fresh identity says hello, the hello reply gets its oracles
