@@ -398,9 +398,14 @@ fn expect_code(args: &[&str], code: i32, needle: &str) -> Result<String, Failed>
     Ok(out)
 }
 
+/// A fresh folder of this trial's own: trials run in parallel, and two of them
+/// may take the same `name` (`cli::fuzz_and_replay` does, once a suite).
 fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("agentconform-test-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
+    let d = std::env::temp_dir().join(format!(
+        "agentconform-test-{name}-{}-{}",
+        std::process::id(),
+        reference_impl::wire::new_id()
+    ));
     std::fs::create_dir_all(&d).expect("temp dir");
     d
 }

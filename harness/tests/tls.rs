@@ -31,8 +31,11 @@ fn bin() -> PathBuf {
 }
 
 fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("agentconform-tls-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
+    let d = std::env::temp_dir().join(format!(
+        "agentconform-tls-{name}-{}-{}",
+        std::process::id(),
+        reference_impl::wire::new_id()
+    ));
     std::fs::create_dir_all(&d).expect("temp dir");
     d
 }
