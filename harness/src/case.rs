@@ -69,6 +69,10 @@ pub struct CaseResult {
     /// taken ([`crate::runner::apply_controls`]). The transcript names it.
     #[serde(skip)]
     pub control_case: Option<&'static str>,
+    /// The claims of a case that judges several apart, each with its outcome
+    /// ([`crate::script::Ctx::claim`]); empty for a case of one subject.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<crate::verdict::Claim>,
 }
 
 /// A requirement the suite does not test, and why.

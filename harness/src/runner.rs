@@ -4,6 +4,7 @@ use crate::case::{Bindings, Case, CaseResult, Met, Outcome, Role, Stop, Suite, U
 use crate::drive::Transport;
 use crate::finding::{Finding, Verdict};
 use crate::script::{Ctx, RunShared};
+use crate::verdict::Claim;
 use globset::{Glob, GlobSet, GlobSetBuilder};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -120,6 +121,7 @@ fn result_of(
         transcript,
         met,
         control_case: None,
+        claims: Vec::new(),
     }
 }
 
@@ -154,6 +156,10 @@ async fn run_one(
     let ended = tokio::time::timeout(budget, (case.run)(&mut ctx)).await;
     ctx.close().await;
     let mut met = ctx.take_findings();
+    let mut marks = ctx.take_claims();
+    if let (Ok(Err(Stop::Blocked(key))), Some(last)) = (&ended, marks.last_mut()) {
+        last.blocked_by.get_or_insert_with(|| key.clone());
+    }
     let (outcome, message) = match ended {
         Err(_) => {
             let m = format!(
@@ -192,6 +198,8 @@ async fn run_one(
     } else {
         message
     };
+    let claims = settle_claims(case.id, &marks, &met);
+    let (outcome, message) = claimed_outcome(outcome, message, &claims, &met);
     let transcript = ctx.take_transcript();
     let mut r = result_of(
         case,
@@ -203,7 +211,63 @@ async fn run_one(
         met,
     );
     r.control_case = ctx.control_case;
+    r.claims = claims;
     r
+}
+
+/// Each claim the case made, settled with the findings met under it.
+fn settle_claims(case: &str, marks: &[crate::verdict::ClaimMark], met: &[Met]) -> Vec<Claim> {
+    marks
+        .iter()
+        .enumerate()
+        .map(|(i, m)| {
+            let until = marks.get(i + 1).map_or(met.len(), |n| n.from);
+            m.settle(case, met, until)
+        })
+        .collect()
+}
+
+/// A case of claims is as strong as its strongest claim: one that passed or warned
+/// while a claim of it was blocked is blocked, and its message names the finding
+/// that blocked the claim and what was judged beside it.
+fn claimed_outcome(
+    outcome: Outcome,
+    message: String,
+    claims: &[Claim],
+    met: &[Met],
+) -> (Outcome, String) {
+    if !matches!(outcome, Outcome::Pass | Outcome::Warn) {
+        return (outcome, message);
+    }
+    let blocked: Vec<&Claim> = claims
+        .iter()
+        .filter(|c| c.outcome == Outcome::Blocked)
+        .collect();
+    if blocked.is_empty() {
+        return (outcome, message);
+    }
+    let why: Vec<String> = blocked
+        .iter()
+        .map(|c| {
+            let key = c.blocked_by.as_deref().unwrap_or_default();
+            let summary = met
+                .iter()
+                .find(|m| m.finding.key == key)
+                .map(|m| m.finding.summary.as_str())
+                .unwrap_or_default();
+            format!("claim \"{}\" blocked by {key}: {summary}", c.name)
+        })
+        .collect();
+    let beside: Vec<String> = claims
+        .iter()
+        .filter(|c| c.outcome != Outcome::Blocked)
+        .map(|c| format!("\"{}\" {}", c.name, c.outcome))
+        .collect();
+    let mut m = why.join("; ");
+    if !beside.is_empty() {
+        m.push_str(&format!("; judged beside it: {}", beside.join(", ")));
+    }
+    (Outcome::Blocked, m)
 }
 
 /// A case's overall budget: the profile's, or for a client case the driver's
@@ -562,6 +626,7 @@ mod tests {
             transcript: Vec::new(),
             met,
             control_case: None,
+            claims: Vec::new(),
         }
     }
 
@@ -570,6 +635,46 @@ mod tests {
             finding: f.clone(),
             own,
         }
+    }
+
+    #[test]
+    fn a_refused_control_blocks_only_its_claim() {
+        use crate::verdict::ClaimMark;
+        let refused = Finding::new("s/refused:X", &[], "a valid twin was refused");
+        let forged = Finding::new("s/forged", &["AGP-024"], "a forged message was carried out");
+        let mark = |name: &str, from: usize, blocked: bool| ClaimMark {
+            name: name.into(),
+            from,
+            blocked_by: blocked.then(|| refused.key.clone()),
+            moot: None,
+        };
+        // The first claim is blocked by the refusal; the second judged its own.
+        let marks = [mark("after hello", 0, true), mark("before hello", 1, false)];
+        let met_all = vec![met(&refused, false), met(&forged, true)];
+        let claims = settle_claims("s/c", &marks, &met_all);
+        let outcomes: Vec<Outcome> = claims.iter().map(|c| c.outcome).collect();
+        assert_eq!(outcomes, vec![Outcome::Blocked, Outcome::Fail]);
+        assert_eq!(claims[1].findings, vec!["s/forged".to_string()]);
+        // A case that fails on one claim fails, whatever blocked the other.
+        let (o, _) = claimed_outcome(Outcome::Fail, "forged".into(), &claims, &met_all);
+        assert_eq!(o, Outcome::Fail);
+        // A case whose other claims passed is blocked, and says what was judged.
+        let passing = [mark("after hello", 0, true), mark("before hello", 1, false)];
+        let met_one = vec![met(&refused, false)];
+        let claims = settle_claims("s/c", &passing, &met_one);
+        let (o, m) = claimed_outcome(Outcome::Pass, String::new(), &claims, &met_one);
+        assert_eq!(o, Outcome::Blocked);
+        assert!(
+            m.contains("blocked by s/refused:X: a valid twin was refused"),
+            "{m}"
+        );
+        assert!(m.contains("judged beside it: \"before hello\" pass"), "{m}");
+        // A moot claim is a skip, never a pass.
+        let moot = [ClaimMark {
+            moot: Some("the target wants hello first".into()),
+            ..mark("before hello", 0, false)
+        }];
+        assert_eq!(settle_claims("s/c", &moot, &[])[0].outcome, Outcome::Skip);
     }
 
     #[test]

@@ -136,6 +136,8 @@ pub struct Ctx {
     control: Option<String>,
     /// The case whose pass is this case's control ([`Ctx::controlled_by`]).
     pub control_case: Option<&'static str>,
+    /// The claims the case has made so far ([`Ctx::claim`]).
+    claims: Vec<crate::verdict::ClaimMark>,
 }
 
 /// A transcript entry, cut at the cap.
@@ -202,6 +204,7 @@ impl Ctx {
             suite_id: None,
             control: None,
             control_case: None,
+            claims: Vec::new(),
         }
     }
 
@@ -338,6 +341,60 @@ impl Ctx {
         let what = what.into();
         self.checked(format!("control: the target accepted {what}"));
         self.control = Some(what);
+    }
+
+    /// Begins the claim `name`: what the case judges from here to its next claim.
+    /// A case of several claims judges each apart, so that a refused control
+    /// blocks only the claims that need it ([`Ctx::needs`]) and the others are
+    /// still judged. The control of one claim is not the next one's: each states
+    /// its own.
+    pub fn claim(&mut self, name: impl Into<String>) {
+        let name = name.into();
+        self.log("check", &format!("claim: {name}"), None);
+        self.control = None;
+        self.claims.push(crate::verdict::ClaimMark {
+            name,
+            from: self.findings.len(),
+            blocked_by: None,
+            moot: None,
+        });
+    }
+
+    /// The current claim cannot be judged on this target, for `why` (the target's
+    /// answer made it moot: it wants hello first, or another claim already showed
+    /// the same cause): the claim is a skip with that reason, never a pass.
+    pub fn moot(&mut self, why: impl Into<String>) {
+        let why = why.into();
+        self.note(format!("the claim is not judged: {why}"));
+        if let Some(c) = self.claims.last_mut() {
+            c.moot = Some(why);
+        }
+    }
+
+    /// What the current claim needs (its control, most often) went through:
+    /// `Ok(true)`. When a finding blocked it (a valid twin refused), the claim is
+    /// blocked by that finding and `Ok(false)` lets the case go on to its other
+    /// claims. A transport failure still stops the case: a target that does not
+    /// answer cannot be judged on anything else.
+    pub fn needs(&mut self, step: Step<()>) -> Step<bool> {
+        match step {
+            Ok(()) => Ok(true),
+            Err(Stop::Blocked(key)) if !key.contains("/transport:") && !self.claims.is_empty() => {
+                self.note(format!(
+                    "the claim is blocked by {key}; the case goes on to its other claims"
+                ));
+                if let Some(c) = self.claims.last_mut() {
+                    c.blocked_by.get_or_insert(key);
+                }
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The claims made, for the runner to settle once the case has ended.
+    pub fn take_claims(&mut self) -> Vec<crate::verdict::ClaimMark> {
+        std::mem::take(&mut self.claims)
     }
 
     /// The control this case has, if any.

@@ -100,3 +100,62 @@ pub struct Met {
     /// the way to its subject.
     pub own: bool,
 }
+
+/// One claim of a case: a named check, with the probes and the control it needs.
+/// A case that makes claims judges each apart, so that a refused control blocks
+/// only the claims that need it ([`crate::script::Ctx::claim`]); the case's outcome
+/// is the strongest of its claims' (fail, blocked, warn, pass).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Claim {
+    pub name: String,
+    pub outcome: Outcome,
+    /// The finding that blocked it: its control refused, or a reply it could not
+    /// read past.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub blocked_by: Option<String>,
+    /// Keys of the findings met while it was judged.
+    pub findings: Vec<String>,
+    /// Why a claim was not judged (skip): the target's answer made it moot.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// A claim as the context records it while the case runs: its name, the first of
+/// the case's findings met under it, and what blocked it.
+#[derive(Debug, Clone, Default)]
+pub struct ClaimMark {
+    pub name: String,
+    pub from: usize,
+    pub blocked_by: Option<String>,
+    pub moot: Option<String>,
+}
+
+impl ClaimMark {
+    /// The claim's outcome, once the case `case` has ended with the findings `met`
+    /// (this claim's are `met[self.from..until]`): fail for a failing finding the
+    /// case owns, else blocked when a finding blocked it, else warn for a warning
+    /// it owns, else pass.
+    pub fn settle(&self, case: &str, met: &[Met], until: usize) -> Claim {
+        let mine = &met[self.from.min(met.len())..until.min(met.len())];
+        let owned = |m: &&Met| m.own || m.finding.owner == Some(case);
+        let worst = mine
+            .iter()
+            .filter(owned)
+            .map(|m| m.finding.outcome)
+            .max_by_key(|v| *v == crate::finding::Verdict::Fail);
+        let outcome = match (worst, &self.blocked_by) {
+            (Some(crate::finding::Verdict::Fail), _) => Outcome::Fail,
+            (_, Some(_)) => Outcome::Blocked,
+            (Some(_), None) => Outcome::Warn,
+            (None, None) if self.moot.is_some() => Outcome::Skip,
+            (None, None) => Outcome::Pass,
+        };
+        Claim {
+            name: self.name.clone(),
+            outcome,
+            blocked_by: self.blocked_by.clone(),
+            findings: mine.iter().map(|m| m.finding.key.clone()).collect(),
+            reason: self.moot.clone(),
+        }
+    }
+}

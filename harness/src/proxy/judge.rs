@@ -161,6 +161,7 @@ fn side(suite: &Suite, who: &str, met: Vec<Met>, transcript: Vec<Entry>) -> Case
         transcript,
         met,
         control_case: None,
+        claims: Vec::new(),
     }
 }
 

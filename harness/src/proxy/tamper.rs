@@ -57,6 +57,7 @@ pub fn verdict(suite: &'static Suite, t: &Tamper, passed: &[Passed], seen: Obser
         transcript: transcript(passed),
         met,
         control_case: None,
+        claims: Vec::new(),
     }
 }
 

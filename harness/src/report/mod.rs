@@ -492,6 +492,7 @@ mod tests {
             ],
             met,
             control_case: None,
+            claims: Vec::new(),
         };
         let incidental = |f: &Finding| Met {
             finding: f.clone(),

@@ -29,6 +29,11 @@ pub const COMBINED: &[&[&str]] = &[
         "wrong-correlation-id",
         "no-details-available",
     ],
+    // A refusal of every valid request after hello hides neither the forged
+    // signatures a sender that never said hello gets carried out, nor the bare
+    // body that answers a malformed message: each claim that needs no refused
+    // control is still judged.
+    &["refuse-greeted-take-strangers", "invalid-bare-error"],
 ];
 
 fn suite() -> &'static Suite {

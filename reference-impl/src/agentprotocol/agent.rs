@@ -174,6 +174,14 @@ impl ApAgent {
     }
 
     fn error(&self, to: &str, corr: Option<&str>, r: Refusal) -> ApReply {
+        if r.code == "INVALID_MESSAGE" && self.fault("invalid-bare-error") {
+            // A bare error body, as a handler that never builds an error message.
+            return ApReply {
+                to: to.into(),
+                status: 400,
+                body: serde_json::to_vec(&json!({"error": r.message})).unwrap_or_default(),
+            };
+        }
         if r.code == "INVALID_MESSAGE" && self.fault("errors-framework-detail") {
             // A web framework's own validation error, before the agent sees the message.
             let body =
@@ -310,17 +318,25 @@ impl ApAgent {
                 "Verification error: The first argument must be of type string or an instance of Buffer, ArrayBuffer, or Array or an Array-like Object. Received an instance of Object",
             ));
         }
-        let stranger = self.fault("verify-only-after-hello")
-            && ty != "hello"
-            && !self
+        let by_hello =
+            self.fault("verify-only-after-hello") || self.fault("refuse-greeted-take-strangers");
+        let greeted = by_hello
+            && self
                 .greeted
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .contains(sender);
+        if self.fault("refuse-greeted-take-strangers") && ty != "hello" && greeted {
+            return Err(refuse(
+                "INVALID_SIGNATURE",
+                "Signature verification failed: public key not found in session",
+            ));
+        }
+        let stranger = by_hello && ty != "hello" && !greeted;
         if !self.fault("skip-signature-check") && !stranger {
             message::verify_tree(tree).map_err(|e| refuse("INVALID_SIGNATURE", e.to_string()))?;
         }
-        if self.fault("verify-only-after-hello") && ty == "hello" {
+        if by_hello && ty == "hello" {
             let mut g = self.greeted.lock().unwrap_or_else(|p| p.into_inner());
             if g.len() >= GREETED_CAP {
                 g.clear();

@@ -157,6 +157,26 @@ pub const FAULTS: &[Fault] = &[
         duty = none,
     ),
     fault!(
+        "refuse-greeted-take-strangers",
+        "signature checking",
+        "refuses every message but hello from a sender that said hello, validly signed or not, with one INVALID_SIGNATURE error, and carries out any message from a sender that never did, forged signatures among them",
+        ["agentprotocol/echo-request", "agentprotocol/reject-tampered", "agentprotocol/reject-wrong-key"],
+        finding = [
+            "agentprotocol/refused:INVALID_SIGNATURE:signature-verification-failed-public-key-not-found-in",
+            "agentprotocol/reject-tampered:carried-out",
+            "agentprotocol/reject-wrong-key:carried-out"
+        ],
+        duty = report_error["agentprotocol/client-reports-error-response"],
+    ),
+    fault!(
+        "invalid-bare-error",
+        "error message shape",
+        "answers a malformed message with HTTP 400 and a bare {\"error\": \"…\"} body instead of an error message (the same body over WebSocket and files)",
+        ["agentprotocol/invalid-message"],
+        finding = ["agentprotocol/error:not-a-message"],
+        duty = none,
+    ),
+    fault!(
         "timeout-always",
         "timeout",
         "a delay request that carries any timeout waits the timeout out and answers TIMEOUT, even when the delay is far shorter",

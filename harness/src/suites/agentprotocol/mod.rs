@@ -136,30 +136,34 @@ fn stranger(ctx: &Ctx, me: &Me) -> Me {
 }
 
 /// From a sender that never said hello, `twin` (valid) must be carried out, then
-/// `bad` refused. The finding when `bad` is carried out there, after the same fault
-/// was refused after hello; a note (nothing judged) when the target wants hello
-/// before anything else.
+/// `bad` refused. The finding when `bad` is carried out there: after the same fault
+/// was refused after hello (`after_hello` judged), the target verifies only after
+/// hello; when the sender that said hello could not be judged (its control
+/// refused), the carried-out message is the case's own rule `carried_out`. A
+/// target that wants hello before anything else makes the claim moot.
 async fn before_hello(
     ctx: &mut Ctx,
     s: &mut Me,
-    twin: &Value,
-    bad: &Value,
+    (twin, bad): (&Value, &Value),
     what: &str,
+    (after_hello, carried_out, ids): (bool, &str, &[&str]),
 ) -> Step<Option<Finding>> {
     let r = s.send(ctx, twin).await?;
     if r["type"] != "response" {
-        ctx.note(format!("from a sender that never said hello, a valid request drew {}: the target wants hello first, so its signature check before hello is not judged", describe(&r)));
+        ctx.moot(format!("from a sender that never said hello, a valid request drew {}: the target wants hello first", describe(&r)));
         return Ok(None);
     }
     ctx.control("a valid request from a sender that never said hello");
     match s.refusal(ctx, bad, "INVALID_SIGNATURE", &format!("{what}, from a sender that never said hello")).await? {
-        Err(got) if got.carried_out => Ok(Some(Finding::new(key("verify:before-hello"), &["AGP-024", "AGP-034", "AGP-035"],
+        Err(got) if got.carried_out && after_hello => Ok(Some(Finding::new(key("verify:before-hello"), &["AGP-024", "AGP-034", "AGP-035"],
             format!("{what} from a sender that never said hello was carried out ({got}), while after hello the same drew INVALID_SIGNATURE: the target verifies signatures only after hello (AGP-024, AGP-034)")).owned_by(TAMPERED))),
+        Err(got) if got.carried_out => Ok(Some(Finding::new(key(carried_out), ids,
+            format!("{what}, from a sender that never said hello, was carried out ({got}) beside a valid request of the same sender, not refused with INVALID_SIGNATURE ({})", ids[0])))),
         Err(got) => {
-            ctx.note(format!("{what} from a sender that never said hello drew {got}: refused, with another code than after hello"));
+            ctx.note(format!("{what} from a sender that never said hello drew {got}: refused, with another code than INVALID_SIGNATURE"));
             Ok(None)
         }
-        Ok(_) => Ok(None),
+        Ok(_) => ctx.refusal_counts(&format!("{what}, from a sender that never said hello")).map(|()| None),
     }
 }
 
@@ -258,7 +262,9 @@ pub const CASES: &[Case] = &[
     case!("invalid-message", "no type, id 123, type \"bogus\" and params as a string each draw INVALID_MESSAGE", ["AGP-010", "AGP-018", "AGP-023"], Fact, |ctx| {
         let mut me = Me::new(ctx);
         me.hello(ctx).await?;
-        me.control(ctx).await?;
+        // The replies' shape is read by read_reply: an error that is no message is
+        // this case's error:not-a-message, whatever the control.
+        ctx.claim("each malformed request is answered by an error message");
         let base = me.request(&echo(ctx), json!({"a": 1}), json!({}));
         let variants: Vec<(&str, &str, Value)> = vec![
             ("no type", "AGP-023", { let mut m = base.clone(); m.as_object_mut().map(|o| o.remove("type")); m }),
@@ -266,22 +272,38 @@ pub const CASES: &[Case] = &[
             ("type \"bogus\"", "AGP-010", { let mut m = base.clone(); m["type"] = json!("bogus"); m }),
             ("params as a string", "AGP-018", { let mut m = base.clone(); m["payload"]["params"] = json!("a=1"); m }),
         ];
+        let mut drew = Vec::new();
         for (what, req, mut m) in variants {
             m["id"] = if what == "id 123" { json!(123) } else { json!(reference_impl::wire::new_id()) };
             m["payload"]["correlationId"] = json!(format!("im-{}", &reference_impl::wire::new_id()[..8]));
             me.sign(&mut m);
             if let Err(got) = me.refusal(ctx, &m, "INVALID_MESSAGE", what).await? {
-                let ids: &[&str] = if req == "AGP-023" { &["AGP-023"] } else { &[req, "AGP-023"] };
-                return Err(own("invalid-message:accepted", ids, format!("a request with {what} drew {got}, not error INVALID_MESSAGE ({req})")));
+                drew.push((what, req, got));
             }
+        }
+        ctx.claim("the error is INVALID_MESSAGE, beside a valid request carried out");
+        let accepted = |what: &str, req: &str, got: &Other| {
+            let ids: &[&str] = if req == "AGP-023" { &["AGP-023"] } else { &[req, "AGP-023"] };
+            own("invalid-message:accepted", ids, format!("a request with {what} drew {got}, not error INVALID_MESSAGE ({req})"))
+        };
+        // A malformed request carried out needs no control: its response shows it.
+        if let Some((what, req, got)) = drew.iter().find(|(_, _, got)| got.carried_out) {
+            return Err(accepted(what, req, got));
+        }
+        let controlled = me.control(ctx).await;
+        if !ctx.needs(controlled)? {
+            return Ok(());
+        }
+        if let Some((what, req, got)) = drew.first() {
+            return Err(accepted(what, req, got));
         }
         ctx.refusal_counts("each malformed request")
     }),
     case!("input-validation", "odd payloads draw INVALID_MESSAGE, never INTERNAL_ERROR or a dropped connection", ["AGP-038"], Should, |ctx| {
         let mut me = Me::new(ctx);
-        let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
-        me.control(ctx).await?;
+        ctx.claim("each odd payload is answered by an error message");
+        let mut drew = Vec::new();
         for (what, payload) in [
             ("action 7", json!({"action": 7, "correlationId": "c1"})),
             ("timeout \"soon\"", json!({"action": echo(ctx), "correlationId": "c2", "timeout": "soon"})),
@@ -289,56 +311,102 @@ pub const CASES: &[Case] = &[
             let mut m = me.message("request", payload);
             me.sign(&mut m);
             if let Err(got) = me.refusal(ctx, &m, "INVALID_MESSAGE", what).await? {
-                found.push(Finding::new(key("input-validation:not-refused"), &["AGP-038"], format!("a request with {what} drew {got}, not error INVALID_MESSAGE (AGP-038)")));
+                drew.push((what, got));
             }
         }
-        verdict(ctx, found)
+        ctx.claim("the error is INVALID_MESSAGE, beside a valid request carried out");
+        let not_refused = |what: &str, got: &Other| Finding::new(key("input-validation:not-refused"), &["AGP-038"], format!("a request with {what} drew {got}, not error INVALID_MESSAGE (AGP-038)"));
+        // An odd payload carried out needs no control: its response shows it.
+        for (what, got) in drew.iter().filter(|(_, got)| got.carried_out) {
+            ctx.deviation(not_refused(what, got));
+        }
+        let controlled = me.control(ctx).await;
+        if !ctx.needs(controlled)? {
+            return Ok(());
+        }
+        for (what, got) in drew.iter().filter(|(_, got)| !got.carried_out) {
+            ctx.deviation(not_refused(what, got));
+        }
+        if drew.is_empty() {
+            ctx.refusal_counts("each odd payload")?;
+        }
+        Ok(())
     }),
     case!("reject-tampered", "a message changed after signing draws INVALID_SIGNATURE and is not carried out", ["AGP-024", "AGP-033", "AGP-035"], Fact, |ctx| {
         let mut me = Me::new(ctx);
-        let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
+        ctx.claim("a message changed after signing, from a sender that said hello, draws INVALID_SIGNATURE");
         let twin = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
-        me.twin(ctx, &twin, "the same echo request, unchanged after signing").await?;
-        let mut payload_changed = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
-        payload_changed["payload"]["params"]["text"] = json!("changed");
-        let mut to_changed = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
-        to_changed["to"]["broadcast"] = json!(true);
-        for (what, m, req) in [("a payload changed after signing", payload_changed, "AGP-024"), ("to.broadcast changed after signing", to_changed, "AGP-033")] {
-            if let Err(got) = me.refusal(ctx, &m, "INVALID_SIGNATURE", what).await? {
-                let rule = if got.carried_out { "reject-tampered:carried-out" } else { "reject-tampered:code" };
-                found.push(Finding::new(key(rule), &[req, "AGP-035"], format!("a message with {what} drew {got}, not error INVALID_SIGNATURE ({req})")));
+        let taken = me.twin(ctx, &twin, "the same echo request, unchanged after signing").await;
+        // Whether the sender that said hello was judged, and kept to the rule.
+        let mut after: Option<bool> = None;
+        if ctx.needs(taken)? {
+            let mut payload_changed = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
+            payload_changed["payload"]["params"]["text"] = json!("changed");
+            let mut to_changed = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
+            to_changed["to"]["broadcast"] = json!(true);
+            let mut kept = true;
+            for (what, m, req) in [("a payload changed after signing", payload_changed, "AGP-024"), ("to.broadcast changed after signing", to_changed, "AGP-033")] {
+                if let Err(got) = me.refusal(ctx, &m, "INVALID_SIGNATURE", what).await? {
+                    let rule = if got.carried_out { "reject-tampered:carried-out" } else { "reject-tampered:code" };
+                    ctx.deviation(Finding::new(key(rule), &[req, "AGP-035"], format!("a message with {what} drew {got}, not error INVALID_SIGNATURE ({req})")));
+                    kept = false;
+                }
             }
+            if kept {
+                ctx.refusal_counts("each message changed after signing")?;
+            }
+            after = Some(kept);
         }
-        if found.is_empty() {
-            ctx.refusal_counts("each message changed after signing")?;
+        ctx.claim("the same, from a sender that never said hello");
+        if after == Some(false) {
+            ctx.moot("a sender that said hello already had a message changed after signing taken: the same cause");
+        } else {
             let mut s = stranger(ctx, &me);
             let twin = s.request(&echo(ctx), json!({"text": "signed"}), json!({}));
             let mut bad = s.request(&echo(ctx), json!({"text": "signed"}), json!({}));
             bad["payload"]["params"]["text"] = json!("changed");
-            found.extend(before_hello(ctx, &mut s, &twin, &bad, "a payload changed after signing").await?);
+            let judged = (after.is_some(), "reject-tampered:carried-out", &["AGP-024", "AGP-035"][..]);
+            if let Some(f) = before_hello(ctx, &mut s, (&twin, &bad), "a payload changed after signing", judged).await? {
+                ctx.deviation(f);
+            }
         }
-        verdict(ctx, found)
+        Ok(())
     }),
     case!("reject-wrong-key", "a message signed by one key but naming another in from.agentId draws INVALID_SIGNATURE", ["AGP-034", "AGP-035"], Fact, |ctx| {
         let mut me = Me::new(ctx);
         me.hello(ctx).await?;
+        ctx.claim("a message signed by another key than its from.agentId's, from a sender that said hello, draws INVALID_SIGNATURE");
         let mut twin = me.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}, "timeout": 30000}));
         me.sign(&mut twin);
-        me.twin(ctx, &twin, "the same request signed by from.agentId's own key").await?;
-        let m = wrong_key(&me, &echo(ctx));
-        if let Err(got) = me.refusal(ctx, &m, "INVALID_SIGNATURE", "signature by another key").await? {
-            let rule = if got.carried_out { "reject-wrong-key:carried-out" } else { "reject-wrong-key:code" };
-            return Err(own(rule, &["AGP-034", "AGP-035"], format!("a message signed by another key than from.agentId's drew {got}, not error INVALID_SIGNATURE (AGP-034)")));
+        let taken = me.twin(ctx, &twin, "the same request signed by from.agentId's own key").await;
+        let mut after: Option<bool> = None;
+        if ctx.needs(taken)? {
+            let m = wrong_key(&me, &echo(ctx));
+            if let Err(got) = me.refusal(ctx, &m, "INVALID_SIGNATURE", "signature by another key").await? {
+                let rule = if got.carried_out { "reject-wrong-key:carried-out" } else { "reject-wrong-key:code" };
+                ctx.deviation(Finding::new(key(rule), &["AGP-034", "AGP-035"], format!("a message signed by another key than from.agentId's drew {got}, not error INVALID_SIGNATURE (AGP-034)")));
+                after = Some(false);
+            } else {
+                ctx.refusal_counts("a message signed by another key")?;
+                after = Some(true);
+            }
         }
-        ctx.refusal_counts("a message signed by another key")?;
+        ctx.claim("the same, from a sender that never said hello");
+        if after == Some(false) {
+            ctx.moot("a sender that said hello already had a message signed by another key taken: the same cause");
+            return Ok(());
+        }
         let mut s = stranger(ctx, &me);
         let mut twin = s.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}, "timeout": 30000}));
         s.sign(&mut twin);
         let bad = wrong_key(&s, &echo(ctx));
-        // Owned by reject-tampered: one finding for a target that verifies only after hello.
-        if let Some(f) = before_hello(ctx, &mut s, &twin, &bad, "a message signed by another key").await? {
-            ctx.finding(f);
+        let judged = (after.is_some(), "reject-wrong-key:carried-out", &["AGP-034", "AGP-035"][..]);
+        match before_hello(ctx, &mut s, (&twin, &bad), "a message signed by another key", judged).await? {
+            // Owned by reject-tampered: one finding for a target that verifies only after hello.
+            Some(f) if after.is_some() => ctx.finding(f),
+            Some(f) => ctx.deviation(f),
+            None => {}
         }
         Ok(())
     }),
