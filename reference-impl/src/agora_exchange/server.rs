@@ -97,6 +97,15 @@ fn transport_error(status: u16, message: impl Into<String>) -> Reply {
     }
 }
 
+/// A request the server cannot read answered as if read: HTTP 200 with status
+/// "error" (`transport-error-200`).
+fn unreadable_200(message: impl Into<String>) -> Reply {
+    Reply {
+        status: 200,
+        body: json!({"status": "error", "message": message.into()}),
+    }
+}
+
 /// An unhandled exception: HTTP 500, rendered by `respond` as the framework's HTML
 /// error page (`crash-500-html`).
 fn crash() -> Reply {
@@ -238,6 +247,9 @@ impl Exchange {
         }
         let tree = match json::parse(bytes) {
             Ok(t) => t,
+            Err(e) if self.fault("transport-error-200") => {
+                return unreadable_200(format!("Malformed JSON: {e}"));
+            }
             Err(e) => {
                 let status = if self.fault("malformed-json-500") {
                     500
@@ -250,6 +262,9 @@ impl Exchange {
         let Value::Object(req) = tree.to_serde() else {
             if self.fault("crash-500-html") {
                 return crash();
+            }
+            if self.fault("transport-error-200") {
+                return unreadable_200("The request must be a JSON object");
             }
             return transport_error(400, "The request must be a JSON object");
         };

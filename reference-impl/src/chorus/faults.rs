@@ -122,7 +122,7 @@ pub const FAULTS: &[Fault] = &[
         "error shape",
         "a job for a skill the agent lacks is answered in a web framework's default shape, HTTP 404 {\"detail\": …}, without SKILL_MISMATCH",
         ["chorus/job-skill-mismatch"],
-        finding = ["chorus/job-skill-mismatch"],
+        finding = ["chorus/refusal-without-code:SKILL_MISMATCH"],
         duty = report_error["chorus/client-skill-mismatch"],
     ),
     fault!(
@@ -131,6 +131,14 @@ pub const FAULTS: &[Fault] = &[
         "TRANSFER_FAILED comes with HTTP 200 and status \"failed\" instead of an error status",
         ["chorus/transfer-insufficient"],
         finding = ["chorus/refusal-http-200:TRANSFER_FAILED"],
+        duty = report_error["chorus/client-transfer-failed"],
+    ),
+    fault!(
+        "transfer-refused-without-code",
+        "error code",
+        "a transfer above the balance is refused with HTTP 400 {\"detail\": \"Insufficient funds: …\"}, without TRANSFER_FAILED: one finding, though two cases meet it",
+        ["chorus/transfer-insufficient"],
+        finding = ["chorus/refusal-without-code:TRANSFER_FAILED"],
         duty = report_error["chorus/client-transfer-failed"],
     ),
     fault!(

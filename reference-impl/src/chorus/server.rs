@@ -592,6 +592,12 @@ impl Chorus {
                         body: json!({"status": "failed", "error": "TRANSFER_FAILED", "message": message}),
                     });
                 }
+                if self.fault("transfer-refused-without-code") {
+                    return Ok(Reply {
+                        status: 400,
+                        body: json!({"detail": format!("Insufficient funds: {message}")}),
+                    });
+                }
                 return Err(err(409, "TRANSFER_FAILED", message));
             }
             let to_balance = self.balance(&st, &to);

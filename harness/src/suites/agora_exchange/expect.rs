@@ -288,6 +288,29 @@ pub async fn post_bytes(
     check_reply(ctx, &r)
 }
 
+/// POSTs bytes the server cannot read as a request (malformed JSON, a JSON array):
+/// the reply is read as a transport-level one whatever its status, so that a 2xx
+/// body, which answers no Agora request, is judged by its status alone (its shape
+/// would be a second finding of the same cause).
+pub async fn post_unreadable(ctx: &mut Ctx, bytes: Vec<u8>) -> Step<Reply> {
+    let r = ctx
+        .http(
+            reqwest::Method::POST,
+            "",
+            &[("content-type", "application/json")],
+            Some(bytes),
+        )
+        .await?;
+    let reading = transport_reply(&r);
+    for f in reading.findings {
+        ctx.finding(f);
+    }
+    match reading.reply {
+        Ok(r) => Ok(r),
+        Err(f) => Err(ctx.block(f)),
+    }
+}
+
 /// Everything the reply checks found in one reply.
 #[derive(Debug, Clone)]
 pub struct Reading {

@@ -604,7 +604,7 @@ async fn raw_follow_up(
 
 /// The reply to `what`, bytes that are no JSON: never a success (AEX-048), and HTTP
 /// 400 when a 4xx (§10.1, AEX-049; `status_too`), filed under the rule `run`
-/// holds malformed JSON to.
+/// holds malformed JSON to (`malformed-json:2xx` for a 2xx, else `:status`).
 fn malformed_json(r: &Reply, what: &str, status_too: bool) -> FuzzStep<()> {
     let found = if r.is_success() {
         finding(
@@ -622,7 +622,12 @@ fn malformed_json(r: &Reply, what: &str, status_too: bool) -> FuzzStep<()> {
     } else {
         Ok(())
     };
-    verdict::under(Some("agora-exchange/malformed-json:status"), found)
+    let rule = if (200..300).contains(&r.http) {
+        "agora-exchange/malformed-json:2xx"
+    } else {
+        "agora-exchange/malformed-json:status"
+    };
+    verdict::under(Some(rule), found)
 }
 
 async fn check_wellknown(f: &mut FuzzCtx) -> FuzzStep<()> {

@@ -453,22 +453,40 @@ pub const CASES: &[Case] = &[
         }
     }),
     case!("malformed-json", "malformed JSON draws HTTP 400; a JSON request that is not an object draws an HTTP 4xx", ["AEX-048", "AEX-049"], Must, false, |ctx| {
-        let r = post_bytes(ctx, "", b"[]".to_vec(), &[]).await?;
-        if !r.is_client_error() {
+        let array = post_unreadable(ctx, b"[]".to_vec()).await?;
+        let syntax = post_unreadable(ctx, b"{not json".to_vec()).await?;
+        let is_2xx = |r: &Reply| (200..300).contains(&r.http);
+        // One finding per thing the target did: both answered with a 2xx is one
+        // deviation (a request it cannot read taken as read), not two.
+        let mut in_2xx = Vec::new();
+        if !array.is_client_error() && is_2xx(&array) {
+            in_2xx.push(format!("a JSON array as the request drew {}", array.describe()));
+        }
+        if syntax.http != 400 && is_2xx(&syntax) {
+            in_2xx.push(format!("malformed JSON drew {}", syntax.describe()));
+        }
+        if !in_2xx.is_empty() {
+            let ids: &[&str] = if syntax.http != 400 && is_2xx(&syntax) { &["AEX-048", "AEX-049"] } else { &["AEX-048"] };
+            own(ctx, Finding::new(
+                "agora-exchange/malformed-json:2xx",
+                ids,
+                format!("{}: a request the server cannot read was answered with a 2xx, not an HTTP 4xx (400 for malformed JSON, agora-exchange.txt §10.1)", in_2xx.join("; ")),
+            ));
+        }
+        if !array.is_client_error() && !is_2xx(&array) {
             own(ctx, Finding::new(
                 "agora-exchange/malformed-json:not-object",
                 &["AEX-048"],
-                format!("a JSON array as the request drew {}, not an HTTP 4xx", r.describe()),
+                format!("a JSON array as the request drew {}, not an HTTP 4xx", array.describe()),
             ));
-        } else if r.http != 400 {
-            ctx.note(format!("a JSON array as the request drew HTTP {} (any 4xx is accepted: the spec names no code for it)", r.http));
+        } else if array.is_client_error() && array.http != 400 {
+            ctx.note(format!("a JSON array as the request drew HTTP {} (any 4xx is accepted: the spec names no code for it)", array.http));
         }
-        let r = post_bytes(ctx, "", b"{not json".to_vec(), &[]).await?;
-        if r.http != 400 {
+        if syntax.http != 400 && !is_2xx(&syntax) {
             own(ctx, Finding::new(
                 "agora-exchange/malformed-json:status",
                 &["AEX-048", "AEX-049"],
-                format!("malformed JSON drew {}; agora-exchange.txt §10.1 names 400 Bad Request for it", r.describe()),
+                format!("malformed JSON drew {}; agora-exchange.txt §10.1 names 400 Bad Request for it", syntax.describe()),
             ));
         }
         claim(ctx, &[KEY_ERROR_CONTENT_TYPE]);

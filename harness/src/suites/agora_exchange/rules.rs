@@ -312,13 +312,23 @@ pub const RULES: &[Rule] = &[
         passes: "HTTP 200 with status failure",
     },
     Rule {
+        key: "agora-exchange/malformed-json:2xx",
+        requirements: &["AEX-048", "AEX-049"],
+        level: None,
+        owner: "agora-exchange/malformed-json",
+        check: "case:agora-exchange/malformed-json",
+        summary: "a request the server cannot read (malformed JSON, a JSON array) is not answered with a 2xx",
+        fails: "malformed JSON or a JSON array drew an HTTP 2xx, whatever its body says (one finding for both)",
+        passes: "an HTTP 4xx for each, 400 for malformed JSON",
+    },
+    Rule {
         key: "agora-exchange/malformed-json:not-object",
         requirements: &["AEX-048"],
         level: None,
         owner: "agora-exchange/malformed-json",
         check: "case:agora-exchange/malformed-json",
         summary: "a JSON request that is not an object draws an HTTP 4xx",
-        fails: "a JSON array as the request drew a 200, a 5xx or another non-4xx status",
+        fails: "a JSON array as the request drew a 5xx or another status that is neither a 4xx nor a 2xx (a 2xx is malformed-json:2xx)",
         passes: "any HTTP 4xx",
     },
     Rule {
@@ -328,7 +338,7 @@ pub const RULES: &[Rule] = &[
         owner: "agora-exchange/malformed-json",
         check: "case:agora-exchange/malformed-json",
         summary: "malformed JSON draws HTTP 400 Bad Request (agora-exchange.txt section 10.1)",
-        fails: "a request body that is not JSON drew another status than 400",
+        fails: "a request body that is not JSON drew another status than 400 that is no 2xx (a 2xx is malformed-json:2xx)",
         passes: "HTTP 400",
     },
     // Client role (mod.rs, `client_request`).

@@ -1418,17 +1418,11 @@ pub fn expect_code(ctx: &mut Ctx, r: &Resp, code: &str, what: &str) -> Step<()> 
     let has = r.codes().iter().any(|c| c == code);
     if r.http >= 400 || r.is_failure_result() {
         if !has {
-            return fail(format!(
-                "{what}: refused with {}, which carries no {code} ({id})",
-                r.describe()
-            ));
+            return without_code(ctx, r, code, what);
         }
     } else if r.refusal_in_2xx() {
         if !has {
-            return fail(format!(
-                "{what}: refused with {}, which carries no {code} ({id})",
-                r.describe()
-            ));
+            return without_code(ctx, r, code, what);
         }
         refusal_status_finding(ctx, r, Some(code), what);
     } else {
@@ -1438,6 +1432,26 @@ pub fn expect_code(ctx: &mut Ctx, r: &Resp, code: &str, what: &str) -> Step<()> 
         ));
     }
     ctx.checked(format!("{what}: {code}"));
+    Ok(())
+}
+
+/// A refusal that carries no `code` where chorus.md names it: one finding keyed by
+/// what the target did (`chorus/refusal-without-code:<CODE>`), owned by the case
+/// whose subject the code is, however many cases meet it; the refusal itself is
+/// what the case wanted, so it goes on.
+fn without_code(ctx: &mut Ctx, r: &Resp, code: &str, what: &str) -> Step<()> {
+    let (owner, id) = code_rule(code);
+    ctx.finding(
+        Finding::new(
+            format!("chorus/refusal-without-code:{code}"),
+            &[id],
+            format!(
+                "{what}: refused with {}, which carries no {code} ({id})",
+                r.describe()
+            ),
+        )
+        .owned_by(owner),
+    );
     Ok(())
 }
 

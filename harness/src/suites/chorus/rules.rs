@@ -441,6 +441,36 @@ pub const RULES: &[Rule] = &[
         fails: "the refusal with TRANSFER_FAILED came in a 2xx reply",
         passes: "TRANSFER_FAILED with a 4xx/5xx",
     },
+    Rule {
+        key: "chorus/refusal-without-code:SKILL_MISMATCH",
+        requirements: &["CHO-027"],
+        level: None,
+        owner: "chorus/job-skill-mismatch",
+        check: "expect::without_code",
+        summary: "a refusal where chorus.md names SKILL_MISMATCH carries SKILL_MISMATCH",
+        fails: "the refusal carries no SKILL_MISMATCH (in any top-level member, or a FAILURE result's error_message); one finding however many cases meet it",
+        passes: "SKILL_MISMATCH in the refusal",
+    },
+    Rule {
+        key: "chorus/refusal-without-code:BUDGET_INSUFFICIENT",
+        requirements: &["CHO-028"],
+        level: None,
+        owner: "chorus/job-budget-insufficient",
+        check: "expect::without_code",
+        summary: "a refusal where chorus.md names BUDGET_INSUFFICIENT carries BUDGET_INSUFFICIENT",
+        fails: "the refusal carries no BUDGET_INSUFFICIENT (in any top-level member, or a FAILURE result's error_message); one finding however many cases meet it",
+        passes: "BUDGET_INSUFFICIENT in the refusal",
+    },
+    Rule {
+        key: "chorus/refusal-without-code:TRANSFER_FAILED",
+        requirements: &["CHO-040"],
+        level: None,
+        owner: "chorus/transfer-insufficient",
+        check: "expect::without_code",
+        summary: "a refusal where chorus.md names TRANSFER_FAILED carries TRANSFER_FAILED",
+        fails: "the refusal carries no TRANSFER_FAILED (in any top-level member, or a FAILURE result's error_message); one finding however many cases meet it",
+        passes: "TRANSFER_FAILED in the refusal",
+    },
     // ------------------------------------------------------------------
     // Ledger
     Rule {
