@@ -30,6 +30,9 @@ pub struct Options {
     /// agora-spaces: unsent bytes of one connection before it is cut off as a slow
     /// consumer (`SpacesConfig::max_pending_bytes`).
     pub max_pending_bytes: Option<usize>,
+    /// agora-spaces: an error answering a frame without an id carries
+    /// `"request_id": null` (`SpacesConfig::null_request_id`).
+    pub null_request_id: bool,
     /// agora-exchange: a conversation expires only once the whole second of its
     /// conversationExpires has passed (`ExchangeConfig::expiry_whole_second`).
     pub expiry_whole_second: bool,
@@ -360,6 +363,7 @@ pub fn agora_spaces<'a>(
         if let Some(b) = opts.max_pending_bytes {
             cfg.max_pending_bytes = b;
         }
+        cfg.null_request_id = opts.null_request_id;
         start_agora_spaces_on(cfg, listen, opts.tls.as_ref()).await
     })
 }

@@ -413,6 +413,12 @@ def event_vectors():
         {"type": "error", "code": "INVALID_REQUEST", "message": "frame is not valid JSON"}, "valid",
         "ASP-A7: request_id is checked by the harness where the request had an id",
     )
+    v["error-request-id-null"] = ev(
+        "error", "error with request_id null, answering a frame that is not JSON and so carries no id.",
+        ["ASP-041", "ASP-A7"],
+        {"type": "error", "code": "INVALID_REQUEST", "message": "frame is not valid JSON", "request_id": None}, "valid",
+        "ASP-A7: a failed request without an id leaves request_id undefined; null or absent are both read as no id",
+    )
     v["error-missing-code"] = ev(
         "error", "The error example without code.", ["ASP-041"],
         without(E["error"], "code"), "invalid", "ASP-041: code missing",

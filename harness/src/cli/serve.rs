@@ -48,6 +48,10 @@ pub struct ServeArgs {
     /// slow consumer, closed with code 1008 (agora-spaces; default 8388608).
     #[arg(long = "max-pending-bytes", value_parser = clap::value_parser!(u64).range(1024..=1_073_741_824))]
     max_pending_bytes: Option<u64>,
+    /// Answer a frame without an id (one that is not JSON) with an error whose
+    /// request_id is null, not absent (agora-spaces; both readings are allowed).
+    #[arg(long = "null-request-id")]
+    null_request_id: bool,
     /// Serve TLS (https://, wss://) with a self-signed certificate made at start-up
     /// for 127.0.0.1, ::1, localhost and the --listen host.
     #[arg(long)]
@@ -108,6 +112,7 @@ fn options(a: &ServeArgs, identity: Option<TlsIdentity>) -> embedded::Options {
         token: a.token.clone(),
         heartbeat_timeout_s: a.heartbeat_timeout_s,
         max_pending_bytes: a.max_pending_bytes.and_then(|b| usize::try_from(b).ok()),
+        null_request_id: a.null_request_id,
     }
 }
 

@@ -43,7 +43,60 @@ pub fn trials() -> Vec<Trial> {
             "agora_spaces::hub_without_space_creation_falls_back",
             hub_without_space_creation_falls_back,
         ),
+        Trial::test(
+            "agora_spaces::null_request_id_for_a_frame_without_id_passes",
+            null_request_id_for_a_frame_without_id_passes,
+        ),
     ]
+}
+
+/// A hub whose error answering a frame that is not JSON, and so has no id, carries
+/// `"request_id": null` (ASP-A7 leaves it undefined): every case passes, the
+/// invalid-requests case among them, with no finding, and its transcript shows the
+/// null it read.
+fn null_request_id_for_a_frame_without_id_passes() -> Result<(), Failed> {
+    use reference_impl::agora_spaces::server::SpacesConfig;
+    let out = rt().block_on(async {
+        let cfg = SpacesConfig {
+            token: Some(TEST_TOKEN.into()),
+            heartbeat_timeout: std::time::Duration::from_secs(TEST_HEARTBEAT_S),
+            null_request_id: true,
+            ..SpacesConfig::default()
+        };
+        let server = agentconform::embedded::start_agora_spaces(cfg, "127.0.0.1:0")
+            .await
+            .expect("start hub");
+        let out = runner::run(
+            shared(test_profile()),
+            &[(&suites::agora_spaces::SUITE, server.endpoints.clone())],
+            &Selection::default(),
+        )
+        .await;
+        server.stop().await;
+        out
+    })?;
+    explained(&out)?;
+    let wrong: Vec<String> = out
+        .results
+        .iter()
+        .filter(|r| r.outcome != Outcome::Pass)
+        .map(|r| format!("{} {}: {}", r.outcome, r.id, r.message))
+        .collect();
+    let read_null = out.results.iter().any(|r| {
+        r.id == "agora-spaces/invalid-requests"
+            && r.transcript
+                .iter()
+                .any(|e| e.kind == "recv" && e.text.contains("\"request_id\":null"))
+    });
+    if out.findings.is_empty() && wrong.is_empty() && read_null {
+        Ok(())
+    } else {
+        Err(format!(
+            "a hub whose errors carry request_id null (read in the transcript: {read_null}): {wrong:?}\n{}",
+            describe(&out)
+        )
+        .into())
+    }
 }
 
 /// A hub that does not create spaces on join (allowed, ASP-A8): no finding, the

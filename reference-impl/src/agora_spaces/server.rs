@@ -69,6 +69,10 @@ pub struct SpacesConfig {
     /// SPACE_NOT_FOUND (false), as a hub does that serves only spaces made otherwise
     /// (allowed, ambiguity ASP-A8).
     pub create_user_spaces: bool,
+    /// An error answering a frame without an id (one that is not JSON) carries
+    /// `"request_id": null` (true) or no request_id (false): both allowed, the spec
+    /// leaves it undefined (ambiguity ASP-A7).
+    pub null_request_id: bool,
     pub faults: FaultSet,
 }
 
@@ -89,6 +93,7 @@ impl Default for SpacesConfig {
             slow_grace: Duration::from_secs(2),
             max_spaces: 10_000,
             create_user_spaces: true,
+            null_request_id: false,
             faults: FaultSet::none(),
         }
     }
@@ -328,10 +333,10 @@ impl Spaces {
                 m.remove("code");
             }
         }
-        if let Some(id) = request_id {
-            if !self.fault("error-without-request-id") {
-                e["request_id"] = json!(id);
-            }
+        match request_id {
+            Some(id) if !self.fault("error-without-request-id") => e["request_id"] = json!(id),
+            None if self.cfg.null_request_id => e["request_id"] = Value::Null,
+            _ => {}
         }
         json_text(&e)
     }
