@@ -157,6 +157,7 @@ pub fn rejudge(v: &Vector, schemas: Schemas) -> Result<Rejudged, ExportError> {
     let shared = Arc::new(RunShared {
         transcript_budget: crate::script::TranscriptBudget::default(),
         adapted: Default::default(),
+        client_ids: Default::default(),
         embedded: false,
         profile: Profile::default(),
         key: Keypair::generate(),

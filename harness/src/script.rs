@@ -78,6 +78,40 @@ pub struct RunShared {
     /// The target is the embedded reference, whose every setting (ttls, expiries,
     /// spaces) the harness chose: a MUST case that skips there fails instead.
     pub embedded: bool,
+    /// The ids a client under test must keep unique, as its cases met them: a
+    /// client that reuses one across its whole run is seen, not only within a case
+    /// ([`Ctx::reused`]).
+    pub client_ids: ClientIds,
+}
+
+/// The ids a client sent in a run (message ids, job ids, correlation ids), each
+/// with the case and binding that first carried it and a digest of that message;
+/// at most [`ClientIds::CAP`] are kept.
+#[derive(Debug, Default)]
+pub struct ClientIds(std::sync::Mutex<std::collections::HashMap<String, (String, u64)>>);
+
+impl ClientIds {
+    /// The most ids a run keeps: a run's client cases send a few hundred, a fuzz
+    /// campaign one or two a case.
+    pub const CAP: usize = 20_000;
+
+    /// Records that `case` sent `id` (of `kind`) in the message whose digest is
+    /// `digest`; where another case, or this case in another message, carried it
+    /// first, that case.
+    pub fn first_use(&self, kind: &str, id: &str, case: &str, digest: u64) -> Option<String> {
+        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let key = format!("{kind}\u{0}{id}");
+        match m.get(&key) {
+            Some((c, d)) if c != case || *d != digest => Some(c.clone()),
+            Some(_) => None,
+            None => {
+                if m.len() < Self::CAP {
+                    m.insert(key, (case.to_string(), digest));
+                }
+                None
+            }
+        }
+    }
 }
 
 /// Choices the spec leaves to a client that the target turned out to need: when a
@@ -395,6 +429,33 @@ impl Ctx {
     /// The claims made, for the runner to settle once the case has ended.
     pub fn take_claims(&mut self) -> Vec<crate::verdict::ClaimMark> {
         std::mem::take(&mut self.claims)
+    }
+
+    /// Whether `id`, of `kind` ("job_id", "message id"), which a client must keep
+    /// unique, was carried before in this run by another case's message, or by
+    /// another message of this case (`message`: the bytes that carry it; the same
+    /// message sent again is a retry, not a reuse). The case that carried it first,
+    /// with its binding. A run's cases and a fuzz campaign's keep ids; the proxy
+    /// has its own memory.
+    pub fn reused(&mut self, kind: &str, id: &str, message: &[u8]) -> Option<String> {
+        use std::hash::{Hash, Hasher};
+        let case = match self.case_id {
+            Some(id) => format!("{id} [{}]", self.transport),
+            // Every fuzz case drives the client anew: one campaign is one run.
+            None if self.fuzzing => "an earlier fuzz case".to_string(),
+            None => return None,
+        };
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        message.hash(&mut h);
+        let first = self
+            .shared
+            .client_ids
+            .first_use(kind, id, &case, h.finish())?;
+        Some(if first == case {
+            "an earlier message of this case".to_string()
+        } else {
+            first
+        })
     }
 
     /// The control this case has, if any.

@@ -221,6 +221,7 @@ pub fn peers_shared(
     Ok(crate::script::RunShared {
         transcript_budget: crate::script::TranscriptBudget::default(),
         adapted: Default::default(),
+        client_ids: Default::default(),
         embedded: false,
         http: tls.http_client().map_err(CliError::Harness)?,
         tls,

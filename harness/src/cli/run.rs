@@ -171,6 +171,7 @@ fn run_shared(
     let shared = Arc::new(RunShared {
         transcript_budget: crate::script::TranscriptBudget::default(),
         adapted: Default::default(),
+        client_ids: Default::default(),
         embedded: a.target.is_none() && a.role == Role::Server,
         profile: prof,
         key: keypair,

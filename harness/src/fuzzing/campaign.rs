@@ -105,6 +105,7 @@ fn shared(c: Connection) -> (Arc<RunShared>, Transport, String) {
     let shared = Arc::new(RunShared {
         transcript_budget: crate::script::TranscriptBudget::per_case_only(),
         adapted: Default::default(),
+        client_ids: Default::default(),
         embedded: false,
         profile: c.profile,
         key: Keypair::generate(),

@@ -40,6 +40,7 @@ pub fn shared_with(profile: Profile, tls: agentconform::drive::Tls) -> Arc<RunSh
     Arc::new(RunShared {
         transcript_budget: agentconform::script::TranscriptBudget::default(),
         adapted: Default::default(),
+        client_ids: Default::default(),
         embedded: false,
         profile,
         key: Keypair::generate(),

@@ -87,6 +87,12 @@ pub const CLIENT_FAULTS: &[Fault] = &[
         ]
     ),
     fault!(
+        "accept-python-dumps-signature",
+        "signature checking",
+        "verifies signatures over RFC 8785, and when that fails takes one over Python's json.dumps(sort_keys=True) too",
+        ["agora-v1/client-refuses-bad-result-signature"]
+    ),
+    fault!(
         "error-in-200-taken",
         "errors",
         "takes any reply to its REQUEST with HTTP 200 that is not an OFFER as the outcome, an ERROR among them",
@@ -235,9 +241,9 @@ impl Requester<'_> {
             )));
         }
         seen.push(id);
+        let mut blank = reply.clone();
+        blank["sender"]["signature"] = json!("");
         let verified = if self.fault("verify-sorted-keys") {
-            let mut blank = reply.clone();
-            blank["sender"]["signature"] = json!("");
             envelope::verifies_over(
                 reply,
                 crate::wire::pyjson::python_sorted_json(&blank, true).as_bytes(),
@@ -245,6 +251,11 @@ impl Requester<'_> {
         } else {
             let bytes = serde_json::to_vec(reply).unwrap_or_default();
             envelope::verify_bytes(&bytes).ok()
+                || (self.fault("accept-python-dumps-signature")
+                    && envelope::verifies_over(
+                        reply,
+                        crate::wire::pyjson::python_sorted_json(&blank, false).as_bytes(),
+                    ))
         };
         if !skip_signature && !verified {
             return Err(ClientError(format!(

@@ -122,6 +122,12 @@ pub const CLIENT_FAULTS: &[Fault] = &[
         ["chorus/client-callback"]
     ),
     fault!(
+        "reuse-job-id",
+        "jobs",
+        "sends every job with one fixed job_id, a well-formed UUID v4",
+        ["chorus/client-hire"]
+    ),
+    fault!(
         "pays-on-error",
         "payment",
         "pays even when the agent refuses the job",
@@ -406,10 +412,13 @@ fn now() -> String {
     format_timestamp(time::OffsetDateTime::now_utc())
 }
 
-/// A job id: a fresh UUID v4, or under `job-id-not-uuid` "job-" and a counter.
+/// A job id: a fresh UUID v4, or under `job-id-not-uuid` "job-" and a counter,
+/// under `reuse-job-id` one fixed UUID v4.
 fn job_id(faults: &FaultSet) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(1);
-    if faults.has("job-id-not-uuid") {
+    if faults.has("reuse-job-id") {
+        "0f6c8e1a-3b5d-4f7a-9c2e-8d4b6a1f3e57".to_string()
+    } else if faults.has("job-id-not-uuid") {
         format!("job-{}", COUNTER.fetch_add(1, Ordering::Relaxed))
     } else if faults.has("job-id-uuid-v1") {
         // A version-1 layout: the version digit is 1, the variant bits 10.

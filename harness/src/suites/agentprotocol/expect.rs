@@ -1629,7 +1629,45 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Value> {
     let before = ctx.findings().len();
     let read = read_reply(ctx, bytes, None, &Asked::default(), &mut HashSet::new());
     ctx.reword_since(before, "client's message");
-    read
+    let m = read?;
+    unique_across_run(ctx, &m, bytes);
+    Ok(m)
+}
+
+/// A client's message id, and a request's correlationId, that another message of
+/// the client carried in the whole run ([`Ctx::reused`]): a message id is unique
+/// to its message (AGP-003); a correlationId matches one request's answer
+/// (AGP-019; its reuse is a warning, the spec silent on duplicates, AGP-A7).
+fn unique_across_run(ctx: &mut Ctx, m: &Value, bytes: &[u8]) {
+    if let Some(id) = m["id"].as_str() {
+        if let Some(first) = ctx.reused("message id", id, bytes) {
+            ctx.finding(Finding::new(
+                "agentprotocol/client:id-reused",
+                &["AGP-003"],
+                format!(
+                    "the client's {} message reuses id {id:?}, which {first} carried first in this run",
+                    m["type"]
+                ),
+            ));
+        }
+    }
+    if m["type"] != "request" {
+        return;
+    }
+    if let Some(c) = m["payload"]["correlationId"].as_str() {
+        if let Some(first) = ctx.reused("correlationId", c, bytes) {
+            ctx.finding(
+                Finding::new(
+                    "agentprotocol/client:correlation-reused",
+                    &["AGP-019", "AGP-A7"],
+                    format!(
+                        "the client's request reuses correlationId {c:?}, which {first} carried first in this run: an answer to one cannot be told from an answer to the other"
+                    ),
+                )
+                .at(Level::Should),
+            );
+        }
+    }
 }
 
 /// A message a real client sent through `agentconform proxy`: every rule of

@@ -1368,6 +1368,10 @@ pub enum Spoil {
     /// The RESULT is signed over sorted-key JSON with non-ASCII text escaped
     /// (AV1-017, AV1-023), its data holding such text.
     ResultSortedKeys,
+    /// The RESULT is signed over Python's `json.dumps(v, sort_keys=True)` with its
+    /// default separators (", " and ": "), the form a verifier that also tries it
+    /// takes (AV1-017, AV1-023).
+    ResultPythonDumps,
     /// The REQUEST is refused with a bare `{"error", "code"}` and HTTP 401
     /// (`bare-error-replies`).
     BareError,
@@ -1584,9 +1588,10 @@ impl Provider {
                 env["sender"]["signature"] = json!(keys::b64url(&key.sign(&text).to_bytes()));
                 return Ok(serde_json::to_vec(&*env).ok());
             }
-            Spoil::ResultSortedKeys if result => {
+            Spoil::ResultSortedKeys | Spoil::ResultPythonDumps if result => {
                 env["sender"]["signature"] = json!("");
-                let text = reference_impl::wire::pyjson::python_sorted_json(env, true);
+                let compact = self.spoil == Spoil::ResultSortedKeys;
+                let text = reference_impl::wire::pyjson::python_sorted_json(env, compact);
                 env["sender"]["signature"] =
                     json!(keys::b64url(&key.sign(text.as_bytes()).to_bytes()));
             }
@@ -1616,8 +1621,10 @@ impl Provider {
 }
 
 /// Judges a message the client under test sent: every rule of [`check_reply`]
-/// (the envelope, its signature, a fresh id and timestamp) and its payload against
-/// its type's schema (REQUEST: AV1-032…035; ACCEPT: AV1-040, AV1-041).
+/// (the envelope, its signature, a fresh id and timestamp), an id no other message
+/// of the client carried in the whole run (AV1-004, [`Ctx::reused`]), and its
+/// payload against its type's schema (REQUEST: AV1-032…035; ACCEPT: AV1-040,
+/// AV1-041).
 pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Env> {
     let before = ctx.findings().len();
     let read = check_reply(ctx, &Received::Frame(bytes.to_vec()));
@@ -1626,6 +1633,16 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Env> {
         Some(e) => e,
         None => return fail("the client sent an empty message"),
     };
+    if let Some(first) = ctx.reused("message id", &env.id, bytes) {
+        ctx.finding(Finding::new(
+            "agora-v1/client:id-reused",
+            &["AV1-004"],
+            format!(
+                "the client's {} reuses id {:?}, which {first} carried first in this run",
+                env.ty, env.id
+            ),
+        ));
+    }
     let (schema, ids): (&str, &[&str]) = match env.ty.as_str() {
         "REQUEST" => ("request", &["AV1-032", "AV1-033", "AV1-034", "AV1-035"]),
         "ACCEPT" => ("accept", &["AV1-040", "AV1-041"]),

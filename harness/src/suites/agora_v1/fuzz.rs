@@ -627,6 +627,9 @@ enum ReplyMut {
     BadSignature,
     /// No signature at all.
     NoSignature,
+    /// Signed over Python's `json.dumps(v, sort_keys=True)`, compact (`true`) or
+    /// with its default separators, not over RFC 8785 (AV1-017).
+    PythonSigned(bool),
     /// Stamped this many seconds outside the replay window (in the past when
     /// `false`).
     Stale(u16, bool),
@@ -654,6 +657,7 @@ impl ReplyMut {
             self,
             ReplyMut::BadSignature
                 | ReplyMut::NoSignature
+                | ReplyMut::PythonSigned(_)
                 | ReplyMut::Stale(..)
                 | ReplyMut::OtherRequest
                 | ReplyMut::OtherProtocol
@@ -730,6 +734,13 @@ fn mutate_reply(key: &Keypair, how: &ReplyMut, out: Vec<u8>) -> Vec<u8> {
             v["sender"]["signature"] = json!(spoiled);
         }
         ReplyMut::NoSignature => v["sender"]["signature"] = json!(""),
+        ReplyMut::PythonSigned(compact) => {
+            v["sender"]["signature"] = json!("");
+            let text = reference_impl::wire::pyjson::python_sorted_json(&v, *compact);
+            v["sender"]["signature"] = json!(reference_impl::wire::keys::b64url(
+                &key.sign(text.as_bytes()).to_bytes()
+            ));
+        }
         ReplyMut::Stale(extra, future) => {
             let secs = 65 + i64::from(*extra % 3600);
             let at = now() + time::Duration::seconds(if *future { secs } else { -secs });

@@ -397,9 +397,9 @@ pub const RULES: &[Rule] = &[
         requirements: &["AV1-004"],
         level: None,
         owner: "",
-        check: "expect::proxy_client",
+        check: "expect::check_client_message",
         summary: "every message of a client has an id of its own",
-        fails: "a client's message whose id an earlier message through the proxy carried (its own or the server's)",
+        fails: "a client's message whose id an earlier message carried: another of its messages in the whole run (whichever case sent it), or through the proxy its own or the server's",
         passes: "a fresh id on every message",
     },
     // The proxy's reading of a real client's ACCEPT against the conversation it saw

@@ -38,6 +38,8 @@ pub const RANKING: &str = "chorus/discover-ranking";
 pub const JOB_ECHO: &str = "chorus/job-echo";
 pub const SKILL_MISMATCH_CASE: &str = "chorus/job-skill-mismatch";
 pub const BUDGET_CASE: &str = "chorus/job-budget-insufficient";
+/// The client case that hires twice and owns a job_id reused across the run.
+pub const CLIENT_HIRE_CASE: &str = "chorus/client-hire";
 pub const TRANSFER: &str = "chorus/transfer";
 pub const TRANSFER_INSUFFICIENT: &str = "chorus/transfer-insufficient";
 pub const REPUTATION_SUCCESS: &str = "chorus/reputation-success";
@@ -1874,9 +1876,9 @@ pub fn check_job_sent(
 }
 
 /// The job request's members: its schema (CHO-024), a UUID v4 job_id (CHO-003;
-/// another version a warning, CHO-A7), an ISO 8601 UTC timestamp (CHO-004), the
-/// currency (CHO-025).
-fn check_job_members(ctx: &mut Ctx, job: &Value) {
+/// another version a warning, CHO-A7) no other job of the client's run carried,
+/// an ISO 8601 UTC timestamp (CHO-004), the currency (CHO-025).
+pub fn check_job_members(ctx: &mut Ctx, job: &Value) {
     // job_id, timestamp_utc and currency are judged below, once.
     let below = [":/job_id", ":/timestamp_utc", ":/currency"];
     for f in schema_findings(&ctx.shared.schemas, "chorus/job-request", job, &["CHO-024"]) {
@@ -1890,6 +1892,16 @@ fn check_job_members(ctx: &mut Ctx, job: &Value) {
         ));
     }
     let id = job["job_id"].as_str().unwrap_or_default();
+    if let Some(first) = ctx.reused("job_id", id, job.to_string().as_bytes()) {
+        ctx.finding(Finding::new(
+            "chorus/client:job-id-reused",
+            &["CHO-003"],
+            format!(
+                "the client's job reuses job_id {}, which {first} carried first in this run: a job_id names one job",
+                job["job_id"]
+            ),
+        ).owned_by(CLIENT_HIRE_CASE));
+    }
     if !is_uuid(id) {
         ctx.finding(Finding::new(
             "chorus/client:job-id",

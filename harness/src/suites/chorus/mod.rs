@@ -701,14 +701,28 @@ fn check_took_output(
 /// The orchestrator's side (`run --role client`): the harness is the registry, the
 /// agents and the ledger; the client driver runs scenario `hire`.
 pub const CLIENT_CASES: &[Case] = &[
-    client_case!("client-hire", "the client discovers, sends a complete job to a listed agent, takes the result, reports the outcome and pays the execution_cost",
+    client_case!("client-hire", "the client discovers, sends a complete job to a listed agent, takes the result, reports the outcome and pays the execution_cost; a second job has a job_id of its own",
         ["CHO-003", "CHO-004", "CHO-016", "CHO-023", "CHO-024", "CHO-025", "CHO-033", "CHO-038", "CHO-039"], Fact, |ctx| {
         let (run, input, ids) = hire(ctx, Hire::Success).await?;
         check_discovered(ctx, &run, &input)?;
         let (agent, job) = check_job_sent(ctx, &run, &input)?;
         check_outcome_reported(ctx, &run, &job, "SUCCESS");
         check_paid(ctx, &run, &input, agent, &job, &ids)?;
-        check_took_output(ctx, &run, &input)
+        check_took_output(ctx, &run, &input)?;
+        // The same task again: the client's whole run is compared too (every job
+        // goes through check_job_members), and this case owns what it shows.
+        let (run, input, _) = hire(ctx, Hire::Success).await?;
+        let (_, again) = check_job_sent(ctx, &run, &input)?;
+        if again["job_id"] == job["job_id"] {
+            ctx.deviation(crate::finding::Finding::new(
+                "chorus/client:job-id-reused",
+                &["CHO-003"],
+                format!("the client's second job reuses the job_id {} of its first: a job_id names one job", job["job_id"]),
+            ));
+        } else {
+            ctx.checked("a second job has a job_id of its own");
+        }
+        Ok(())
     }),
     client_case!("client-callback", "a job answered 202 PENDING is finished by the result POSTed to callback_url; the client takes it and pays then",
         ["CHO-026", "CHO-035", "CHO-038"], Fact, |ctx| {

@@ -526,6 +526,16 @@ pub const RULES: &[Rule] = &[
         passes: "a UUID job_id",
     },
     Rule {
+        key: "chorus/client:job-id-reused",
+        requirements: &["CHO-003"],
+        level: None,
+        owner: "chorus/client-hire",
+        check: "expect::check_job_members",
+        summary: "every job of a client has a job_id of its own, across the client's whole run",
+        fails: "a job whose job_id another job of the client carried in the run (whichever case sent it)",
+        passes: "a fresh job_id on every job",
+    },
+    Rule {
         key: "chorus/client:job-id-version",
         requirements: &["CHO-003", "CHO-A7"],
         level: Some(Level::Should),
