@@ -131,6 +131,10 @@ pub struct Suite {
     pub reply_to: Option<ReplyToFn>,
     /// The reference faults the proxy can apply in flight (tamper mode).
     pub tampers: &'static [crate::tamper::Tamper],
+    /// The HTTP requests the spec defines for a server (method, path below the
+    /// base URL), when it fixes them: the proxy reports any other request a client
+    /// sends as outside the spec, informational, and judges no reply to it.
+    pub defined: Option<fn(&str, &str) -> bool>,
 }
 
 /// Which side of a suite a run tests (defined in `verdict`, below both this module

@@ -638,18 +638,7 @@ fn report_outside(ctx: &mut Ctx, run: &DriverRun) {
     let suite = ctx.suite();
     let mut seen = std::collections::BTreeSet::new();
     for x in &run.outside {
-        let route = x.path.split('?').next().unwrap_or_default();
-        let shape: String = route
-            .split('/')
-            .map(|seg| {
-                if seg.chars().any(|c| c.is_ascii_digit()) {
-                    "*"
-                } else {
-                    seg
-                }
-            })
-            .collect::<Vec<_>>()
-            .join("/");
+        let shape = crate::exchange::route_shape(&x.path);
         let key = format!("{suite}/client:undefined-request:{} {shape}", x.method);
         if !seen.insert(key.clone()) {
             continue;

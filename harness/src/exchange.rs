@@ -78,3 +78,20 @@ impl History<'_> {
         })
     }
 }
+
+/// A request path as a route: its query left out, and each segment holding a digit
+/// as `*` (an id), so that one kind of request is named once.
+pub fn route_shape(path: &str) -> String {
+    let route = path.split('?').next().unwrap_or_default();
+    route
+        .split('/')
+        .map(|seg| {
+            if seg.chars().any(|c| c.is_ascii_digit()) {
+                "*"
+            } else {
+                seg
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("/")
+}

@@ -133,6 +133,16 @@ pub const SHARED: &[Rule] = &[
         passes: "every request path with single slashes",
     },
     Rule {
+        key: "*/client:outside-spec:*",
+        requirements: &[],
+        level: Some(Level::Info),
+        owner: "",
+        check: "proxy::judge::outside_finding",
+        summary: "a request a real client sends through the proxy outside the spec's requests is said, not judged",
+        fails: "never fails: the method and route the spec does not define (digits as `*`), once each, with the server's status; neither the request nor its reply is judged by the suite's rules",
+        passes: "only the spec's requests",
+    },
+    Rule {
         key: "*/client:undefined-request:*",
         requirements: &[],
         level: Some(Level::Should),

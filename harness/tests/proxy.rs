@@ -1039,3 +1039,140 @@ fn tls_on_both_sides() {
         assert!(!body.is_empty());
     });
 }
+
+/// `proxy --for-s 600` ends at SIGTERM, as `kill` and every CI runner stop a
+/// process, and at SIGINT, long before its 600 s: each time with its exit code of
+/// a judgement (0 or 1, never 143) and its report written.
+#[test]
+fn a_signal_ends_the_proxy_with_its_report() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    let rt = rt();
+    let server = rt
+        .block_on(suites::start("agora-v1", "127.0.0.1:0", &test_options(&[])))
+        .expect("start agent");
+    let upstream = server.endpoints.0[0].1.clone();
+    for signal in ["TERM", "INT"] {
+        let dir = std::env::temp_dir().join(format!(
+            "agentconform-proxy-signal-{signal}-{}-{}",
+            std::process::id(),
+            reference_impl::wire::new_id()
+        ));
+        let mut child = Command::new(env!("CARGO_BIN_EXE_agentconform"))
+            .args(["proxy", "--suite", "agora-v1", "--upstream", &upstream])
+            .args(["--for-s", "600", "--report"])
+            .arg(&dir)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the proxy");
+        let stdout = child.stdout.take().expect("its stdout");
+        let mut lines = BufReader::new(stdout).lines();
+        let url = lines
+            .next()
+            .and_then(Result::ok)
+            .expect("the proxy prints its URL first");
+        // One exchange through it, so that the report has something to say.
+        let status = rt.block_on(async {
+            reqwest::Client::new()
+                .post(&url)
+                .header("content-type", "application/json")
+                .body("{}")
+                .timeout(Duration::from_secs(5))
+                .send()
+                .await
+                .map(|r| r.status().as_u16())
+        });
+        assert!(status.is_ok(), "no answer through the proxy: {status:?}");
+        let killed = Command::new("kill")
+            .args([format!("-{signal}"), child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(killed.success());
+        // Bounded: 20 s at most, where --for-s would have taken 600.
+        let mut code = None;
+        for _ in 0..400 {
+            if let Some(s) = child.try_wait().expect("wait") {
+                code = Some(s.code());
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let Some(code) = code else {
+            let _ = child.kill();
+            panic!("SIG{signal} did not end the proxy within 20 s");
+        };
+        assert!(
+            matches!(code, Some(0 | 1)),
+            "SIG{signal}: exit {code:?}, not a judgement's 0 or 1"
+        );
+        let report = std::fs::read_to_string(dir.join("report.json"))
+            .unwrap_or_else(|e| panic!("SIG{signal}: no report.json ({e})"));
+        assert!(report.contains("proxy:server"), "SIG{signal}: {report}");
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    rt.block_on(server.stop());
+}
+
+/// A request the spec does not define (a real client's closing DELETE of its
+/// agora-exchange conversation) is said once under the client, informational, and
+/// the server's reply to it, an HTML page with HTTP 200, is not judged by the
+/// suite's rules: no failing finding on either side.
+#[test]
+fn a_request_outside_the_spec_is_said_not_judged() {
+    use wiremock::matchers::method;
+    use wiremock::{Mock, MockServer, ResponseTemplate};
+    let (out, upstream) = rt().block_on(async {
+        let suite = &suites::agora_exchange::SUITE;
+        let server = MockServer::start().await;
+        Mock::given(method("DELETE"))
+            .respond_with(
+                ResponseTemplate::new(200)
+                    .set_body_raw("<html><body>deleted</body></html>", "text/html"),
+            )
+            .mount(&server)
+            .await;
+        let upstream = server.uri();
+        let shared = shared(test_profile());
+        let proxy = Proxy::start("127.0.0.1:0", &upstream, Setup::of(&shared))
+            .await
+            .expect("start proxy");
+        let http = reqwest::Client::new();
+        for id in ["3f2a", "77b1"] {
+            let url = format!("{}/conversations/{id}", proxy.url.trim_end_matches('/'));
+            let sent = http
+                .delete(&url)
+                .timeout(Duration::from_secs(5))
+                .send()
+                .await;
+            assert!(sent.is_ok(), "{sent:?}");
+        }
+        let (passed, _) = proxy.stop().await;
+        (judge(suite, shared, &upstream, &passed), upstream)
+    });
+    let keys: Vec<(&str, Verdict)> = out
+        .findings
+        .iter()
+        .map(|f| (f.finding.key.as_str(), f.finding.outcome))
+        .collect();
+    assert_eq!(
+        keys,
+        vec![(
+            "agora-exchange/client:outside-spec:DELETE /conversations/*",
+            Verdict::Warn
+        )],
+        "through a proxy to {upstream}"
+    );
+    let f = &out.findings[0];
+    assert_eq!(f.finding.level, agentconform::case::Level::Info);
+    assert!(
+        f.cases.iter().all(|c| c.contains("proxy:client")),
+        "{:?}",
+        f.cases
+    );
+    assert!(
+        f.finding.summary.contains("DELETE /conversations/3f2a"),
+        "{}",
+        f.finding.summary
+    );
+}

@@ -28,7 +28,8 @@ pub struct ProxyArgs {
     /// Write report.json, junit.xml, report.html and summary.md here when it ends.
     #[arg(long)]
     report: Option<PathBuf>,
-    /// End after this many seconds (default: at SIGINT or SIGTERM).
+    /// End after this many seconds, or at SIGINT or SIGTERM before (default: at
+    /// SIGINT or SIGTERM); either way the report is written.
     #[arg(long = "for-s")]
     for_s: Option<u64>,
     /// The target profile (its timing: the deadline and the size cap of each body).
@@ -141,8 +142,15 @@ async fn serve(
         writeln!(out, "{}", proxy.ws_url()).map_err(io)?;
     }
     out.flush().map_err(io)?;
+    // A signal ends it with its report, with or without --for-s: `kill` and
+    // every CI runner stop a process with SIGTERM.
     match a.for_s {
-        Some(s) => tokio::time::sleep(Duration::from_secs(s)).await,
+        Some(s) => {
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_secs(s)) => {}
+                _ = until_signal() => {}
+            }
+        }
         None => until_signal().await,
     }
     Ok(proxy.stop().await)

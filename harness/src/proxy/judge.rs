@@ -29,6 +29,12 @@ pub fn judge(
     let mut earlier: Vec<(&Exchange, time::OffsetDateTime)> = Vec::new();
     for (p, frame) in passed.iter().zip(&frames) {
         let (x, at) = match (p, frame) {
+            (Passed::Http(s), _) if outside_spec(suite, &s.exchange) => {
+                // Neither side is judged by the suite's rules on a request the spec
+                // does not define; the request is said, under the client.
+                client.finding(outside_finding(suite, &s.exchange));
+                continue;
+            }
             (Passed::Http(s), _) => {
                 server_http(suite, &mut server, s);
                 (&s.exchange, s.sent_at)
@@ -127,6 +133,31 @@ fn frame_as_exchange(p: &Passed) -> Option<Exchange> {
         status: 0,
         written: None,
     })
+}
+
+/// Whether a client's HTTP request is one the suite's spec does not define
+/// (`Suite::defined`; a suite that fixes no set defines them all).
+fn outside_spec(suite: &Suite, x: &Exchange) -> bool {
+    let path = x.path.split('?').next().unwrap_or_default();
+    let path = if path.is_empty() { "/" } else { path };
+    suite
+        .defined
+        .is_some_and(|defined| !defined(&x.method, path))
+}
+
+/// A request outside the spec, said once per method and route: informational,
+/// with how the server answered it (a real client's closing DELETE, say).
+fn outside_finding(suite: &Suite, x: &Exchange) -> Finding {
+    let shape = crate::exchange::route_shape(&x.path);
+    Finding::new(
+        format!("{}/client:outside-spec:{} {shape}", suite.id, x.method),
+        &[],
+        format!(
+            "the client sent {} {}, a request {} does not define; the server answered HTTP {}, which is not judged (informational)",
+            x.method, x.path, suite.id, x.status
+        ),
+    )
+    .at(Level::Info)
 }
 
 fn transport(suite: &Suite, kind: &str, why: &str) -> Finding {

@@ -51,6 +51,7 @@ pub static SUITE: Suite = Suite {
     reference_client: client::REFERENCE,
     in_process: in_process::TARGETS,
     tampers: crate::suites::agora_exchange::tamper::TAMPERS,
+    defined: Some(crate::suites::agora_exchange::expect::defined),
     reply_to: None,
     client_message: Some(expect::proxy_client),
 };

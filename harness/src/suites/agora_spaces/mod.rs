@@ -45,6 +45,8 @@ pub static SUITE: Suite = Suite {
     reference_client: client::REFERENCE,
     in_process: in_process::TARGETS,
     tampers: crate::suites::agora_spaces::tamper::TAMPERS,
+    // WebSocket only: every frame is judged.
+    defined: None,
     reply_to: None,
     client_message: Some(expect::proxy_client),
 };
