@@ -1,6 +1,6 @@
 //! Memory bounds: every command (run, fuzz, replay, serve) against targets (or
 //! clients) that misbehave, and against the reference, peaks at no more than
-//! 64 MiB of resident memory, and ends with a clear error where the other side
+//! 56 MiB of resident memory in a release build (the goal is 64 MiB), and ends with a clear error where the other side
 //! misbehaved. Each command runs under an address-space limit (setrlimit, through
 //! `tests/peak_rss.py`), which also reports its peak RSS (getrusage). Nothing here
 //! is timed: the limits are on memory, and every wait has a deadline.
@@ -14,16 +14,29 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-/// The bound: 64 MiB of resident memory for a release build. A debug build (what
-/// `cargo test` builds) carries about 15 MiB more (unoptimised code and futures),
-/// so it is held to 96 MiB; `AGENTCONFORM_EXE=target/release/agentconform cargo test
-/// --test memory` holds a release build to 64 MiB (harness/benches/BENCHMARKS.md).
+/// The bound: 56 MiB of resident memory for a release build, 8 MiB of margin
+/// below the 64 MiB goal, since a peak moves from run to run with the scheduling
+/// of its connections. A debug build (what `cargo test` builds) carries about
+/// 15 MiB more (unoptimised code and futures), so it is held to 96 MiB;
+/// `AGENTCONFORM_EXE=$PWD/target/release/agentconform cargo test --test memory`
+/// holds a release build to 56 MiB (harness/benches/BENCHMARKS.md).
 fn peak_kib() -> u64 {
     match std::env::var_os("AGENTCONFORM_EXE") {
-        Some(_) => 64 * 1024,
+        Some(_) => 56 * 1024,
         None if cfg!(debug_assertions) => 96 * 1024,
-        None => 64 * 1024,
+        None => 56 * 1024,
     }
+}
+
+/// How many times each run against a hostile target is repeated, each one held
+/// to the bound (`AGENTCONFORM_MEMORY_REPEAT`, default 1): a peak that passes once
+/// may not pass the next time.
+fn repetitions() -> usize {
+    std::env::var("AGENTCONFORM_MEMORY_REPEAT")
+        .ok()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(1usize)
+        .clamp(1, 100)
 }
 /// The address-space limit each command runs under (a net against runaways; the
 /// tokio threads and allocator arenas reserve far more than they touch).
@@ -128,8 +141,25 @@ fn rt() -> tokio::runtime::Runtime {
         .expect("runtime")
 }
 
-/// run, fuzz and replay against a misbehaving target of `suite`.
+/// run, fuzz and replay against a misbehaving target of `suite`, each time of
+/// [`repetitions`].
 fn against(kind: &'static str, suite: &'static str, says: &'static str) -> Result<(), Failed> {
+    for i in 0..repetitions() {
+        against_once(kind, suite, says)
+            .map_err(|e| format!("repetition {}: {}", i + 1, e.message().unwrap_or("failed")))?;
+    }
+    Ok(())
+}
+
+/// `f`, each time of [`repetitions`].
+fn repeated(f: fn() -> Result<(), Failed>) -> Result<(), Failed> {
+    for i in 0..repetitions() {
+        f().map_err(|e| format!("repetition {}: {}", i + 1, e.message().unwrap_or("failed")))?;
+    }
+    Ok(())
+}
+
+fn against_once(kind: &'static str, suite: &'static str, says: &'static str) -> Result<(), Failed> {
     let rt = rt();
     let url = rt.block_on(hostile(kind));
     let dir = tempdir(kind);
@@ -518,6 +548,9 @@ fn main() {
         Trial::test("memory::ws_tiny_frames::agora_spaces", || {
             against("ws-tiny", "agora-spaces", "FAIL")
         }),
+        Trial::test("memory::ws_fragments::agora_spaces", || {
+            against("ws-fragments", "agora-spaces", "FAIL")
+        }),
         Trial::test("memory::ws_deep::agora_spaces", || {
             against("ws-deep", "agora-spaces", "nesting deeper than")
         }),
@@ -530,8 +563,8 @@ fn main() {
         Trial::test("memory::serve::agora_v1", || serve("agora-v1")),
         Trial::test("memory::serve::agora_spaces", || serve("agora-spaces")),
         Trial::test("memory::load_stalled::agora_spaces", load_stalled),
-        Trial::test("memory::proxy::endless_body", proxy_endless),
-        Trial::test("memory::proxy::ws_flood", proxy_ws_flood),
+        Trial::test("memory::proxy::endless_body", || repeated(proxy_endless)),
+        Trial::test("memory::proxy::ws_flood", || repeated(proxy_ws_flood)),
     ];
     let mut trials = trials;
     for suite in [

@@ -223,9 +223,19 @@ impl Report {
             let p = dir.join(name);
             std::fs::write(&p, text).map_err(|e| format!("cannot write {}: {e}", p.display()))
         };
-        write("report.json", self.to_json()?)?;
+        // The JSON and the page hold every transcript: each is written as it is
+        // serialised, never held whole in memory.
+        let stream = |name: &str, f: &dyn Fn(&mut std::io::BufWriter<std::fs::File>) -> std::io::Result<()>| {
+            let p = dir.join(name);
+            let cannot = |e: std::io::Error| format!("cannot write {}: {e}", p.display());
+            let mut w = std::io::BufWriter::new(std::fs::File::create(&p).map_err(cannot)?);
+            f(&mut w).and_then(|()| w.flush()).map_err(cannot)
+        };
+        stream("report.json", &|w| {
+            serde_json::to_writer_pretty(w, self).map_err(std::io::Error::other)
+        })?;
         write("junit.xml", self.to_junit()?)?;
-        write("report.html", html::render(self)?)?;
+        stream("report.html", &|w| html::render_to(self, w))?;
         write("summary.md", markdown::render(self))
     }
 }

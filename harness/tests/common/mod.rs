@@ -139,13 +139,33 @@ pub fn assert_explained(out: &RunOutput) {
 
 /// A WebSocket peer that misbehaves after the handshake: `flood` (256 KiB text frames,
 /// at most 2048 of them), `tiny` (200,000 frames of two bytes), `deep` (frames nested
-/// 200,000 deep, at most 64). Each stops by itself, or when the other side leaves.
+/// 200,000 deep, at most 64), `fragments` (one message in endless continuation
+/// frames, at most 64 MiB). Each stops by itself, or when the other side leaves.
 async fn ws_misbehave(sock: tokio::net::TcpStream, how: &str) {
     use futures_util::SinkExt;
+    use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
+    use tokio_tungstenite::tungstenite::protocol::frame::Frame;
     use tokio_tungstenite::tungstenite::Message;
     let Ok(mut ws) = tokio_tungstenite::accept_async(sock).await else {
         return;
     };
+    if how == "fragments" {
+        // A fragment bomb: one text message that never ends, in 16 KiB
+        // continuation frames without FIN (at most 64 MiB of them).
+        let chunk = "x".repeat(16 << 10);
+        let first = Frame::message(chunk.clone(), OpCode::Data(Data::Text), false);
+        if ws.feed(Message::Frame(first)).await.is_err() {
+            return;
+        }
+        for _ in 0..4096 {
+            let more = Frame::message(chunk.clone(), OpCode::Data(Data::Continue), false);
+            if ws.feed(Message::Frame(more)).await.is_err() {
+                return;
+            }
+        }
+        let _ = ws.flush().await;
+        return;
+    }
     let (frame, count) = match how {
         "flood" => ("x".repeat(256 << 10), 2048),
         "tiny" => ("{}".to_string(), 200_000),
@@ -191,7 +211,7 @@ async fn selfish_hub(sock: tokio::net::TcpStream) {
 /// A loopback server that misbehaves in one way; stops when the runtime ends.
 /// HTTP: `hang`, `garbage`, `deep` (a reply nested 200,000 deep), `endless` (a
 /// chunked body of up to 64 MiB). WebSocket: `ws-silent`, `ws-flood`, `ws-tiny`,
-/// `ws-deep` (see [`ws_misbehave`]), `ws-selfish` (an agora-spaces hub that
+/// `ws-deep`, `ws-fragments` (see [`ws_misbehave`]), `ws-selfish` (an agora-spaces hub that
 /// registers and joins everyone, but sends each published event back to its
 /// publisher, twice, and to no one else).
 pub async fn hostile(kind: &'static str) -> String {

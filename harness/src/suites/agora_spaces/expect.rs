@@ -215,13 +215,24 @@ pub struct Peer {
     unreadable: Option<Finding>,
     /// When the harness last sent on this connection (or opened it).
     last_sent: Instant,
+    /// The largest message this connection takes ([`Peer::join_as_taking`]).
+    cap: usize,
 }
 
 impl Peer {
-    fn limits(ctx: &Ctx, timeout: Duration) -> Limits {
+    /// The largest message a connection takes unless its case says more: the
+    /// profile's cap. Every connection of a run may be assembling one message at
+    /// once (a target that sends one without end), so the cap is paid per
+    /// connection; only a case that awaits a large event raises it, on the one
+    /// connection that awaits it.
+    fn default_cap(ctx: &Ctx) -> usize {
+        ctx.profile().timing.max_response_bytes
+    }
+
+    fn limits(&self, timeout: Duration) -> Limits {
         Limits {
             timeout,
-            max_bytes: ctx.profile().timing.max_response_bytes.max(8 * 1024 * 1024),
+            max_bytes: self.cap,
         }
     }
 
@@ -233,8 +244,14 @@ impl Peer {
     /// open blocks the case by one `agora-spaces/connect:*` finding, owned by the
     /// handshake case.
     pub async fn connect(ctx: &mut Ctx, agent_id: &str) -> Step<Peer> {
+        let cap = Peer::default_cap(ctx);
+        Peer::connect_taking(ctx, agent_id, cap).await
+    }
+
+    /// [`Peer::connect`], taking messages of up to `cap` bytes.
+    async fn connect_taking(ctx: &mut Ctx, agent_id: &str, cap: usize) -> Step<Peer> {
         let token = ctx.profile().target.token.clone();
-        match Peer::connect_raw(ctx, Some(agent_id), token.as_deref()).await? {
+        match Peer::connect_capped(ctx, Some(agent_id), token.as_deref(), cap).await? {
             Ok(p) => Ok(p),
             Err(e) => Err(ctx.block(connect_finding(&e, agent_id))),
         }
@@ -246,9 +263,22 @@ impl Peer {
         agent_id: Option<&str>,
         token: Option<&str>,
     ) -> Step<Result<Peer, DriveError>> {
+        let cap = Peer::default_cap(ctx);
+        Peer::connect_capped(ctx, agent_id, token, cap).await
+    }
+
+    async fn connect_capped(
+        ctx: &mut Ctx,
+        agent_id: Option<&str>,
+        token: Option<&str>,
+        cap: usize,
+    ) -> Step<Result<Peer, DriveError>> {
         let url = url_for(&ctx.url, agent_id, token);
         let mut drv = WsDriver::new(&url, &ctx.shared.tls);
-        let limits = Peer::limits(ctx, Peer::case_wait(ctx));
+        let limits = Limits {
+            timeout: Peer::case_wait(ctx),
+            max_bytes: cap,
+        };
         ctx.log_frame("send", agent_id.unwrap_or("-"), &format!("connect {url}"));
         Ok(match drv.open(limits).await {
             Ok(()) => Ok(Peer {
@@ -258,6 +288,7 @@ impl Peer {
                 closed: false,
                 unreadable: None,
                 last_sent: Instant::now(),
+                cap,
             }),
             Err(e) => {
                 ctx.log_frame("note", agent_id.unwrap_or("-"), &describe_drive_error(&e));
@@ -289,7 +320,7 @@ impl Peer {
     pub async fn send_text(&mut self, ctx: &mut Ctx, text: String) -> Step<()> {
         ctx.log_frame("send", &self.agent_id, &text);
         self.last_sent = Instant::now();
-        let limits = Peer::limits(ctx, Peer::case_wait(ctx));
+        let limits = self.limits(Peer::case_wait(ctx));
         match self.drv.send_text(text, limits).await {
             Ok(()) => Ok(()),
             Err(e) => {
@@ -309,7 +340,7 @@ impl Peer {
             if self.closed {
                 return Ok(None);
             }
-            let limits = Peer::limits(ctx, deadline.saturating_duration_since(Instant::now()));
+            let limits = self.limits(deadline.saturating_duration_since(Instant::now()));
             match self.drv.recv(limits).await {
                 Ok(Some(bytes)) => {
                     let text = crate::script::clip_bytes(&bytes);
@@ -470,7 +501,19 @@ impl Peer {
     /// and whether it came unsolicited. A handshake that fails blocks the case by one
     /// finding of the handshake case.
     pub async fn join_as(ctx: &mut Ctx, agent_id: &str) -> Step<(Peer, Value, bool)> {
-        let mut p = Peer::connect(ctx, agent_id).await?;
+        let cap = Peer::default_cap(ctx);
+        Peer::join_as_taking(ctx, agent_id, cap).await
+    }
+
+    /// [`Peer::join_as`] for a connection that awaits one large event: it takes
+    /// messages of up to `cap` bytes (at least the profile's cap).
+    pub async fn join_as_taking(
+        ctx: &mut Ctx,
+        agent_id: &str,
+        cap: usize,
+    ) -> Step<(Peer, Value, bool)> {
+        let cap = cap.max(Peer::default_cap(ctx));
+        let mut p = Peer::connect_taking(ctx, agent_id, cap).await?;
         let answer = |v: &Value| v["type"] == "agent.registered" || v["type"] == "error";
         // ASP-007's 5 s, but within half the heartbeat timeout, so that a server does
         // not drop the connection as silent while the harness waits.

@@ -364,12 +364,13 @@ pub const CASES: &[Case] = &[
     case!("delta-stream", "a text above the delta threshold arrives as deltas with one event_id and a done, reassembling exactly",
         ["ASP-032", "ASP-033", "ASP-034"], Profile, false, None, |ctx| {
         let space = user_space();
-        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("da")).await?;
-        let (mut b, _, _) = Peer::join_as(ctx, &agent_id("db")).await?;
-        a.join(ctx, &space).await?;
-        b.join(ctx, &space).await?;
         let threshold = ctx.profile().agora_spaces.delta_threshold_bytes;
         let text = text_of(threshold * 8 + 123);
+        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("da")).await?;
+        // A hub that does not stream sends the text as one event: b takes it whole.
+        let (mut b, _, _) = Peer::join_as_taking(ctx, &agent_id("db"), 2 * text.len() + (64 << 10)).await?;
+        a.join(ctx, &space).await?;
+        b.join(ctx, &space).await?;
         a.publish(ctx, &space, &text).await?;
         let first = b.expect(ctx, "the large event", |v| v["type"] == "space.event.delta" || v["type"] == "space.event").await?;
         if first["type"] == "space.event" {
@@ -395,11 +396,12 @@ pub const CASES: &[Case] = &[
     }),
     case!("delta-cancel", "after space.event.cancel no further deltas of that event arrive", ["ASP-036"], Fact, false, None, |ctx| {
         let space = user_space();
+        let text = text_of(1024 * 1024);
         let (mut a, _, _) = Peer::join_as(ctx, &agent_id("xa")).await?;
-        let (mut b, _, _) = Peer::join_as(ctx, &agent_id("xb")).await?;
+        // A hub that does not stream sends the text as one event: b takes it whole.
+        let (mut b, _, _) = Peer::join_as_taking(ctx, &agent_id("xb"), 2 * text.len() + (64 << 10)).await?;
         a.join(ctx, &space).await?;
         b.join(ctx, &space).await?;
-        let text = text_of(1024 * 1024);
         a.publish(ctx, &space, &text).await?;
         let first = b.expect(ctx, "the large event", |v| v["type"] == "space.event.delta" || v["type"] == "space.event").await?;
         if first["type"] == "space.event" {
