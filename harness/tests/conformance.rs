@@ -1706,7 +1706,8 @@ fn cli_profile_ledger_and_outcome_request() -> Result<(), Failed> {
         0,
         "0 failed",
     )?;
-    // Without the profile the transfers go to the registry, which has no ledger.
+    // Without the profile the transfers go to the registry, which has no ledger:
+    // a setting the run lacks, never the target's failure; nothing judged, exit 2.
     expect_code(
         &[
             "run",
@@ -1717,8 +1718,8 @@ fn cli_profile_ledger_and_outcome_request() -> Result<(), Failed> {
             "--cases",
             "chorus/transfer*",
         ],
-        1,
-        "FAIL chorus/transfer",
+        2,
+        "needs profile key [target] ledger_url",
     )?;
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, format!(
@@ -1736,8 +1737,8 @@ fn cli_profile_ledger_and_outcome_request() -> Result<(), Failed> {
             "--cases",
             "chorus/reputation-*",
         ],
-        1,
-        "/nowhere/",
+        2,
+        "needs profile key [chorus] outcome_request",
     )?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

@@ -378,7 +378,43 @@ fn print_report(
     if let Some(b) = &rep.baseline {
         print_baseline(b, a.format, out)?;
     }
-    Ok(if rep.fails() { 1 } else { 0 })
+    if rep.fails() {
+        return Ok(1);
+    }
+    if let Some(why) = nothing_judged(rep) {
+        return Err(CliError::NotTested(why));
+    }
+    Ok(0)
+}
+
+/// Why nothing of the target could be judged, when no case passed, warned or
+/// failed and some were blocked by a setting the run lacks: a run that judged
+/// nothing must not exit 0, nor 1 for a target it never judged. The keys to set.
+fn nothing_judged(rep: &Report) -> Option<String> {
+    use crate::case::Outcome;
+    if rep.cases.is_empty()
+        || rep
+            .cases
+            .iter()
+            .any(|c| matches!(c.outcome, Outcome::Pass | Outcome::Warn | Outcome::Fail))
+    {
+        return None;
+    }
+    let mut keys: Vec<String> = rep
+        .findings
+        .iter()
+        .filter(|f| crate::runner::is_setting(&f.finding.key))
+        .map(|f| crate::runner::setting_named(&f.finding.key))
+        .collect();
+    keys.dedup();
+    if keys.is_empty() {
+        return None;
+    }
+    Some(format!(
+        "nothing could be judged: every case was blocked or skipped; set the profile key{} {} (agentconform explain KEY says what each is and how to find it)",
+        if keys.len() == 1 { "" } else { "s" },
+        keys.join(", ")
+    ))
 }
 
 /// The entries the baseline expected, then the stale ones; on standard error when

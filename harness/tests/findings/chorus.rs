@@ -73,57 +73,45 @@ fn no_finding(out: &RunOutput, what: &str) -> Result<(), Failed> {
     }
 }
 
-/// Exactly one failing finding, `key`, at PROFILE level, owned by `owner`, whose
-/// summary names `names`; no other case fails, and no case that met it passes.
+/// A missing setting, not a deviation: no failing finding at all; the one setting
+/// finding `key` (PROFILE, a warning) names `names`, the case `owner` met it, and
+/// every case that met it is blocked by it, saying which profile key it needs.
 fn one_profile_finding(out: &RunOutput, key: &str, owner: &str, names: &str) -> Result<(), Failed> {
-    let failing: Vec<_> = out
+    let failing: Vec<&str> = out
         .findings
         .iter()
         .filter(|f| f.finding.outcome == Verdict::Fail)
+        .map(|f| f.finding.key.as_str())
         .collect();
-    let problem = match failing.as_slice() {
-        [f] if f.finding.key != key => Some(format!(
-            "the failing finding is {}, not {key}",
-            f.finding.key
-        )),
-        [f] if f.finding.level != Level::Profile => {
+    let setting = agentconform::runner::setting_named(key);
+    let problem = match out.findings.iter().find(|f| f.finding.key == key) {
+        _ if !failing.is_empty() => Some(format!("failing findings {failing:?}, want none")),
+        None => Some(format!("no finding {key}")),
+        Some(f) if f.finding.level != Level::Profile => {
             Some(format!("{key} is {}, not PROFILE", f.finding.level))
         }
-        [f] if !f.finding.summary.contains(names) => Some(format!("{key} does not name {names:?}")),
-        [f] if !f.owners.iter().any(|o| o.starts_with(owner)) => {
-            Some(format!("{key} is owned by {:?}, not {owner}", f.owners))
+        Some(f) if !f.finding.summary.contains(names) => {
+            Some(format!("{key} does not name {names:?}"))
         }
-        [f] => {
-            let stray: Vec<&str> = out
+        Some(f) if !f.cases.iter().any(|c| c.starts_with(owner)) => {
+            Some(format!("{owner} did not meet {key}: {:?}", f.cases))
+        }
+        Some(f) => {
+            let wrong: Vec<String> = out
                 .results
                 .iter()
+                .filter(|r| f.cases.contains(&format!("{} [{}]", r.id, r.transport)))
                 .filter(|r| {
-                    r.outcome == Outcome::Fail
-                        && !f.owners.contains(&format!("{} [{}]", r.id, r.transport))
+                    r.outcome != Outcome::Blocked
+                        || !r
+                            .message
+                            .starts_with(&format!("needs profile key {setting}"))
                 })
-                .map(|r| r.id.as_str())
+                .map(|r| format!("{} {}: {}", r.outcome, r.id, r.message))
                 .collect();
-            let passed: Vec<&str> = out
-                .results
-                .iter()
-                .filter(|r| {
-                    r.outcome == Outcome::Pass
-                        && f.cases.contains(&format!("{} [{}]", r.id, r.transport))
-                })
-                .map(|r| r.id.as_str())
-                .collect();
-            if !stray.is_empty() {
-                Some(format!("cases fail for another reason: {stray:?}"))
-            } else if f.cases.len() > 1 && passed.len() == f.cases.len() {
-                Some(format!("every case that met {key} passed: {passed:?}"))
-            } else {
-                None
-            }
+            (!wrong.is_empty())
+                .then(|| format!("cases that met {key} and are not blocked by it: {wrong:?}"))
         }
-        _ => Some(format!(
-            "{} failing findings, want exactly {key}",
-            failing.len()
-        )),
     };
     match problem {
         None => Ok(()),
@@ -132,7 +120,7 @@ fn one_profile_finding(out: &RunOutput, key: &str, owner: &str, names: &str) -> 
 }
 
 /// A ledger where fresh owners hold nothing: without setup requests the transfer
-/// cases name the profile key to set (not a FACT of chorus.md); with a setup
+/// cases are blocked by the profile key to set (not a FACT of chorus.md); with a setup
 /// request that opens and funds each owner's account, the run is clean.
 fn owners_funded_by_setup_requests() -> Result<(), Failed> {
     let cfg = || ChorusConfig {
@@ -167,7 +155,8 @@ body = '{{"owner_id": "{{owner_id}}", "credits": {{amount}}}}'
 }
 
 /// A registry that must be told the hirer's reputation, under a member of its
-/// own: the default outcome body is refused (a PROFILE finding naming the keys);
+/// own: the default outcome body is refused (the cases blocked by a setting
+/// finding naming the keys);
 /// an outcome body with `{hirer_reputation}` under that member passes, path
 /// placeholders included.
 fn hirer_reputation_in_the_outcome_request() -> Result<(), Failed> {
@@ -193,8 +182,8 @@ outcome_body = '{"job_id": "{job_id}", "orchestrator_id": "{hirer_id}", "contrac
     no_finding(&told, "the hirer's reputation in the outcome body")
 }
 
-/// A fixture whose output has a shape of its own: the default profile draws one
-/// PROFILE finding that names fixture_output; the profile that describes the
+/// A fixture whose output has a shape of its own: the default profile blocks the
+/// cases by one setting finding that names fixture_output; the profile that describes the
 /// shape passes.
 fn fixture_output_described_by_the_profile() -> Result<(), Failed> {
     let cfg = || ChorusConfig {

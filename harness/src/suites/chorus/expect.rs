@@ -1514,7 +1514,33 @@ pub async fn send_transfer(ctx: &mut Ctx, body: &Value) -> Step<Resp> {
         ("job_id", pick("job_id")),
     ];
     setup(ctx, SetupEvent::Transfer, &vars).await?;
-    post(ctx, Base::Ledger, "transfer", body).await
+    let r = post(ctx, Base::Ledger, "transfer", body).await?;
+    if matches!(r.http, 404 | 405) {
+        // No ledger route where the run sends transfers: a setting the run lacks,
+        // not a deviation, whatever transfer the case sent.
+        return Err(ctx.block(no_ledger_here(ctx, &r).owned_by(TRANSFER)));
+    }
+    Ok(r)
+}
+
+/// The setting finding of a transfer answered HTTP 404 or 405: no ledger at the
+/// URL the run sends transfers to.
+fn no_ledger_here(ctx: &Ctx, r: &Resp) -> Finding {
+    let at = ctx.profile().target.ledger_url.clone().unwrap_or_else(|| {
+        format!(
+            "{} (the target's URL: [target] ledger_url is not set)",
+            ctx.url
+        )
+    });
+    Finding::new(
+        "chorus/profile:ledger_url",
+        &[],
+        format!(
+            "POST /transfer at {at} answered {}: no ledger takes transfers there. Set [target] ledger_url to the ledger's base URL",
+            r.describe()
+        ),
+    )
+    .at(Level::Profile)
 }
 
 /// The transfer was taken: a 2xx that does not say no. The body is the ledger's

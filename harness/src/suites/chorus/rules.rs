@@ -484,6 +484,16 @@ pub const RULES: &[Rule] = &[
         passes: "a 2xx that does not refuse it",
     },
     Rule {
+        key: "chorus/profile:ledger_url",
+        requirements: &[],
+        level: Some(Level::Profile),
+        owner: "chorus/transfer",
+        check: "expect::no_ledger_here",
+        summary: "transfers go to the ledger's base URL ([target] ledger_url, else the target's)",
+        fails: "never fails: POST /transfer answered HTTP 404 or 405 there, so no ledger is at that URL; the transfer cases are blocked until [target] ledger_url is set",
+        passes: "the transfer taken",
+    },
+    Rule {
         key: "chorus/profile:initial_credits",
         requirements: &[],
         level: Some(Level::Profile),
