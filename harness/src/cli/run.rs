@@ -300,7 +300,8 @@ async fn run_cases(
 }
 
 /// The cases' output, and why the run did not test the target: unreachable, no case
-/// matches the selection, or every selected case was skipped.
+/// matches the selection, every selected case was skipped, or nothing was judged
+/// for want of a setting.
 fn judge(output: Result<RunOutput, String>) -> (RunOutput, Option<String>) {
     match output {
         Ok(o) => {
@@ -312,7 +313,7 @@ fn judge(output: Result<RunOutput, String>) -> (RunOutput, Option<String>) {
                     o.results[0].id, o.results[0].message
                 ))
             } else {
-                None
+                nothing_judged(&o)
             };
             (o, error)
         }
@@ -378,40 +379,38 @@ fn print_report(
     if let Some(b) = &rep.baseline {
         print_baseline(b, a.format, out)?;
     }
-    if rep.fails() {
-        return Ok(1);
-    }
-    if let Some(why) = nothing_judged(rep) {
-        return Err(CliError::NotTested(why));
-    }
-    Ok(0)
+    Ok(if rep.fails() { 1 } else { 0 })
 }
 
 /// Why nothing of the target could be judged, when no case passed, warned or
-/// failed and some were blocked by a setting the run lacks: a run that judged
-/// nothing must not exit 0, nor 1 for a target it never judged. The keys to set.
-fn nothing_judged(rep: &Report) -> Option<String> {
-    use crate::case::Outcome;
-    if rep.cases.is_empty()
-        || rep
-            .cases
-            .iter()
-            .any(|c| matches!(c.outcome, Outcome::Pass | Outcome::Warn | Outcome::Fail))
-    {
+/// failed, no finding fails, and a setting the run lacks blocked cases: a run that
+/// judged nothing must not exit 0, nor 1 for a target it never judged. The keys to
+/// set.
+fn nothing_judged(o: &RunOutput) -> Option<String> {
+    let judged = o
+        .results
+        .iter()
+        .any(|r| matches!(r.outcome, Outcome::Pass | Outcome::Warn | Outcome::Fail));
+    let failing = o
+        .findings
+        .iter()
+        .any(|f| f.finding.outcome == crate::finding::Verdict::Fail);
+    if o.results.is_empty() || judged || failing {
         return None;
     }
-    let mut keys: Vec<String> = rep
+    let mut keys: Vec<String> = o
         .findings
         .iter()
         .filter(|f| crate::runner::is_setting(&f.finding.key))
         .map(|f| crate::runner::setting_named(&f.finding.key))
         .collect();
+    keys.sort();
     keys.dedup();
     if keys.is_empty() {
         return None;
     }
     Some(format!(
-        "nothing could be judged: every case was blocked or skipped; set the profile key{} {} (agentconform explain KEY says what each is and how to find it)",
+        "nothing could be judged: every case was blocked or skipped, the blocked ones for want of a setting: needs profile key{} {} (agentconform explain <suite>/profile:<key> says what each is and how to find it)",
         if keys.len() == 1 { "" } else { "s" },
         keys.join(", ")
     ))
