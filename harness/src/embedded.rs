@@ -36,6 +36,9 @@ pub struct Options {
     /// agora-exchange: a conversation expires only once the whole second of its
     /// conversationExpires has passed (`ExchangeConfig::expiry_whole_second`).
     pub expiry_whole_second: bool,
+    /// agora-exchange: take protocol documents only by reference, a URL the server
+    /// fetches (`ExchangeConfig::sources_by_reference`).
+    pub sources_by_reference: bool,
     /// Serve TLS with this certificate: `https://` and `wss://` URLs (the file
     /// binding stays a folder).
     pub tls: Option<TlsIdentity>,
@@ -331,6 +334,7 @@ pub fn agora_exchange<'a>(
             cfg.conversation_ttl_s = ttl;
         }
         cfg.expiry_whole_second = opts.expiry_whole_second;
+        cfg.sources_by_reference = opts.sources_by_reference;
         start_agora_exchange_on(cfg, listen, opts.tls.as_ref()).await
     })
 }

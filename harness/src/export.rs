@@ -158,6 +158,7 @@ pub fn rejudge(v: &Vector, schemas: Schemas) -> Result<Rejudged, ExportError> {
         transcript_budget: crate::script::TranscriptBudget::default(),
         adapted: Default::default(),
         client_ids: Default::default(),
+        documents: Default::default(),
         embedded: false,
         profile: Profile::default(),
         key: Keypair::generate(),

@@ -94,6 +94,7 @@ fn pair_shared(shared: &RunShared, command: &str) -> Result<Arc<RunShared>, Stri
         transcript_budget: crate::script::TranscriptBudget::default(),
         adapted: Default::default(),
         client_ids: Default::default(),
+        documents: Default::default(),
         embedded: false,
         profile,
         key: reference_impl::wire::keys::Keypair::from_seed(&shared.key.seed()),

@@ -338,6 +338,19 @@ pub struct AgoraExchange {
     pub invalid_body: Option<String>,
     /// The deployment is production: plain http:// fails instead of informing.
     pub production: bool,
+    /// How a protocol document goes in `protocolSources`: its text, or a URL at
+    /// which the harness serves it on loopback (agora-exchange.txt §6.1 allows
+    /// both). A target that refuses text naming the sources is sent the URL.
+    pub protocol_sources: SourcesForm,
+}
+
+/// The form of a document in `protocolSources`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum SourcesForm {
+    #[default]
+    Text,
+    Url,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -82,6 +82,72 @@ pub struct RunShared {
     /// client that reuses one across its whole run is seen, not only within a case
     /// ([`Ctx::reused`]).
     pub client_ids: ClientIds,
+    /// Documents the harness serves on loopback for the target to fetch (a
+    /// protocol document sent by reference), started on first use.
+    pub documents: Documents,
+}
+
+/// A loopback HTTP server of documents the harness hands a target by URL (an
+/// agora-exchange protocol document in `protocolSources`), each at
+/// `/documents/<name>`; at most [`Documents::CAP`] are kept. It runs on the run's
+/// runtime and ends with it.
+#[derive(Debug, Default)]
+pub struct Documents {
+    served: tokio::sync::OnceCell<(String, DocumentMap)>,
+}
+
+type DocumentMap = Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>;
+
+impl Documents {
+    /// The most documents a run serves (a run sends a handful).
+    pub const CAP: usize = 1024;
+
+    /// The URL at which `text` is served as `name` (a file name: letters, digits,
+    /// `-`, `.`), the server started first if it is not yet.
+    pub async fn serve(&self, name: &str, text: &str) -> Result<String, String> {
+        let (base, map) = self
+            .served
+            .get_or_try_init(|| async {
+                let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .map_err(|e| format!("cannot serve documents on loopback: {e}"))?;
+                let at = listener
+                    .local_addr()
+                    .map_err(|e| format!("cannot serve documents on loopback: {e}"))?;
+                let map: DocumentMap = Arc::default();
+                let docs = map.clone();
+                let router = axum::Router::new().route(
+                    "/documents/{name}",
+                    axum::routing::get(
+                        move |axum::extract::Path(name): axum::extract::Path<String>| {
+                            let docs = docs.clone();
+                            async move {
+                                let found = docs
+                                    .lock()
+                                    .unwrap_or_else(|p| p.into_inner())
+                                    .get(&name)
+                                    .cloned();
+                                match found {
+                                    Some(t) => (axum::http::StatusCode::OK, t),
+                                    None => (axum::http::StatusCode::NOT_FOUND, String::new()),
+                                }
+                            }
+                        },
+                    ),
+                );
+                tokio::spawn(async move {
+                    let _ = axum::serve(listener, router).await;
+                });
+                Ok::<_, String>((format!("http://{at}/documents/"), map))
+            })
+            .await?;
+        let mut m = map.lock().unwrap_or_else(|p| p.into_inner());
+        if !m.contains_key(name) && m.len() >= Self::CAP {
+            return Err(format!("at most {} documents are served", Self::CAP));
+        }
+        m.insert(name.to_string(), text.to_string());
+        Ok(format!("{base}{name}"))
+    }
 }
 
 /// The ids a client sent in a run (message ids, job ids, correlation ids), each

@@ -222,6 +222,7 @@ pub fn peers_shared(
         transcript_budget: crate::script::TranscriptBudget::default(),
         adapted: Default::default(),
         client_ids: Default::default(),
+        documents: Default::default(),
         embedded: false,
         http: tls.http_client().map_err(CliError::Harness)?,
         tls,

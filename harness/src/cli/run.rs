@@ -172,6 +172,7 @@ fn run_shared(
         transcript_budget: crate::script::TranscriptBudget::default(),
         adapted: Default::default(),
         client_ids: Default::default(),
+        documents: Default::default(),
         embedded: a.target.is_none() && a.role == Role::Server,
         profile: prof,
         key: keypair,

@@ -32,6 +32,10 @@ pub struct ServeArgs {
     /// allowed).
     #[arg(long = "expiry-whole-second")]
     expiry_whole_second: bool,
+    /// Take protocol documents in protocolSources only by reference, a URL the
+    /// server fetches, never as text (agora-exchange; both forms are allowed).
+    #[arg(long = "sources-by-reference")]
+    sources_by_reference: bool,
     /// How the fixture agent delivers job results: sync or callback (chorus).
     #[arg(long = "result-delivery", value_parser = ["sync", "callback"])]
     result_delivery: Option<String>,
@@ -101,6 +105,7 @@ fn options(a: &ServeArgs, identity: Option<TlsIdentity>) -> embedded::Options {
         replay_window_s: a.replay_window_s,
         conversation_ttl_s: a.conversation_ttl_s,
         expiry_whole_second: a.expiry_whole_second,
+        sources_by_reference: a.sources_by_reference,
         chorus_delivery: a.result_delivery.as_deref().map(|d| {
             if d == "callback" {
                 reference_impl::chorus::server::Delivery::Callback

@@ -106,6 +106,7 @@ fn shared(c: Connection) -> (Arc<RunShared>, Transport, String) {
         transcript_budget: crate::script::TranscriptBudget::per_case_only(),
         adapted: Default::default(),
         client_ids: Default::default(),
+        documents: Default::default(),
         embedded: false,
         profile: c.profile,
         key: Keypair::generate(),

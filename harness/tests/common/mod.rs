@@ -41,6 +41,7 @@ pub fn shared_with(profile: Profile, tls: agentconform::drive::Tls) -> Arc<RunSh
         transcript_budget: agentconform::script::TranscriptBudget::default(),
         adapted: Default::default(),
         client_ids: Default::default(),
+        documents: Default::default(),
         embedded: false,
         profile,
         key: Keypair::generate(),

@@ -47,7 +47,72 @@ pub fn trials() -> Vec<Trial> {
             "agora_exchange::profile_hash_in_another_form_is_used",
             profile_hash_in_another_form_is_used,
         ),
+        Trial::test(
+            "agora_exchange::sources_by_reference_only",
+            sources_by_reference_only,
+        ),
     ]
+}
+
+/// A server that takes protocol documents only by reference (a URL it fetches),
+/// which agora-exchange.txt §6.1 allows: with the default profile, the text it
+/// refuses ("No valid protocol source provided.") is sent again by reference, the
+/// run adopts that form, and no case fails and no finding is made; with
+/// `protocol_sources = "url"` the references go first. The server fetched them
+/// from the harness's loopback document server.
+fn sources_by_reference_only() -> Result<(), Failed> {
+    let run = |profile: Profile| async move {
+        let suite = &suites::agora_exchange::SUITE;
+        let opts = agentconform::embedded::Options {
+            sources_by_reference: true,
+            ..test_options(&[])
+        };
+        let server = suites::start(suite.id, "127.0.0.1:0", &opts).await?;
+        let out = runner::run(
+            shared(profile),
+            &[(suite, server.endpoints.clone())],
+            &Selection::default(),
+        )
+        .await;
+        server.stop().await;
+        out
+    };
+    for (form, retried) in [("text", true), ("url", false)] {
+        let mut profile = test_profile();
+        if form == "url" {
+            profile.agora_exchange.protocol_sources = agentconform::profile::SourcesForm::Url;
+        }
+        let out = rt().block_on(run(profile))?;
+        explained(&out)?;
+        let wrong: Vec<String> = out
+            .results
+            .iter()
+            .filter(|r| !matches!(r.outcome, Outcome::Pass | Outcome::Skip))
+            .map(|r| format!("{} {}: {}", r.outcome, r.id, r.message))
+            .collect();
+        let case = out
+            .results
+            .iter()
+            .find(|r| r.id == "agora-exchange/protocol-sources")
+            .ok_or("no protocol-sources case")?;
+        let notes = |needle: &str| case.transcript.iter().any(|e| e.text.contains(needle));
+        let by_reference = notes("protocolSources by reference");
+        let retry = notes("the same request once more with the document by reference");
+        if !out.findings.is_empty()
+            || !wrong.is_empty()
+            || case.outcome != Outcome::Pass
+            || !by_reference
+            || retry != retried
+        {
+            return Err(format!(
+                "protocol_sources = {form:?}: passed {}, by reference {by_reference}, retried {retry} (want {retried}), {wrong:?}\n{}",
+                case.outcome,
+                describe(&out)
+            )
+            .into());
+        }
+    }
+    Ok(())
 }
 
 async fn run_with(faults: &[&str], profile: Profile) -> Result<RunOutput, String> {

@@ -47,6 +47,11 @@ pub struct ExchangeConfig {
     /// spec gives a Unix timestamp in seconds and leaves the reading open (ambiguity
     /// AEX-A11); the default expires at the instant.
     pub expiry_whole_second: bool,
+    /// Take protocol documents in `protocolSources` only by reference: each entry
+    /// must be an http(s) URL, which the server fetches (at most `max_body_bytes`,
+    /// within 2 s) and checks against protocolHash; text is refused with "No valid
+    /// protocol source provided." (agora-exchange.txt §6.1 allows either form).
+    pub sources_by_reference: bool,
     pub faults: FaultSet,
 }
 
@@ -59,6 +64,7 @@ impl Default for ExchangeConfig {
             max_conversations: 10_000,
             expired_grace_s: 600,
             expiry_whole_second: false,
+            sources_by_reference: false,
             faults: FaultSet::none(),
         }
     }
@@ -491,11 +497,58 @@ async fn read_body(ex: &Exchange, body: Body) -> Result<Vec<u8>, Response> {
 async fn post_root(State(ex): State<Arc<Exchange>>, body: Body) -> Response {
     match read_body(&ex, body).await {
         Ok(bytes) => {
+            if let Some(refused) = sources_refused(&ex, &bytes).await {
+                return respond(&ex, refused);
+            }
             let reply = ex.handle(None, &bytes);
             respond(&ex, reply)
         }
         Err(r) => r,
     }
+}
+
+/// Under `sources_by_reference`, the refusal of a request whose protocolSources
+/// holds text, a URL that cannot be fetched, or a document that does not hash to
+/// protocolHash; `None` when its sources are taken (or it has none).
+async fn sources_refused(ex: &Exchange, bytes: &[u8]) -> Option<Reply> {
+    if !ex.cfg.sources_by_reference {
+        return None;
+    }
+    let req: Value = serde_json::from_slice(bytes).ok()?;
+    let sources = req.get("protocolSources")?.as_array()?;
+    let hash = req.get("protocolHash").and_then(Value::as_str);
+    let client = reqwest::Client::builder()
+        .timeout(std::time::Duration::from_secs(2))
+        .build()
+        .ok()?;
+    for s in sources {
+        let Some(url) = s
+            .as_str()
+            .filter(|u| u.starts_with("http://") || u.starts_with("https://"))
+        else {
+            return Some(ex.agora_failure("No valid protocol source provided."));
+        };
+        let text = match client.get(url).send().await {
+            Ok(r) if r.status().is_success() => {
+                let mut r = r;
+                let mut body = Vec::new();
+                loop {
+                    match r.chunk().await {
+                        Ok(Some(c)) if body.len() + c.len() <= ex.cfg.max_body_bytes => {
+                            body.extend_from_slice(&c)
+                        }
+                        Ok(None) => break body,
+                        _ => return Some(ex.agora_failure("No valid protocol source provided.")),
+                    }
+                }
+            }
+            _ => return Some(ex.agora_failure("No valid protocol source provided.")),
+        };
+        if hash.is_some_and(|h| !h.eq_ignore_ascii_case(&super::document::sha1_hex(&text))) {
+            return Some(ex.agora_failure("The protocol source does not match protocolHash."));
+        }
+    }
+    None
 }
 
 async fn post_conversation(

@@ -200,6 +200,9 @@ pub const KEY_SOURCES_REQUIRED: &str = "agora-exchange/request:protocol-sources-
 /// exchange of the run carries `protocolSources: []` (noted in each case), so that
 /// the rest of the suite is judged. [`post_as_is`] never adds it.
 pub async fn post(ctx: &mut Ctx, path: &str, request: &Value) -> Step<Reply> {
+    if text_sources(request) {
+        return post_sources(ctx, path, request).await;
+    }
     let adaptable = path.is_empty()
         && request.get("body").is_some()
         && request.get("protocolSources").is_none();
@@ -240,6 +243,86 @@ pub async fn post(ctx: &mut Ctx, path: &str, request: &Value) -> Step<Reply> {
             r.describe(),
             retry.describe()
         ),
+    ));
+    Ok(retry)
+}
+
+/// The run's adaptation to a target that takes protocol documents only by
+/// reference: the rest of the run sends each as a loopback URL. No finding:
+/// agora-exchange.txt §6.1 allows "the full text or references".
+pub const SOURCES_BY_URL: &str = "agora-exchange/adapted:protocol-sources-url";
+
+fn is_url(s: &str) -> bool {
+    s.starts_with("http://") || s.starts_with("https://")
+}
+
+/// The request carries protocol documents as text in `protocolSources`.
+fn text_sources(request: &Value) -> bool {
+    request
+        .get("protocolSources")
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty() && a.iter().all(|s| s.as_str().is_some_and(|t| !is_url(t))))
+}
+
+/// The request with each document of its `protocolSources` replaced by the URL at
+/// which the harness serves it on loopback (`Documents`).
+async fn by_reference(ctx: &mut Ctx, request: &Value) -> Step<Value> {
+    let mut r = request.clone();
+    let texts: Vec<String> = r["protocolSources"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut urls = Vec::new();
+    for t in texts {
+        let name = format!("{}.md", sha1_hex(t.as_bytes()));
+        match ctx.shared.documents.serve(&name, &t).await {
+            Ok(url) => urls.push(json!(url)),
+            Err(e) => return crate::case::skip(e),
+        }
+    }
+    ctx.note(format!(
+        "protocolSources by reference: the harness serves the document at {}",
+        crate::finding::json(&urls)
+    ));
+    r["protocolSources"] = Value::Array(urls);
+    Ok(r)
+}
+
+/// POSTs a request whose `protocolSources` holds documents as text, in the form
+/// the profile names (`[agora-exchange] protocol_sources`). A refusal in words
+/// naming the sources is answered by the same request with the documents by
+/// reference; when that is taken, the rest of the run sends references
+/// ([`SOURCES_BY_URL`]), with a note and no finding.
+async fn post_sources(ctx: &mut Ctx, path: &str, request: &Value) -> Step<Reply> {
+    let by_url = ctx.profile().agora_exchange.protocol_sources == crate::profile::SourcesForm::Url
+        || ctx.shared.adapted.has(SOURCES_BY_URL);
+    if by_url {
+        let r = by_reference(ctx, request).await?;
+        return post_as_is(ctx, path, &r).await;
+    }
+    let r = post_as_is(ctx, path, request).await?;
+    let names_sources = !r.is_success()
+        && r.json
+            .as_ref()
+            .is_some_and(|j| j.to_string().to_ascii_lowercase().contains("source"));
+    if !names_sources {
+        return Ok(r);
+    }
+    ctx.note("the refusal names the protocol's sources: the same request once more with the document by reference (agora-exchange.txt §6.1 allows the text or a reference)");
+    let referenced = by_reference(ctx, request).await?;
+    let retry = post_as_is(ctx, path, &referenced).await?;
+    if !retry.is_success() {
+        return Ok(r);
+    }
+    ctx.shared.adapted.adopt(SOURCES_BY_URL);
+    ctx.note(format!(
+        "the target takes protocol documents by reference only: the text drew {}, the reference {}; the rest of the run sends references ({SOURCES_BY_URL}; set [agora-exchange] protocol_sources = \"url\")",
+        r.describe(),
+        retry.describe()
     ));
     Ok(retry)
 }
