@@ -135,6 +135,9 @@ pub struct Suite {
     /// base URL), when it fixes them: the proxy reports any other request a client
     /// sends as outside the spec, informational, and judges no reply to it.
     pub defined: Option<fn(&str, &str) -> bool>,
+    /// What `agentconform init` probes the target for (`suites/<suite>/init.rs`):
+    /// the profile keys it finds, and why it cannot find the others.
+    pub discover: Option<crate::init::DiscoverFn>,
 }
 
 /// Which side of a suite a run tests (defined in `verdict`, below both this module

@@ -12,6 +12,7 @@ pub mod explain;
 pub mod export;
 pub mod finding;
 pub mod fuzzing;
+pub mod init;
 pub mod interop;
 pub mod inventory;
 pub mod load;

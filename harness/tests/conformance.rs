@@ -1744,6 +1744,95 @@ fn cli_profile_ledger_and_outcome_request() -> Result<(), Failed> {
     Ok(())
 }
 
+/// `init` against reference variants that need a profile today: it writes a
+/// profile whose every key the README's profile reference documents; `run` with it
+/// fails nothing on the clean variant; a key it cannot find (a ledger on a URL of
+/// its own) says why, and `run` with that profile blocks the cases that need it
+/// and fails none; run again, `init` says nothing changed.
+fn cli_init() -> Result<(), Failed> {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+            .map_err(|e| e.to_string())?;
+    let reference = readme
+        .split("## Target profile")
+        .nth(1)
+        .ok_or("the README has no Target profile section")?;
+    let dir = tempdir("init");
+    for (suite, flags, found, missing) in [
+        (
+            "agora-exchange",
+            &["--sources-by-reference"][..],
+            &[
+                "protocol_hash",
+                "protocol_document",
+                "protocol_sources = \"url\"",
+            ][..],
+            &[][..],
+        ),
+        (
+            "chorus",
+            &["--separate-ledger"][..],
+            &["fixture_skill", "outcome_request"][..],
+            &["ledger_url"][..],
+        ),
+        (
+            "agentprotocol",
+            &[][..],
+            &["agent_id", "echo_action"][..],
+            &[][..],
+        ),
+    ] {
+        let (_srv, url) = serve(suite, flags)?;
+        let file = dir.join(format!("{suite}.toml"));
+        let f = file.to_string_lossy().into_owned();
+        let out = expect_code(
+            &["init", "--suite", suite, "--target", &url, "--out", &f],
+            0,
+            "written to",
+        )?;
+        let text = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
+        for k in found {
+            if !text.lines().any(|l| l.starts_with(k)) {
+                return Err(format!("{suite}: init did not find {k}:\n{text}\n{out}").into());
+            }
+        }
+        for k in missing {
+            if !text.contains(&format!("# {k}: not found.")) {
+                return Err(
+                    format!("{suite}: init does not say why {k} is not found:\n{text}").into(),
+                );
+            }
+        }
+        for line in text
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains(" = "))
+        {
+            let key = line.split(" = ").next().unwrap_or_default();
+            if !reference.contains(&format!("\n{key} = ")) {
+                return Err(format!("{suite}: init wrote {key}, which the README's profile reference does not document").into());
+            }
+        }
+        let run = cli(&["run", "--suite", suite, "--target", &url, "--profile", &f])?;
+        if run.0 != 0 || run.1.contains("FAIL ") {
+            return Err(format!(
+                "{suite}: run with the profile init wrote: exit {}\n{}",
+                run.0, run.1
+            )
+            .into());
+        }
+        if !missing.is_empty() && !run.1.contains("needs profile key") {
+            return Err(format!("{suite}: no case says which key it needs:\n{}", run.1).into());
+        }
+        expect_code(
+            &["init", "--suite", suite, "--target", &url, "--out", &f],
+            0,
+            "unchanged since",
+        )?;
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 fn main() {
     let mut args = Arguments::from_args();
     // Most of these tests wait on loopback exchanges and configured deadlines, not on
@@ -1836,6 +1925,7 @@ fn main() {
         ));
     }
     trials.push(Trial::test("cli::client_interface", cli_client_interface));
+    trials.push(Trial::test("cli::init", cli_init));
     trials.push(Trial::test(
         "cli::export_and_replay_offline",
         cli_export_and_replay_offline,

@@ -14,6 +14,7 @@ mod client;
 mod common;
 mod export;
 mod fuzz;
+mod init;
 mod interop;
 mod keygen;
 mod list;
@@ -30,6 +31,7 @@ pub use attest::AttestCommand;
 pub use baseline::BaselineCommand;
 pub use common::{parse_target, TlsArgs};
 pub use fuzz::FuzzArgs;
+pub use init::InitArgs;
 pub use interop::InteropArgs;
 pub use load::LoadArgs;
 pub use proxy::ProxyArgs;
@@ -58,6 +60,10 @@ pub enum Command {
         #[arg(long)]
         suite: Option<String>,
     },
+    /// Probe a target with safe, valid requests and write its profile: each key
+    /// with how it was found, each one not found with why and how to set it; run
+    /// again, it says what changed.
+    Init(InitArgs),
     /// Run a suite against a target (without --target: the embedded reference agent).
     Run(RunArgs),
     /// Run the reference client of a suite as a client driver (the default driver of
@@ -254,6 +260,7 @@ pub fn main_with(cli: Cli) -> i32 {
 fn dispatch(cli: Cli, out: &mut impl Write) -> Result<i32, CliError> {
     match cli.command {
         Command::List { suite } => list::run(suite.as_deref(), out),
+        Command::Init(args) => init::run(args, out),
         Command::Run(args) => run::run(args, out),
         Command::Client {
             suite,

@@ -13,6 +13,7 @@ pub mod client;
 pub mod expect;
 pub mod fuzz;
 pub mod in_process;
+pub mod init;
 pub mod load;
 pub mod rules;
 pub mod tamper;
@@ -64,6 +65,7 @@ pub static SUITE: Suite = Suite {
     in_process: in_process::TARGETS,
     tampers: crate::suites::agentprotocol::tamper::TAMPERS,
     defined: Some(crate::suites::agentprotocol::expect::defined),
+    discover: Some(crate::suites::agentprotocol::init::discover),
     reply_to: None,
     client_message: Some(expect::proxy_client),
 };

@@ -4,6 +4,7 @@ pub mod client;
 pub mod expect;
 pub mod fuzz;
 pub mod in_process;
+pub mod init;
 pub mod load;
 pub mod rules;
 pub mod tamper;
@@ -52,6 +53,7 @@ pub static SUITE: Suite = Suite {
     in_process: in_process::TARGETS,
     tampers: crate::suites::agora_exchange::tamper::TAMPERS,
     defined: Some(crate::suites::agora_exchange::expect::defined),
+    discover: Some(crate::suites::agora_exchange::init::discover),
     reply_to: None,
     client_message: Some(expect::proxy_client),
 };

@@ -4,6 +4,7 @@ pub mod client;
 pub mod expect;
 pub mod fuzz;
 pub mod in_process;
+pub mod init;
 pub mod load;
 pub mod rules;
 pub mod tamper;
@@ -47,6 +48,7 @@ pub static SUITE: Suite = Suite {
     tampers: crate::suites::agora_spaces::tamper::TAMPERS,
     // WebSocket only: every frame is judged.
     defined: None,
+    discover: Some(crate::suites::agora_spaces::init::discover),
     reply_to: None,
     client_message: Some(expect::proxy_client),
 };

@@ -4,6 +4,7 @@ pub mod client;
 pub mod expect;
 pub mod fuzz;
 pub mod in_process;
+pub mod init;
 pub mod load;
 pub mod rules;
 pub mod tamper;
@@ -51,6 +52,7 @@ pub static SUITE: Suite = Suite {
     // Jobs go to each agent's own URL, which the target profile names: no fixed
     // set of requests to hold a real client's to.
     defined: None,
+    discover: Some(crate::suites::chorus::init::discover),
     reply_to: Some(expect::proxy_reply),
     client_message: Some(expect::proxy_client),
 };
