@@ -289,10 +289,12 @@ pub const CASES: &[Case] = &[
         c.close().await;
         ctx.note("C disconnected without space.leave");
         // The hub handles a disconnect on its own time: B publishes once A has heard
-        // that C left (or the wait has passed, for a hub that does not announce it),
+        // that C left (or the short wait has passed, for a hub that does not announce it),
         // so that the publish is judged after the departure, not before it.
         let left = idc.clone();
-        let wait = Duration::from_millis(ctx.profile().timing.case_timeout_ms.min(2000));
+        // Within a quarter of the heartbeat timeout: A and B stay silent meanwhile.
+        let heartbeat_ms = ctx.profile().timing.heartbeat_timeout_s * 1000;
+        let wait = Duration::from_millis(ctx.profile().timing.case_timeout_ms.min(2000).min(heartbeat_ms / 4));
         if a.wait_for(ctx, wait, move |v| v["type"] == "space.members" && v["left"] == left.as_str()).await?.is_none() {
             ctx.note(format!("A heard no space.members announcing that C left within {} ms; B publishes now", wait.as_millis()));
         }
