@@ -119,7 +119,11 @@ fn write_explanation(key: &str, named: Named, out: &mut dyn Write) -> std::io::R
                 out,
                 "  level {} ({})",
                 level_name(r.level()),
-                outcome(r.level())
+                if crate::runner::is_setting(&shown) {
+                    "a setting the run lacks: a finding warns and blocks the cases that need it, never fails the run"
+                } else {
+                    outcome(r.level())
+                }
             )?;
             if r.owner.is_empty() {
                 writeln!(out, "  owned by the first case that meets it")?;
