@@ -61,21 +61,12 @@ pub fn trials() -> Vec<Trial> {
 /// `protocol_sources = "url"` the references go first. The server fetched them
 /// from the harness's loopback document server.
 fn sources_by_reference_only() -> Result<(), Failed> {
-    let run = |profile: Profile| async move {
-        let suite = &suites::agora_exchange::SUITE;
+    let run = |profile: Profile| {
         let opts = agentconform::embedded::Options {
             sources_by_reference: true,
             ..test_options(&[])
         };
-        let server = suites::start(suite.id, "127.0.0.1:0", &opts).await?;
-        let out = runner::run(
-            shared(profile),
-            &[(suite, server.endpoints.clone())],
-            &Selection::default(),
-        )
-        .await;
-        server.stop().await;
-        out
+        run_opts(opts, profile)
     };
     for (form, retried) in [("text", true), ("url", false)] {
         let mut profile = test_profile();
@@ -83,7 +74,6 @@ fn sources_by_reference_only() -> Result<(), Failed> {
             profile.agora_exchange.protocol_sources = agentconform::profile::SourcesForm::Url;
         }
         let out = rt().block_on(run(profile))?;
-        explained(&out)?;
         let wrong: Vec<String> = out
             .results
             .iter()
@@ -116,8 +106,16 @@ fn sources_by_reference_only() -> Result<(), Failed> {
 }
 
 async fn run_with(faults: &[&str], profile: Profile) -> Result<RunOutput, String> {
+    run_opts(test_options(faults), profile).await
+}
+
+/// The suite against the reference started with `opts`, every finding explained.
+async fn run_opts(
+    opts: agentconform::embedded::Options,
+    profile: Profile,
+) -> Result<RunOutput, String> {
     let suite = &suites::agora_exchange::SUITE;
-    let server = suites::start(suite.id, "127.0.0.1:0", &test_options(faults)).await?;
+    let server = suites::start(suite.id, "127.0.0.1:0", &opts).await?;
     let out = runner::run(
         shared(profile),
         &[(suite, server.endpoints.clone())],

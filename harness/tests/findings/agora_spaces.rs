@@ -50,19 +50,19 @@ pub fn trials() -> Vec<Trial> {
     ]
 }
 
-/// A hub whose error answering a frame that is not JSON, and so has no id, carries
-/// `"request_id": null` (ASP-A7 leaves it undefined): every case passes, the
-/// invalid-requests case among them, with no finding, and its transcript shows the
-/// null it read.
-fn null_request_id_for_a_frame_without_id_passes() -> Result<(), Failed> {
+/// The suite against the reference hub with the test token and heartbeat, and
+/// `tweak` applied to its settings.
+fn run_hub(
+    tweak: impl FnOnce(&mut reference_impl::agora_spaces::server::SpacesConfig),
+) -> Result<agentconform::runner::RunOutput, String> {
     use reference_impl::agora_spaces::server::SpacesConfig;
-    let out = rt().block_on(async {
-        let cfg = SpacesConfig {
-            token: Some(TEST_TOKEN.into()),
-            heartbeat_timeout: std::time::Duration::from_secs(TEST_HEARTBEAT_S),
-            null_request_id: true,
-            ..SpacesConfig::default()
-        };
+    let mut cfg = SpacesConfig {
+        token: Some(TEST_TOKEN.into()),
+        heartbeat_timeout: std::time::Duration::from_secs(TEST_HEARTBEAT_S),
+        ..SpacesConfig::default()
+    };
+    tweak(&mut cfg);
+    rt().block_on(async {
         let server = agentconform::embedded::start_agora_spaces(cfg, "127.0.0.1:0")
             .await
             .expect("start hub");
@@ -74,7 +74,15 @@ fn null_request_id_for_a_frame_without_id_passes() -> Result<(), Failed> {
         .await;
         server.stop().await;
         out
-    })?;
+    })
+}
+
+/// A hub whose error answering a frame that is not JSON, and so has no id, carries
+/// `"request_id": null` (ASP-A7 leaves it undefined): every case passes, the
+/// invalid-requests case among them, with no finding, and its transcript shows the
+/// null it read.
+fn null_request_id_for_a_frame_without_id_passes() -> Result<(), Failed> {
+    let out = run_hub(|c| c.null_request_id = true)?;
     explained(&out)?;
     let wrong: Vec<String> = out
         .results
@@ -104,26 +112,7 @@ fn null_request_id_for_a_frame_without_id_passes() -> Result<(), Failed> {
 /// space instead (they pass), and every case that needs a space of its own skips
 /// with that reason.
 fn hub_without_space_creation_falls_back() -> Result<(), Failed> {
-    use reference_impl::agora_spaces::server::SpacesConfig;
-    let out = rt().block_on(async {
-        let cfg = SpacesConfig {
-            token: Some(TEST_TOKEN.into()),
-            heartbeat_timeout: std::time::Duration::from_secs(TEST_HEARTBEAT_S),
-            create_user_spaces: false,
-            ..SpacesConfig::default()
-        };
-        let server = agentconform::embedded::start_agora_spaces(cfg, "127.0.0.1:0")
-            .await
-            .expect("start hub");
-        let out = runner::run(
-            shared(test_profile()),
-            &[(&suites::agora_spaces::SUITE, server.endpoints.clone())],
-            &Selection::default(),
-        )
-        .await;
-        server.stop().await;
-        out
-    })?;
+    let out = run_hub(|c| c.create_user_spaces = false)?;
     explained(&out)?;
     let fell_back = [
         "agora-spaces/member-updates",
