@@ -99,8 +99,9 @@ pub struct Documents {
 type DocumentMap = Arc<std::sync::Mutex<std::collections::HashMap<String, String>>>;
 
 impl Documents {
-    /// The most documents a run serves (a run sends a handful).
-    pub const CAP: usize = 1024;
+    /// The most documents a run serves: a run sends a handful, each of at most
+    /// the request cap, and they stay in memory until the run ends.
+    pub const CAP: usize = 64;
 
     /// The URL at which `text` is served as `name` (a file name: letters, digits,
     /// `-`, `.`), the server started first if it is not yet.
