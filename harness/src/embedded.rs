@@ -23,6 +23,8 @@ pub struct Options {
     pub chorus_delivery: Option<Delivery>,
     /// chorus: serve the ledger on a listener of its own.
     pub separate_ledger: bool,
+    /// chorus: the skill the fixture agent registers (default `echo_text`).
+    pub chorus_fixture_skill: Option<String>,
     /// agora-spaces: the token connections must carry.
     pub token: Option<String>,
     /// agora-spaces: seconds of silence before a client is disconnected.
@@ -346,6 +348,9 @@ pub fn chorus<'a>(
 ) -> Pin<Box<dyn Future<Output = Result<Server, String>> + Send + 'a>> {
     Box::pin(async move {
         let mut cfg = ChorusConfig::default().with_faults(&opts.faults)?;
+        if let Some(skill) = &opts.chorus_fixture_skill {
+            cfg.fixture_skill = skill.clone();
+        }
         if let Some(d) = opts.chorus_delivery {
             cfg.delivery = d;
         }

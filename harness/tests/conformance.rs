@@ -1744,11 +1744,13 @@ fn cli_profile_ledger_and_outcome_request() -> Result<(), Failed> {
     Ok(())
 }
 
-/// `init` against reference variants that need a profile today: it writes a
-/// profile whose every key the README's profile reference documents; `run` with it
-/// fails nothing on the clean variant; a key it cannot find (a ledger on a URL of
-/// its own) says why, and `run` with that profile blocks the cases that need it
-/// and fails none; run again, `init` says nothing changed.
+/// `init` against reference variants that need a profile today (documents only by
+/// reference, a ledger on a URL of its own, a fixture skill of another name): it
+/// writes a profile whose every key the README's profile reference documents; `run`
+/// with it fails nothing; a key it cannot find says why, and `run` with that
+/// profile blocks the cases that need it and fails none; run again, `init` says
+/// nothing changed. Without a profile, the skill of another name blocks the job
+/// cases by the key to set, and fails none.
 fn cli_init() -> Result<(), Failed> {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
@@ -1776,6 +1778,12 @@ fn cli_init() -> Result<(), Failed> {
             &["ledger_url"][..],
         ),
         (
+            "chorus",
+            &["--fixture-skill", "summarize_text"][..],
+            &["fixture_skill = \"summarize_text\"", "ledger_url"][..],
+            &[][..],
+        ),
+        (
             "agentprotocol",
             &[][..],
             &["agent_id", "echo_action"][..],
@@ -1783,7 +1791,7 @@ fn cli_init() -> Result<(), Failed> {
         ),
     ] {
         let (_srv, url) = serve(suite, flags)?;
-        let file = dir.join(format!("{suite}.toml"));
+        let file = dir.join(format!("{suite}{}.toml", flags.join("")));
         let f = file.to_string_lossy().into_owned();
         let out = expect_code(
             &["init", "--suite", suite, "--target", &url, "--out", &f],
@@ -1828,6 +1836,18 @@ fn cli_init() -> Result<(), Failed> {
             0,
             "unchanged since",
         )?;
+        if flags.contains(&"--fixture-skill") {
+            let plain = cli(&["run", "--suite", suite, "--target", &url])?;
+            if plain.1.contains("FAIL ")
+                || !plain.1.contains("needs profile key [chorus] fixture_skill")
+            {
+                return Err(format!(
+                    "{suite} {flags:?} without a profile: exit {}\n{}",
+                    plain.0, plain.1
+                )
+                .into());
+            }
+        }
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

@@ -42,6 +42,9 @@ pub struct ServeArgs {
     /// Serve the ledger on a URL of its own, printed on the second line (chorus).
     #[arg(long = "separate-ledger")]
     separate_ledger: bool,
+    /// The skill the fixture agent registers (chorus; default echo_text).
+    #[arg(long = "fixture-skill")]
+    fixture_skill: Option<String>,
     /// Require this connection token (agora-spaces).
     #[arg(long)]
     token: Option<String>,
@@ -114,6 +117,7 @@ fn options(a: &ServeArgs, identity: Option<TlsIdentity>) -> embedded::Options {
             }
         }),
         separate_ledger: a.separate_ledger,
+        chorus_fixture_skill: a.fixture_skill.clone(),
         token: a.token.clone(),
         heartbeat_timeout_s: a.heartbeat_timeout_s,
         max_pending_bytes: a.max_pending_bytes.and_then(|b| usize::try_from(b).ok()),

@@ -65,6 +65,9 @@ pub struct ChorusConfig {
     /// outcome recorded), as a registry did whose FAILURE reports are answered 200
     /// with `"success": false`: allowed, and no refusal.
     pub outcome_success_flag: bool,
+    /// The skill the fixture agent registers (default [`FIXTURE_SKILL`]), as a
+    /// registry does whose agent serves a skill of its own name.
+    pub fixture_skill: String,
 }
 
 impl Default for ChorusConfig {
@@ -80,6 +83,7 @@ impl Default for ChorusConfig {
             utc_offset_form: false,
             fixture_output_member: None,
             outcome_success_flag: false,
+            fixture_skill: FIXTURE_SKILL.into(),
         }
     }
 }
@@ -252,7 +256,7 @@ impl Chorus {
             agent_name: "agentconform echo fixture".into(),
             api_endpoint: format!("{}/agents/echo", base_url.trim_end_matches('/')),
             skills: vec![Skill {
-                name: FIXTURE_SKILL.into(),
+                name: self.cfg.fixture_skill.clone(),
                 cost: FIXTURE_COST,
             }],
             reputation: self.initial_reputation(),
@@ -640,13 +644,13 @@ impl Chorus {
                     return Err(invalid(format!("currency {c} is not {CURRENCY:?}")));
                 }
             }
-            if skill != FIXTURE_SKILL && self.fault("skill-mismatch-detail-404") {
+            if skill != self.cfg.fixture_skill && self.fault("skill-mismatch-detail-404") {
                 return Err(Reply {
                     status: 404,
                     body: json!({"detail": format!("Skill '{skill}' not found")}),
                 });
             }
-            if skill != FIXTURE_SKILL && !self.fault("ignore-skill") {
+            if skill != self.cfg.fixture_skill && !self.fault("ignore-skill") {
                 return Err(err(
                     400,
                     "SKILL_MISMATCH",

@@ -535,9 +535,12 @@ pub async fn register(ctx: &mut Ctx, skills: &[(&str, f64)]) -> Step<TestAgent> 
     Ok(agent)
 }
 
+/// The prefix of the skills the harness registers itself.
+pub const HARNESS_SKILL: &str = "h_skill_";
+
 /// A unique skill name, so that concurrent cases never see each other's agents.
 pub fn unique_skill() -> String {
-    format!("h_skill_{}", new_id().replace('-', ""))
+    format!("{HARNESS_SKILL}{}", new_id().replace('-', ""))
 }
 
 // ---------------------------------------------------------------------------
