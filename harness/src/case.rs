@@ -131,9 +131,10 @@ pub struct Suite {
     pub reply_to: Option<ReplyToFn>,
     /// The reference faults the proxy can apply in flight (tamper mode).
     pub tampers: &'static [crate::tamper::Tamper],
-    /// The HTTP requests the spec defines for a server (method, path below the
-    /// base URL), when it fixes them: the proxy reports any other request a client
-    /// sends as outside the spec, informational, and judges no reply to it.
+    /// The HTTP requests a real client may send a server through the proxy
+    /// (method, path below the proxy's URL), when the spec fixes them: the proxy
+    /// reports any other request as outside the spec, informational, and judges no
+    /// reply to it.
     pub defined: Option<fn(&str, &str) -> bool>,
     /// What `agentconform init` probes the target for (`suites/<suite>/init.rs`):
     /// the profile keys it finds, and why it cannot find the others.

@@ -1545,6 +1545,14 @@ pub fn defined(method: &str, path: &str) -> bool {
     method == "POST" && path.trim_end_matches('/') == "/agentprotocol"
 }
 
+/// The requests a real client may send through the proxy: agentprotocol.md's HTTP binding is one POST of a message to
+/// the agent's endpoint, and the proxy's URL may stand for that endpoint or for the
+/// base below which it lies, so any POST is a message; any other method is outside
+/// the spec.
+pub fn proxied(method: &str, _path: &str) -> bool {
+    method == "POST"
+}
+
 /// The peer's answers, signed with `key`: a hello for a hello, a response for a
 /// request (its params as the result), INVALID_MESSAGE otherwise.
 pub fn peer(key: Keypair, plan: PeerPlan) -> crate::counterparty::Answer {

@@ -64,7 +64,7 @@ pub static SUITE: Suite = Suite {
     reference_client: client::REFERENCE,
     in_process: in_process::TARGETS,
     tampers: crate::suites::agentprotocol::tamper::TAMPERS,
-    defined: Some(crate::suites::agentprotocol::expect::defined),
+    defined: Some(crate::suites::agentprotocol::expect::proxied),
     discover: Some(crate::suites::agentprotocol::init::discover),
     reply_to: None,
     client_message: Some(expect::proxy_client),

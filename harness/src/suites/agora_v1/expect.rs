@@ -1341,6 +1341,14 @@ pub fn defined(method: &str, path: &str) -> bool {
     method == "POST" && path == "/"
 }
 
+/// The requests a real client may send through the proxy: agora-v1.md's HTTP binding is one POST of a message to
+/// the provider's endpoint, and the proxy's URL may stand for that endpoint or for the
+/// base below which it lies, so any POST is a message; any other method is outside
+/// the spec.
+pub fn proxied(method: &str, _path: &str) -> bool {
+    method == "POST"
+}
+
 /// How the harness's provider spoils one reply, for a client case that serves a
 /// reply the client must refuse or report (the client side of a server fault).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -57,7 +57,7 @@ pub static SUITE: Suite = Suite {
     reference_client: client::REFERENCE,
     in_process: in_process::TARGETS,
     tampers: crate::suites::agora_v1::tamper::TAMPERS,
-    defined: Some(crate::suites::agora_v1::expect::defined),
+    defined: Some(crate::suites::agora_v1::expect::proxied),
     discover: Some(crate::suites::agora_v1::init::discover),
     reply_to: None,
     client_message: Some(expect::proxy_client),
