@@ -118,7 +118,7 @@ fn floor_cents(x: f64) -> f64 {
 pub const CASES: &[Case] = &[
     case!("register", "a complete registration is answered 201 with status registered, the agent_id and a reputation",
         ["CHO-001", "CHO-008", "CHO-009", "CHO-011", "CHO-012", "CHO-013"], Fact, |ctx| {
-        let body = registration(&[("h_register", 0.1)]);
+        let body = registration(&[("h_skill_register", 0.1)]);
         let sent = body["agent_id"].as_str().unwrap_or_default().to_string();
         let r = post(ctx, Base::Registry, "register", &body).await?;
         if !r.ok() || r.refusal_in_2xx() {
@@ -165,7 +165,7 @@ pub const CASES: &[Case] = &[
         // The control: a complete registration is taken.
         register(ctx, &[(&unique_skill(), 0.1)]).await?;
         ctx.control("a complete registration");
-        let good = registration(&[("h_invalid", 0.1)]);
+        let good = registration(&[("h_skill_invalid", 0.1)]);
         let mut cases: Vec<(&str, Value)> = Vec::new();
         let mut v = good.clone(); v["agent_id"] = json!("not-a-uuid"); cases.push(("agent_id \"not-a-uuid\"", v));
         let mut v = good.clone(); v.as_object_mut().map(|o| o.remove("api_endpoint")); cases.push(("no api_endpoint", v));
