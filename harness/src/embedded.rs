@@ -35,12 +35,19 @@ pub struct Options {
     /// agora-spaces: an error answering a frame without an id carries
     /// `"request_id": null` (`SpacesConfig::null_request_id`).
     pub null_request_id: bool,
+    /// agora-spaces: joining a user space that does not exist creates it (the
+    /// default) or draws SPACE_NOT_FOUND (`SpacesConfig::create_user_spaces`).
+    pub no_space_creation: bool,
+    /// agora-spaces: the public space the hub serves (`SpacesConfig::public_space`).
+    pub public_space: Option<String>,
     /// agora-exchange: a conversation expires only once the whole second of its
     /// conversationExpires has passed (`ExchangeConfig::expiry_whole_second`).
     pub expiry_whole_second: bool,
     /// agora-exchange: take protocol documents only by reference, a URL the server
     /// fetches (`ExchangeConfig::sources_by_reference`).
     pub sources_by_reference: bool,
+    /// agora-exchange: answer GET /wellknown 404 (`ExchangeConfig::wellknown`).
+    pub no_wellknown: bool,
     /// Serve TLS with this certificate: `https://` and `wss://` URLs (the file
     /// binding stays a folder).
     pub tls: Option<TlsIdentity>,
@@ -337,6 +344,7 @@ pub fn agora_exchange<'a>(
         }
         cfg.expiry_whole_second = opts.expiry_whole_second;
         cfg.sources_by_reference = opts.sources_by_reference;
+        cfg.wellknown = !opts.no_wellknown;
         start_agora_exchange_on(cfg, listen, opts.tls.as_ref()).await
     })
 }
@@ -373,6 +381,10 @@ pub fn agora_spaces<'a>(
             cfg.max_pending_bytes = b;
         }
         cfg.null_request_id = opts.null_request_id;
+        cfg.create_user_spaces = !opts.no_space_creation;
+        if let Some(s) = &opts.public_space {
+            cfg.public_space = s.clone();
+        }
         start_agora_spaces_on(cfg, listen, opts.tls.as_ref()).await
     })
 }

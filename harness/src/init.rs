@@ -2,21 +2,29 @@
 //! requests. The engine names no suite: each suite's `discover` (`Suite::discover`,
 //! in `suites/<suite>/init.rs`) probes the target and says, key by key, what it
 //! found and how, or why it could not; this module writes the commented profile and
-//! what changed since an earlier one.
+//! what changed since an earlier one. A run against a target without those keys
+//! discovers them the same way and uses them (`assume`), and its report says so.
 
-use crate::script::Ctx;
+use crate::drive::Transport;
+use crate::profile::Profile;
+use crate::script::{Ctx, RunShared};
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
 /// One profile key, as discovery left it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Entry {
-    /// Found: its value, and how the harness knows.
+    /// Found: its value, and how the harness knows. `cases_find`: the cases find
+    /// it themselves the same way without the key (or it is the default they use),
+    /// so a run need not set it.
     Found {
         section: &'static str,
         key: &'static str,
         value: toml::Value,
         how: String,
+        cases_find: bool,
     },
     /// Not found: why, and how to find it.
     Missing {
@@ -38,6 +46,34 @@ impl Entry {
             key,
             value: value.into(),
             how: how.into(),
+            cases_find: false,
+        }
+    }
+
+    /// Found, the way the cases find it themselves without the key, or as its
+    /// default: `init` writes it so that the user sees and can pin it, and a run
+    /// does not set it.
+    pub fn found_by_cases(
+        section: &'static str,
+        key: &'static str,
+        value: impl Into<toml::Value>,
+        how: impl Into<String>,
+    ) -> Entry {
+        match Entry::found(section, key, value, how) {
+            Entry::Found {
+                section,
+                key,
+                value,
+                how,
+                ..
+            } => Entry::Found {
+                section,
+                key,
+                value,
+                how,
+                cases_find: true,
+            },
+            missing => missing,
         }
     }
 
@@ -64,6 +100,94 @@ pub type DiscoverFuture<'a> = Pin<Box<dyn Future<Output = Vec<Entry>> + Send + '
 
 /// A suite's discovery: probes the target the context reaches.
 pub type DiscoverFn = for<'a> fn(&'a mut Ctx) -> DiscoverFuture<'a>;
+
+/// Probes the target at `url` with the suite's discovery: `Err` with why when it
+/// cannot be reached. The findings of the probes are not the run's: discovery
+/// only learns.
+pub async fn probe(
+    suite: &'static crate::case::Suite,
+    discover: DiscoverFn,
+    shared: Arc<RunShared>,
+    transport: Transport,
+    url: &str,
+) -> Result<Vec<Entry>, String> {
+    let wait = Duration::from_millis(shared.profile.timing.case_timeout_ms);
+    let endpoint = suite.endpoint_url(transport, url);
+    crate::drive::preflight(transport, &endpoint, &shared.http, &shared.tls, wait).await?;
+    let mut ctx = Ctx::new(shared, transport, url);
+    ctx.suite_id = Some(suite.id);
+    let entries = discover(&mut ctx).await;
+    ctx.close().await;
+    Ok(entries)
+}
+
+/// What a run assumed of its target that its profile does not set, and how it
+/// knows (report.json `assumptions`).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Assumption {
+    pub suite: String,
+    /// `[section] key`.
+    pub key: String,
+    /// What the run used, as the profile would spell it; none when not found.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<String>,
+    pub how: String,
+    pub used: Used,
+}
+
+/// What the run did with a key it discovered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Used {
+    /// Found and set for the run.
+    Set,
+    /// Found the way the cases find it themselves; the run sets nothing.
+    CasesFind,
+    /// Not found: a case that needs it is blocked by `<suite>/profile:<key>`.
+    NotFound,
+    /// Found, but the profile parser refused it (why in `how`): not set.
+    Refused,
+}
+
+/// Sets in `prof` what discovery found of the keys the profile file does not set,
+/// and says what the run assumed: every entry but those the file sets.
+pub fn assume(suite: &str, prof: &mut Profile, entries: Vec<Entry>) -> Vec<Assumption> {
+    let mut out = Vec::new();
+    for e in entries {
+        let (section, key) = e.name();
+        if prof.sets(section, key) {
+            continue;
+        }
+        let name = format!("[{section}] {key}");
+        let a = match e {
+            Entry::Found {
+                value,
+                how,
+                cases_find,
+                ..
+            } => {
+                let shown = Some(value.to_string());
+                if cases_find {
+                    (shown, how, Used::CasesFind)
+                } else {
+                    match prof.set(section, key, value) {
+                        Ok(()) => (shown, how, Used::Set),
+                        Err(e) => (shown, format!("{how}; not set: {e}"), Used::Refused),
+                    }
+                }
+            }
+            Entry::Missing { why, .. } => (None, why, Used::NotFound),
+        };
+        out.push(Assumption {
+            suite: suite.to_string(),
+            key: name,
+            value: a.0,
+            how: a.1,
+            used: a.2,
+        });
+    }
+    out
+}
 
 /// The profile, commented: a header, then each section with its keys in the order
 /// found, each found key under the line that says how it was found, each missing
@@ -170,6 +294,35 @@ mod tests {
         assert!(text.contains("# ledger_url = …"));
         let t: toml::Table = text.parse().expect("TOML");
         assert_eq!(t["chorus"]["fixture_skill"].as_str(), Some("echo_text"));
+    }
+
+    #[test]
+    fn a_run_sets_what_it_found_unless_the_profile_sets_it() {
+        let mut prof =
+            Profile::from_toml("[chorus]\noutcome_request = \"POST /o\"\n", "p").expect("profile");
+        let entries = vec![
+            Entry::found("chorus", "fixture_skill", "translate", "GET /discover"),
+            Entry::found("chorus", "outcome_request", "POST /results", "probe"),
+            Entry::found_by_cases("agora-exchange", "protocol_hash", "ab", "wellknown"),
+            Entry::missing("target", "ledger_url", "404"),
+            Entry::found("timing", "case_timeout_ms", 0, "nonsense"),
+        ];
+        let a = assume("chorus", &mut prof, entries);
+        assert_eq!(prof.chorus.fixture_skill, "translate");
+        assert_eq!(prof.chorus.outcome_request, "POST /o");
+        assert_eq!(prof.agora_exchange.protocol_hash, None);
+        let used: Vec<(&str, Used)> = a.iter().map(|a| (a.key.as_str(), a.used)).collect();
+        assert_eq!(
+            used,
+            vec![
+                ("[chorus] fixture_skill", Used::Set),
+                ("[agora-exchange] protocol_hash", Used::CasesFind),
+                ("[target] ledger_url", Used::NotFound),
+                ("[timing] case_timeout_ms", Used::Refused),
+            ]
+        );
+        assert_eq!(a[0].value.as_deref(), Some("\"translate\""));
+        assert!(prof.sets("chorus", "fixture_skill"));
     }
 
     #[test]

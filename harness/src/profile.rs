@@ -21,6 +21,10 @@ pub struct Profile {
     pub agentprotocol: AgentProtocol,
     /// Client runs (`run --role client`): the implementer's client driver.
     pub client: ClientSection,
+    /// The keys the profile file sets, as it sets them (empty without a file): what
+    /// a run found by discovery never overrides them (`Profile::set`).
+    #[serde(skip)]
+    pub given: toml::Table,
 }
 
 /// How the harness runs a client under test (`run --role client`).
@@ -383,7 +387,45 @@ impl Profile {
             path: path.to_string(),
             message,
         })?;
+        let mut p = p;
+        // It parsed as a profile, so it parses as a table.
+        p.given = text.parse().unwrap_or_default();
         Ok(p)
+    }
+
+    /// Whether the profile file sets `[section] key`.
+    pub fn sets(&self, section: &str, key: &str) -> bool {
+        self.given
+            .get(section)
+            .and_then(toml::Value::as_table)
+            .is_some_and(|t| t.contains_key(key))
+    }
+
+    /// Sets `[section] key` as a profile file would (what a run found by discovery):
+    /// `Err` with why when the profile parser refuses it. Only that section changes.
+    pub fn set(&mut self, section: &str, key: &str, value: toml::Value) -> Result<(), String> {
+        let mut table = self.given.clone();
+        let sec = table
+            .entry(section)
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let Some(sec) = sec.as_table_mut() else {
+            return Err(format!("[{section}] is not a table"));
+        };
+        sec.insert(key.to_string(), value);
+        let text = toml::to_string(&table).map_err(|e| e.to_string())?;
+        let p = Profile::from_toml(&text, "the profile with what the run found")
+            .map_err(|e| e.to_string())?;
+        match section {
+            "target" => self.target = p.target,
+            "agora-v1" => self.agora_v1 = p.agora_v1,
+            "agora-spaces" => self.agora_spaces = p.agora_spaces,
+            "chorus" => self.chorus = p.chorus,
+            "agora-exchange" => self.agora_exchange = p.agora_exchange,
+            "agentprotocol" => self.agentprotocol = p.agentprotocol,
+            _ => return Err(format!("[{section}] is not a section a run discovers")),
+        }
+        self.given = table;
+        Ok(())
     }
 
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {

@@ -1745,12 +1745,13 @@ fn cli_profile_ledger_and_outcome_request() -> Result<(), Failed> {
 }
 
 /// `init` against reference variants that need a profile today (documents only by
-/// reference, a ledger on a URL of its own, a fixture skill of another name): it
+/// reference, a ledger on a URL of its own, a fixture skill of another name, no
+/// /wellknown, a hub that creates no space and serves another public one): it
 /// writes a profile whose every key the README's profile reference documents; `run`
 /// with it fails nothing; a key it cannot find says why, and `run` with that
 /// profile blocks the cases that need it and fails none; run again, `init` says
-/// nothing changed. Without a profile, the skill of another name blocks the job
-/// cases by the key to set, and fails none.
+/// nothing changed. Without a profile, `run` finds the same keys, says it set
+/// them, and gives the same verdicts.
 fn cli_init() -> Result<(), Failed> {
     let readme =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
@@ -1797,6 +1798,18 @@ fn cli_init() -> Result<(), Failed> {
             "agentprotocol",
             &[][..],
             &["agent_id", "echo_action"][..],
+            &[][..],
+        ),
+        (
+            "agora-exchange",
+            &["--no-wellknown"][..],
+            &[][..],
+            &["protocol_hash"][..],
+        ),
+        (
+            "agora-spaces",
+            &["--no-space-creation", "--public-space", "lobby"][..],
+            &["public_space = \"lobby\"", "full_space = \"full\""][..],
             &[][..],
         ),
     ] {
@@ -1857,17 +1870,39 @@ fn cli_init() -> Result<(), Failed> {
             0,
             "unchanged since",
         )?;
-        if flags.contains(&"--fixture-skill") {
-            let plain = cli(&["run", "--suite", suite, "--target", &url])?;
-            if plain.1.contains("FAIL ")
-                || !plain.1.contains("needs profile key [chorus] fixture_skill")
-            {
-                return Err(format!(
-                    "{suite} {flags:?} without a profile: exit {}\n{}",
-                    plain.0, plain.1
-                )
-                .into());
-            }
+        // Without a profile, the run finds the same and gives the same verdicts,
+        // saying what it assumed.
+        let plain = cli(&["run", "--suite", suite, "--target", &url])?;
+        let fails = |t: &str| -> Vec<String> {
+            t.lines()
+                .filter(|l| l.starts_with("FAIL ["))
+                .map(|l| l.split(" (").next().unwrap_or(l).to_string())
+                .collect()
+        };
+        let assumed = text
+            .lines()
+            .filter(|l| !l.starts_with('#') && l.contains(" = "))
+            // The keys whose value is not what the cases find themselves.
+            .filter(|l| {
+                [
+                    "fixture_skill = \"summarize",
+                    "public_space = \"lobby",
+                    "full_space",
+                ]
+                .iter()
+                .any(|k| l.starts_with(k))
+            })
+            .all(|l| plain.1.contains(&l.replacen(" = ", " set to ", 1)));
+        if plain.0 != run.0
+            || fails(&plain.1) != fails(&run.1)
+            || !assumed
+            || (missing.is_empty() && plain.1.contains("needs profile key"))
+        {
+            return Err(format!(
+                "{suite} {flags:?} without a profile: exit {} (with init's: {})\n{}",
+                plain.0, run.0, plain.1
+            )
+            .into());
         }
     }
     let _ = std::fs::remove_dir_all(&dir);

@@ -5,12 +5,10 @@
 use super::common::{parse_target, peers_shared, runtime, unknown_suite, TlsArgs};
 use super::{io, unwritable, CliError, Usage};
 use crate::profile::Profile;
-use crate::script::Ctx;
 use crate::suites;
 use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::time::Duration;
 
 // The flags of `init` (`Command::Init`).
 #[derive(clap::Args, Debug)]
@@ -44,19 +42,13 @@ pub fn run(a: InitArgs, out: &mut impl Write) -> Result<i32, CliError> {
         Some(p) => Profile::load(p)?,
         None => Profile::default(),
     };
-    let timeout = Duration::from_millis(prof.timing.case_timeout_ms);
     let shared = Arc::new(peers_shared(prof, a.trust.client_tls(None)?)?);
     let rt = runtime()?;
-    let entries = rt.block_on(async {
-        crate::drive::preflight(transport, &a.target, &shared.http, &shared.tls, timeout)
-            .await
-            .map_err(CliError::NotTested)?;
-        let mut ctx = Ctx::new(shared.clone(), transport, &a.target);
-        ctx.suite_id = Some(suite.id);
-        let entries = discover(&mut ctx).await;
-        ctx.close().await;
-        Ok::<_, CliError>(entries)
-    })?;
+    let entries = rt
+        .block_on(crate::init::probe(
+            suite, discover, shared, transport, &a.target,
+        ))
+        .map_err(CliError::NotTested)?;
     let text = crate::init::render(suite.id, &a.target, &entries);
     // What it writes is a profile `run` takes.
     Profile::from_toml(&text, "the profile init wrote")

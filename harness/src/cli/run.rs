@@ -107,7 +107,7 @@ pub fn run(mut a: RunArgs, out: &mut impl Write) -> Result<i32, CliError> {
     } else {
         vec![suites::by_id(&a.suite).ok_or_else(|| unknown_suite(&a.suite))?]
     };
-    let prof = run_profile(&a)?;
+    let mut prof = run_profile(&a)?;
     let selection = Selection {
         role: a.role,
         include: std::mem::take(&mut a.cases),
@@ -115,13 +115,15 @@ pub fn run(mut a: RunArgs, out: &mut impl Write) -> Result<i32, CliError> {
         include_slow: a.include_slow,
     };
     let _ = selection.matcher().map_err(Usage)?;
-    let (shared, identity) = run_shared(&a, prof)?;
     let rt = runtime()?;
+    let assumptions = rt.block_on(discover_unset(&a, &chosen, &mut prof))?;
+    let (shared, identity) = run_shared(&a, prof)?;
     let started_at = reference_impl::wire::clock::format_timestamp(time::OffsetDateTime::now_utc());
     let (target_label, output) = rt.block_on(execute(&a, &chosen, shared, identity, &selection))?;
     let suites_run: Vec<String> = chosen.iter().map(|s| s.id.to_string()).collect();
     let (output, error) = judge(output);
     let mut rep = Report::new(&target_label, suites_run, started_at, output);
+    rep.assumptions = assumptions;
     rep.error = error.clone();
     rep.set_reproducers(&reproducer_args(&a));
     if let Some((b, file)) = &baseline {
@@ -151,6 +153,35 @@ fn run_profile(a: &RunArgs) -> Result<Profile, CliError> {
         embedded_fixtures(&mut prof);
     }
     Ok(prof)
+}
+
+/// A server run against a target finds what its profile does not set, as `init`
+/// would (each suite's discovery), and sets it: what it assumed, and how it knows.
+/// A target that cannot be reached is left to the run to report.
+async fn discover_unset(
+    a: &RunArgs,
+    chosen: &[&'static Suite],
+    prof: &mut Profile,
+) -> Result<Vec<crate::init::Assumption>, CliError> {
+    let Some(url) = a.target.as_deref().filter(|_| a.role == Role::Server) else {
+        return Ok(Vec::new());
+    };
+    let transport = parse_target(url)?;
+    let mut out = Vec::new();
+    for s in chosen {
+        let Some(discover) = s.discover else {
+            continue;
+        };
+        let shared = Arc::new(super::common::peers_shared(
+            prof.clone(),
+            a.tls_args.client_tls(None)?,
+        )?);
+        match crate::init::probe(s, discover, shared, transport, url).await {
+            Ok(entries) => out.extend(crate::init::assume(s.id, prof, entries)),
+            Err(_) => break,
+        }
+    }
+    Ok(out)
 }
 
 /// What every case of the run shares (the key of `--key`, else a fresh one; the

@@ -36,6 +36,10 @@ pub struct ServeArgs {
     /// server fetches, never as text (agora-exchange; both forms are allowed).
     #[arg(long = "sources-by-reference")]
     sources_by_reference: bool,
+    /// Answer GET /wellknown 404, as a server does that leaves the optional
+    /// endpoint out (agora-exchange).
+    #[arg(long = "no-wellknown")]
+    no_wellknown: bool,
     /// How the fixture agent delivers job results: sync or callback (chorus).
     #[arg(long = "result-delivery", value_parser = ["sync", "callback"])]
     result_delivery: Option<String>,
@@ -59,6 +63,13 @@ pub struct ServeArgs {
     /// request_id is null, not absent (agora-spaces; both readings are allowed).
     #[arg(long = "null-request-id")]
     null_request_id: bool,
+    /// Answer a join of a user space that does not exist with SPACE_NOT_FOUND
+    /// instead of creating it (agora-spaces; both are allowed).
+    #[arg(long = "no-space-creation")]
+    no_space_creation: bool,
+    /// The public space the hub serves (agora-spaces; default general).
+    #[arg(long = "public-space")]
+    public_space: Option<String>,
     /// Serve TLS (https://, wss://) with a self-signed certificate made at start-up
     /// for 127.0.0.1, ::1, localhost and the --listen host.
     #[arg(long)]
@@ -109,6 +120,7 @@ fn options(a: &ServeArgs, identity: Option<TlsIdentity>) -> embedded::Options {
         conversation_ttl_s: a.conversation_ttl_s,
         expiry_whole_second: a.expiry_whole_second,
         sources_by_reference: a.sources_by_reference,
+        no_wellknown: a.no_wellknown,
         chorus_delivery: a.result_delivery.as_deref().map(|d| {
             if d == "callback" {
                 reference_impl::chorus::server::Delivery::Callback
@@ -122,6 +134,8 @@ fn options(a: &ServeArgs, identity: Option<TlsIdentity>) -> embedded::Options {
         heartbeat_timeout_s: a.heartbeat_timeout_s,
         max_pending_bytes: a.max_pending_bytes.and_then(|b| usize::try_from(b).ok()),
         null_request_id: a.null_request_id,
+        no_space_creation: a.no_space_creation,
+        public_space: a.public_space.clone(),
     }
 }
 

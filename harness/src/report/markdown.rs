@@ -46,9 +46,35 @@ pub fn render(report: &Report) -> String {
         s.deviations, s.warnings, s.passed, s.failed, s.warned, s.blocked, s.skipped
     );
     interop(&mut md, report);
+    assumptions(&mut md, report);
     deviations(&mut md, report);
     cases_to_look_at(&mut md, report);
     md
+}
+
+/// What the run found of the target that its profile does not set, and how.
+fn assumptions(md: &mut String, report: &Report) {
+    if report.assumptions.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        md,
+        "## Assumed\n\nNot in the profile: found by the run as `agentconform init` finds it.\n\n| key | value | used | how |\n|---|---|---|---|"
+    );
+    for a in &report.assumptions {
+        let used = serde_json::to_value(a.used)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default();
+        let _ = writeln!(
+            md,
+            "| {} | {} | {used} | {} |",
+            cell(&a.key),
+            cell(a.value.as_deref().unwrap_or("")),
+            cell(&a.how)
+        );
+    }
+    md.push('\n');
 }
 
 /// An interop run's matrix (`Report::interop`), each cell linking to its pair's

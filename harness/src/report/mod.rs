@@ -51,6 +51,10 @@ pub struct Report {
     /// (`crate::interop::write_reports`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interop: Option<matrix::Interop>,
+    /// What a run against a target assumed that its profile does not set: found
+    /// by discovery, as `agentconform init` finds it, and how it knows.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub assumptions: Vec<crate::init::Assumption>,
     /// Every distinct deviation, once, with the cases that met it.
     pub findings: Vec<ReportedFinding>,
     pub cases: Vec<CaseResult>,
@@ -132,6 +136,7 @@ impl Report {
             error: None,
             baseline: None,
             interop: None,
+            assumptions: Vec::new(),
             findings: out.findings,
             cases: out.results,
             untestable: out.untestable,
@@ -408,6 +413,7 @@ pub fn print_terminal_as(
         writeln!(out, "{}", case_line_styled(r, style))?;
     }
     let s = report.summary;
+    print_assumptions(report, out)?;
     if !report.findings.is_empty() {
         writeln!(out, "\nDeviations:")?;
         for f in &report.findings {
@@ -441,6 +447,40 @@ pub fn print_terminal_as(
         report.duration_ms,
         report.untestable.len()
     )
+}
+
+/// What the run set that the profile does not, and how it knows; the other keys
+/// it discovered are counted (report.json lists them).
+fn print_assumptions(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
+    use crate::init::Used;
+    let (set, rest): (Vec<_>, Vec<_>) = report
+        .assumptions
+        .iter()
+        .partition(|a| matches!(a.used, Used::Set | Used::Refused));
+    if !set.is_empty() {
+        writeln!(
+            out,
+            "\nAssumed (not in the profile; agentconform init writes it):"
+        )?;
+        for a in &set {
+            let verb = if a.used == Used::Set { "" } else { "not " };
+            writeln!(
+                out,
+                "  {} {verb}set to {}: {}",
+                a.key,
+                a.value.as_deref().unwrap_or("?"),
+                a.how
+            )?;
+        }
+    }
+    if !rest.is_empty() {
+        writeln!(
+            out,
+            "{} other key(s) discovered or left at the default (report.json \"assumptions\")",
+            rest.len()
+        )?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -52,6 +52,9 @@ pub struct ExchangeConfig {
     /// within 2 s) and checks against protocolHash; text is refused with "No valid
     /// protocol source provided." (agora-exchange.txt §6.1 allows either form).
     pub sources_by_reference: bool,
+    /// Serve `GET /wellknown` (true), or answer it 404 as a server does that
+    /// leaves the optional endpoint out (agora-exchange.txt §9).
+    pub wellknown: bool,
     pub faults: FaultSet,
 }
 
@@ -65,6 +68,7 @@ impl Default for ExchangeConfig {
             expired_grace_s: 600,
             expiry_whole_second: false,
             sources_by_reference: false,
+            wellknown: true,
             faults: FaultSet::none(),
         }
     }
@@ -566,6 +570,9 @@ async fn post_conversation(
 }
 
 async fn get_wellknown(State(ex): State<Arc<Exchange>>) -> Response {
+    if !ex.cfg.wellknown {
+        return not_found(State(ex)).await;
+    }
     let body = ex.wellknown();
     respond(&ex, Reply { status: 200, body })
 }

@@ -69,6 +69,8 @@ pub struct SpacesConfig {
     /// SPACE_NOT_FOUND (false), as a hub does that serves only spaces made otherwise
     /// (allowed, ambiguity ASP-A8).
     pub create_user_spaces: bool,
+    /// The public space the hub serves from the start (`general` by default).
+    pub public_space: String,
     /// An error answering a frame without an id (one that is not JSON) carries
     /// `"request_id": null` (true) or no request_id (false): both allowed, the spec
     /// leaves it undefined (ambiguity ASP-A7).
@@ -93,6 +95,7 @@ impl Default for SpacesConfig {
             slow_grace: Duration::from_secs(2),
             max_spaces: 10_000,
             create_user_spaces: true,
+            public_space: "general".into(),
             null_request_id: false,
             faults: FaultSet::none(),
         }
@@ -282,7 +285,7 @@ impl Spaces {
     pub fn new(cfg: SpacesConfig) -> Arc<Spaces> {
         let mut hub = Hub::default();
         hub.spaces.insert(
-            "general".into(),
+            cfg.public_space.clone(),
             Space {
                 kind: Kind::Public,
                 capacity: None,

@@ -18,7 +18,8 @@ pub fn discover(ctx: &mut Ctx) -> DiscoverFuture<'_> {
             return out;
         };
         match r["from"]["agentId"].as_str() {
-            Some(id) => out.push(Entry::found(
+            // The cases learn it from their own hello.
+            Some(id) => out.push(Entry::found_by_cases(
                 S,
                 "agent_id",
                 id.to_string(),
@@ -38,7 +39,7 @@ pub fn discover(ctx: &mut Ctx) -> DiscoverFuture<'_> {
         let req = me.request(&echo, params.clone(), json!({}));
         match me.send(ctx, &req).await {
             Ok(r) if r["type"] == "response" && r["payload"]["result"] == params => {
-                out.push(Entry::found(S, "echo_action", echo, "a request for it was answered with its params as the result"));
+                out.push(Entry::found_by_cases(S, "echo_action", echo, "a request for it was answered with its params as the result"));
             }
             Ok(r) => out.push(Entry::missing(S, "echo_action", format!("a request for {echo:?} drew {}: set it to an action whose result is its params", crate::suites::agentprotocol::expect::describe(&r)))),
             Err(_) => out.push(Entry::missing(S, "echo_action", format!("a request for {echo:?} drew no reply the harness could read"))),

@@ -1120,7 +1120,7 @@ pub async fn fixture(ctx: &mut Ctx) -> Step<Fixture> {
         });
     }
     let Some(known) = wellknown(ctx).await? else {
-        return skip("the target has no /wellknown and the profile names no protocol_hash");
+        return Err(no_protocol(ctx, "the target has no /wellknown"));
     };
     let key = match known
         .keys()
@@ -1128,7 +1128,7 @@ pub async fn fixture(ctx: &mut Ctx) -> Step<Fixture> {
         .or_else(|| known.keys().next())
     {
         Some(k) => k.clone(),
-        None => return skip("/wellknown lists no protocol and the profile names no protocol_hash"),
+        None => return Err(no_protocol(ctx, "/wellknown lists no protocol")),
     };
     let is_echo = names_echo(&key);
     let text = known
@@ -1150,6 +1150,23 @@ pub async fn fixture(ctx: &mut Ctx) -> Step<Fixture> {
         from_profile: false,
     })
 }
+
+/// No protocol to run the cases under: neither the profile nor /wellknown names
+/// one. A setting the run lacks, not a deviation: the case is blocked by the key
+/// to set.
+fn no_protocol(ctx: &mut Ctx, why: &str) -> Stop {
+    ctx.block(
+        Finding::new(
+            KEY_PROFILE_PROTOCOL_HASH,
+            &[],
+            format!("{why} and the profile names no protocol: set [agora-exchange] protocol_hash to the hash of a protocol the target supports, as it spells it, and protocol_document to its text (agentconform init writes what it can find)"),
+        )
+        .at(Level::Profile),
+    )
+}
+
+/// The setting finding of a run without a protocol ([`no_protocol`]).
+pub const KEY_PROFILE_PROTOCOL_HASH: &str = "agora-exchange/profile:protocol_hash";
 
 /// Whether a reply refuses a protocol as unsupported (HTTP 200 failure, or a 4xx,
 /// whose text says so).

@@ -60,7 +60,8 @@ pub fn discover(ctx: &mut Ctx) -> DiscoverFuture<'_> {
                 "a form of its document's SHA1 the harness does not recognise".to_string(),
                 |f| f.to_string(),
             );
-        out.push(Entry::found(
+        // The cases' fixture reads /wellknown the same way.
+        out.push(Entry::found_by_cases(
             S,
             "protocol_hash",
             key.clone(),
@@ -73,7 +74,7 @@ pub fn discover(ctx: &mut Ctx) -> DiscoverFuture<'_> {
             out.push(Entry::missing(S, "protocol_document", format!("GET /wellknown gives no text for it (its sources: {}). Set it to the protocol document's text.", crate::finding::json(&sources))));
             return out;
         };
-        out.push(Entry::found(
+        out.push(Entry::found_by_cases(
             S,
             "protocol_document",
             text.clone(),
@@ -104,7 +105,8 @@ async fn sources_form(ctx: &mut Ctx, hash: &str, text: &str, body: &Value, out: 
         return;
     };
     if r.is_success() {
-        out.push(Entry::found(
+        // The default form.
+        out.push(Entry::found_by_cases(
             S,
             "protocol_sources",
             "text",

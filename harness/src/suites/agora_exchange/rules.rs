@@ -292,6 +292,16 @@ pub const RULES: &[Rule] = &[
         passes: "every listed protocol taken, or refused for another reason than being unsupported",
     },
     Rule {
+        key: "agora-exchange/profile:protocol_hash",
+        requirements: &[],
+        level: Some(Level::Profile),
+        owner: "",
+        check: "expect::fixture",
+        summary: "a protocol to run the cases under: the profile's [agora-exchange] protocol_hash, else one /wellknown lists",
+        fails: "the target has no /wellknown (or lists no protocol) and the profile names none; the cases that need one are blocked by this key",
+        passes: "a protocol found",
+    },
+    Rule {
         key: "agora-exchange/profile:protocol-unsupported",
         requirements: &[],
         level: Some(Level::Profile),

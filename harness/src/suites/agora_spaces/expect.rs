@@ -236,7 +236,7 @@ impl Peer {
         }
     }
 
-    fn case_wait(ctx: &Ctx) -> Duration {
+    pub fn case_wait(ctx: &Ctx) -> Duration {
         Duration::from_millis(ctx.profile().timing.case_timeout_ms)
     }
 

@@ -52,7 +52,8 @@ async fn fixture_skill(ctx: &mut Ctx, out: &mut Vec<Entry>) {
     if let Ok(r) = call(ctx, Base::Registry, reqwest::Method::GET, &path, None).await {
         let found = r.json.as_ref().map(skills).unwrap_or_default();
         if found.contains(&default) {
-            out.push(Entry::found(
+            // The default the cases use.
+            out.push(Entry::found_by_cases(
                 S,
                 "fixture_skill",
                 default,
@@ -92,7 +93,8 @@ async fn ledger(ctx: &mut Ctx, out: &mut Vec<Entry>) {
     }
     match call(ctx, Base::Registry, reqwest::Method::POST, "/transfer", Some(&json!({}))).await {
         Ok(r) if matches!(r.http, 404 | 405) => out.push(Entry::missing("target", "ledger_url", format!("POST /transfer at the target answered {}: the ledger takes transfers elsewhere. Set it to the ledger's base URL.", r.describe()))),
-        Ok(r) => out.push(Entry::found("target", "ledger_url", ctx.url.clone(), format!("POST /transfer at the target with an empty body answered {}: the ledger is at the target's URL", r.describe()))),
+        // Without the key the cases send transfers to the target's URL.
+        Ok(r) => out.push(Entry::found_by_cases("target", "ledger_url", ctx.url.clone(), format!("POST /transfer at the target with an empty body answered {}: the ledger is at the target's URL", r.describe()))),
         Err(_) => out.push(Entry::missing("target", "ledger_url", "POST /transfer at the target drew no reply the harness could read. Set it to the ledger's base URL.")),
     }
 }
@@ -116,7 +118,8 @@ async fn outcome(ctx: &mut Ctx, out: &mut Vec<Entry>) {
     let m = reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::POST);
     match call(ctx, Base::Registry, m, path, Some(&json!({}))).await {
         Ok(r) if matches!(r.http, 404 | 405) => out.push(Entry::missing(S, "outcome_request", format!("{route} answered {}: the registry takes job outcomes at another route. Set it (and outcome_body) to the request it takes.", r.describe()))),
-        Ok(r) => out.push(Entry::found(S, "outcome_request", route.clone(), format!("{route} with an empty outcome answered {}: the route exists", r.describe()))),
+        // The default route the cases use.
+        Ok(r) => out.push(Entry::found_by_cases(S, "outcome_request", route.clone(), format!("{route} with an empty outcome answered {}: the route exists", r.describe()))),
         Err(_) => out.push(Entry::missing(S, "outcome_request", format!("{route} drew no reply the harness could read."))),
     }
 }
