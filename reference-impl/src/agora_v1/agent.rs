@@ -595,7 +595,12 @@ impl Agent {
                 return Err(with_id(402, "payment required".into()));
             }
             if let Some(max) = budget_max {
-                if max < cost && !self.fault("ignore-budget") {
+                let too_low = if self.fault("refuse-exact-budget") {
+                    max <= cost
+                } else {
+                    max < cost
+                };
+                if too_low && !self.fault("ignore-budget") {
                     let code = if self.fault("budget-code-400") {
                         400
                     } else {

@@ -102,6 +102,8 @@ pub const FAULTS: &[Fault] = &[
         ["agora-v1/negotiated-flow"], finding = ["agora-v1/offer:id-source"], duty = report_error["agora-v1/client-error-fails-the-task"]),
     fault!("refuse-everything", "trust", "answers every message with ERROR 401 \"untrusted sender\", as a provider whose allow-list does not name the requester: a refusal proves nothing there",
         ["agora-v1/echo-direct"], finding = ["agora-v1/refused:401:untrusted-sender-not-on-this-agent-s-allow-list"], duty = report_error["agora-v1/client-error-fails-the-task"]),
+    fault!("refuse-exact-budget", "budget", "answers ERROR 402 to a REQUEST whose budget.max equals the cost, as if it were below it",
+        ["agora-v1/budget-too-low"], finding = ["agora-v1/budget-too-low:exact-budget"], duty = none),
     fault!("refuse-any-budget", "budget", "answers ERROR 402 to every REQUEST for the negotiated resource that carries a budget object, sufficient or not",
         ["agora-v1/budget-too-low"], finding = ["agora-v1/budget-too-low"], duty = report_error["agora-v1/client-error-fails-the-task"]),
     fault!("forget-expired-offers", "offer expiry", "forgets expired offers whenever a new quote REQUEST comes, so a late ACCEPT after another quote draws ERROR 404, not 408",

@@ -69,6 +69,9 @@ pub const UNTESTABLE: &[Untestable] = &[
     Untestable { requirement: "AV1-053", reason: "needs a busy or maintenance switch on the target; the target profile defines none (informational in the inventory)" },
 ];
 
+/// A budget equal to the cost refused as too low (AV1-055, derived).
+const KEY_EXACT_BUDGET: &str = "agora-v1/budget-too-low:exact-budget";
+
 pub const CASES: &[Case] = &[
     case!("echo-direct", "REQUEST for the direct resource completes with a well-formed, signed RESULT echoing the params",
         ["AV1-001", "AV1-002", "AV1-003", "AV1-009", "AV1-010", "AV1-012", "AV1-014", "AV1-015", "AV1-016", "AV1-017", "AV1-019", "AV1-020", "AV1-026", "AV1-042", "AV1-043", "AV1-044", "AV1-054"],
@@ -408,7 +411,7 @@ pub const CASES: &[Case] = &[
         let r = send(ctx, req).await?;
         expect_rejection(ctx, &r, &[400], CodeRule::Strict, "envelope without type").await
     }),
-    case!("budget-too-low", "a REQUEST whose budget.max is below the negotiated resource's cost draws ERROR 402", ["AV1-048"], Profile, ANY, false, |ctx| {
+    case!("budget-too-low", "a REQUEST whose budget.max is below the negotiated resource's cost draws ERROR 402; one equal to the cost covers it", ["AV1-048", "AV1-055"], Profile, ANY, false, |ctx| {
         let resource = ctx.profile().agora_v1.negotiated_resource.clone();
         let (_, offer) = obtain_offer(ctx).await?;
         let cost = offer.payload["cost"].as_f64().unwrap_or(0.0);
@@ -423,6 +426,14 @@ pub const CASES: &[Case] = &[
             return fail(format!("a REQUEST whose budget.max {} covers the cost {cost} drew {} (AV1-034)", cost * 2.0, env.said()));
         }
         ctx.control(format!("a REQUEST whose budget covers the cost (answered {})", env.ty));
+        // A budget of exactly the cost is not below it (AV1-055, derived).
+        let exact = message(ctx, "REQUEST", json!({"resource": resource, "params": {}, "budget": {"max": cost}}));
+        let r = send(ctx, exact).await?;
+        let env = expect_reply(ctx, &r)?;
+        if env.ty != "OFFER" && env.ty != "RESULT" {
+            ctx.deviation(Finding::new(KEY_EXACT_BUDGET, &["AV1-055"],
+                format!("a REQUEST whose budget.max equals the cost {cost} drew {}, as if it were below it", env.said())));
+        }
         let req = message(ctx, "REQUEST", json!({"resource": resource, "params": {}, "budget": {"max": cost / 2.0}}));
         let r = send(ctx, req).await?;
         expect_error(ctx, &r, 402).map(|_| ())

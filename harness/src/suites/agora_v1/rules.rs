@@ -370,6 +370,16 @@ pub const RULES: &[Rule] = &[
         fails: "a sender.id in another form, such as a raw public key (allowed, AV1-A4): a warning",
         passes: "a sender.id starting did:key:",
     },
+    Rule {
+        key: "agora-v1/budget-too-low:exact-budget",
+        requirements: &["AV1-055"],
+        level: None,
+        owner: "agora-v1/budget-too-low",
+        check: "case:agora-v1/budget-too-low",
+        summary: "a REQUEST whose budget.max equals the cost is answered like one that covers it (derived: only a budget below the cost is too low)",
+        fails: "a REQUEST whose budget.max equals the offered cost is refused (ERROR 402 or another error)",
+        passes: "an OFFER or a RESULT to the REQUEST with the exact budget",
+    },
     // Client role: the payload of a requester's message against its schema
     // (expect::check_client_message), besides every rule above.
     Rule {
