@@ -134,6 +134,14 @@ pub const FAULTS: &[Fault] = &[
         duty = report_error["chorus/client-transfer-failed"],
     ),
     fault!(
+        "transfer-any-amount",
+        "transfer amount",
+        "the ledger takes a transfer of any amount, 0 and negative ones included (a negative one credits the sender)",
+        ["chorus/transfer-amount-positive"],
+        finding = ["chorus/transfer-amount-positive:taken"],
+        duty = none,
+    ),
+    fault!(
         "transfer-refused-without-code",
         "error code",
         "a transfer above the balance is refused with HTTP 400 {\"detail\": \"Insufficient funds: …\"}, without TRANSFER_FAILED: one finding, though two cases meet it",

@@ -96,6 +96,8 @@ fn fixture_refused(r: &Resp, job: &Value) -> Finding {
 /// The client case whose pass (a job taken and paid) is the control of the cases
 /// where the client must not pay.
 const CLIENT_HIRE: &str = "chorus/client-hire";
+/// A transfer of 0 or less taken (CHO-047, derived).
+const KEY_AMOUNT_TAKEN: &str = "chorus/transfer-amount-positive:taken";
 
 fn fixture_failed(result: &Value, job: &Value) -> Finding {
     Finding::new(
@@ -483,6 +485,25 @@ pub const CASES: &[Case] = &[
             return fail(format!("after moving all the {holds} it held, B could still move 0.01 ({}), though a fresh owner cannot overdraw: B was credited more than the {part} sent (CHO-038, CHO-040)", r.describe()));
         }
         expect_code(ctx, &r, "TRANSFER_FAILED", "B's transfer beyond what it holds")
+    }),
+    case!("transfer-amount-positive", "a transfer of 0 or of a negative amount is refused (derived); three decimals are informational", ["CHO-047"], Fact, |ctx| {
+        let from = funded_owner(ctx).await?;
+        let to = funded_owner(ctx).await?;
+        let r = send_transfer(ctx, &transfer(&from, &to, 0.10)).await?;
+        expect_taken(ctx, &r, 0.10, "a valid transfer")?;
+        ctx.control("a transfer of 0.10 between the same owners");
+        for amount in [0.0, -10.0] {
+            let r = send_transfer(ctx, &transfer(&from, &to, amount)).await?;
+            if taken(&r) {
+                ctx.deviation(Finding::new(KEY_AMOUNT_TAKEN, &["CHO-047"],
+                    format!("a transfer of {amount} credits was taken: {}", r.describe())));
+            } else {
+                ctx.checked(format!("a transfer of {amount}: refused ({})", r.http));
+            }
+        }
+        let r = send_transfer(ctx, &transfer(&from, &to, 0.001)).await?;
+        ctx.note(format!("a transfer of 0.001 (three decimals) drew {}: informational (CHO-A10)", r.describe()));
+        Ok(())
     }),
     case!("transfer-idempotent", "a repeated transfer_id is applied once", ["CHO-039"], Profile, |ctx| {
         let initial = ctx.profile().chorus.initial_credits;

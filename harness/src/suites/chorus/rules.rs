@@ -442,6 +442,16 @@ pub const RULES: &[Rule] = &[
         passes: "TRANSFER_FAILED with a 4xx/5xx",
     },
     Rule {
+        key: "chorus/transfer-amount-positive:taken",
+        requirements: &["CHO-047"],
+        level: None,
+        owner: "chorus/transfer-amount-positive",
+        check: "case:chorus/transfer-amount-positive",
+        summary: "a transfer of 0 or of a negative amount is refused (derived: a transfer moves credits from from_owner to to_owner)",
+        fails: "a transfer of 0 or -10 credits taken; one finding for both",
+        passes: "each refused, with a 4xx or TRANSFER_FAILED",
+    },
+    Rule {
         key: "chorus/refusal-without-code:SKILL_MISMATCH",
         requirements: &["CHO-027"],
         level: None,
