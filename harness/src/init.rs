@@ -59,22 +59,11 @@ impl Entry {
         value: impl Into<toml::Value>,
         how: impl Into<String>,
     ) -> Entry {
-        match Entry::found(section, key, value, how) {
-            Entry::Found {
-                section,
-                key,
-                value,
-                how,
-                ..
-            } => Entry::Found {
-                section,
-                key,
-                value,
-                how,
-                cases_find: true,
-            },
-            missing => missing,
+        let mut e = Entry::found(section, key, value, how);
+        if let Entry::Found { cases_find, .. } = &mut e {
+            *cases_find = true;
         }
+        e
     }
 
     pub fn missing(section: &'static str, key: &'static str, why: impl Into<String>) -> Entry {
