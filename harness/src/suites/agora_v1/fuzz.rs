@@ -48,6 +48,10 @@ pub static SPEC: Spec = Spec {
             "its ERROR 402 answers a quote with a budget of 10, which the fuzzer leaves open (the cost of a quote is the target's); the budget-too-low case sends a budget that covers the offered cost",
         ),
         (
+            "refuse-exact-budget",
+            "its ERROR 402 answers only a budget equal to the offered cost to the cent, which the fuzzer's drawn budgets do not hit; the budget-too-low case sends it",
+        ),
+        (
             "forget-expired-offers",
             "needs a wait past an offer's ttl; the offer-expiry cases wait, the fuzzer does not",
         ),
