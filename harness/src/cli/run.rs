@@ -167,16 +167,18 @@ async fn discover_unset(
         return Ok(Vec::new());
     };
     let transport = parse_target(url)?;
+    // One set of probes' state for every suite: a suite's discovery sets keys of
+    // its own section only, which the others' probes do not read.
+    let shared = Arc::new(super::common::peers_shared(
+        prof.clone(),
+        a.tls_args.client_tls(None)?,
+    )?);
     let mut out = Vec::new();
     for s in chosen {
         let Some(discover) = s.discover else {
             continue;
         };
-        let shared = Arc::new(super::common::peers_shared(
-            prof.clone(),
-            a.tls_args.client_tls(None)?,
-        )?);
-        match crate::init::probe(s, discover, shared, transport, url).await {
+        match crate::init::probe(s, discover, shared.clone(), transport, url).await {
             Ok(entries) => out.extend(crate::init::assume(s.id, prof, entries)),
             Err(_) => break,
         }
