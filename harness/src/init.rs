@@ -185,7 +185,7 @@ pub fn render(suite: &str, target: &str, entries: &[Entry]) -> String {
     let mut out = format!(
         "# The target profile of {target} for {suite}, written by `agentconform init`.\n\
          # Each key says how it was found; a key commented out was not, and says why.\n\
-         # Every key is optional: the README's \"Target profile\" section documents them.\n"
+         # Every key is optional: docs/profile.md documents them.\n"
     );
     let mut sections: Vec<&str> = Vec::new();
     for e in entries {

@@ -1,5 +1,5 @@
 //! The target profile: how the harness reaches a target, and the fixtures it
-//! expects (see the README's "Target profile" section). Every key is optional; an
+//! expects (see docs/profile.md, "Target profile"). Every key is optional; an
 //! unknown key is an error that names the key and its line.
 
 use serde::Deserialize;

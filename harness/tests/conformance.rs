@@ -190,13 +190,14 @@ fn coverage(suite: &'static Suite) -> Result<(), Failed> {
     }
 }
 
-/// The README's table of requirement counts matches the descriptors and the
-/// inventory.
+/// Each suite page's row of requirement counts (docs/suites/<suite>.md) matches the
+/// descriptors and the inventory.
 fn readme_requirement_counts() -> Result<(), Failed> {
-    let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
-            .map_err(|e| e.to_string())?;
     for suite in suites::all() {
+        let page =
+            Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../docs/suites/{}.md", suite.id));
+        let readme =
+            std::fs::read_to_string(&page).map_err(|e| format!("{}: {e}", page.display()))?;
         let ids = requirement_ids(suite.prefix);
         let of = |cases: &[agentconform::case::Case]| -> BTreeSet<String> {
             cases
@@ -217,7 +218,7 @@ fn readme_requirement_counts() -> Result<(), Failed> {
             suite.untestable.len()
         );
         if !readme.contains(&row) {
-            return Err(format!("the README lacks the row {row}").into());
+            return Err(format!("docs/suites/{}.md lacks the row {row}", suite.id).into());
         }
     }
     Ok(())
@@ -1747,19 +1748,19 @@ fn cli_profile_ledger_and_outcome_request() -> Result<(), Failed> {
 /// `init` against reference variants that need a profile today (documents only by
 /// reference, a ledger on a URL of its own, a fixture skill of another name, no
 /// /wellknown, a hub that creates no space and serves another public one): it
-/// writes a profile whose every key the README's profile reference documents; `run`
+/// writes a profile whose every key docs/profile.md documents; `run`
 /// with it fails nothing; a key it cannot find says why, and `run` with that
 /// profile blocks the cases that need it and fails none; run again, `init` says
 /// nothing changed. Without a profile, `run` finds the same keys, says it set
 /// them, and gives the same verdicts.
 fn cli_init() -> Result<(), Failed> {
     let readme =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../README.md"))
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/profile.md"))
             .map_err(|e| e.to_string())?;
     let reference = readme
         .split("## Target profile")
         .nth(1)
-        .ok_or("the README has no Target profile section")?;
+        .ok_or("docs/profile.md has no Target profile section")?;
     let dir = tempdir("init");
     for (suite, flags, found, missing) in [
         (
@@ -1840,7 +1841,10 @@ fn cli_init() -> Result<(), Failed> {
         {
             let key = line.split(" = ").next().unwrap_or_default();
             if !reference.contains(&format!("\n{key} = ")) {
-                return Err(format!("{suite}: init wrote {key}, which the README's profile reference does not document").into());
+                return Err(format!(
+                    "{suite}: init wrote {key}, which docs/profile.md does not document"
+                )
+                .into());
             }
         }
         let run = cli(&["run", "--suite", suite, "--target", &url, "--profile", &f])?;
