@@ -1173,9 +1173,10 @@ fn a_request_outside_the_spec_is_said_not_judged() {
     // In the client's words: one of the two requests it sent (the proxy records
     // an exchange once its reply has gone out, so either may be recorded first).
     assert!(
-        ["3f2a", "77b1"]
-            .iter()
-            .any(|id| f.finding.summary.contains(&format!("DELETE /conversations/{id}"))),
+        ["3f2a", "77b1"].iter().any(|id| f
+            .finding
+            .summary
+            .contains(&format!("DELETE /conversations/{id}"))),
         "{}",
         f.finding.summary
     );

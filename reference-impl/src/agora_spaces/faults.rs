@@ -37,6 +37,22 @@ pub const FAULTS: &[Fault] = &[
         duty = none,
     ),
     fault!(
+        "keep-id-after-disconnect",
+        "disconnect",
+        "keeps the agent id of a connection that ended registered, so the agent can never connect again (AGENT_EXISTS)",
+        ["agora-spaces/disconnect-is-departure"],
+        finding = ["agora-spaces/disconnect-is-departure:id-still-taken"],
+        duty = none,
+    ),
+    fault!(
+        "disconnect-unannounced",
+        "disconnect",
+        "drops a disconnected member from its spaces without telling the others (no space.members with left)",
+        ["agora-spaces/disconnect-is-departure"],
+        finding = ["agora-spaces/disconnect-is-departure:unannounced"],
+        duty = none,
+    ),
+    fault!(
         "autocreate-system-space",
         "unknown space",
         "creates a missing system space on join instead of SPACE_NOT_FOUND",

@@ -451,7 +451,7 @@ impl Spaces {
             hub.agents.retain(|_, v| *v != conn);
             return;
         };
-        if hub.agents.get(&c.agent_id) == Some(&conn) {
+        if hub.agents.get(&c.agent_id) == Some(&conn) && !self.fault("keep-id-after-disconnect") {
             hub.agents.remove(&c.agent_id);
         }
         let names: Vec<String> = hub
@@ -470,7 +470,9 @@ impl Spaces {
                     s.members.retain(|(_, m)| *m != conn);
                 }
             }
-            self.announce(&mut hub, &n, conn, None, Some(&c.agent_id));
+            if !self.fault("disconnect-unannounced") {
+                self.announce(&mut hub, &n, conn, None, Some(&c.agent_id));
+            }
         }
     }
 

@@ -297,6 +297,30 @@ impl Peer {
         })
     }
 
+    /// The hub's answer to this new connection: agent.registered or an error, sent
+    /// unsolicited within a short wait, else answering the agent.register sent for
+    /// `register` (none: nothing is sent). None when neither came.
+    pub async fn registration(
+        &mut self,
+        ctx: &mut Ctx,
+        register: Option<&str>,
+    ) -> Step<Option<Value>> {
+        let answer = |v: &Value| v["type"] == "agent.registered" || v["type"] == "error";
+        let heartbeat_ms = ctx.profile().timing.heartbeat_timeout_s * 1000 / 2;
+        let first = Duration::from_millis(heartbeat_ms.clamp(500, 2000));
+        let got = self.wait_for(ctx, first, answer).await?;
+        if got.is_some() || self.closed {
+            return Ok(got);
+        }
+        let Some(id) = register else {
+            return Ok(None);
+        };
+        let reg = json!({"type": "agent.register", "id": format!("reg-{}", &new_id()[..8]), "timestamp": now_s(),
+                         "agent": {"id": id, "type": "process", "capabilities": ["text"], "metadata": {}}});
+        self.send(ctx, &reg).await?;
+        self.wait_for(ctx, Peer::case_wait(ctx), answer).await
+    }
+
     /// A connection attempt for a case that judges refusals.
     pub async fn attempt(
         ctx: &mut Ctx,
@@ -726,18 +750,7 @@ impl Peer {
             }
             Attempt::Open(p) => p,
         };
-        let answer = |v: &Value| v["type"] == "agent.registered" || v["type"] == "error";
-        let heartbeat_ms = ctx.profile().timing.heartbeat_timeout_s * 1000 / 2;
-        let first = Duration::from_millis(heartbeat_ms.clamp(500, 2000));
-        let mut got = p.wait_for(ctx, first, answer).await?;
-        if got.is_none() && !p.closed {
-            if let Some(id) = register {
-                let reg = json!({"type": "agent.register", "id": format!("reg-{}", &new_id()[..8]), "timestamp": now_s(),
-                                 "agent": {"id": id, "type": "process", "capabilities": ["text"], "metadata": {}}});
-                p.send(ctx, &reg).await?;
-                got = p.wait_for(ctx, Peer::case_wait(ctx), answer).await?;
-            }
-        }
+        let got = p.registration(ctx, register).await?;
         let out = match got {
             Some(v) if v["type"] == "agent.registered" => {
                 return fail(format!("{what} was registered ({req}): {v}"));

@@ -78,6 +78,14 @@ pub static SPEC: Spec = Spec {
             "needs a silence as long as the heartbeat timeout (60 s by default); the heartbeat-timeout case waits, the fuzzer does not",
         ),
         (
+            "keep-id-after-disconnect",
+            "needs a new connection with the id of one that ended; each fuzz case's agents are fresh ids, and the disconnect-is-departure case reconnects",
+        ),
+        (
+            "disconnect-unannounced",
+            "needs a member that stays while another disconnects; a fuzz case's agents leave together at its end, and the disconnect-is-departure case judges the departure",
+        ),
+        (
             "disconnect-drops-all",
             "needs three members of one space, one of which disconnects while the others go on; a fuzz case's agents leave together at its end, which the disconnect-keeps-others case does not",
         ),

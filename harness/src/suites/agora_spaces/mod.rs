@@ -13,7 +13,7 @@ use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
 use crate::drive::Transport;
 use crate::finding::{quote, Finding};
 use crate::profile::Profile;
-use crate::script::Ctx;
+use crate::script::{describe_drive_error, Ctx};
 use crate::suites::agora_spaces::expect::*;
 use serde_json::{json, Value};
 use std::time::Duration;
@@ -71,6 +71,29 @@ fn text_of(len: usize) -> String {
         .chars()
         .take(len)
         .collect()
+}
+
+/// A disconnect no remaining member heard of (ASP-052, derived).
+const KEY_DEPARTURE_UNANNOUNCED: &str = "agora-spaces/disconnect-is-departure:unannounced";
+/// The id of a disconnected agent still refused as in use (ASP-052, derived).
+const KEY_ID_STILL_TAKEN: &str = "agora-spaces/disconnect-is-departure:id-still-taken";
+
+/// Whether `p` is still counted a member of `space`, by space.list: `None` when
+/// the reply does not say (no such entry, or no member_count).
+async fn still_member(ctx: &mut Ctx, p: &mut Peer, space: &str) -> crate::case::Step<Option<bool>> {
+    p.send(ctx, &json!({"type": "space.list", "id": "h-dep-list"}))
+        .await?;
+    let list = p
+        .expect(ctx, "space.list with id h-dep-list", |v| {
+            v["type"] == "space.list" && v["id"] == "h-dep-list"
+        })
+        .await?;
+    let entry = list["spaces"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["id"] == space));
+    Ok(entry
+        .and_then(|e| e["member_count"].as_u64())
+        .map(|n| n > 0))
 }
 
 pub const CASES: &[Case] = &[
@@ -308,6 +331,57 @@ pub const CASES: &[Case] = &[
         ctx.checked("after one member's disconnect, the other two still reach each other");
         a.close().await;
         b.close().await;
+        Ok(())
+    }),
+    case!("disconnect-is-departure", "a member that disconnects is announced as gone, and its agent id is free again (derived)",
+        ["ASP-052"], Fact, false, None, |ctx| {
+        let mut space = user_space();
+        let (ida, idc) = (agent_id("la"), agent_id("lc"));
+        let (mut a, _, _) = Peer::join_as(ctx, &ida).await?;
+        let (mut c, _, _) = Peer::join_as(ctx, &idc).await?;
+        a.join_own(ctx, &mut space).await?;
+        c.join(ctx, &space).await?;
+        // A stays silent meanwhile: within a quarter of the heartbeat timeout.
+        let heartbeat_ms = ctx.profile().timing.heartbeat_timeout_s * 1000;
+        let wait = Duration::from_millis(ctx.profile().timing.case_timeout_ms.min(heartbeat_ms / 4));
+        // The control: the hub announces C's arrival to A. Without it, a silent
+        // departure is member-updates' finding, not a departure's.
+        let came = idc.clone();
+        let announces = a.wait_for(ctx, wait, move |v| v["type"] == "space.members" && v["joined"] == came.as_str()).await?.is_some();
+        c.close().await;
+        ctx.note("C disconnected without space.leave");
+        let left = idc.clone();
+        match a.wait_for(ctx, wait, move |v| v["type"] == "space.members" && v["left"] == left.as_str()).await? {
+            Some(_) => ctx.checked(format!("A heard that C left {space}")),
+            None if !announces => ctx.note("A heard no space.members when C joined either: the hub's announcements are member-updates' to judge, and C's departure is not judged here"),
+            None => match still_member(ctx, &mut a, &space).await? {
+                Some(false) => ctx.note(format!("A heard no departure, and A itself is no longer a member of {space}: the disconnect ended the others' membership, which disconnect-keeps-others judges")),
+                _ => ctx.deviation(Finding::new(KEY_DEPARTURE_UNANNOUNCED, &["ASP-052", "ASP-027"],
+                    format!("C disconnected from {space} without space.leave, and A, still a member, heard no space.members with left {idc:?} within {} ms (the hub had announced C's arrival)", wait.as_millis()))),
+            },
+        }
+        // The id C had: a new connection with it is a new agent, not a duplicate.
+        let token = ctx.profile().target.token.clone();
+        let what = format!("a new connection as {idc} after its connection ended");
+        match Peer::attempt(ctx, Some(&idc), token.as_deref()).await? {
+            Attempt::Open(mut p) => {
+                let got = p.registration(ctx, Some(&idc)).await?;
+                let closed = p.closed;
+                p.close().await;
+                match got {
+                    Some(v) if v["type"] == "agent.registered" => ctx.checked(format!("{what}: registered")),
+                    Some(v) => ctx.deviation(Finding::new(KEY_ID_STILL_TAKEN, &["ASP-052", "ASP-013"],
+                        format!("{what} drew {}: the id is still taken", said_error(&v)))),
+                    None if closed => ctx.deviation(Finding::new(KEY_ID_STILL_TAKEN, &["ASP-052", "ASP-013"],
+                        format!("{what} was closed without agent.registered"))),
+                    None => return fail(format!("{what} drew neither agent.registered nor an error within {} ms of agent.register", ctx.profile().timing.case_timeout_ms)),
+                }
+            }
+            Attempt::Refused(s) => ctx.deviation(Finding::new(KEY_ID_STILL_TAKEN, &["ASP-052", "ASP-013"],
+                format!("{what} was refused with HTTP {s}: the id is still taken"))),
+            Attempt::Failed(e) => return fail(format!("{what} failed: {}", describe_drive_error(&e))),
+        }
+        a.close().await;
         Ok(())
     }),
     case!("publish-fanout", "a publish reaches every other member once, and nobody outside", ["ASP-028", "ASP-029", "ASP-030", "ASP-031", "ASP-035"], Fact, false, None, |ctx| {

@@ -411,4 +411,25 @@ pub const RULES: &[Rule] = &[
         fails: "the client ends with an error long after heartbeat_timeout_ms (over three timeouts and a second), or still waits at the deadline",
         passes: "the client closes and reports an error soon after the timeout",
     },
+    // A member's disconnect (derived ASP-052), recorded by its case.
+    Rule {
+        key: "agora-spaces/disconnect-is-departure:unannounced",
+        requirements: &["ASP-052", "ASP-027"],
+        level: None,
+        owner: "agora-spaces/disconnect-is-departure",
+        check: "case:agora-spaces/disconnect-is-departure",
+        summary: "a member that disconnects without space.leave is announced to the members that remain, as a departure",
+        fails: "no space.members with left = the agent that disconnected reaches a remaining member within the case timeout (at most a quarter of the heartbeat timeout)",
+        passes: "space.members with left = that agent",
+    },
+    Rule {
+        key: "agora-spaces/disconnect-is-departure:id-still-taken",
+        requirements: &["ASP-052", "ASP-013"],
+        level: None,
+        owner: "agora-spaces/disconnect-is-departure",
+        check: "case:agora-spaces/disconnect-is-departure",
+        summary: "the agent id of a connection that ended is free: a new connection with it is registered",
+        fails: "a new connection with that id refused (an error such as AGENT_EXISTS, an HTTP refusal, or a close without agent.registered)",
+        passes: "agent.registered for the new connection",
+    },
 ];
