@@ -364,7 +364,12 @@ fn settle(
                 .find(|m| m.finding.key == key)
                 .map(|m| m.finding.summary.clone())
                 .unwrap_or_default();
-            (Outcome::Blocked, format!("blocked by {key}: {summary}"))
+            let message = if summary.is_empty() {
+                format!("blocked by {key}")
+            } else {
+                format!("blocked by {key}: {summary}")
+            };
+            (Outcome::Blocked, message)
         }
         Err(Stop::Skip(m)) => match skip_is_failure(shared.embedded, case.level, &m) {
             Some(m) => {

@@ -32,6 +32,12 @@ pub const CLIENT_FAULTS: &[Fault] = &[
         ["agora-v1/client-refuses-offer-over-budget"]
     ),
     fault!(
+        "refuse-offer-at-budget",
+        "budget",
+        "refuses an OFFER whose cost equals its budget, as if it were over it",
+        ["agora-v1/client-accepts-offer-at-budget"]
+    ),
+    fault!(
         "accept-stale-offer",
         "freshness",
         "accepts an OFFER stamped outside the replay window",
@@ -345,7 +351,10 @@ async fn run(r: &Requester<'_>, ask: &Ask, out: &mut Outcome) -> Result<(), Clie
                 &mut seen,
             )?;
             let cost = reply["payload"]["cost"].as_f64().unwrap_or(f64::INFINITY);
-            if let Some(max) = ask.budget.filter(|m| cost > *m) {
+            // A budget equal to the cost covers it (AV1-055).
+            let over =
+                |max: &f64| cost > *max || (r.fault("refuse-offer-at-budget") && cost == *max);
+            if let Some(max) = ask.budget.filter(over) {
                 if !r.fault("accept-over-budget") {
                     return Err(ClientError(format!(
                         "the OFFER costs {cost}, over the budget of {max}: not accepted"

@@ -670,13 +670,35 @@ impl ReplyMut {
     }
 }
 
+/// An OFFER's cost against the REQUEST's budget of 10.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Arbitrary)]
+enum CostDraw {
+    /// 5: within the budget.
+    #[default]
+    Within,
+    /// 10: exactly the budget, which covers it (AV1-055).
+    AtBudget,
+    /// 20: over the budget, never ACCEPTed (AV1-034).
+    Over,
+}
+
+impl CostDraw {
+    fn cost(self) -> f64 {
+        match self {
+            CostDraw::Within => 5.0,
+            CostDraw::AtBudget => 10.0,
+            CostDraw::Over => 20.0,
+        }
+    }
+}
+
 /// One client fuzz case: the flow, which reply is mutated, how.
 #[derive(Debug, Clone, Default, Arbitrary)]
 struct ClientCase {
     /// An OFFER first (else a RESULT at once).
     negotiated: bool,
-    /// The OFFER's cost is over the budget.
-    over_budget: bool,
+    /// The OFFER's cost against the budget.
+    cost: CostDraw,
     /// Mutate the RESULT rather than the OFFER (negotiated flows).
     mutate_result: bool,
     how: ReplyMut,
@@ -740,7 +762,13 @@ fn mutate_reply(key: &Keypair, how: &ReplyMut, out: Vec<u8>) -> Vec<u8> {
         ReplyMut::NoSignature => v["sender"]["signature"] = json!(""),
         ReplyMut::PythonSigned(compact) => {
             v["sender"]["signature"] = json!("");
-            let text = reference_impl::wire::pyjson::python_sorted_json(&v, *compact);
+            let mut text = reference_impl::wire::pyjson::python_sorted_json(&v, *compact);
+            // An ASCII reply of integers has the same compact bytes in both forms
+            // (its signature is sound): the default separators always differ.
+            let canonical = reference_impl::wire::jcs::canonicalize_serde(&v).unwrap_or_default();
+            if text.as_bytes() == canonical.as_slice() {
+                text = reference_impl::wire::pyjson::python_sorted_json(&v, false);
+            }
             v["sender"]["signature"] = json!(reference_impl::wire::keys::b64url(
                 &key.sign(text.as_bytes()).to_bytes()
             ));
@@ -788,7 +816,7 @@ fn mutate_reply(key: &Keypair, how: &ReplyMut, out: Vec<u8>) -> Vec<u8> {
 async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let c: ClientCase = f.draw();
     let budget = 10.0;
-    let cost = if c.over_budget { 20.0 } else { 5.0 };
+    let cost = c.cost.cost();
     let on_result = c.negotiated && c.mutate_result;
     let ask = client_ask(&f.ctx, c.negotiated, budget);
     let answer = mutated_provider(
@@ -813,7 +841,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         if env.ty == "ACCEPT" {
             let offer: Value =
                 serde_json::from_slice(&run.exchanges[0].answered).unwrap_or_default();
-            if c.negotiated && !on_result && (c.how.must_refuse(true) || c.over_budget) {
+            if c.negotiated && !on_result && (c.how.must_refuse(true) || c.cost == CostDraw::Over) {
                 let oracle = match c.how {
                     ReplyMut::Stale(..) => Oracle::Freshness,
                     ReplyMut::BadSignature | ReplyMut::NoSignature => Oracle::Signature,
@@ -859,8 +887,14 @@ fn judge_outcome(
     }
     let plain = (matches!(c.how, ReplyMut::None | ReplyMut::Respell(_))
         || (matches!(c.how, ReplyMut::LapsedTtl) && (on_result || !c.negotiated)))
-        && !c.over_budget;
+        && c.cost != CostDraw::Over;
     if plain && !took {
+        // An OFFER of exactly the budget refused: the rule of AV1-055.
+        let at_budget = if c.negotiated && c.cost == CostDraw::AtBudget {
+            " for an OFFER costing exactly its budget (AV1-055)"
+        } else {
+            ""
+        };
         let oracle = if matches!(c.how, ReplyMut::Respell(_)) {
             Oracle::WireForm
         } else {
@@ -869,7 +903,7 @@ fn judge_outcome(
         return finding(
             oracle,
             format!(
-                "the requester did not complete a valid exchange ({:?}): {}; stdout: {}",
+                "the requester did not complete a valid exchange ({:?}){at_budget}: {}; stdout: {}",
                 c.how,
                 run.ended(),
                 crate::finding::clipped(run.stdout.trim(), 300)

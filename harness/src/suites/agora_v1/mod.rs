@@ -587,6 +587,44 @@ pub const CLIENT_CASES: &[Case] = &[
         }
     ),
     client_case!(
+        "client-accepts-offer-at-budget",
+        "the requester ACCEPTs an OFFER whose cost equals its budget",
+        ["AV1-029", "AV1-055"],
+        Fact,
+        |ctx| {
+            let ask = client_ask(ctx, true);
+            let budget = ask["budget"].as_f64().unwrap_or(10.0);
+            // The twin within the budget first: a requester that ACCEPTs no OFFER
+            // fails client-negotiated, and nothing is told here.
+            let within = Provide::Offer {
+                cost: budget / 2.0,
+                stale: false,
+                bad_signature: false,
+            };
+            let twin = drive_requester(ctx, &ask, within).await?;
+            if !accepted_offer(&twin) || twin.failed() || !took_result(&twin, &ask["params"]) {
+                ctx.note("the requester did not complete a task with an OFFER within its budget either (client-negotiated judges that)");
+                return Err(crate::case::Stop::Blocked("agora-v1/client-negotiated".into()));
+            }
+            ctx.control(format!("an OFFER costing {}, within its budget", budget / 2.0));
+            let at_budget = Provide::Offer {
+                cost: budget,
+                stale: false,
+                bad_signature: false,
+            };
+            let run = drive_requester(ctx, &ask, at_budget).await?;
+            first_request(ctx, &run)?;
+            if !accepted_offer(&run) {
+                return fail(format!(
+                    "the requester sent no ACCEPT for an OFFER costing exactly its budget of {budget}, as if the cost were over it (AV1-055); {}",
+                    run.ended()
+                ));
+            }
+            ctx.checked("the requester ACCEPTed an OFFER costing exactly its budget");
+            completed(ctx, &run, &ask["params"])
+        }
+    ),
+    client_case!(
         "client-refuses-bad-offer-signature",
         "the requester does not ACCEPT an OFFER whose signature does not verify",
         ["AV1-016", "AV1-017", "AV1-023", "AV1-029"],
@@ -888,7 +926,7 @@ fn completed(
             crate::finding::clipped(run.stdout.trim(), 300)
         ));
     }
-    if !run.lines.iter().any(|l| l.get("result") == Some(data)) {
+    if !took_result(run, data) {
         return fail(format!(
             "the driver printed no result line with the RESULT's data {data}: {}",
             crate::finding::clipped(run.stdout.trim(), 300)
@@ -911,6 +949,19 @@ async fn offer_refused(
     let run = drive_requester(ctx, &ask, plan).await?;
     first_request(ctx, &run)?;
     refused(ctx, &run, what)
+}
+
+/// Whether the requester printed a result line with the RESULT's `data`.
+fn took_result(run: &crate::counterparty::DriverRun, data: &serde_json::Value) -> bool {
+    run.lines.iter().any(|l| l.get("result") == Some(data))
+}
+
+/// Whether the requester's second message is an ACCEPT.
+fn accepted_offer(run: &crate::counterparty::DriverRun) -> bool {
+    run.exchanges.get(1).is_some_and(|x| {
+        serde_json::from_slice::<serde_json::Value>(&x.received)
+            .is_ok_and(|v| v["type"] == "ACCEPT")
+    })
 }
 
 /// The requester must not ACCEPT what it was offered.
