@@ -8,4 +8,5 @@ pub mod agora_v1;
 pub mod chorus;
 pub mod faults;
 pub mod serve;
+pub mod start;
 pub mod wire;

