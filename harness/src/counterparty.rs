@@ -310,7 +310,7 @@ async fn on_message(
 /// POSTs one callback to the client (deadline 5 s, reply capped) and records it.
 async fn call_back(side: Side, url: String, body: Vec<u8>) {
     let sent = async {
-        let http = reqwest::Client::builder()
+        let http = reference_impl::wire::http::builder()
             .no_proxy()
             .timeout(Duration::from_secs(5))
             .build()

@@ -356,7 +356,9 @@ fn proxy_endless() -> Result<(), Failed> {
     let (child, lines, url) =
         listening(&["proxy", "--suite", "agora-v1", "--upstream", &upstream])?;
     let (statuses, read, answer) = rt.block_on(async {
-        let http = reqwest::Client::new();
+        let http = reference_impl::wire::http::builder()
+            .build()
+            .expect("an HTTP client");
         let sends = (0..8).map(|_| {
             let http = http.clone();
             let url = url.clone();
@@ -471,7 +473,7 @@ async fn misbehaving_client(url: &str) -> String {
         said.push(format!("{n} frames back"));
         return said.join("; ");
     }
-    let http = reqwest::Client::builder()
+    let http = reference_impl::wire::http::builder()
         .timeout(std::time::Duration::from_secs(10))
         .no_proxy()
         .build()

@@ -366,7 +366,9 @@ fn bytes_pass_unchanged() {
             .await
             .expect("upstream");
         let url = format!("http://{}", upstream.addr);
-        let http = reqwest::Client::new();
+        let http = reference_impl::wire::http::builder()
+            .build()
+            .expect("an HTTP client");
         let proxy = Proxy::start("127.0.0.1:0", &url, Setup::of(&shared(test_profile())))
             .await
             .expect("proxy");
@@ -1074,7 +1076,9 @@ fn a_signal_ends_the_proxy_with_its_report() {
             .expect("the proxy prints its URL first");
         // One exchange through it, so that the report has something to say.
         let status = rt.block_on(async {
-            reqwest::Client::new()
+            reference_impl::wire::http::builder()
+                .build()
+                .expect("an HTTP client")
                 .post(&url)
                 .header("content-type", "application/json")
                 .body("{}")
@@ -1137,7 +1141,9 @@ fn a_request_outside_the_spec_is_said_not_judged() {
         let proxy = Proxy::start("127.0.0.1:0", &upstream, Setup::of(&shared))
             .await
             .expect("start proxy");
-        let http = reqwest::Client::new();
+        let http = reference_impl::wire::http::builder()
+            .build()
+            .expect("an HTTP client");
         for id in ["3f2a", "77b1"] {
             let url = format!("{}/conversations/{id}", proxy.url.trim_end_matches('/'));
             let sent = http

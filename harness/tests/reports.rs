@@ -203,7 +203,7 @@ fn html_filters_in_chromium() -> Result<(), Failed> {
     let page = format!("file://{}", dir.join("report.html").display());
     let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-html.png");
     let result: Result<(), Failed> = rt().block_on(async {
-        let http = reqwest::Client::builder()
+        let http = reference_impl::wire::http::builder()
             .no_proxy()
             .build()
             .map_err(|e| e.to_string())?;

@@ -576,7 +576,7 @@ fn exchange_request_trials() -> Vec<Trial> {
                         v["method"].as_str().unwrap_or("POST").as_bytes(),
                     )
                     .map_err(|e| e.to_string())?;
-                    let client = reqwest::Client::builder()
+                    let client = reference_impl::wire::http::builder()
                         .no_proxy()
                         .build()
                         .map_err(|e| e.to_string())?;

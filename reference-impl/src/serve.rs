@@ -105,7 +105,7 @@ impl TlsIdentity {
         params.not_after = now + time::Duration::days(365);
         let key = rcgen::KeyPair::generate().map_err(bad)?;
         let cert = params.self_signed(&key).map_err(bad)?;
-        let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
         let key_der = rustls::pki_types::PrivateKeyDer::Pkcs8(
             rustls::pki_types::PrivatePkcs8KeyDer::from(key.serialize_der()),
         );

@@ -63,7 +63,7 @@ impl fmt::Debug for Tls {
 }
 
 fn provider() -> Arc<CryptoProvider> {
-    Arc::new(rustls::crypto::aws_lc_rs::default_provider())
+    Arc::new(rustls::crypto::ring::default_provider())
 }
 
 fn builder(
@@ -160,7 +160,7 @@ impl Tls {
     /// The run's HTTP client: one per run (connection reuse), no proxies (targets are
     /// addressed directly), no redirects, this TLS configuration.
     pub fn http_client(&self) -> Result<reqwest::Client, String> {
-        reqwest::Client::builder()
+        reference_impl::wire::http::builder()
             .no_proxy()
             // A kept-alive connection idle for a second is not used again: servers
             // close idle connections after as little as 2 s (5 s is common), and a

@@ -521,7 +521,7 @@ async fn sources_refused(ex: &Exchange, bytes: &[u8]) -> Option<Reply> {
     let req: Value = serde_json::from_slice(bytes).ok()?;
     let sources = req.get("protocolSources")?.as_array()?;
     let hash = req.get("protocolHash").and_then(Value::as_str);
-    let client = reqwest::Client::builder()
+    let client = crate::wire::http::builder()
         .timeout(std::time::Duration::from_secs(2))
         .build()
         .ok()?;

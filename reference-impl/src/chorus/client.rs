@@ -870,7 +870,7 @@ mod tests {
                     success(&id, &text),
                 ];
                 tokio::spawn(async move {
-                    let http = reqwest::Client::builder().no_proxy().build().unwrap();
+                    let http = crate::wire::http::builder().no_proxy().build().unwrap();
                     for b in bodies {
                         // A client that stopped listening (ignores-callback) refuses.
                         let _ = http

@@ -197,11 +197,11 @@ fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, Reply> {
 
 impl Chorus {
     pub fn new(cfg: ChorusConfig, clock: SharedClock) -> Chorus {
-        let http = reqwest::Client::builder()
+        let http = crate::wire::http::builder()
             .no_proxy()
             .timeout(Duration::from_secs(5))
             .build()
-            .unwrap_or_else(|_| reqwest::Client::new());
+            .unwrap_or_default();
         Chorus {
             cfg,
             clock,

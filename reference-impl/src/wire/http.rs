@@ -38,13 +38,32 @@ fn clients() -> std::sync::MutexGuard<'static, HashMap<Setting, reqwest::Client>
     clients.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// A reqwest client builder, with the process's TLS provider installed first:
+/// reqwest is built without one of its own (feature `rustls-no-provider`) and
+/// panics when none is installed. Every HTTP client of the project starts here
+/// (clippy.toml disallows the others).
+#[allow(clippy::disallowed_methods)] // the one place that calls it
+pub fn builder() -> reqwest::ClientBuilder {
+    install_provider();
+    reqwest::Client::builder()
+}
+
+/// Installs rustls's ring provider as the process default, once; a provider
+/// installed before stays.
+pub fn install_provider() {
+    static ONCE: std::sync::Once = std::sync::Once::new();
+    ONCE.call_once(|| {
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    });
+}
+
 /// The shared client for `setting`, built on first use.
 pub fn client(setting: Setting) -> Result<reqwest::Client, String> {
     let mut clients = clients();
     if let Some(c) = clients.get(&setting) {
         return Ok(c.clone());
     }
-    let mut b = reqwest::Client::builder();
+    let mut b = builder();
     if let Some(t) = setting.timeout {
         b = b.timeout(t);
     }
