@@ -46,14 +46,6 @@ impl Started {
         }
     }
 
-    /// The URL of `binding`, if the server has one.
-    pub fn url(&self, binding: Binding) -> Option<&str> {
-        self.urls
-            .iter()
-            .find(|(b, _)| *b == binding)
-            .map(|(_, u)| u.as_str())
-    }
-
     pub async fn stop(self) {
         if let Some(tx) = &self.file_stop {
             let _ = tx.send(true);
