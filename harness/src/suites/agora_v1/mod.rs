@@ -956,11 +956,10 @@ fn took_result(run: &crate::counterparty::DriverRun, data: &serde_json::Value) -
     run.lines.iter().any(|l| l.get("result") == Some(data))
 }
 
-/// Whether the requester's second message is an ACCEPT.
+/// Whether the requester sent an ACCEPT after its REQUEST.
 fn accepted_offer(run: &crate::counterparty::DriverRun) -> bool {
-    run.exchanges.get(1).is_some_and(|x| {
-        serde_json::from_slice::<serde_json::Value>(&x.received)
-            .is_ok_and(|v| v["type"] == "ACCEPT")
+    run.sent().skip(1).any(|b| {
+        serde_json::from_slice::<serde_json::Value>(b).is_ok_and(|v| v["type"] == "ACCEPT")
     })
 }
 
@@ -970,10 +969,7 @@ fn refused(
     run: &crate::counterparty::DriverRun,
     what: &str,
 ) -> crate::case::Step<()> {
-    let accepted = run.sent().skip(1).any(|b| {
-        serde_json::from_slice::<serde_json::Value>(b).is_ok_and(|v| v["type"] == "ACCEPT")
-    });
-    if accepted {
+    if accepted_offer(run) {
         return fail(format!("the requester ACCEPTed {what}"));
     }
     ctx.checked(format!("the requester did not ACCEPT {what}"));
