@@ -271,7 +271,7 @@ pub async fn replay(crash: &CrashFile, c: Connection) -> Result<Replayed, FuzzEr
             if let Some(recorded) = &crash.target {
                 req.url = req.url.replacen(recorded.as_str(), &url, 1);
             }
-            Some(super::shrink::resend(&t, &req, bytes).await)
+            Some(super::shrink::resend(spec, &t, &req, bytes).await)
         }
         None => None,
     };

@@ -18,7 +18,7 @@
 use super::engine::CaseRun;
 use super::verdict::{FuzzFinding, Oracle};
 use crate::drive::Transport;
-use crate::verdict::Entry;
+use crate::verdict::{Entry, Role};
 use serde_json::{json, Value};
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -251,8 +251,11 @@ fn looks_json(body: &str) -> bool {
     serde_json::from_str::<Value>(body).is_ok()
 }
 
-/// The crash class a finding shows, from its oracle and the last reply.
-pub fn crash_class(found: &FuzzFinding, reply: Option<&Reply>) -> Option<Class> {
+/// The crash class a finding shows, from its oracle and the last reply. A reply
+/// without an HTTP status is a frame: the target's own when `role` is the server's,
+/// and what the harness logged of the client's run otherwise (its connections,
+/// its requests), never a crash by its form.
+pub fn crash_class(found: &FuzzFinding, reply: Option<&Reply>, role: Role) -> Option<Class> {
     match found.oracle {
         Oracle::Timeout => return Some(Class::Timeout),
         Oracle::Transport => return Some(Class::Reset),
@@ -265,9 +268,8 @@ pub fn crash_class(found: &FuzzFinding, reply: Option<&Reply>) -> Option<Class> 
     if r.http_status.is_some_and(|s| s >= 500) {
         return Some(Class::ServerError);
     }
-    // A reply the client fuzzer served is not the target's: only a target's reply
-    // (one with an HTTP status, or a frame) is judged for its form here.
-    if !r.body.trim().is_empty() && !looks_json(&r.body) && r.http_status.is_some() {
+    let targets = r.http_status.is_some() || role == Role::Server;
+    if targets && !r.body.trim().is_empty() && !looks_json(&r.body) {
         return Some(Class::NotJson);
     }
     None
@@ -330,11 +332,12 @@ pub fn signature(
     run: &CaseRun,
     target: &str,
     transport: Transport,
+    role: Role,
 ) -> Signature {
     let seen = upto(&run.transcript, found);
     let request = last_request(seen, target, transport);
     let endpoint = request.as_ref().map(|r| r.endpoint.clone());
-    if let Some(class) = crash_class(found, last_reply(seen).as_ref()) {
+    if let Some(class) = crash_class(found, last_reply(seen).as_ref(), role) {
         let input = if run.sent.is_empty() {
             request
                 .as_ref()
@@ -606,7 +609,13 @@ impl Corpus {
     /// Files one finding of case `index`: a new signature gets its crash file at
     /// once; one seen before counts, and keeps the smaller input.
     pub fn record(&self, index: u64, run: &CaseRun, found: &FuzzFinding) -> Recorded {
-        let mut sig = signature(found, run, &self.meta.target, self.meta.transport);
+        let mut sig = signature(
+            found,
+            run,
+            &self.meta.target,
+            self.meta.transport,
+            self.meta.role,
+        );
         // A fuzz oracle that cites a rule's requirements is that rule's finding.
         if let Signature::Oracle { .. } = &sig {
             let cited = cited_requirements(&found.detail);
@@ -882,6 +891,7 @@ mod tests {
             &run(b"[1,2]", t),
             "http://127.0.0.1:9/",
             Transport::Http,
+            Role::Server,
         );
         assert_eq!(
             s.id("s"),
@@ -900,8 +910,38 @@ mod tests {
             ),
         ];
         let f = finding(Oracle::Verdict, "x", None);
-        let s = signature(&f, &run(b"{}", t), "http://127.0.0.1:9/", Transport::Http);
+        let s = signature(
+            &f,
+            &run(b"{}", t),
+            "http://127.0.0.1:9/",
+            Transport::Http,
+            Role::Server,
+        );
         assert_eq!(s.class(), Some(Class::NotJson));
+    }
+
+    #[test]
+    fn a_target_frame_that_is_not_json_is_a_crash_class_by_frame_and_input() {
+        let t = vec![
+            entry(
+                "send",
+                "[alice] {\"type\":\"space.join\",\"space\":1}",
+                None,
+            ),
+            entry("recv", "[alice] Traceback (most recent call last):", None),
+        ];
+        let f = finding(
+            Oracle::ReplyCheck,
+            "a server frame is not JSON",
+            Some("s/frame:not-json"),
+        );
+        let r = run(b"{\"type\":\"space.join\",\"space\":1}", t);
+        let s = signature(&f, &r, "ws://127.0.0.1:9/ws", Transport::Ws, Role::Server);
+        assert_eq!(s.id("s"), "s/crash:not-json WS space.join (object)");
+        // In the client role a frame without a status is the harness's log of the
+        // client's run, never the client's crash by its form.
+        let c = signature(&f, &r, "ws://127.0.0.1:9/ws", Transport::Ws, Role::Client);
+        assert_eq!(c, Signature::Rule("s/frame:not-json".into()));
     }
 
     #[test]
@@ -914,8 +954,8 @@ mod tests {
         let b = finding(Oracle::ReplyCheck, "hirer b", Some("chorus/error-code"));
         let r = run(b"{}", t);
         assert_eq!(
-            signature(&a, &r, "http://h/", Transport::Http),
-            signature(&b, &r, "http://h/", Transport::Http)
+            signature(&a, &r, "http://h/", Transport::Http, Role::Server),
+            signature(&b, &r, "http://h/", Transport::Http, Role::Server)
         );
     }
 
@@ -930,7 +970,13 @@ mod tests {
             "hirer 123 refused (AEX-049, AEX-008)",
             None,
         );
-        let s = signature(&a, &run(b"{}", t), "http://h/", Transport::Http);
+        let s = signature(
+            &a,
+            &run(b"{}", t),
+            "http://h/",
+            Transport::Http,
+            Role::Server,
+        );
         assert_eq!(s.id("s"), "s/fuzz:verdict at POST /");
     }
 

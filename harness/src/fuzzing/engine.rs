@@ -107,6 +107,10 @@ pub struct Spec {
     pub case: FuzzFn,
     /// The liveness probe: a plain exchange the target must answer.
     pub probe: FuzzFn,
+    /// Sends [`FuzzCtx::sent`] again as the fuzzed frame of a fresh connection, in
+    /// the state its cases set up first (a WebSocket frame needs its connection's):
+    /// how a frame's input is sent alone to shrink it. `None`: frames are not shrunk.
+    pub resend: Option<FuzzFn>,
     /// Reference faults no fuzz case can reach, and why.
     pub unreachable: &'static [(&'static str, &'static str)],
     /// Whether each worker keeps one connection for all its cases (fast, for
@@ -164,7 +168,16 @@ impl Target {
 
 /// Runs case `index` of `seed` against the target, on a connection of its own.
 pub async fn run_case(spec: &Spec, target: &Target, seed: u64, index: u64) -> CaseRun {
-    run_fn(spec.case, target, seed, index, None, true).await.0
+    run_fn(spec.case, target, seed, index, None, true, None)
+        .await
+        .0
+}
+
+/// Sends `bytes` alone as a fuzzed frame with the suite's `resend`; `None` when the
+/// suite has none.
+pub async fn resend_frame(spec: &Spec, target: &Target, bytes: &[u8]) -> Option<CaseRun> {
+    let f = spec.resend?;
+    Some(run_fn(f, target, 0, 0, None, false, Some(bytes)).await.0)
 }
 
 /// Runs the liveness probe once; `Err` holds the transport failure when the target
@@ -178,7 +191,7 @@ async fn probe_on(
     target: &Target,
     conn: Option<Driver>,
 ) -> (Result<(), String>, Option<Driver>) {
-    let (run, conn) = run_fn(spec.probe, target, 0, 0, conn, false).await;
+    let (run, conn) = run_fn(spec.probe, target, 0, 0, conn, false, None).await;
     // Alive means answering: any reply, conforming or not, is a live one.
     let alive = match run.outcome {
         Outcome::Finding(f) if unanswered(&f) => Err(f.detail),
@@ -188,7 +201,7 @@ async fn probe_on(
 }
 
 /// Runs `f` on `conn` when given (and hands it back), else on a new connection
-/// that is closed afterwards.
+/// that is closed afterwards; `input` presets [`FuzzCtx::sent`] (for `resend`).
 async fn run_fn(
     f: FuzzFn,
     target: &Target,
@@ -196,6 +209,7 @@ async fn run_fn(
     index: u64,
     conn: Option<Driver>,
     keep_label: bool,
+    input: Option<&[u8]>,
 ) -> (CaseRun, Option<Driver>) {
     let keep = conn.is_some();
     let mut ctx = match conn {
@@ -205,6 +219,9 @@ async fn run_fn(
     ctx.fuzzing = true;
     ctx.suite_id = Some(target.suite);
     let mut fc = FuzzCtx::new(ctx, seed, index, target.memo.clone());
+    if let Some(bytes) = input {
+        fc.sent = bytes.to_vec();
+    }
     let result = f(&mut fc).await;
     let outcome = classify(result, fc.ctx.findings());
     let transcript = fc.ctx.take_transcript();
@@ -436,7 +453,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
     }
     let died = shared.died.load(Ordering::Relaxed);
     if !died {
-        super::shrink::shrink_all(&shared.corpus, &run.target).await;
+        super::shrink::shrink_all(&shared.corpus, run.spec, &run.target).await;
     }
     let cases = shared.next.load(Ordering::Relaxed).min(end) - first;
     let _ = shared.corpus.write_findings(first + cases);
@@ -501,6 +518,7 @@ impl Worker {
                 index,
                 conn.take(),
                 false,
+                None,
             )
             .await;
             conn = kept;

@@ -1,17 +1,19 @@
 //! Shrinking a signature's input against the live target: members removed,
-//! strings and arrays shortened, numbers moved toward 0, for as long as the
-//! signature still reproduces, within a bounded budget.
+//! strings and arrays shortened, numbers moved toward 0 (an input that is not JSON:
+//! runs of its characters removed), for as long as the signature still reproduces,
+//! within a bounded budget.
 //!
 //! An input shrinks when it reproduces alone: sent again, as the same request to
-//! the same endpoint, it shows the same signature. That holds for a crash class
-//! (the target's status or transport failure) and for a rule the suite's reply
-//! checks judge from the reply alone (`Suite::reread`). A fuzz oracle that judges
-//! the reply against what its case expected, a fixed request's reply, or a
-//! WebSocket frame (which needs its connection's state) is kept as first sent, and
-//! the crash file says why.
+//! the same endpoint (a frame: as the fuzzed frame of a fresh connection, by the
+//! suite's `resend`), it shows the same signature. That holds for a crash class
+//! (the target's status, a reply that is not JSON, a transport failure) and for a
+//! rule the suite's reply checks judge from the reply alone (`Suite::reread`). A
+//! fuzz oracle that judges the reply against what its case expected, a fixed
+//! request's reply, or a frame of a suite without `resend` is kept as first sent,
+//! and the crash file says why.
 
 use super::corpus::{signature, Corpus, Filed, Request, Sample, Shrunk, Signature};
-use super::engine::{CaseRun, Target};
+use super::engine::{CaseRun, Spec, Target};
 use super::verdict::{classify, FuzzFinding, Oracle, Outcome};
 use crate::script::Ctx;
 use serde_json::Value;
@@ -24,15 +26,16 @@ pub const MAX_TIME: Duration = Duration::from_secs(15);
 
 /// Shrinks every signature of the corpus, one after the other, and writes each
 /// crash file again with its smallest input and how it was shrunk.
-pub async fn shrink_all(corpus: &Corpus, target: &Target) {
+pub async fn shrink_all(corpus: &Corpus, spec: &Spec, target: &Target) {
     for mut e in corpus.entries() {
-        e.shrunk = Some(shrink(&mut e, target).await);
+        e.shrunk = Some(shrink(&mut e, spec, target).await);
         corpus.update(e);
     }
 }
 
-/// Why `e`'s input cannot be shrunk by sending it alone, if it cannot.
-pub fn not_shrinkable(e: &Filed) -> Option<String> {
+/// Why `e`'s input cannot be shrunk by sending it alone, if it cannot; `frames`:
+/// the suite can send a frame alone (its `resend`).
+pub fn not_shrinkable(e: &Filed, frames: bool) -> Option<String> {
     if e.fixed {
         return Some("the reply of a fixed request, not of a fuzzed input".into());
     }
@@ -53,31 +56,29 @@ pub fn not_shrinkable(e: &Filed) -> Option<String> {
         _ => {}
     }
     match &e.request {
-        Some(r) if r.method != "WS" => {}
+        Some(r) if r.method != "WS" || frames => {}
         Some(_) => return Some("a WebSocket frame needs its connection's state".into()),
         None => return Some("the transcript kept no request".into()),
     }
-    if serde_json::from_slice::<Value>(&e.smallest.bytes).is_err() {
-        return Some("not JSON: kept as sent".into());
+    if e.smallest.bytes.is_empty() {
+        return Some("no input to shrink".into());
     }
     None
 }
 
-async fn shrink(e: &mut Filed, target: &Target) -> Shrunk {
+async fn shrink(e: &mut Filed, spec: &Spec, target: &Target) -> Shrunk {
     let mut done = Shrunk::default();
-    if let Some(why) = not_shrinkable(e) {
+    if let Some(why) = not_shrinkable(e, spec.resend.is_some()) {
         done.not_shrunk = Some(why);
         return done;
     }
-    let (Some(req), Ok(mut current)) = (
-        e.request.clone(),
-        serde_json::from_slice::<Value>(&e.smallest.bytes),
-    ) else {
+    let Some(req) = e.request.clone() else {
         return done;
     };
+    let mut current = Input::of(&e.smallest.bytes);
     let want = e.id.clone();
     done.tried += 1;
-    if !reproduces(target, &req, &e.smallest.bytes, &want).await {
+    if !reproduces(spec, target, &req, &e.smallest.bytes, &want).await {
         done.not_shrunk = Some(
             "sent alone, the input did not show the signature again: it needs its case's state"
                 .into(),
@@ -87,7 +88,7 @@ async fn shrink(e: &mut Filed, target: &Target) -> Shrunk {
     done.alone = true;
     let started = Instant::now();
     'outer: loop {
-        for c in candidates(&current) {
+        for c in current.candidates() {
             if done.tried >= MAX_TRIES || started.elapsed() >= MAX_TIME {
                 done.not_shrunk = Some(format!(
                     "the budget ran out ({MAX_TRIES} candidates or {} s)",
@@ -95,12 +96,11 @@ async fn shrink(e: &mut Filed, target: &Target) -> Shrunk {
                 ));
                 break 'outer;
             }
-            if measure(&c) >= measure(&current) {
+            if c.measure() >= current.measure() {
                 continue;
             }
             done.tried += 1;
-            let bytes = serde_json::to_vec(&c).unwrap_or_default();
-            if reproduces(target, &req, &bytes, &want).await {
+            if reproduces(spec, target, &req, &c.bytes(), &want).await {
                 done.kept += 1;
                 current = c;
                 continue 'outer;
@@ -110,13 +110,117 @@ async fn shrink(e: &mut Filed, target: &Target) -> Shrunk {
     }
     e.smallest = Sample {
         index: e.smallest.index,
-        bytes: serde_json::to_vec(&current).unwrap_or_default(),
+        bytes: current.bytes(),
     };
     done
 }
 
-/// Sends `bytes` as `req` again; the signature of what the target did.
-pub async fn resend(target: &Target, req: &Request, bytes: &[u8]) -> Option<String> {
+/// An input being shrunk: a JSON value, or a text that is not JSON.
+#[derive(Debug, Clone, PartialEq)]
+enum Input {
+    Json(Value),
+    Text(Vec<char>),
+    /// Bytes that are neither: kept as they are.
+    Bytes(Vec<u8>),
+}
+
+impl Input {
+    fn of(bytes: &[u8]) -> Input {
+        if let Ok(v) = serde_json::from_slice::<Value>(bytes) {
+            return Input::Json(v);
+        }
+        match std::str::from_utf8(bytes) {
+            Ok(t) => Input::Text(t.chars().collect()),
+            Err(_) => Input::Bytes(bytes.to_vec()),
+        }
+    }
+
+    /// The bytes sent.
+    fn bytes(&self) -> Vec<u8> {
+        match self {
+            Input::Json(v) => serde_json::to_vec(v).unwrap_or_default(),
+            Input::Text(t) => t.iter().collect::<String>().into_bytes(),
+            Input::Bytes(b) => b.clone(),
+        }
+    }
+
+    fn measure(&self) -> (usize, u128) {
+        match self {
+            Input::Json(v) => measure(v),
+            other => (other.bytes().len(), 0),
+        }
+    }
+
+    fn candidates(&self) -> Vec<Input> {
+        match self {
+            Input::Json(v) => candidates(v).into_iter().map(Input::Json).collect(),
+            Input::Text(t) => text_candidates(t).into_iter().map(Input::Text).collect(),
+            Input::Bytes(_) => Vec::new(),
+        }
+    }
+}
+
+/// The text `t` with one run of its characters removed, longest runs first: halves,
+/// quarters, … down to single characters.
+fn text_candidates(t: &[char]) -> Vec<Vec<char>> {
+    let mut out = Vec::new();
+    let mut run = t.len() / 2;
+    while run >= 1 {
+        let mut at = 0;
+        while at < t.len() {
+            let mut c = t[..at].to_vec();
+            c.extend_from_slice(&t[(at + run).min(t.len())..]);
+            out.push(c);
+            at += run;
+        }
+        run /= 2;
+    }
+    out
+}
+
+/// Sends `bytes` as `req` again (a frame: by the suite's `resend`); the signature
+/// of what the target did.
+pub async fn resend(spec: &Spec, target: &Target, req: &Request, bytes: &[u8]) -> Option<String> {
+    let (found, run) = if req.method == "WS" {
+        let mut run = super::engine::resend_frame(spec, target, bytes).await?;
+        let outcome = std::mem::replace(&mut run.outcome, Outcome::Pass);
+        (answered(outcome)?, run)
+    } else {
+        resend_http(target, req, bytes).await?
+    };
+    // Shrinking resends to a server: its replies are the target's.
+    let sig = signature(
+        &found,
+        &run,
+        &target.url,
+        target.transport,
+        crate::verdict::Role::Server,
+    );
+    match &sig {
+        Signature::Crash { .. } | Signature::Rule(_) => Some(sig.id(target.suite)),
+        Signature::Oracle { .. } => None,
+    }
+}
+
+/// What an input sent alone showed: its finding, or, when nothing failed, a blank
+/// reply check, so that only a crash class the reply shows can still be read from it
+/// (a 5xx the reply checks leave to the transport).
+fn answered(outcome: Outcome) -> Option<FuzzFinding> {
+    match outcome {
+        Outcome::Finding(found) => Some(found),
+        Outcome::Pass | Outcome::Skip(_) => Some(FuzzFinding {
+            oracle: Oracle::ReplyCheck,
+            detail: String::new(),
+            key: None,
+        }),
+    }
+}
+/// Sends `bytes` as the HTTP request `req` again: what it showed, and its transcript.
+async fn resend_http(
+    target: &Target,
+    req: &Request,
+    bytes: &[u8],
+) -> Option<(FuzzFinding, CaseRun)> {
     let mut ctx = Ctx::new(target.shared.clone(), target.transport, &target.url);
     ctx.fuzzing = true;
     ctx.suite_id = Some(target.suite);
@@ -125,8 +229,11 @@ pub async fn resend(target: &Target, req: &Request, bytes: &[u8]) -> Option<Stri
     let sent = ctx
         .http_at(&req.url, method, "", &headers, Some(bytes.to_vec()))
         .await;
-    let outcome = match sent {
-        Err(stop) => classify(Err(stop.into()), ctx.findings()),
+    let found = match sent {
+        Err(stop) => match classify(Err(stop.into()), ctx.findings()) {
+            Outcome::Finding(found) => found,
+            _ => return None,
+        },
         Ok(reply) => {
             if let Some(suite) = crate::suites::by_id(target.suite) {
                 (suite.reread)(
@@ -138,20 +245,8 @@ pub async fn resend(target: &Target, req: &Request, bytes: &[u8]) -> Option<Stri
                     },
                 );
             }
-            match classify(Ok(()), ctx.findings()) {
-                // Nothing failed: only a crash class can still show (a 5xx the
-                // reply checks leave to the transport).
-                Outcome::Pass | Outcome::Skip(_) => Outcome::Finding(FuzzFinding {
-                    oracle: Oracle::ReplyCheck,
-                    detail: String::new(),
-                    key: None,
-                }),
-                found => found,
-            }
+            answered(classify(Ok(()), ctx.findings()))?
         }
-    };
-    let Outcome::Finding(found) = outcome else {
-        return None;
     };
     let run = CaseRun {
         label: String::new(),
@@ -159,15 +254,11 @@ pub async fn resend(target: &Target, req: &Request, bytes: &[u8]) -> Option<Stri
         transcript: ctx.take_transcript(),
         outcome: Outcome::Pass,
     };
-    let sig = signature(&found, &run, &target.url, target.transport);
-    match &sig {
-        Signature::Crash { .. } | Signature::Rule(_) => Some(sig.id(target.suite)),
-        Signature::Oracle { .. } => None,
-    }
+    Some((found, run))
 }
 
-async fn reproduces(target: &Target, req: &Request, bytes: &[u8], want: &str) -> bool {
-    resend(target, req, bytes).await.as_deref() == Some(want)
+async fn reproduces(spec: &Spec, target: &Target, req: &Request, bytes: &[u8], want: &str) -> bool {
+    resend(spec, target, req, bytes).await.as_deref() == Some(want)
 }
 
 /// How big a value is: its bytes, then the size of its numbers (so that moving a
@@ -289,6 +380,40 @@ mod tests {
                 .is_some_and(|s| s.contains(' '))
         });
         assert_eq!(small, json!({"protocolSources": ["a "]}));
+    }
+
+    #[test]
+    fn a_text_that_is_not_json_shrinks_by_runs_of_characters() {
+        let keep =
+            |t: &[char]| serde_json::from_str::<Value>(&t.iter().collect::<String>()).is_err();
+        let mut current: Vec<char> =
+            r#"{"type""agent.heartbeat","tim stamp":17}"#.chars().collect();
+        'outer: loop {
+            for c in text_candidates(&current) {
+                if c.len() < current.len() && keep(&c) {
+                    current = c;
+                    continue 'outer;
+                }
+            }
+            break;
+        }
+        // One character that is not JSON on its own is as small as it gets.
+        assert_eq!(current.len(), 1, "{current:?}");
+        assert!(keep(&current));
+    }
+
+    #[test]
+    fn an_input_keeps_its_kind_and_its_bytes() {
+        assert_eq!(Input::of(b"{\"a\":1}").bytes(), b"{\"a\":1}");
+        assert_eq!(
+            Input::of("{nicht é".as_bytes()).bytes(),
+            "{nicht é".as_bytes()
+        );
+        assert!(matches!(Input::of(&[0xff, 0x7b]), Input::Bytes(_)));
+        assert!(Input::of(&[0xff, 0x7b]).candidates().is_empty());
+        for c in Input::of("ab{é".as_bytes()).candidates() {
+            assert!(std::str::from_utf8(&c.bytes()).is_ok());
+        }
     }
 
     #[test]

@@ -139,6 +139,60 @@ fn crash_500_html() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A text frame of an internal error's words where agora-spaces answers JSON: the
+/// crash class not-json on the WebSocket, one signature per kind of input, each
+/// carrying the target's words and shrunk on a fresh connection to its smallest
+/// input, and the campaign runs its duration.
+fn crash_text_frame() -> Result<(), Failed> {
+    let out = out_dir("crash-text-frame");
+    let s = against_fault("agora-spaces", "crash-text-frame", &out, Known::default());
+    if s.ended != Ended::Duration {
+        return Err(format!(
+            "the campaign ended early: {:?} after {} cases",
+            s.ended, s.cases
+        )
+        .into());
+    }
+    let crashes: Vec<_> = s
+        .signatures
+        .iter()
+        .filter(|e| e.id.starts_with("agora-spaces/crash:not-json WS "))
+        .collect();
+    if crashes.is_empty() {
+        return Err(format!("no not-json crash on the WebSocket: {:?}", ids(&s)).into());
+    }
+    if s.signatures
+        .iter()
+        .any(|e| e.id == "agora-spaces/frame:not-json")
+    {
+        return Err(format!("the crash also filed as the rule: {:?}", ids(&s)).into());
+    }
+    for e in &crashes {
+        let said = e.reply.as_ref().map(|r| r.body.as_str()).unwrap_or("");
+        if !said.contains("Internal Server Error") {
+            return Err(
+                format!("{}: the crash file lost the target's words: {said:?}", e.id).into(),
+            );
+        }
+        if serde_json::from_slice::<Value>(&e.smallest.bytes).is_ok_and(|v| v.is_object()) {
+            return Err(format!("{}: a JSON object drew the crash: {:?}", e.id, e.smallest).into());
+        }
+        // Sent alone on a fresh connection, the frame shrinks to a character or two
+        // (`}`, `""`).
+        if e.smallest.bytes.len() > 2 || !e.shrunk.as_ref().is_some_and(|s| s.alone) {
+            return Err(format!(
+                "{}: shrunk only to {:?} ({:?})",
+                e.id,
+                String::from_utf8_lossy(&e.smallest.bytes),
+                e.shrunk
+            )
+            .into());
+        }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
 fn ids(s: &Summary) -> Vec<String> {
     s.signatures.iter().map(|e| e.id.clone()).collect()
 }
@@ -366,6 +420,7 @@ fn resume_goes_on() -> Result<(), Failed> {
 pub fn trials() -> Vec<Trial> {
     vec![
         Trial::test("campaign::crash_500_html", crash_500_html),
+        Trial::test("campaign::crash_text_frame", crash_text_frame),
         Trial::test(
             "campaign::baseline_leaves_out_what_it_knows",
             baseline_leaves_out_what_it_knows,

@@ -156,4 +156,12 @@ pub const FAULTS: &[Fault] = &[
         finding = ["agora-spaces/duplicate-agent"],
         duty = none,
     ),
+    fault!(
+        "crash-text-frame",
+        "crash",
+        "answers a frame that is not a JSON object with a plain-text frame (an internal error's words) instead of an INVALID_REQUEST error event",
+        ["agora-spaces/invalid-requests"],
+        finding = ["agora-spaces/frame:not-json"],
+        duty = none,
+    ),
 ];

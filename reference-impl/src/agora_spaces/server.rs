@@ -518,6 +518,10 @@ impl Spaces {
         let parsed = crate::wire::json::parse(text.as_bytes()).map(|t| t.to_serde());
         let mut hub = self.lock();
         let Ok(Value::Object(msg)) = parsed else {
+            if self.fault("crash-text-frame") {
+                let crash = "Internal Server Error: Expecting value: line 1 column 1 (char 0)";
+                return reply(&mut hub, crash.to_string());
+            }
             let e = self.error("INVALID_REQUEST", "the frame is not a JSON object", None);
             return reply(&mut hub, e);
         };

@@ -95,6 +95,7 @@ pub static SPEC: Spec = Spec {
     transports: &[Transport::Http, Transport::Ws],
     case: case_fn,
     probe: probe_fn,
+    resend: None,
     unreachable: &[(
         "rate-window-never-resets",
         "needs a burst past the rate limit and then a wait past the rate window; a fuzz case's identity sends a few messages and is gone, and the rate-limit case waits",
@@ -1966,6 +1967,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: client_case_fn,
     probe: client_probe_fn,
+    resend: None,
     unreachable: &[],
     connection_per_worker: false,
     workers: crate::fuzzing::engine::WORKERS,

@@ -39,6 +39,7 @@ pub static SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: case_fn,
     probe: probe_fn,
+    resend: None,
     unreachable: &[
         (
             "ignore-expiry",
@@ -669,6 +670,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: client_case_fn,
     probe: client_probe_fn,
+    resend: None,
     unreachable: &[],
     connection_per_worker: false,
     workers: crate::fuzzing::engine::WORKERS,

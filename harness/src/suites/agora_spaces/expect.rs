@@ -361,30 +361,57 @@ impl Peer {
     async fn read(&mut self, ctx: &mut Ctx, wait: Duration) -> Step<Option<Value>> {
         let deadline = Instant::now() + wait;
         loop {
-            if self.closed {
-                return Ok(None);
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.read_one(ctx, left).await? {
+                Some(Some(v)) => return Ok(Some(v)),
+                Some(None) => {}
+                None => return Ok(None),
             }
-            let limits = self.limits(deadline.saturating_duration_since(Instant::now()));
-            match self.drv.recv(limits).await {
-                Ok(Some(bytes)) => {
-                    let text = crate::script::clip_bytes(&bytes);
-                    ctx.log_frame("recv", &self.agent_id, &text);
-                    match read_frame(ctx, &bytes) {
-                        Ok(v) => return Ok(Some(v)),
-                        Err(f) => {
-                            ctx.finding(f.clone());
-                            self.unreadable = Some(f);
-                        }
+        }
+    }
+
+    /// Whether a frame of any kind arrives within `wait`; a readable one is queued,
+    /// an unreadable one recorded as its finding.
+    pub async fn next_frame(&mut self, ctx: &mut Ctx, wait: Duration) -> Step<bool> {
+        Ok(match self.read_one(ctx, wait).await? {
+            Some(Some(v)) => {
+                if self.inbox.len() < 10_000 {
+                    self.inbox.push_back(v);
+                }
+                true
+            }
+            Some(None) => true,
+            None => false,
+        })
+    }
+
+    /// Reads one frame within `wait`: `Some(Some(v))` a readable frame in its
+    /// canonical form, `Some(None)` one that cannot be read (recorded as its
+    /// finding), `None` silence or close.
+    async fn read_one(&mut self, ctx: &mut Ctx, wait: Duration) -> Step<Option<Option<Value>>> {
+        if self.closed {
+            return Ok(None);
+        }
+        match self.drv.recv(self.limits(wait)).await {
+            Ok(Some(bytes)) => {
+                let text = crate::script::clip_bytes(&bytes);
+                ctx.log_frame("recv", &self.agent_id, &text);
+                match read_frame(ctx, &bytes) {
+                    Ok(v) => Ok(Some(Some(v))),
+                    Err(f) => {
+                        ctx.finding(f.clone());
+                        self.unreadable = Some(f);
+                        Ok(Some(None))
                     }
                 }
-                Ok(None) => return Ok(None),
-                Err(DriveError::Closed) => {
-                    self.closed = true;
-                    ctx.log_frame("note", &self.agent_id, "connection closed by the server");
-                    return Ok(None);
-                }
-                Err(e) => return Err(transport_block(ctx, &self.agent_id, &e)),
             }
+            Ok(None) => Ok(None),
+            Err(DriveError::Closed) => {
+                self.closed = true;
+                ctx.log_frame("note", &self.agent_id, "connection closed by the server");
+                Ok(None)
+            }
+            Err(e) => Err(transport_block(ctx, &self.agent_id, &e)),
         }
     }
 

@@ -74,6 +74,7 @@ pub static SPEC: Spec = Spec {
     transports: &[Transport::Ws],
     case: case_fn,
     probe: probe_fn,
+    resend: Some(resend_fn),
     unreachable: &[
         (
             "no-heartbeat-timeout",
@@ -116,6 +117,21 @@ fn probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
 /// The event type of the barrier: one no spec defines.
 const BARRIER_TYPE: &str = "fz.barrier";
 const RATE_LIMITED: &str = "RATE_LIMITED";
+
+/// A frame's input sent alone (to shrink it): the event of a fresh registered
+/// connection, as a message case sends its event, and the first frame the target
+/// answers, read through the frame checks.
+fn resend_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(async move {
+        let text = String::from_utf8_lossy(&f.sent).into_owned();
+        let (mut p, _) = connect(&mut f.ctx, &fresh_agent("alone")).await?;
+        p.send_text(&mut f.ctx, text).await?;
+        let wait = timeout(&f.ctx);
+        p.next_frame(&mut f.ctx, wait).await?;
+        p.close().await;
+        Ok(())
+    })
+}
 
 fn hex(n: usize) -> String {
     new_id().replace('-', "").chars().take(n.min(32)).collect()
@@ -2283,6 +2299,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     transports: &[Transport::Ws],
     case: client_case_fn,
     probe: client_probe_fn,
+    resend: None,
     unreachable: &[
         ("never-heartbeats", "a fuzz case ends as soon as its events are sent, before a heartbeat is due; client-heartbeat judges heartbeats"),
         ("ignores-silence", "a silent hub makes a case wait the whole heartbeat timeout; client-silent-hub judges it"),

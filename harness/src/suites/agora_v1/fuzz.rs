@@ -42,6 +42,7 @@ pub static SPEC: Spec = Spec {
     transports: &[Transport::Http, Transport::Ws],
     case: case_fn,
     probe: probe_fn,
+    resend: None,
     unreachable: &[
         (
             "refuse-any-budget",
@@ -584,6 +585,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: client_case_fn,
     probe: client_probe_fn,
+    resend: None,
     unreachable: &[
         (
             "error-in-200-taken",

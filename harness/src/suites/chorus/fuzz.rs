@@ -77,6 +77,7 @@ pub static SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: case_fn,
     probe: probe_fn,
+    resend: None,
     unreachable: &[],
     connection_per_worker: false,
     workers: crate::fuzzing::engine::WORKERS,
@@ -2458,6 +2459,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: client_case_fn,
     probe: client_probe_fn,
+    resend: None,
     unreachable: &[
         (
             "pays-the-budget",
