@@ -233,6 +233,21 @@ pub fn skip<T>(why: impl Into<String>) -> FuzzStep<T> {
     Err(FuzzStop::Case(Stop::Skip(why.into())))
 }
 
+/// Stops the case at the first failing finding the suite's rules recorded in `ctx`
+/// since its `from`-th finding, as `run` fails it (its rule key); else goes on.
+pub fn rules_since(ctx: &crate::script::Ctx, from: usize) -> FuzzStep<()> {
+    let failed = ctx
+        .findings()
+        .get(from..)
+        .unwrap_or_default()
+        .iter()
+        .find(|m| m.finding.outcome == crate::finding::Verdict::Fail);
+    match failed {
+        Some(m) => Err(FuzzStop::Case(Stop::Finding(m.finding.clone()))),
+        None => Ok(()),
+    }
+}
+
 /// A reply check failed, said in text (the oracle is [`Oracle::ReplyCheck`]).
 pub fn fail<T>(msg: impl Into<String>) -> FuzzStep<T> {
     Err(FuzzStop::Case(Stop::Fail(msg.into())))

@@ -13,8 +13,10 @@
 //!
 //! Oracles, beyond the checks every server frame gets (`suites::agora_spaces::expect::
 //! check_frame`: a JSON object with a string type, valid against its schema):
-//! - every error code is one of the spec's six (ASP-042), and an error answering a
-//!   request with a string id carries it as request_id (ASP-041, ASP-024);
+//! - an error answering a request with a string id carries it as request_id, by the
+//!   rule `run` applies (`expect::check_request_id`, ASP-041); its code is judged by
+//!   the frame checks, as in `run` (a code outside the spec's six is a warning there,
+//!   so it is no fuzz finding);
 //! - the verdict the spec fixes for the event as sent, computed from the event
 //!   itself: INVALID_REQUEST for non-JSON, a non-object, a missing or unknown type,
 //!   a join without a string space, a malformed agent.register or publish (ASP-012,
@@ -52,19 +54,19 @@
 //!   joining draws SPACE_FULL with its id (ASP-044);
 //! - the connection stays open after an event that draws no error.
 //!
-//! Findings are named error-code, request-id, verdict, barrier, dropped, handshake,
-//! auth, members, fanout, delta, list, cancel, duplicate and capacity; a failed
-//! wait of the shared peer helpers is a timeout, a closed connection transport,
-//! and a frame check reply-check.
+//! Findings are named request-id, verdict, barrier, dropped, handshake, auth,
+//! members, fanout, delta, list, cancel, duplicate and capacity, or by the key of the
+//! rule they break; a failed wait of the shared peer helpers is a timeout, a closed
+//! connection transport, and a frame check reply-check.
 
 use crate::drive::Transport;
 use crate::fuzzing::engine::{FuzzCtx, Spec};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
 use crate::fuzzing::verdict::{
-    finding, skip, under, Codes, Expected, FuzzFuture, FuzzStep, FuzzStop, Oracle,
+    finding, rules_since, skip, under, Codes, Expected, FuzzFuture, FuzzStep, FuzzStop, Oracle,
 };
 use crate::script::{describe_drive_error, Ctx};
-use crate::suites::agora_spaces::expect::{judge_stream, now_s, Peer, CODES};
+use crate::suites::agora_spaces::expect::{check_request_id, judge_stream, now_s, Peer, CODES};
 use arbitrary::Arbitrary;
 use reference_impl::wire::new_id;
 use serde_json::{json, Value};
@@ -863,25 +865,16 @@ fn parse(bytes: &[u8]) -> Parsed {
 // ---------------------------------------------------------------------------
 // Exchanges.
 
-/// The checks every error a case sees gets: a code of the table (ASP-042), and the
-/// request id when the request carried one (ASP-041).
-fn check_error(e: &Value, rid: Option<&str>, what: &str) -> FuzzStep<()> {
-    let code = e["code"].as_str().unwrap_or_default();
-    if !CODES.contains(&code) {
-        return finding(
-            Oracle::ErrorCode,
-            format!("{what} drew error code {code:?}, not one of the spec's six (ASP-042): {e}"),
-        );
-    }
-    if let Some(rid) = rid {
-        if e["request_id"] != rid {
-            return finding(
-                Oracle::RequestId,
-                format!("{what} (id {rid:?}) drew an error without that request_id (ASP-041, ASP-024): {e}"),
-            );
-        }
-    }
-    Ok(())
+/// An error a case sees, judged by the suite's rules: its code by the checks every
+/// frame gets when it is read (`error:code`, ASP-042 by `error:unknown-code`), and
+/// the request id when the request carried one (`check_request_id`, ASP-041).
+fn check_error(ctx: &mut Ctx, e: &Value, rid: Option<&str>) -> FuzzStep<()> {
+    let Some(rid) = rid else {
+        return Ok(());
+    };
+    let from = ctx.findings().len();
+    check_request_id(ctx, e, rid);
+    rules_since(ctx, from)
 }
 
 /// Sends the barrier and returns every frame that arrived before its answer (and
@@ -1010,7 +1003,7 @@ async fn exchange(
         }
     };
     if answer["type"] == "error" {
-        check_error(&answer, rid, what)?;
+        check_error(ctx, &answer, rid)?;
     }
     judge_answer(&answer, want, rid, what, &me)
 }
@@ -1031,7 +1024,7 @@ async fn judge_until_barrier(
     let (frames, closed) = barrier(ctx, p, rid.is_some()).await?;
     for v in &frames {
         if v["type"] == "error" {
-            check_error(v, rid, what)?;
+            check_error(ctx, v, rid)?;
             if quiet && v["code"] != RATE_LIMITED {
                 return finding(Oracle::Verdict, format!("{what} drew an error: {v}"));
             }
@@ -1232,7 +1225,7 @@ async fn join_setup(ctx: &mut Ctx, p: &mut Peer, space: &str) -> FuzzStep<Option
         .await?;
     let what = format!("joining {space}");
     if v["type"] == "error" {
-        check_error(&v, Some(&jid), &what)?;
+        check_error(ctx, &v, Some(&jid))?;
         return match v["code"].as_str() {
             Some("SPACE_NOT_FOUND") => Ok(None),
             Some(RATE_LIMITED) => skip("the target rate-limits joins (RATE_LIMITED)"),
@@ -1575,7 +1568,7 @@ async fn publish_step(
     a.send_text(ctx, bytes).await?;
     let (frames, _) = barrier(ctx, a, true).await?;
     if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
-        check_error(e, Some(pid), "the publish")?;
+        check_error(ctx, e, Some(pid))?;
         let refused = ["INVALID_REQUEST", "UNAUTHORIZED", RATE_LIMITED];
         if matches!(fl.from, FromKind::Spoof)
             && refused.contains(&e["code"].as_str().unwrap_or_default())
@@ -1740,7 +1733,7 @@ async fn leave_update(ctx: &mut Ctx, a: &mut Peer, b: &mut Peer, fl: &Flow) -> F
     }
     let (frames, _) = barrier(ctx, b, true).await?;
     if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
-        check_error(e, Some(&lid), "the leave")?;
+        check_error(ctx, e, Some(&lid))?;
         if e["code"] != RATE_LIMITED {
             return finding(
                 Oracle::Verdict,
@@ -1795,7 +1788,7 @@ async fn list_step(ctx: &mut Ctx, a: &mut Peer, space: &str, members: u64) -> Fu
         })
         .await?;
     if list["type"] == "error" {
-        check_error(&list, Some(&lid), "space.list")?;
+        check_error(ctx, &list, Some(&lid))?;
         if list["code"] == RATE_LIMITED {
             return Ok(false);
         }
@@ -1968,8 +1961,7 @@ async fn duplicate(f: &mut FuzzCtx, d: DupKind) -> FuzzStep<()> {
                 Some(v) if v["type"] == "error" && v["code"] != "AGENT_EXISTS" && v["code"] != RATE_LIMITED => {
                     finding(Oracle::Duplicate, format!("a second connection as live agent {me} drew {v}, not AGENT_EXISTS (ASP-013)"))
                 }
-                Some(v) if v["type"] == "error" && !unsolicited => check_error(&v, Some(&rid), "agent.register"),
-                Some(v) if v["type"] == "error" => check_error(&v, None, "the second connection"),
+                Some(v) if v["type"] == "error" && !unsolicited => check_error(ctx, &v, Some(&rid)),
                 Some(_) => Ok(()),
                 None if b.closed => Ok(()),
                 None => finding(
@@ -1992,7 +1984,7 @@ async fn duplicate(f: &mut FuzzCtx, d: DupKind) -> FuzzStep<()> {
             let (frames, _) = barrier(ctx, &mut b, true).await?;
             for v in &frames {
                 if v["type"] == "error" {
-                    check_error(v, Some(&rid), "agent.register of a live id")?;
+                    check_error(ctx, v, Some(&rid))?;
                 }
                 if v["type"] == "agent.registered" && v["agent"]["id"] == me.as_str() {
                     return finding(Oracle::Duplicate, format!("agent.register of live agent {me} from another connection was registered (ASP-013): {v}"));
@@ -2025,7 +2017,7 @@ async fn capacity(f: &mut FuzzCtx) -> FuzzStep<()> {
         .await?;
     if v["type"] == "error" {
         // Another case holds the space: SPACE_FULL is right, and nothing more to see.
-        check_error(&v, Some(&jid), "joining the full space")?;
+        check_error(ctx, &v, Some(&jid))?;
         return if v["code"] == "SPACE_FULL" || v["code"] == RATE_LIMITED {
             Ok(())
         } else {
@@ -2052,7 +2044,7 @@ async fn capacity(f: &mut FuzzCtx) -> FuzzStep<()> {
             ),
         );
     }
-    check_error(&v, Some(&jid2), "a join of a full space")?;
+    check_error(ctx, &v, Some(&jid2))?;
     if v["code"] != "SPACE_FULL" && v["code"] != RATE_LIMITED {
         return finding(
             Oracle::Capacity,
@@ -2226,12 +2218,12 @@ fn judge_url_registered(v: &Value, u: &DrawnUrl) -> FuzzStep<()> {
     Ok(())
 }
 
-/// Judges an error for the drawn URL: the common checks (ASP-042); UNAUTHORIZED for
+/// Judges an error for the drawn URL (its code and shape are the frame checks'):
+/// UNAUTHORIZED for
 /// a wrong or missing token (ASP-006); INVALID_REQUEST or UNAUTHORIZED without
 /// agent_id (ASP-004); none for a connection that must work. RATE_LIMITED is always
 /// allowed.
 fn judge_url_error(v: &Value, u: &DrawnUrl) -> FuzzStep<()> {
-    check_error(v, None, "the connection")?;
     let code = v["code"].as_str().unwrap_or_default();
     if u.bad_token && code != "UNAUTHORIZED" && code != RATE_LIMITED {
         return finding(
