@@ -498,6 +498,55 @@ pub fn registration_reply(ctx: &mut Ctx, sent: &Value, r: &Resp) -> Option<f64> 
     rep
 }
 
+/// Judges the reply to an accepted registration as the register case does: 201
+/// Created (CHO-012), the register-response schema (CHO-013: status "registered",
+/// the agent_id, a reputation_score), the agent_id echoed (an id in another encoding
+/// is a finding of its own, CHO-002) and the initial score (CHO-014). `sent` is the
+/// registration as sent, when it was JSON. An agent_id sent that is no UUID (a
+/// fuzzed one) is not judged in the reply: the harness sent it.
+pub fn judge_registered(ctx: &mut Ctx, sent: Option<&Value>, r: &Resp) -> Step<()> {
+    if r.http != 201 {
+        ctx.deviation(Finding::new(
+            "chorus/register:status",
+            &["CHO-012"],
+            format!(
+                "a registration is answered {}, not 201 Created",
+                r.describe()
+            ),
+        ));
+    }
+    let mut reply = need_json(ctx, r, "POST /register")?;
+    let sent = sent.unwrap_or(&Value::Null);
+    registration_reply(ctx, sent, r);
+    let sent_id = sent["agent_id"].as_str().filter(|s| is_uuid(s));
+    // An id in another encoding is one finding (above); the schema judges the rest.
+    let echoed = reply["agent_id"].as_str().map(String::from);
+    if let Some(c) = echoed.as_deref().and_then(canonical_id) {
+        reply["agent_id"] = json!(c);
+    }
+    shape_findings(
+        ctx,
+        "register-response",
+        &reply,
+        &["CHO-013"],
+        REGISTER,
+        |f| sent_id.is_none() && f.key.contains(":/agent_id"),
+    );
+    if let Some(sent_id) = sent_id {
+        if !echoed.as_deref().is_some_and(|id| same_id(id, sent_id)) {
+            ctx.deviation(Finding::new(
+                "chorus/register:agent-id",
+                &["CHO-013"],
+                format!(
+                    "the reply names agent {}, not the registered {sent_id:?}",
+                    r.get("agent_id").cloned().unwrap_or(Value::Null)
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Registers a test agent. A refusal of a complete registration blocks the case
 /// (the registration case owns it).
 pub async fn register(ctx: &mut Ctx, skills: &[(&str, f64)]) -> Step<TestAgent> {
@@ -1197,7 +1246,7 @@ fn is_final(v: &Value) -> bool {
 /// read on with its status upper-cased. A member that echoes a value the job sent
 /// invalid on purpose (`sent` breaks the job-request schema there, a job_id "123")
 /// is not judged again for that value: the finding would be the harness's own.
-fn read_result(ctx: &mut Ctx, v: &Value, sent: &Value) -> Value {
+pub fn read_result(ctx: &mut Ctx, v: &Value, sent: &Value) -> Value {
     let echoed = echoed_invalid(ctx, v, sent);
     shape_findings(ctx, "job-result", v, &["CHO-029"], JOB_ECHO, |f| {
         echoed

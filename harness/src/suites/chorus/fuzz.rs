@@ -11,9 +11,11 @@
 //! - server-error: never a 5xx for a client's message (a 503 to a valid registration
 //!   is read as a full registry: the case is skipped);
 //! - reply-shape: a 2xx reply is JSON (CHO-001);
-//! - schema: registration replies, discovery replies and job results match
-//!   chorus/register-response, chorus/discover-response and chorus/job-result
-//!   (CHO-007, CHO-013, CHO-017, CHO-029);
+//! - the rules `run` applies: registration replies by `expect::judge_registered`
+//!   (201, schema register-response, the echoed id, 50.0: CHO-012 to CHO-014), job
+//!   results by `expect::read_result` (schema job-result, CHO-029) and discovery
+//!   replies by `expect::discovery_reply` (schema discover-response, CHO-017), each finding
+//!   under its rule key;
 //! - verdict: a valid registration, job or transfer is accepted; an invalid one is
 //!   rejected with a 4xx or a FAILURE result: a body that is no JSON (CHO-001), an
 //!   agent_id, job_id or transfer_id that is no UUID (CHO-002, CHO-003, CHO-039), a
@@ -25,10 +27,8 @@
 //! - error-code: a rejection the spec names carries its code (SKILL_MISMATCH CHO-027,
 //!   BUDGET_INSUFFICIENT CHO-028, TRANSFER_FAILED CHO-040), and no code of chorus.md
 //!   §5 appears where its meaning cannot apply (CHO-046);
-//! - registration: an accepted registration is answered 201 Created (CHO-012) with
-//!   status "registered", the agent_id echoed and reputation_score 50.0 (CHO-013,
-//!   CHO-014), schema register-response; the agent is then found under its skill at
-//!   50.0 with its cost (CHO-015, CHO-018);
+//! - registration: an accepted agent is then found under its skill at 50.0 with its
+//!   cost (CHO-015, CHO-018);
 //! - discovery: for drawn min_reputation / max_cost filters (inclusive bounds, CHO-019,
 //!   CHO-020, CHO-A12) over agents whose scores and costs the run knows, exactly those
 //!   that pass are listed, once each, each showing the queried skill and its cost
@@ -43,8 +43,8 @@
 //!   CHO-A4);
 //! - job: a valid job for the fixture agent ends in a SUCCESS result that echoes the
 //!   input (the echo fixture, CHO-023), names the
-//!   request's job_id and the fixture's agent_id (CHO-030, CHO-031), has a two-decimal
-//!   execution_cost (CHO-005, CHO-033) and matches schema job-result (CHO-029); a job
+//!   request's job_id and the fixture's agent_id (CHO-030, CHO-031) and has a
+//!   two-decimal execution_cost (CHO-005, CHO-033); a job
 //!   the spec rejects never ends in SUCCESS;
 //! - ledger: over a drawn sequence of transfers between two fresh owners, a transfer
 //!   within the balance is accepted (CHO-038), one above it fails with
@@ -64,9 +64,9 @@ use crate::fuzzing::verdict::{
 
 use crate::drive::Transport;
 use crate::suites::chorus::expect::{
-    call, check_score, discover, expected_after, fixture_agent, funded_owner, job, now_utc, post,
-    registration, report_outcome, run_job, score, transfer, two_decimals, unique_skill, Base,
-    JobOutcome, Report, Resp, CODES,
+    call, check_score, discover, expected_after, fixture_agent, funded_owner, job,
+    judge_registered, now_utc, post, read_result, registration, report_outcome, run_job, score,
+    transfer, two_decimals, unique_skill, Base, JobOutcome, Report, Resp, CODES,
 };
 use arbitrary::Arbitrary;
 use reference_impl::wire::{is_uuid, json as wire_json, new_id};
@@ -1292,13 +1292,6 @@ fn judge(r: &Resp, m: &Model, what: &str, oracle: Oracle) -> FuzzStep<()> {
     codes_fit(r, m, what)
 }
 
-fn schema_check(f: &FuzzCtx, name: &str, v: &Value, what: &str) -> FuzzStep<()> {
-    match f.ctx.shared.schemas.check(&format!("chorus/{name}"), v) {
-        Ok(()) => Ok(()),
-        Err(e) => finding(Oracle::Schema, format!("{what} breaks chorus/{name}: {e}")),
-    }
-}
-
 // ---------------------------------------------------------------------------
 // Run-wide memo: the fixture agent and a pool of agents at known scores
 
@@ -1351,54 +1344,12 @@ struct Pool {
     agents: Vec<Known>,
 }
 
-/// Checks a registration reply: 201, schema, status, echoed id, 50.0.
+/// Judges an accepted registration's reply by the rules the register case applies
+/// (`expect::judge_registered`: 201, schema, echoed id, 50.0).
 fn check_registered(f: &mut FuzzCtx, r: &Resp, sent: Option<&Value>) -> FuzzStep<()> {
-    if r.http != 201 {
-        return finding(
-            Oracle::Registration,
-            format!(
-                "an accepted registration drew HTTP {}, not 201 Created (CHO-012)",
-                r.http
-            ),
-        );
-    }
-    let body = r.json.clone().unwrap_or_default();
-    let sent_id = sent.and_then(|v| v.get("agent_id")).and_then(Value::as_str);
-    if sent_id.is_some_and(is_uuid) {
-        schema_check(f, "register-response", &body, "the registration reply")?;
-        let got = body["agent_id"].as_str().unwrap_or_default();
-        if !sent_id.is_some_and(|s| s.eq_ignore_ascii_case(got)) {
-            return finding(
-                Oracle::Registration,
-                format!(
-                    "the reply names agent {got:?}, not the registered {} (CHO-013)",
-                    crate::finding::json(&sent_id)
-                ),
-            );
-        }
-    }
-    if body["status"] != "registered" {
-        return finding(
-            Oracle::Registration,
-            format!(
-                "the reply's status is {}, not \"registered\" (CHO-013)",
-                body["status"]
-            ),
-        );
-    }
-    let Some(rep) = body["reputation_score"].as_f64() else {
-        return finding(
-            Oracle::Registration,
-            "the reply has no numeric reputation_score (CHO-013)",
-        );
-    };
-    if (rep - 50.0).abs() > 0.005 + 1e-9 {
-        return finding(
-            Oracle::Reputation,
-            format!("the registration reply gives a new agent reputation_score {rep}, not 50.0 (CHO-014)"),
-        );
-    }
-    Ok(())
+    let from = f.ctx.findings().len();
+    judge_registered(&mut f.ctx, sent, r)?;
+    verdict::rules_since(&f.ctx, from)
 }
 
 /// Registers a fresh agent with a valid body; returns its id.
@@ -1978,9 +1929,10 @@ fn judge_result(
         raw: String::new(),
     };
     codes_fit(&r, m, "the job")?;
+    // The schema judged the result when it was read (`expect::read_result`).
+    verdict::rules_since(&f.ctx, 0)?;
     let sent_id = sent["job_id"].as_str().filter(|s| is_uuid(s));
     if let Some(jid) = sent_id {
-        schema_check(f, "job-result", result, "the job result")?;
         if result["job_id"] != jid {
             return finding(
                 Oracle::Job,
@@ -2133,7 +2085,7 @@ async fn raw_job(
     let fin = r.ok() && matches!(status_of(&r), Some("SUCCESS" | "FAILURE"));
     if fin && !is_rejection(&r) {
         no_server_error(&r, "the job")?;
-        let result = r.json.clone().unwrap_or_default();
+        let result = read_result(&mut f.ctx, &r.json.clone().unwrap_or_default(), &sent);
         return judge_result(f, &result, &sent, &m, fx, oracle);
     }
     if r.ok() && !fin {
@@ -2144,7 +2096,7 @@ async fn raw_job(
     }
     judge(&r, &m, "the job", oracle)?;
     if fin {
-        let result = r.json.clone().unwrap_or_default();
+        let result = read_result(&mut f.ctx, &r.json.clone().unwrap_or_default(), &sent);
         judge_result(f, &result, &sent, &m, fx, oracle)?;
     }
     Ok(())
