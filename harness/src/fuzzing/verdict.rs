@@ -227,6 +227,18 @@ pub fn skip<T>(why: impl Into<String>) -> FuzzStep<T> {
     Err(FuzzStop::Case(Stop::Skip(why.into())))
 }
 
+/// Stops the case at the first failing finding of `found` (a suite rule's findings,
+/// made without a context), as `run` fails it; else goes on.
+pub fn first_failing(found: Vec<crate::finding::Finding>) -> FuzzStep<()> {
+    match found
+        .into_iter()
+        .find(|f| f.outcome == crate::finding::Verdict::Fail)
+    {
+        Some(f) => Err(FuzzStop::Case(Stop::Finding(f))),
+        None => Ok(()),
+    }
+}
+
 /// Stops the case at the first failing finding the suite's rules recorded in `ctx`
 /// since its `from`-th finding, as `run` fails it (its rule key); else goes on.
 pub fn rules_since(ctx: &crate::script::Ctx, from: usize) -> FuzzStep<()> {

@@ -456,6 +456,86 @@ impl Me {
     }
 }
 
+/// The core capabilities agentprotocol.md lists (AGP-016).
+pub const CORE: [&str; 5] = [
+    "agentprotocol:core",
+    "agentprotocol:tasks",
+    "agentprotocol:proofs",
+    "agentprotocol:reputation",
+    "agentprotocol:directory",
+];
+
+/// What a hello reply's payload and the sender's capabilities `caps` must say, as the
+/// hello case judges them (AGP-007, AGP-014 to AGP-016): the findings of its rules.
+/// A version or features list of another type is the payload schema's (`read_reply`).
+pub fn hello_findings(r: &Value, caps: &[String]) -> Vec<Finding> {
+    let mut found = Vec::new();
+    let p = &r["payload"];
+    match p.get("version") {
+        None => found.push(Finding::new(
+            key("hello:version"),
+            &["AGP-014"],
+            format!(
+                "the hello payload carries no version (AGP-014): {}",
+                shown(&p.to_string())
+            ),
+        )),
+        Some(Value::String(v)) if v != "0.1" => found.push(Finding::new(
+            key("hello:version"),
+            &["AGP-014"],
+            format!("the hello payload's version is {v:?}, not \"0.1\" (AGP-014)"),
+        )),
+        Some(_) => {}
+    }
+    if p.get("features").is_none() {
+        found.push(Finding::new(
+            key("hello:features"),
+            &["AGP-014"],
+            format!(
+                "the hello payload carries no features list (AGP-014): {}",
+                shown(&p.to_string())
+            ),
+        ));
+    }
+    if caps.is_empty() {
+        found.push(Finding::new(
+            key("hello:no-capabilities"),
+            &["AGP-015"],
+            format!(
+                "the target's hello lists no capability: from is {} (AGP-015)",
+                shown(&r["from"].to_string())
+            ),
+        ));
+    }
+    for c in caps {
+        if c.starts_with("agentprotocol:") && !CORE.contains(&c.as_str()) {
+            found.push(Finding::new(
+                key("hello:core-capabilities"),
+                &["AGP-016"],
+                format!("{c} is not one of the core capabilities (AGP-016)"),
+            ));
+        }
+        if !c.contains(':') {
+            found.push(Finding::new(
+                key("hello:capability-form"),
+                &["AGP-007"],
+                format!("capability {c:?} is not of the form prefix:name (AGP-007)"),
+            ));
+        }
+    }
+    if !caps.is_empty() && !caps.iter().any(|c| c == "agentprotocol:core") {
+        found.push(
+            Finding::new(
+                key("hello:no-core"),
+                &["AGP-016", "AGP-A20"],
+                "the target does not advertise agentprotocol:core (informational, AGP-A20)",
+            )
+            .at(Level::Info),
+        );
+    }
+    found
+}
+
 /// JSON the target sent, shortened to fit one report line (unlike [`quote`], not
 /// escaped again).
 pub fn shown(text: &str) -> String {

@@ -30,8 +30,9 @@
 //! - error codes come from the spec's table (AGP-022): the shared reading of
 //!   `suites::agentprotocol::expect` judges another code a warning, and the fuzzer takes its
 //!   verdict (`unknown_code`), so neither reports it as a failure;
-//! - hello is answered by a hello with version "0.1", features, and capabilities of
-//!   the form prefix:name, agentprotocol:* among the core five (AGP-007, AGP-013…016);
+//! - hello is answered by a hello (AGP-013), judged by the hello case's rules
+//!   (`expect::hello_findings`: version "0.1", features, capabilities of the form
+//!   prefix:name, agentprotocol:* among the core five; AGP-007, AGP-014…016);
 //! - a valid request is carried out: echo answers status success with result =
 //!   params, a delay within its timeout answers success; extra payload members and
 //!   metadata are allowed (AGP-018, AGP-019, AGP-043);
@@ -81,7 +82,9 @@ use crate::fuzzing::verdict::{
     self, about, fail, finding, skip, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
 };
 use crate::script::describe_drive_error;
-use crate::suites::agentprotocol::expect::{read_reply, strings, unknown_code, Answer, Asked, Me};
+use crate::suites::agentprotocol::expect::{
+    hello_findings, read_reply, strings, unknown_code, Answer, Asked, Me,
+};
 use arbitrary::Arbitrary;
 use reference_impl::agentprotocol::message::{self, SigProblem, CODES, PROTOCOL, TYPES};
 use reference_impl::wire::json::Value as Tree;
@@ -1434,7 +1437,8 @@ fn reply_oracles(v: &Value, e: &Expect) -> FuzzStep<()> {
     Ok(())
 }
 
-/// The hello a target answers with (AGP-007, AGP-013…016).
+/// The hello a target answers with: a hello (AGP-013), judged by the hello case's
+/// rules (`expect::hello_findings`: AGP-007, AGP-014 to AGP-016).
 fn hello_oracles(r: &Value) -> FuzzStep<()> {
     if r["type"] != "hello" {
         return finding(
@@ -1445,63 +1449,7 @@ fn hello_oracles(r: &Value) -> FuzzStep<()> {
             ),
         );
     }
-    let p = &r["payload"];
-    if p["version"] != "0.1" {
-        return finding(
-            Oracle::Hello,
-            format!(
-                "hello payload.version is {}, not \"0.1\" (AGP-014)",
-                p["version"]
-            ),
-        );
-    }
-    if !p["features"]
-        .as_array()
-        .is_some_and(|a| a.iter().all(Value::is_string))
-    {
-        return finding(
-            Oracle::Hello,
-            format!("hello payload.features is not an array of strings (AGP-014): {p}"),
-        );
-    }
-    let caps = strings(&r["from"]["capabilities"]);
-    if caps.is_empty() {
-        return finding(
-            Oracle::Hello,
-            format!(
-                "the target's hello lists no capability (AGP-015): {}",
-                r["from"]
-            ),
-        );
-    }
-    capability_oracles(&caps)
-}
-
-/// Each capability of the target's hello is of the form prefix:name, and an
-/// agentprotocol:* one is among the core five (AGP-007, AGP-016).
-fn capability_oracles(caps: &[String]) -> FuzzStep<()> {
-    const CORE: [&str; 5] = [
-        "agentprotocol:core",
-        "agentprotocol:tasks",
-        "agentprotocol:proofs",
-        "agentprotocol:reputation",
-        "agentprotocol:directory",
-    ];
-    for cap in caps {
-        if !cap.contains(':') {
-            return finding(
-                Oracle::Hello,
-                format!("capability {cap:?} is not of the form prefix:name (AGP-007)"),
-            );
-        }
-        if cap.starts_with("agentprotocol:") && !CORE.contains(&cap.as_str()) {
-            return finding(
-                Oracle::Hello,
-                format!("{cap} is not one of the core capabilities (AGP-016)"),
-            );
-        }
-    }
-    Ok(())
+    verdict::first_failing(hello_findings(r, &strings(&r["from"]["capabilities"])))
 }
 
 /// What a reply says, for comparing two spellings.

@@ -170,14 +170,6 @@ async fn before_hello(
     }
 }
 
-const CORE: [&str; 5] = [
-    "agentprotocol:core",
-    "agentprotocol:tasks",
-    "agentprotocol:proofs",
-    "agentprotocol:reputation",
-    "agentprotocol:directory",
-];
-
 pub const CASES: &[Case] = &[
     case!("hello", "hello is answered by a signed hello with the full envelope, version, features and capabilities",
         ["AGP-001", "AGP-002", "AGP-003", "AGP-004", "AGP-005", "AGP-006", "AGP-007", "AGP-008", "AGP-009", "AGP-011", "AGP-012",
@@ -186,36 +178,12 @@ pub const CASES: &[Case] = &[
         // The envelope, signature, addressee and payload types of the reply are read
         // by read_reply, whose findings this case owns.
         let mut me = Me::new(ctx);
-        let mut found: Vec<Finding> = Vec::new();
         let r = me.hello(ctx).await?;
         if r["type"] != "hello" {
             // Judged by the hello:not-hello or hello:no-reply finding this case owns.
             return Ok(());
         }
-        let p = &r["payload"];
-        match p.get("version") {
-            None => found.push(Finding::new(key("hello:version"), &["AGP-014"], format!("the hello payload carries no version (AGP-014): {}", shown(&p.to_string())))),
-            Some(Value::String(v)) if v != "0.1" => found.push(Finding::new(key("hello:version"), &["AGP-014"], format!("the hello payload's version is {v:?}, not \"0.1\" (AGP-014)"))),
-            // A version of another type is the payload schema's finding.
-            Some(_) => {}
-        }
-        if p.get("features").is_none() {
-            found.push(Finding::new(key("hello:features"), &["AGP-014"], format!("the hello payload carries no features list (AGP-014): {}", shown(&p.to_string()))));
-        }
-        if me.target_capabilities.is_empty() {
-            found.push(Finding::new(key("hello:no-capabilities"), &["AGP-015"], format!("the target's hello lists no capability: from is {} (AGP-015)", shown(&r["from"].to_string()))));
-        }
-        for c in &me.target_capabilities {
-            if c.starts_with("agentprotocol:") && !CORE.contains(&c.as_str()) {
-                found.push(Finding::new(key("hello:core-capabilities"), &["AGP-016"], format!("{c} is not one of the core capabilities (AGP-016)")));
-            }
-            if !c.contains(':') {
-                found.push(Finding::new(key("hello:capability-form"), &["AGP-007"], format!("capability {c:?} is not of the form prefix:name (AGP-007)")));
-            }
-        }
-        if !me.target_capabilities.is_empty() && !me.target_capabilities.iter().any(|c| c == "agentprotocol:core") {
-            found.push(Finding::new(key("hello:no-core"), &["AGP-016", "AGP-A20"], "the target does not advertise agentprotocol:core (informational, AGP-A20)").at(Level::Info));
-        }
+        let found = hello_findings(&r, &me.target_capabilities);
         ctx.note(format!("over {}: capabilities {:?}, features {:?} (informational, AGP-A17)", ctx.transport, me.target_capabilities, me.target_features));
         verdict(ctx, found)
     }),
