@@ -1075,6 +1075,51 @@ pub async fn wellknown(ctx: &mut Ctx) -> Step<Option<Map<String, Value>>> {
     Ok(Some(map))
 }
 
+/// What each /wellknown entry's documents say, as the wellknown case judges them: a
+/// 40-hex key that is the SHA1 of none of its sources, alone or joined (AEX-038),
+/// and a document whose metadata does not parse (AEX-036, AEX-037). Sources given as
+/// URLs are not fetched, and a key in another form is the hash-form finding alone.
+/// What passed is noted in `ctx`.
+pub fn document_findings(ctx: &mut Ctx, map: &Map<String, Value>) -> Vec<Finding> {
+    let mut found = Vec::new();
+    for (key, sources) in map {
+        let list = sources.as_array().cloned().unwrap_or_default();
+        let strings: Vec<&str> = list.iter().filter_map(Value::as_str).collect();
+        if !strings.is_empty()
+            && strings
+                .iter()
+                .all(|s| s.starts_with("http://") || s.starts_with("https://"))
+        {
+            ctx.note(format!(
+                "{key}: sources are references; not fetched (AEX-A7)"
+            ));
+            continue;
+        }
+        match identify(key, &list) {
+            None if !is_hex40(key) => {}
+            None => found.push(Finding::new(
+                "agora-exchange/wellknown:document-hash",
+                &["AEX-038"],
+                format!(
+                    "no source of {key} (alone or joined) has that SHA1: {}",
+                    quote(&sources.to_string())
+                ),
+            )),
+            Some((text, form)) => match document::metadata(&text) {
+                Err(e) => found.push(Finding::new(
+                    "agora-exchange/wellknown:metadata",
+                    &["AEX-036", "AEX-037"],
+                    format!("document {key}: {e}"),
+                )),
+                Ok(_) => ctx.checked(format!(
+                    "{key}: {form} of the SHA1 of its document; metadata verified"
+                )),
+            },
+        }
+    }
+    found
+}
+
 /// The text among a /wellknown entry's sources that `key` names, and the form in
 /// which it names it (AEX-A7: each string alone, the concatenation, the
 /// newline-joined concatenation; AEX-A8: hex in either case).

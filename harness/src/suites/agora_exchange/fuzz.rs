@@ -6,7 +6,6 @@
 //! JSON object, status word, failure shape, Content-Type, conversation members; a
 //! failing finding it reads past fails the fuzz case):
 //! - never a 5xx;
-//! - a failure reply carries a string `error` (AEX-010);
 //! - the verdict the spec fixes for the request as sent: success for a well-formed
 //!   request (extra members are ignored, AEX-019), HTTP 200 with status failure for
 //!   an unsupported protocol (AEX-040, AEX-052), a rejection (any 4xx or a 200
@@ -19,7 +18,9 @@
 //! - follow-ups: an unknown conversation is never a success (AEX-035), another
 //!   `protocolHash` is rejected (AEX-031);
 //! - a respelled request gets the verdict of its canonical twin;
-//! - every `/wellknown` key is the SHA1 of its document (AEX-038).
+//! - every `/wellknown` key is the SHA1 of its document and each document's metadata
+//!   parses, by the wellknown case's rules (`expect::document_findings`: AEX-036 to
+//!   AEX-038).
 
 use crate::drive::Transport;
 use crate::fuzzing::engine::{FuzzCtx, Spec};
@@ -29,7 +30,7 @@ use crate::fuzzing::verdict::{
     Observed, Oracle,
 };
 use crate::suites::agora_exchange::expect::{
-    conversation_path, document_for, fixture, post_bytes, random_hash, wellknown, Reply,
+    conversation_path, document_findings, fixture, post_bytes, random_hash, wellknown, Reply,
 };
 use arbitrary::Arbitrary;
 use reference_impl::agora_exchange::document::{is_sha1_hex, ECHO_DOCUMENT};
@@ -352,8 +353,11 @@ fn verdict_for(
     (Expected::Accept(success, Codes::none()), None)
 }
 
-/// POSTs `bytes` and applies the oracles every reply gets.
+/// POSTs `bytes` and applies the oracles every reply gets: never a 5xx, and the
+/// reply checks `run` applies (`expect::check_reply`: its shape, a failure's string
+/// error, its Content-Type), whose first failing finding stops the case.
 async fn post(f: &mut FuzzCtx, path: &str, bytes: Vec<u8>) -> FuzzStep<Reply> {
+    let from = f.ctx.findings().len();
     let r = post_bytes(&mut f.ctx, path, bytes, &[]).await?;
     if r.http >= 500 {
         return finding(
@@ -361,15 +365,7 @@ async fn post(f: &mut FuzzCtx, path: &str, bytes: Vec<u8>) -> FuzzStep<Reply> {
             format!("the target answered {}", r.describe()),
         );
     }
-    if r.http == 200 && r.status() == Some("failure") && r.error().is_none() {
-        return finding(
-            Oracle::ReplyShape,
-            format!(
-                "a failure reply without a string error (AEX-010): {}",
-                r.describe()
-            ),
-        );
-    }
+    verdict::rules_since(&f.ctx, from)?;
     Ok(r)
 }
 
@@ -636,23 +632,9 @@ async fn check_wellknown(f: &mut FuzzCtx) -> FuzzStep<()> {
     let Some(map) = wellknown(&mut f.ctx).await? else {
         return Ok(());
     };
-    for (key, sources) in &map {
-        let list = sources.as_array().cloned().unwrap_or_default();
-        let strings: Vec<&str> = list.iter().filter_map(Value::as_str).collect();
-        if strings
-            .iter()
-            .all(|s| s.starts_with("http://") || s.starts_with("https://"))
-        {
-            continue;
-        }
-        if document_for(key, &list).is_none() {
-            return finding(
-                Oracle::Wellknown,
-                format!("no source of {key} (alone or joined) has that SHA1 (AEX-038)"),
-            );
-        }
-    }
-    Ok(())
+    // Judged by the rules of the wellknown case (`expect::document_findings`).
+    let found = document_findings(&mut f.ctx, &map);
+    verdict::first_failing(found)
 }
 
 // ---------------------------------------------------------------------------

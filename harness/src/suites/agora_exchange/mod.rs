@@ -203,30 +203,8 @@ pub const CASES: &[Case] = &[
             ctx.warn("no /wellknown endpoint (RECOMMENDED, AEX-044)");
             return Ok(());
         };
-        for (key, sources) in &map {
-            let list = sources.as_array().cloned().unwrap_or_default();
-            let strings: Vec<&str> = list.iter().filter_map(Value::as_str).collect();
-            if !strings.is_empty() && strings.iter().all(|s| s.starts_with("http://") || s.starts_with("https://")) {
-                ctx.note(format!("{key}: sources are references; not fetched (AEX-A7)"));
-                continue;
-            }
-            match identify(key, &list) {
-                // A key in another form is the hash-form finding already.
-                None if !is_hex40(key) => {}
-                None => own(ctx, Finding::new(
-                    "agora-exchange/wellknown:document-hash",
-                    &["AEX-038"],
-                    format!("no source of {key} (alone or joined) has that SHA1: {}", quote(&sources.to_string())),
-                )),
-                Some((text, form)) => match document::metadata(&text) {
-                    Err(e) => own(ctx, Finding::new(
-                        "agora-exchange/wellknown:metadata",
-                        &["AEX-036", "AEX-037"],
-                        format!("document {key}: {e}"),
-                    )),
-                    Ok(_) => ctx.checked(format!("{key}: {form} of the SHA1 of its document; metadata verified")),
-                },
-            }
+        for f in document_findings(ctx, &map) {
+            own(ctx, f);
         }
         if map.is_empty() {
             ctx.note("/wellknown lists no protocol");
