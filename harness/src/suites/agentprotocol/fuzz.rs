@@ -28,28 +28,30 @@
 //!   reading, where an unsigned reply and a missing `to` are warnings (AGP-A3,
 //!   AGP-A22);
 //! - error codes come from the spec's table (AGP-022): the shared reading of
-//!   `suites::agentprotocol::expect` judges another code a warning, and the fuzzer takes its
-//!   verdict (`unknown_code`), so neither reports it as a failure;
+//!   `suites::agentprotocol::expect` judges another code a warning, so the fuzzer does
+//!   not report it;
 //! - hello is answered by a hello (AGP-013), judged by the hello case's rules
 //!   (`expect::hello_findings`: version "0.1", features, capabilities of the form
 //!   prefix:name, agentprotocol:* among the core five; AGP-007, AGP-014…016);
-//! - a valid request is carried out: echo answers status success with result =
-//!   params, a delay within its timeout answers success; extra payload members and
-//!   metadata are allowed (AGP-018, AGP-019, AGP-043);
-//! - a response or error to a request echoes its correlationId (AGP-019, AGP-020,
-//!   AGP-A7);
+//! - a valid request is carried out: echo answers a response with result = params,
+//!   a delay within its timeout a response (whatever its status says, AGP-A11);
+//!   extra payload members and metadata are allowed (AGP-018, AGP-019, AGP-043);
+//! - a response or error to a request echoes its correlationId: the shared reading's
+//!   rule (`correlationId:not-echoed`, AGP-019, AGP-020, AGP-A7);
 //! - an action the target lacks draws CAPABILITY_NOT_SUPPORTED with
 //!   details.requested and details.available (AGP-020, AGP-026);
-//! - a message with no or another type, a non-string id, a payload, params, action or
-//!   timeout of the wrong kind draws INVALID_MESSAGE (AGP-010, AGP-011, AGP-018,
-//!   AGP-023, AGP-038);
+//! - a message with no or another type, a non-string id, a payload or params of the
+//!   wrong kind draws INVALID_MESSAGE (AGP-010, AGP-011, AGP-018, AGP-023); an action
+//!   or timeout of the wrong kind is not judged, as the input-validation case only
+//!   warns when it is not refused (AGP-038, a SHOULD);
 //! - a signature that does not verify, or none where the target advertises
 //!   signed-messages, is rejected and never carried out (AGP-024, AGP-030, AGP-033…035,
 //!   AGP-A3);
 //! - a message addressed to another agent is not carried out: UNKNOWN_AGENT or no
-//!   reply (AGP-008, AGP-025, as the profile-level unknown-agent case holds);
-//! - a delay past the request's timeout draws TIMEOUT or no reply (AGP-027, AGP-A18,
-//!   as the profile-level timeout case holds);
+//!   reply (AGP-008, AGP-025), where the profile's unknown_agent_error says so, as the
+//!   unknown-agent case holds (informational for a single agent);
+//! - a delay past the request's timeout draws TIMEOUT or no reply (AGP-027, AGP-A18),
+//!   where the profile's timeout_error says so, as the timeout case holds;
 //! - a burst from one sender draws responses or RATE_LIMITED, nothing else (AGP-028);
 //! - two requests in flight on one WebSocket are each answered once, matched by
 //!   correlationId (AGP-019, AGP-041);
@@ -75,7 +77,6 @@
 //! more completely over HTTP and WebSocket.
 
 use crate::drive::{DriveError, Driver, Limits, Received, Transport};
-use crate::finding::Verdict;
 use crate::fuzzing::engine::{FuzzCtx, Spec};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
 use crate::fuzzing::verdict::{
@@ -83,10 +84,10 @@ use crate::fuzzing::verdict::{
 };
 use crate::script::describe_drive_error;
 use crate::suites::agentprotocol::expect::{
-    hello_findings, read_reply, strings, unknown_code, Answer, Asked, Me,
+    hello_findings, read_reply, strings, Answer, Asked, Me,
 };
 use arbitrary::Arbitrary;
-use reference_impl::agentprotocol::message::{self, SigProblem, CODES, PROTOCOL, TYPES};
+use reference_impl::agentprotocol::message::{self, SigProblem, PROTOCOL, TYPES};
 use reference_impl::wire::json::Value as Tree;
 use reference_impl::wire::keys::{self, Keypair};
 use reference_impl::wire::{clock, is_uuid, jcs, new_id};
@@ -390,6 +391,10 @@ struct Case {
     signed_messages: bool,
     echo: String,
     delay: String,
+    /// The profile's [agentprotocol] unknown_agent_error and timeout_error: whether
+    /// UNKNOWN_AGENT and TIMEOUT are judged, as the run's cases judge them.
+    unknown_agent_error: bool,
+    timeout_error: bool,
     n: u64,
 }
 
@@ -692,9 +697,19 @@ fn to_agent(to: &Map<String, Value>, c: &Case, e: &mut Expect) {
             &[IM, UA],
             "to.agentId names the target in another base64 flavour (AGP-A4)",
         ),
-        Some(Value::String(_)) => {
+        // UNKNOWN_AGENT is judged where the profile says the target answers it (a
+        // hub or relay), as the unknown-agent case judges it; for a single agent what
+        // it does is informational.
+        Some(Value::String(_)) if c.unknown_agent_error => {
             e.hard(&[UA], "to.agentId names another agent (AGP-008, AGP-025)");
             e.silence_ok = true;
+        }
+        Some(Value::String(_)) => {
+            e.soft(
+                &[UA],
+                "to.agentId names another agent (AGP-025, informational)",
+            );
+            e.open = true;
         }
         Some(_) => e.soft(&[IM], "to.agentId is not a string (AGP-008)"),
     }
@@ -843,11 +858,13 @@ fn request(p: &Map<String, Value>, c: &Case, e: &mut Expect) {
     let timeout = request_timeout(p, e);
     let action = match p.get("action") {
         Some(Value::String(a)) => a.clone(),
+        // Not refusing it is a warning (AGP-038, a SHOULD: the input-validation case).
         _ => {
-            e.hard(
+            e.soft(
                 &[IM],
                 "action is missing or not a string (AGP-018, AGP-038)",
             );
+            e.open = true;
             return;
         }
     };
@@ -858,7 +875,7 @@ fn request(p: &Map<String, Value>, c: &Case, e: &mut Expect) {
             e.soft(&[TIMEOUT], "a timeout shorter than a round trip (AGP-027)");
         }
     } else if action == c.delay {
-        delay_request(params, timeout, e);
+        delay_request(params, timeout, c.timeout_error, e);
     } else if action.starts_with("fz-") || action.is_empty() {
         e.hard(
             &[CNS],
@@ -899,16 +916,19 @@ fn request_timeout(p: &Map<String, Value>, e: &mut Expect) -> Option<u64> {
                 );
                 Some(x as u64)
             }
+            // Not refusing it is a warning (AGP-038, the input-validation case).
             _ => {
-                e.hard(
+                e.soft(
                     &[IM],
                     "timeout is not a non-negative integer (AGP-018, AGP-038)",
                 );
+                e.open = true;
                 None
             }
         },
         Some(_) => {
-            e.hard(&[IM], "timeout is not a number (AGP-018, AGP-038)");
+            e.soft(&[IM], "timeout is not a number (AGP-018, AGP-038)");
+            e.open = true;
             None
         }
     }
@@ -916,10 +936,22 @@ fn request_timeout(p: &Map<String, Value>, e: &mut Expect) -> Option<u64> {
 
 /// What a delay request must draw, from its `ms` and its timeout: success, TIMEOUT
 /// (or no reply), or a verdict left open by timing (AGP-027, AGP-A18).
-fn delay_request(params: Option<Value>, timeout: Option<u64>, e: &mut Expect) {
+fn delay_request(params: Option<Value>, timeout: Option<u64>, timeout_error: bool, e: &mut Expect) {
     e.want = Shows::Success;
     let ms = params.as_ref().map(|p| p.get("ms").and_then(Value::as_u64));
     match (ms, timeout) {
+        // TIMEOUT is judged where the profile says the target sends it, as the
+        // timeout case judges it; else what it does is informational (AGP-A18).
+        (Some(Some(ms)), Some(t))
+            if t.saturating_mul(2).saturating_add(50) <= ms && !timeout_error =>
+        {
+            e.soft(
+                &[TIMEOUT],
+                format!("a delay of {ms} ms with a timeout of {t} ms (AGP-A18, informational)"),
+            );
+            e.open = true;
+            e.timing_open = true;
+        }
         (Some(Some(ms)), Some(t)) if t.saturating_mul(2).saturating_add(50) <= ms => {
             e.hard(
                 &[TIMEOUT],
@@ -1368,12 +1400,16 @@ fn received(
         f.ctx
             .log_frame("recv", &who, &String::from_utf8_lossy(&body));
     }
+    // The reply checks `run` applies (the correlationId echoed among them), whose
+    // first failing finding stops the case.
     let asked = Asked {
         sender: sender.map(String::from),
         target: Some(c.target.clone()),
-        correlation: None,
+        correlation: e.correlation.clone(),
     };
+    let from = f.ctx.findings().len();
     let v = read_reply(&mut f.ctx, &body, status, &asked, &mut c.raw_ids)?;
+    verdict::rules_since(&f.ctx, from)?;
     Ok(Got::Reply(v))
 }
 
@@ -1385,15 +1421,9 @@ fn reply_oracles(v: &Value, e: &Expect) -> FuzzStep<()> {
     // judged by the shared reading, whose failing findings fail the case.
     let p = &v["payload"];
     if ty == "error" {
-        let code = p["code"].as_str().unwrap_or_default();
         // A code outside the table is judged by the shared reading (expect/), which
-        // records it as a warning (AGP-022); the fuzzer takes that verdict.
-        if !CODES.contains(&code) && unknown_code(code, None).outcome == Verdict::Fail {
-            return finding(
-                Oracle::ErrorCode,
-                format!("error code {code:?} is not in agentprotocol.md's table (AGP-022)"),
-            );
-        }
+        // records it as a warning (AGP-022).
+        let code = p["code"].as_str().unwrap_or_default();
         if code == "INTERNAL_ERROR" {
             return finding(
                 Oracle::ServerError,
@@ -1423,17 +1453,8 @@ fn reply_oracles(v: &Value, e: &Expect) -> FuzzStep<()> {
             }
         }
     }
-    if let Some(corr) = &e.correlation {
-        if (ty == "response" || ty == "error") && p["correlationId"] != corr.as_str() {
-            return finding(
-                Oracle::Correlation,
-                format!(
-                    "the {ty} carries correlationId {}, not the request's {corr:?} (AGP-019, AGP-020, AGP-A7)",
-                    p["correlationId"]
-                ),
-            );
-        }
-    }
+    // The correlationId echoed is the reply checks' rule (correlationId:not-echoed),
+    // judged when the reply was read.
     Ok(())
 }
 
@@ -1509,8 +1530,10 @@ fn shows_oracles(shows: Option<&Shows>, v: &Value, context: &str, said: &str) ->
     match shows {
         None | Some(Shows::Nothing) => Ok(()),
         Some(Shows::Hello) => hello_oracles(v),
+        // A response carries it out whatever its status says (AGP-A11: a status other
+        // than success is informational, as the echo-request case records it).
         Some(Shows::Echo(params)) => {
-            if ty != "response" || p["status"] != "success" {
+            if ty != "response" {
                 return finding(Oracle::Verdict, format!("{context}: drew {said}"));
             }
             if let Some(params) = params {
@@ -1527,7 +1550,7 @@ fn shows_oracles(shows: Option<&Shows>, v: &Value, context: &str, said: &str) ->
             Ok(())
         }
         Some(Shows::Success) => {
-            if ty != "response" || p["status"] != "success" {
+            if ty != "response" {
                 return finding(Oracle::Verdict, format!("{context}: drew {said}"));
             }
             Ok(())
@@ -1615,6 +1638,8 @@ async fn open_case(f: &mut FuzzCtx) -> FuzzStep<Case> {
         raw_ids: HashSet::new(),
         echo: prof.echo_action,
         delay: prof.delay_action,
+        unknown_agent_error: prof.unknown_agent_error,
+        timeout_error: prof.timeout_error,
         n: 0,
     })
 }
@@ -2038,11 +2063,14 @@ fn client_messages(
     input: &Value,
 ) -> FuzzStep<Vec<String>> {
     let mut types = Vec::new();
-    let mut ids = Vec::new();
     for x in &run.exchanges {
         f.fuzzed(&x.received);
+        // The rules `run` holds a client's message to (an id reused across the run
+        // among them), whose first failing finding stops the case.
+        let from = f.ctx.findings().len();
         let m =
             crate::suites::agentprotocol::expect::check_client_message(&mut f.ctx, &x.received)?;
+        verdict::rules_since(&f.ctx, from)?;
         types.push(m["type"].as_str().unwrap_or_default().to_string());
         if m["to"]["agentId"] != input["peer"] {
             return finding(
@@ -2053,16 +2081,6 @@ fn client_messages(
                 ),
             );
         }
-        if ids.contains(&m["id"]) {
-            return finding(
-                Oracle::ReplyCheck,
-                format!(
-                    "the requester's {} reuses the id {} of an earlier message (AGP-003)",
-                    m["type"], m["id"]
-                ),
-            );
-        }
-        ids.push(m["id"].clone());
     }
     Ok(types)
 }

@@ -204,7 +204,7 @@ pub const CASES: &[Case] = &[
         }
         let p = &r["payload"];
         if p["status"].is_string() && p["status"] != "success" {
-            found.push(Finding::new(key("echo-request:status"), &["AGP-A11"], format!("the echo response has status {} (informational, AGP-A11)", p["status"])));
+            found.push(Finding::new(key("echo-request:status"), &["AGP-A11"], format!("the echo response has status {} (informational, AGP-A11)", p["status"])).at(Level::Info));
         }
         if !json_eq(&p["result"], &params) {
             return Err(own("echo-request:result", &["AGP-019"], format!("the echo response's result is {}, not the params {params} (AGP-019)", shown(&p["result"].to_string()))));

@@ -527,7 +527,7 @@ pub const RULES: &[Rule] = &[
     Rule {
         key: "agentprotocol/echo-request:status",
         requirements: &["AGP-A11"],
-        level: None,
+        level: Some(Level::Info),
         owner: "",
         check: "case:agentprotocol/echo-request",
         summary: "the echo response's status is recorded (informational, AGP-A11)",
