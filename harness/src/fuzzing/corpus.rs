@@ -845,6 +845,11 @@ pub fn write_crash(meta: &Meta, e: &Filed) -> std::io::Result<PathBuf> {
 mod tests {
     use super::*;
 
+    /// The signature of `found` met on the HTTP server at `target`.
+    fn http_signature(found: &FuzzFinding, run: &CaseRun, target: &str) -> Signature {
+        signature(found, run, target, Transport::Http, Role::Server)
+    }
+
     fn entry(kind: &'static str, text: &str, status: Option<u16>) -> crate::verdict::Entry {
         crate::verdict::Entry {
             at_ms: 0,
@@ -886,13 +891,7 @@ mod tests {
             ),
         ];
         let f = finding(Oracle::ServerError, "the target answered 500", None);
-        let s = signature(
-            &f,
-            &run(b"[1,2]", t),
-            "http://127.0.0.1:9/",
-            Transport::Http,
-            Role::Server,
-        );
+        let s = http_signature(&f, &run(b"[1,2]", t), "http://127.0.0.1:9/");
         assert_eq!(
             s.id("s"),
             "s/crash:server-error POST /conversations/{id} (JSON, not an object)"
@@ -910,13 +909,7 @@ mod tests {
             ),
         ];
         let f = finding(Oracle::Verdict, "x", None);
-        let s = signature(
-            &f,
-            &run(b"{}", t),
-            "http://127.0.0.1:9/",
-            Transport::Http,
-            Role::Server,
-        );
+        let s = http_signature(&f, &run(b"{}", t), "http://127.0.0.1:9/");
         assert_eq!(s.class(), Some(Class::NotJson));
     }
 
@@ -954,8 +947,8 @@ mod tests {
         let b = finding(Oracle::ReplyCheck, "hirer b", Some("chorus/error-code"));
         let r = run(b"{}", t);
         assert_eq!(
-            signature(&a, &r, "http://h/", Transport::Http, Role::Server),
-            signature(&b, &r, "http://h/", Transport::Http, Role::Server)
+            http_signature(&a, &r, "http://h/"),
+            http_signature(&b, &r, "http://h/")
         );
     }
 
@@ -970,13 +963,7 @@ mod tests {
             "hirer 123 refused (AEX-049, AEX-008)",
             None,
         );
-        let s = signature(
-            &a,
-            &run(b"{}", t),
-            "http://h/",
-            Transport::Http,
-            Role::Server,
-        );
+        let s = http_signature(&a, &run(b"{}", t), "http://h/");
         assert_eq!(s.id("s"), "s/fuzz:verdict at POST /");
     }
 
