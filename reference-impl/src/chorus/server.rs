@@ -151,14 +151,19 @@ fn invalid(message: impl Into<String>) -> Reply {
     err(400, "validation", message)
 }
 
-/// The §4 update, as the reference applies it (faults aside).
-pub fn reputation_after(old: f64, success: bool, hirer: f64) -> f64 {
-    let new = if success {
+/// The §4 update before its clamp: +2.0 × hirer / 100 on SUCCESS, −3.0 × 1.5 on
+/// FAILURE.
+fn reputation_step(old: f64, success: bool, hirer: f64) -> f64 {
+    if success {
         old + (2.0 * hirer / 100.0)
     } else {
         old - (3.0 * 1.5)
-    };
-    new.clamp(0.0, 100.0)
+    }
+}
+
+/// The §4 update, clamped to [0, 100]: what the registry applies with its faults off.
+pub fn reputation_after(old: f64, success: bool, hirer: f64) -> f64 {
+    reputation_step(old, success, hirer).clamp(0.0, 100.0)
 }
 
 fn req_str<'a>(o: &'a Map<String, Value>, k: &str) -> Result<&'a str, Reply> {
@@ -484,10 +489,10 @@ impl Chorus {
                 return Err(err(404, "validation", "agent vanished"));
             };
             let old = agent.reputation;
-            let mut new = if success {
-                old + if flat { 2.0 } else { 2.0 * hirer / 100.0 }
-            } else {
-                old - if pen3 { 3.0 } else { 3.0 * 1.5 }
+            let mut new = match (success, flat, pen3) {
+                (true, true, _) => old + 2.0,
+                (false, _, true) => old - 3.0,
+                _ => reputation_step(old, success, hirer),
             };
             if !no_clamp {
                 new = new.clamp(0.0, 100.0);
