@@ -18,7 +18,6 @@ pub enum Oracle {
     /// The reply is not the one the spec fixes for the message.
     Verdict,
     ServerError,
-    ReplyShape,
     /// A respelling of a message drew another verdict than its canonical twin.
     WireForm,
     /// The target stopped answering a plain exchange.
@@ -73,7 +72,6 @@ impl Oracle {
     pub const ALL: &'static [Oracle] = &[
         Oracle::Verdict,
         Oracle::ServerError,
-        Oracle::ReplyShape,
         Oracle::WireForm,
         Oracle::Liveness,
         Oracle::Timeout,
@@ -119,7 +117,6 @@ impl Oracle {
         match self {
             Oracle::Verdict => "verdict",
             Oracle::ServerError => "server-error",
-            Oracle::ReplyShape => "reply-shape",
             Oracle::WireForm => "wire-form",
             Oracle::Liveness => "liveness",
             Oracle::Timeout => "timeout",

@@ -10,7 +10,7 @@
 //! Oracles, beyond the reply checks of the shared helpers:
 //! - server-error: never a 5xx for a client's message (a 503 to a valid registration
 //!   is read as a full registry: the case is skipped);
-//! - reply-shape: a 2xx reply is JSON (CHO-001);
+//! - a 2xx reply is JSON (CHO-001): the rule chorus/reply:not-json, as in `run`;
 //! - the rules `run` applies: registration replies by `expect::judge_registered`
 //!   (201, schema register-response, the echoed id, 50.0: CHO-012 to CHO-014), job
 //!   results by `expect::read_result` (schema job-result, CHO-029) and discovery
@@ -68,9 +68,9 @@ use crate::fuzzing::verdict::{
 use crate::drive::Transport;
 use crate::suites::chorus::expect::{
     call, check_score, contains, discover, expected_after, fixture_agent, fixture_input,
-    fixture_output, funded_owner, job, judge_registered, now_utc, post, read_result, registration,
-    report_outcome, run_job, same_id, score, transfer, two_decimals, unique_skill, Base,
-    JobOutcome, Report, Resp,
+    fixture_output, funded_owner, job, judge_registered, need_json, now_utc, post, read_result,
+    registration, report_outcome, run_job, same_id, score, transfer, two_decimals, unique_skill,
+    Base, JobOutcome, Report, Resp,
 };
 use arbitrary::Arbitrary;
 use reference_impl::wire::{is_uuid, json as wire_json, new_id};
@@ -1167,18 +1167,16 @@ async fn post_bytes(f: &mut FuzzCtx, base: Base, path: &str, bytes: Vec<u8>) -> 
             Some(bytes),
         )
         .await?;
-    let parsed = wire_json::parse(&r.body).ok().map(|t| t.to_serde());
-    if (200..300).contains(&r.status) && parsed.is_none() {
-        return finding(
-            Oracle::ReplyShape,
-            format!("HTTP {} reply to {path} is not JSON (CHO-001)", r.status),
-        );
-    }
-    Ok(Resp {
+    let resp = Resp {
         http: r.status,
-        json: parsed,
+        json: wire_json::parse(&r.body).ok().map(|t| t.to_serde()),
         raw: String::from_utf8_lossy(&r.body).into_owned(),
-    })
+    };
+    // A 2xx reply is JSON (CHO-001): the rule `run` applies, chorus/reply:not-json.
+    if (200..300).contains(&resp.http) {
+        need_json(&mut f.ctx, &resp, &format!("POST /{path}"))?;
+    }
+    Ok(resp)
 }
 
 /// Reports one outcome for `agent` (at `score`) hired by `hirer` (at `hirer_score`).
@@ -1454,23 +1452,13 @@ async fn get_discover(f: &mut FuzzCtx, query: &str) -> FuzzStep<Resp> {
 /// reply must be 200 (a 404 for no match warns, CHO-A12).
 fn listing(f: &mut FuzzCtx, r: &Resp, query: &str, valid: bool) -> FuzzStep<Vec<Value>> {
     no_server_error(r, &format!("GET /discover?{query}"))?;
-    if r.http == 404 && valid {
-        f.ctx
-            .warn("discover answered 404; 200 with an empty list is expected (CHO-A12)");
+    if r.http != 200 && !valid {
         return Ok(Vec::new());
     }
-    if r.http != 200 {
-        if valid {
-            return finding(
-                Oracle::Discovery,
-                format!("GET /discover?{query} answered {} (CHO-016)", r.describe()),
-            );
-        }
-        return Ok(Vec::new());
-    }
-    // Judged by the rules `run` applies to a discovery reply (its shape, scores,
-    // ranking and schema), whose first failing finding stops the case, so that a
-    // fuzz finding names the same rule; the entries read past their shape.
+    // Judged by the rules `run` applies to a discovery reply (its status, a 404 for
+    // no match a warning, its shape, scores, ranking and schema), whose first
+    // failing finding stops the case, so that a fuzz finding names the same rule; the
+    // entries read past their shape.
     let from = f.ctx.findings().len();
     let entries = crate::suites::chorus::expect::discovery_reply(&mut f.ctx, query, r)?;
     verdict::rules_since(&f.ctx, from)?;
