@@ -14,6 +14,32 @@ use std::time::Duration;
 /// The longest one suite's run may take before the mutant counts as a hang.
 const RUN_DEADLINE: Duration = Duration::from_secs(240);
 
+/// The most memory the judge (the mutated server runs in it) may hold: a mutant
+/// that grows past it is killed at once, before it takes the machine's memory.
+const MAX_RSS_BYTES: u64 = 1 << 30;
+
+/// Aborts the process when its resident memory passes [`MAX_RSS_BYTES`] (Linux:
+/// /proc/self/statm; elsewhere nothing is watched). The abort fails the test, so
+/// the mutant counts as killed.
+fn watch_memory() {
+    std::thread::spawn(|| loop {
+        let resident_pages = std::fs::read_to_string("/proc/self/statm")
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok());
+        let Some(pages) = resident_pages else {
+            return;
+        };
+        if pages * 4096 > MAX_RSS_BYTES {
+            eprintln!(
+                "the mutated server holds over {} MiB: killed as a runaway",
+                MAX_RSS_BYTES >> 20
+            );
+            std::process::abort();
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    });
+}
+
 async fn started(suite: &str) -> Result<Started, String> {
     let listen = "127.0.0.1:0";
     match suite {
@@ -32,6 +58,7 @@ fn judge(suite: &str) {
     let bin = std::env::var("AGENTCONFORM_BIN").unwrap_or_else(|_| {
         panic!("AGENTCONFORM_BIN must name a built agentconform binary (.ci/mutants sets it)")
     });
+    watch_memory();
     let rt = tokio::runtime::Runtime::new().expect("a tokio runtime");
     rt.block_on(async {
         let server = started(suite).await.expect("the reference server starts");
