@@ -18,22 +18,29 @@ const RUN_DEADLINE: Duration = Duration::from_secs(240);
 /// that grows past it is killed at once, before it takes the machine's memory.
 const MAX_RSS_BYTES: u64 = 1 << 30;
 
-/// Aborts the process when its resident memory passes [`MAX_RSS_BYTES`] (Linux:
-/// /proc/self/statm; elsewhere nothing is watched). The abort fails the test, so
-/// the mutant counts as killed.
-fn watch_memory() {
-    std::thread::spawn(|| loop {
+/// The longest the whole judge may take, every binding's run and the server's stop
+/// with it: a mutant that spins in the server (where no run's deadline reaches) is
+/// killed then, not at cargo-mutants' timeout.
+const JUDGE_DEADLINE: Duration = Duration::from_secs(150);
+
+/// Aborts the process when its resident memory passes [`MAX_RSS_BYTES`] (read from
+/// /proc/self/statm on Linux; elsewhere memory is not watched) or when it has run
+/// for [`JUDGE_DEADLINE`]. The abort fails the test, so the mutant counts as killed.
+fn watchdog() {
+    let started = std::time::Instant::now();
+    std::thread::spawn(move || loop {
         let resident_pages = std::fs::read_to_string("/proc/self/statm")
             .ok()
             .and_then(|s| s.split_whitespace().nth(1)?.parse::<u64>().ok());
-        let Some(pages) = resident_pages else {
-            return;
-        };
-        if pages * 4096 > MAX_RSS_BYTES {
+        if resident_pages.is_some_and(|pages| pages * 4096 > MAX_RSS_BYTES) {
             eprintln!(
                 "the mutated server holds over {} MiB: killed as a runaway",
                 MAX_RSS_BYTES >> 20
             );
+            std::process::abort();
+        }
+        if started.elapsed() > JUDGE_DEADLINE {
+            eprintln!("the judge ran past {JUDGE_DEADLINE:?}: killed as a hang");
             std::process::abort();
         }
         std::thread::sleep(Duration::from_millis(100));
@@ -58,7 +65,7 @@ fn judge(suite: &str) {
     let bin = std::env::var("AGENTCONFORM_BIN").unwrap_or_else(|_| {
         panic!("AGENTCONFORM_BIN must name a built agentconform binary (.ci/mutants sets it)")
     });
-    watch_memory();
+    watchdog();
     let rt = tokio::runtime::Runtime::new().expect("a tokio runtime");
     rt.block_on(async {
         let server = started(suite).await.expect("the reference server starts");
