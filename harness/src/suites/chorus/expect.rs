@@ -498,6 +498,27 @@ pub fn registration_reply(ctx: &mut Ctx, sent: &Value, r: &Resp) -> Option<f64> 
     rep
 }
 
+/// A SUCCESS result's execution_cost, as the job-echo case judges it: credits with at
+/// most two decimals (CHO-005, CHO-033; its type and sign are the job-result
+/// schema's), and a warning above the job's budget (CHO-A20).
+pub fn judge_cost(ctx: &mut Ctx, result: &Value, job: &Value) {
+    let Some(cost) = result["execution_cost"].as_f64() else {
+        return;
+    };
+    if !two_decimals(cost) {
+        ctx.deviation(Finding::new(
+            "chorus/job-result:cost-decimals",
+            &["CHO-005", "CHO-033"],
+            format!("execution_cost {cost} has more than two decimals"),
+        ));
+    }
+    if cost > job["budget"].as_f64().unwrap_or(0.0) {
+        ctx.warn(format!(
+            "execution_cost {cost} exceeds the budget (CHO-A20)"
+        ));
+    }
+}
+
 /// Judges the reply to an accepted registration as the register case does: 201
 /// Created (CHO-012), the register-response schema (CHO-013: status "registered",
 /// the agent_id, a reputation_score), the agent_id echoed (an id in another encoding

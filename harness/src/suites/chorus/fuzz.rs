@@ -68,9 +68,9 @@ use crate::fuzzing::verdict::{
 use crate::drive::Transport;
 use crate::suites::chorus::expect::{
     call, check_score, contains, discover, expected_after, fixture_agent, fixture_input,
-    fixture_output, funded_owner, job, judge_registered, need_json, now_utc, post, read_result,
-    registration, report_outcome, run_job, same_id, score, transfer, two_decimals, unique_skill,
-    Base, JobOutcome, Report, Resp,
+    fixture_output, funded_owner, job, judge_cost, judge_registered, need_json, now_utc, post,
+    read_result, registration, report_outcome, run_job, same_id, score, transfer, two_decimals,
+    unique_skill, Base, JobOutcome, Report, Resp,
 };
 use arbitrary::Arbitrary;
 use reference_impl::wire::{is_uuid, json as wire_json, new_id};
@@ -1955,22 +1955,11 @@ fn check_success(
             result["output_data"]
         ));
     }
-    let cost = result["execution_cost"].as_f64().unwrap_or(-1.0);
-    if !(cost >= 0.0 && two_decimals(cost)) {
-        return finding(
-            Oracle::Job,
-            format!(
-                "execution_cost {} is not credits with two decimals (CHO-005, CHO-033)",
-                result["execution_cost"]
-            ),
-        );
-    }
-    if sent["budget"].as_f64().is_some_and(|b| cost > b + 1e-9) {
-        f.ctx.warn(format!(
-            "execution_cost {cost} exceeds the budget (CHO-A20)"
-        ));
-    }
-    Ok(())
+    // The cost by the job-echo case's rule (its type and sign by the schema, judged
+    // when the result was read).
+    let from = f.ctx.findings().len();
+    judge_cost(&mut f.ctx, result, sent);
+    verdict::rules_since(&f.ctx, from)
 }
 
 async fn job_case(f: &mut FuzzCtx, c: JobCase) -> FuzzStep<()> {

@@ -292,15 +292,7 @@ pub const CASES: &[Case] = &[
                 format!("the fixture's output_data {} does not hold {want}, as [chorus] fixture_output describes: set fixture_output to what the fixture returns for input_data {}",
                     result["output_data"], job["input_data"])).at(Level::Profile));
         }
-        if let Some(cost) = result["execution_cost"].as_f64() {
-            if !two_decimals(cost) {
-                ctx.deviation(Finding::new("chorus/job-result:cost-decimals", &["CHO-005", "CHO-033"],
-                    format!("execution_cost {cost} has more than two decimals")));
-            }
-            if cost > job["budget"].as_f64().unwrap_or(0.0) {
-                ctx.warn(format!("execution_cost {cost} exceeds the budget (CHO-A20)"));
-            }
-        }
+        judge_cost(ctx, &result, &job);
         if let Some(ms) = result["execution_time_ms"].as_u64() {
             if u128::from(ms) > rtt.as_millis() + 1000 {
                 ctx.deviation(Finding::new("chorus/job-result:time", &["CHO-034"],
