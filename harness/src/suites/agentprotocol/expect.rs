@@ -456,6 +456,24 @@ impl Me {
     }
 }
 
+/// What the details of a CAPABILITY_NOT_SUPPORTED error for `action` must say, as
+/// the unknown-action case judges them: the requested action and the available
+/// ones (AGP-020). `None` when they say it.
+pub fn cns_details_finding(payload: &Value, action: &str) -> Option<Finding> {
+    let d = &payload["details"];
+    if d["requested"] == action && d["available"].is_array() {
+        return None;
+    }
+    Some(Finding::new(
+        key("unknown-action:details"),
+        &["AGP-020"],
+        format!(
+            "CAPABILITY_NOT_SUPPORTED details are {}: they should name the requested action {action:?} and list the available ones (AGP-020)",
+            shown(&d.to_string())
+        ),
+    ))
+}
+
 /// The core capabilities agentprotocol.md lists (AGP-016).
 pub const CORE: [&str; 5] = [
     "agentprotocol:core",

@@ -84,7 +84,7 @@ use crate::fuzzing::verdict::{
 };
 use crate::script::describe_drive_error;
 use crate::suites::agentprotocol::expect::{
-    hello_findings, read_reply, strings, Answer, Asked, Me,
+    cns_details_finding, hello_findings, read_reply, strings, Answer, Asked, Me,
 };
 use arbitrary::Arbitrary;
 use reference_impl::agentprotocol::message::{self, SigProblem, PROTOCOL, TYPES};
@@ -1430,26 +1430,10 @@ fn reply_oracles(v: &Value, e: &Expect) -> FuzzStep<()> {
                 format!("client input drew INTERNAL_ERROR (AGP-038): {p}"),
             );
         }
+        // The details by the unknown-action case's rule (unknown-action:details).
         if code == CNS {
-            let d = &p["details"];
-            if !d["available"].is_array() {
-                return finding(
-                    Oracle::Details,
-                    format!(
-                        "CAPABILITY_NOT_SUPPORTED without a details.available array (AGP-020): {p}"
-                    ),
-                );
-            }
             if let Some(a) = &e.action {
-                if d["requested"] != a.as_str() {
-                    return finding(
-                        Oracle::Details,
-                        format!(
-                            "details.requested is {}, not the action {a:?} (AGP-020)",
-                            d["requested"]
-                        ),
-                    );
-                }
+                verdict::first_failing(cns_details_finding(p, a).into_iter().collect())?;
             }
         }
     }
