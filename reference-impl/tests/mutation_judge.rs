@@ -59,6 +59,17 @@ async fn started(suite: &str) -> Result<Started, String> {
     }
 }
 
+/// What the profile says of the reference's fixtures, as `run` says it of its
+/// embedded agents (harness cli `embedded_fixtures`): a run with `--target` finds no
+/// space of capacity 1 where the hub enforces no capacity, so without it a mutant
+/// that drops the capacity would only skip the SPACE_FULL case.
+fn fixtures_profile(suite: &str) -> Option<&'static str> {
+    match suite {
+        "agora-spaces" => Some("[agora-spaces]\nfull_space = \"full\"\ncancel_grace_ms = 100\n"),
+        _ => None,
+    }
+}
+
 /// Runs `agentconform run --suite SUITE --target URL` against each binding of the
 /// started server and fails with the run's output unless every run exits 0.
 fn judge(suite: &str) {
@@ -86,9 +97,18 @@ async fn run(bin: &str, suite: &str, target: &str) -> Result<(), String> {
         "agentconform-mutation-{}-{suite}",
         std::process::id()
     ));
-    let child = tokio::process::Command::new(bin)
-        .args(["run", "--suite", suite, "--target", target, "--report"])
-        .arg(&report)
+    let mut cmd = tokio::process::Command::new(bin);
+    cmd.args(["run", "--suite", suite, "--target", target, "--report"])
+        .arg(&report);
+    let profile = std::env::temp_dir().join(format!(
+        "agentconform-mutation-{}-{suite}.toml",
+        std::process::id()
+    ));
+    if let Some(text) = fixtures_profile(suite) {
+        std::fs::write(&profile, text).map_err(|e| format!("cannot write the profile: {e}"))?;
+        cmd.arg("--profile").arg(&profile);
+    }
+    let child = cmd
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
@@ -96,6 +116,7 @@ async fn run(bin: &str, suite: &str, target: &str) -> Result<(), String> {
         .map_err(|e| format!("cannot start {bin}: {e}"))?;
     let out = tokio::time::timeout(RUN_DEADLINE, child.wait_with_output()).await;
     let _ = std::fs::remove_dir_all(&report);
+    let _ = std::fs::remove_file(&profile);
     let out = out
         .map_err(|_| format!("the run took over {RUN_DEADLINE:?}"))?
         .map_err(|e| format!("the run's output: {e}"))?;
