@@ -56,6 +56,11 @@ pub fn not_shrinkable(e: &Filed, frames: bool) -> Option<String> {
         _ => {}
     }
     match &e.request {
+        // A fuzzed query (`GET /discover?…`): the input is the request line, which
+        // sending a body again would not change.
+        Some(r) if r.method != "WS" && r.body.is_empty() => {
+            return Some("the input is a request line, not a body: kept as sent".into())
+        }
         Some(r) if r.method != "WS" || frames => {}
         Some(_) => return Some("a WebSocket frame needs its connection's state".into()),
         None => return Some("the transcript kept no request".into()),
@@ -380,6 +385,53 @@ mod tests {
                 .is_some_and(|s| s.contains(' '))
         });
         assert_eq!(small, json!({"protocolSources": ["a "]}));
+    }
+
+    fn filed(request: Request, input: &[u8]) -> Filed {
+        let sample = Sample {
+            index: 1,
+            bytes: input.to_vec(),
+        };
+        Filed {
+            no: 1,
+            signature: Signature::Rule("s/rule".into()),
+            id: "s/rule".into(),
+            first: FuzzFinding {
+                oracle: Oracle::ReplyCheck,
+                detail: String::new(),
+                key: Some("s/rule".into()),
+            },
+            first_input: sample.clone(),
+            request: Some(request),
+            reply: None,
+            fixed: false,
+            smallest: sample,
+            count: 1,
+            found_after: Duration::ZERO,
+            transcript: Vec::new(),
+            shrunk: None,
+            last_inputs: Vec::new(),
+        }
+    }
+
+    fn request(method: &str, body: &str) -> Request {
+        Request {
+            method: method.into(),
+            url: "http://127.0.0.1:9/discover?skill=a".into(),
+            endpoint: format!("{method} /discover"),
+            body: body.into(),
+        }
+    }
+
+    #[test]
+    fn a_request_line_is_never_shrunk_but_a_body_that_is_not_json_is() {
+        let query = filed(request("GET", ""), b"GET /discover?skill=a");
+        assert!(not_shrinkable(&query, true).is_some_and(|why| why.contains("request line")));
+        let body = filed(request("POST", "{oops"), b"{oops");
+        assert_eq!(not_shrinkable(&body, false), None);
+        let frame = filed(request("WS", "{oops"), b"{oops");
+        assert!(not_shrinkable(&frame, false).is_some());
+        assert_eq!(not_shrinkable(&frame, true), None);
     }
 
     #[test]
