@@ -233,16 +233,8 @@ pub fn first_failing(found: Vec<crate::finding::Finding>) -> FuzzStep<()> {
 /// Stops the case at the first failing finding the suite's rules recorded in `ctx`
 /// since its `from`-th finding, as `run` fails it (its rule key); else goes on.
 pub fn rules_since(ctx: &crate::script::Ctx, from: usize) -> FuzzStep<()> {
-    let failed = ctx
-        .findings()
-        .get(from..)
-        .unwrap_or_default()
-        .iter()
-        .find(|m| m.finding.outcome == crate::finding::Verdict::Fail);
-    match failed {
-        Some(m) => Err(FuzzStop::Case(Stop::Finding(m.finding.clone()))),
-        None => Ok(()),
-    }
+    let since = ctx.findings().get(from..).unwrap_or_default();
+    first_failing(since.iter().map(|m| m.finding.clone()).collect())
 }
 
 /// A reply check failed, said in text (the oracle is [`Oracle::ReplyCheck`]).

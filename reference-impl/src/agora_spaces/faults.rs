@@ -53,6 +53,14 @@ pub const FAULTS: &[Fault] = &[
         duty = none,
     ),
     fault!(
+        "lone-member-ghost",
+        "disconnect",
+        "a member alone in a space stays listed in it after its connection ends, so a later joiner sees a ghost and space.list counts it",
+        ["agora-spaces/disconnect-is-departure"],
+        finding = ["agora-spaces/disconnect-is-departure:ghost"],
+        duty = none,
+    ),
+    fault!(
         "autocreate-system-space",
         "unknown space",
         "creates a missing system space on join instead of SPACE_NOT_FOUND",

@@ -454,10 +454,13 @@ impl Spaces {
         if hub.agents.get(&c.agent_id) == Some(&conn) && !self.fault("keep-id-after-disconnect") {
             hub.agents.remove(&c.agent_id);
         }
+        // The fault handles only the spaces someone else is in, so a lone member stays.
+        let ghost = self.fault("lone-member-ghost");
         let names: Vec<String> = hub
             .spaces
             .iter()
             .filter(|(_, s)| s.members.iter().any(|(_, m)| *m == conn))
+            .filter(|(_, s)| !ghost || s.members.len() > 1)
             .map(|(n, _)| n.clone())
             .collect();
         let drop_all = self.fault("disconnect-drops-all");

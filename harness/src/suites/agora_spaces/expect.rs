@@ -101,8 +101,85 @@ pub fn user_space() -> String {
     format!("h_{}", &new_id().replace('-', "")[..16])
 }
 
+/// What a space.joined answering the join `id` (when it had one) of `space` by `me`
+/// breaks: it echoes the id (`joined:id`, ASP-021), names the space and lists the
+/// joiner (the join-general case's rule, ASP-023). A members list that cannot be
+/// read is `joined:members`, judged when the frame is read.
+pub fn joined_findings(v: &Value, id: Option<&str>, space: &str, me: &str) -> Vec<Finding> {
+    let mut found = Vec::new();
+    if let Some(id) = id.filter(|id| v["id"] != *id) {
+        found.push(Finding::new(
+            "agora-spaces/joined:id",
+            &["ASP-021", "ASP-023"],
+            format!(
+                "space.joined does not echo the join id {id:?}: its id is {}",
+                v.get("id").map_or("absent".to_string(), Value::to_string)
+            ),
+        ));
+    }
+    if v["space"] != space {
+        found.push(Finding::new(
+            JOIN,
+            &["ASP-023"],
+            format!("space.joined names {}, not {space}", v["space"]),
+        ));
+    } else if v["members"]
+        .as_array()
+        .is_some_and(|m| !m.iter().any(|x| x == me))
+    {
+        found.push(Finding::new(
+            JOIN,
+            &["ASP-023"],
+            format!(
+                "space.joined members {} do not include the joiner {me} (ASP-023)",
+                v["members"]
+            ),
+        ));
+    }
+    found.into_iter().map(|f| f.owned_by(JOIN)).collect()
+}
+
+/// What an agent.registered for the agent `me` breaks: it names that agent
+/// (the handshake's rule, ASP-008). An agent.id that cannot be read is
+/// `registered:agent-id`, judged when the frame is read.
+pub fn registered_finding(reg: &Value, me: &str) -> Option<Finding> {
+    let named = &reg["agent"]["id"];
+    (named.is_string() && named != me).then(|| {
+        Finding::new(
+            HANDSHAKE,
+            &["ASP-008"],
+            format!("agent.registered names {named}, not {me} (ASP-008)"),
+        )
+        .owned_by(HANDSHAKE)
+    })
+}
+
+/// Whether `s` names a system space (`agent.`, `file.`, `mcp.`; ASP-047).
+pub fn is_system_name(s: &str) -> bool {
+    ["agent.", "file.", "mcp."].iter().any(|p| s.starts_with(p))
+}
+
+/// What the entries of a space.list reply break: a system space is typed
+/// `system` (the space-list case's rule, ASP-047, ASP-049, ASP-050).
+pub fn list_finding(spaces: &[Value]) -> Option<Finding> {
+    let wrong = spaces.iter().find(|s| {
+        is_system_name(s["id"].as_str().unwrap_or_default())
+            && !s["type"]
+                .as_str()
+                .is_some_and(|t| t.eq_ignore_ascii_case("system"))
+    })?;
+    Some(Finding::new(
+        "agora-spaces/space-list",
+        &["ASP-047", "ASP-049", "ASP-050"],
+        format!(
+            "{} is a system space but is listed as {} (ASP-047/049/050)",
+            wrong["id"], wrong["type"]
+        ),
+    ))
+}
+
 /// Whether `space` is a fresh name of [`user_space`] (possibly under `task.`).
-fn is_fresh(space: &str) -> bool {
+pub fn is_fresh(space: &str) -> bool {
     space
         .strip_prefix("task.")
         .unwrap_or(space)
@@ -691,18 +768,8 @@ impl Peer {
                 .owned_by(JOIN),
             ));
         }
-        if v["id"] != id.as_str() {
-            ctx.finding(
-                Finding::new(
-                    "agora-spaces/joined:id",
-                    &["ASP-021", "ASP-023"],
-                    format!(
-                        "space.joined does not echo the join id {id:?}: its id is {}",
-                        v.get("id").map_or("absent".to_string(), Value::to_string)
-                    ),
-                )
-                .owned_by(JOIN),
-            );
+        for f in joined_findings(&v, Some(&id), space, &self.agent_id) {
+            ctx.finding(f);
         }
         Ok(v)
     }

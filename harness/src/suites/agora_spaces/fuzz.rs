@@ -63,10 +63,14 @@ use crate::drive::Transport;
 use crate::fuzzing::engine::{FuzzCtx, Spec};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
 use crate::fuzzing::verdict::{
-    finding, rules_since, skip, under, Codes, Expected, FuzzFuture, FuzzStep, FuzzStop, Oracle,
+    finding, first_failing, rules_since, skip, under, Codes, Expected, FuzzFuture, FuzzStep,
+    FuzzStop, Oracle,
 };
 use crate::script::{describe_drive_error, Ctx};
-use crate::suites::agora_spaces::expect::{check_request_id, judge_stream, now_s, Peer};
+use crate::suites::agora_spaces::expect::{
+    check_request_id, is_system_name, joined_findings, judge_stream, list_finding, now_s,
+    registered_finding, Peer,
+};
 use arbitrary::Arbitrary;
 use reference_impl::wire::new_id;
 use serde_json::{json, Value};
@@ -89,6 +93,10 @@ pub static SPEC: Spec = Spec {
         (
             "disconnect-unannounced",
             "needs a member that stays while another disconnects; a fuzz case's agents leave together at its end, and the disconnect-is-departure case judges the departure",
+        ),
+        (
+            "lone-member-ghost",
+            "needs a later joiner of a space whose only member's connection ended; a fuzz case's spaces are its own and nobody joins them after its end, which the disconnect-is-departure case does",
         ),
         (
             "disconnect-drops-all",
@@ -427,10 +435,6 @@ fn plain_name(s: &str) -> bool {
 /// A user space name of the naming table: `[a-z0-9_-]+` or `task.` plus one.
 fn is_user_name(s: &str) -> bool {
     plain_name(s) || s.strip_prefix("task.").is_some_and(plain_name)
-}
-
-fn is_system_name(s: &str) -> bool {
-    ["agent.", "file.", "mcp."].iter().any(|p| s.starts_with(p))
 }
 
 fn name_for(k: &NameKind, st: &St) -> String {
@@ -949,36 +953,18 @@ fn includes(members: &Value, who: &str) -> bool {
         .is_some_and(|m| m.iter().any(|x| x == who))
 }
 
-/// Checks a space.list reply: the echoed id and the types of system spaces.
+/// Checks a space.list reply: the echoed id (ASP-021, ASP-038) and the space-list
+/// case's rule on its entries.
 fn check_list(v: &Value, rid: Option<&str>) -> FuzzStep<()> {
-    if let Some(rid) = rid {
-        if v["id"] != rid {
-            return finding(
-                Oracle::Verdict,
-                format!(
-                    "the space.list reply does not echo id {rid:?} (ASP-021, ASP-038): {}",
-                    v["id"]
-                ),
-            );
-        }
+    if let Some(rid) = rid.filter(|r| v["id"] != *r) {
+        let said = format!(
+            "the space.list reply does not echo id {rid:?} (ASP-021, ASP-038): {}",
+            v["id"]
+        );
+        return finding(Oracle::Verdict, said);
     }
-    for s in v["spaces"].as_array().into_iter().flatten() {
-        let id = s["id"].as_str().unwrap_or_default();
-        if is_system_name(id)
-            && !s["type"]
-                .as_str()
-                .is_some_and(|t| t.eq_ignore_ascii_case("system"))
-        {
-            return finding(
-                Oracle::Verdict,
-                format!(
-                    "{id} is a system space but is listed as {} (ASP-047, ASP-049, ASP-050)",
-                    s["type"]
-                ),
-            );
-        }
-    }
-    Ok(())
+    let spaces = v["spaces"].as_array().map_or(&[][..], Vec::as_slice);
+    first_failing(list_finding(spaces).into_iter().collect())
 }
 
 /// Sends one event as `text` and judges what it draws against `want`: the answer
@@ -1104,35 +1090,10 @@ fn judge_answer(
 }
 
 /// Judges an answer due to be space.joined for `space`: an error `codes` allow, or
-/// space.joined echoing the id, naming the space and listing the joiner `me`
-/// (ASP-022, ASP-023).
+/// space.joined that [`joined_findings`] passes (ASP-021, ASP-022, ASP-023).
 fn judge_joined(
     answer: &Value,
     space: &str,
-    codes: &Codes<&'static str>,
-    rid: Option<&str>,
-    what: &str,
-    me: &str,
-) -> FuzzStep<()> {
-    if !expected_event(answer, codes, what, "space.joined", "ASP-022, ASP-023", rid)? {
-        return Ok(());
-    }
-    if answer["space"] != space || !includes(&answer["members"], me) {
-        return finding(
-            Oracle::Verdict,
-            format!(
-                "space.joined should name {space:?} and list the joiner {me} (ASP-023): {answer}"
-            ),
-        );
-    }
-    Ok(())
-}
-
-/// Judges an answer due to be agent.registered: an error `codes` allow, or
-/// agent.registered echoing the id (ASP-010, ASP-011) and naming the agent `me`
-/// (ASP-008).
-fn judge_registered(
-    answer: &Value,
     codes: &Codes<&'static str>,
     rid: Option<&str>,
     what: &str,
@@ -1142,22 +1103,30 @@ fn judge_registered(
         answer,
         codes,
         what,
-        "agent.registered",
-        "ASP-010, ASP-011",
-        rid,
+        "space.joined",
+        "ASP-022, ASP-023",
+        None,
     )? {
         return Ok(());
     }
-    if answer["agent"]["id"] != me {
-        return finding(
-            Oracle::Verdict,
-            format!(
-                "agent.registered names {}, not {me} (ASP-008)",
-                answer["agent"]["id"]
-            ),
-        );
+    first_failing(joined_findings(answer, rid, space, me))
+}
+
+/// Judges an answer due to be agent.registered: an error `codes` allow, or
+/// agent.registered echoing the id (ASP-010, ASP-011) that [`registered_finding`]
+/// passes (ASP-008).
+fn judge_registered(
+    answer: &Value,
+    codes: &Codes<&'static str>,
+    rid: Option<&str>,
+    what: &str,
+    me: &str,
+) -> FuzzStep<()> {
+    let reqs = "ASP-010, ASP-011";
+    if !expected_event(answer, codes, what, "agent.registered", reqs, rid)? {
+        return Ok(());
     }
-    Ok(())
+    first_failing(registered_finding(answer, me).into_iter().collect())
 }
 
 /// The answer is an error `codes` allows (`Ok(false)`: nothing more to check), or an
@@ -1199,15 +1168,7 @@ fn expected_event(
 /// Connects as `me` and checks the handshake.
 async fn connect(ctx: &mut Ctx, me: &str) -> FuzzStep<(Peer, Value)> {
     let (p, reg, _) = Peer::join_as(ctx, me).await?;
-    if reg["agent"]["id"] != me {
-        return finding(
-            Oracle::Handshake,
-            format!(
-                "agent.registered names {}, not {me} (ASP-008)",
-                reg["agent"]["id"]
-            ),
-        );
-    }
+    first_failing(registered_finding(&reg, me).into_iter().collect())?;
     Ok((p, reg))
 }
 
@@ -1234,21 +1195,7 @@ async fn join_setup(ctx: &mut Ctx, p: &mut Peer, space: &str) -> FuzzStep<Option
             _ => finding(Oracle::Verdict, format!("{what} drew {v}")),
         };
     }
-    if v["id"] != jid.as_str() {
-        return finding(
-            Oracle::Verdict,
-            format!("space.joined does not echo the join id {jid} (ASP-021, ASP-023): {v}"),
-        );
-    }
-    if v["space"] != space || !includes(&v["members"], &p.agent_id) {
-        return finding(
-            Oracle::Verdict,
-            format!(
-                "space.joined should name {space} and list {} (ASP-023): {v}",
-                p.agent_id
-            ),
-        );
-    }
+    first_failing(joined_findings(&v, Some(&jid), space, &p.agent_id))?;
     Ok(Some(v))
 }
 

@@ -9,7 +9,7 @@ pub mod load;
 pub mod rules;
 pub mod tamper;
 
-use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
+use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::Transport;
 use crate::finding::{quote, Finding};
 use crate::profile::Profile;
@@ -77,6 +77,8 @@ fn text_of(len: usize) -> String {
 const KEY_DEPARTURE_UNANNOUNCED: &str = "agora-spaces/disconnect-is-departure:unannounced";
 /// The id of a disconnected agent still refused as in use (ASP-052, derived).
 const KEY_ID_STILL_TAKEN: &str = "agora-spaces/disconnect-is-departure:id-still-taken";
+/// A member alone in a space still listed in it after its connection ended (ASP-052, ASP-040).
+const KEY_GHOST: &str = "agora-spaces/disconnect-is-departure:ghost";
 
 /// Whether `p` is still counted a member of `space`, by space.list: `None` when
 /// the reply does not say (no such entry, or no member_count).
@@ -96,6 +98,51 @@ async fn still_member(ctx: &mut Ctx, p: &mut Peer, space: &str) -> crate::case::
         .map(|n| n > 0))
 }
 
+/// Judges that `space`, where the agent `gone` was alone before its connection ended,
+/// no longer has it as a member: `p` joins it, and neither its space.joined nor
+/// space.list counts `gone` (ASP-052, ASP-040).
+async fn judge_no_ghost(
+    ctx: &mut Ctx,
+    p: &mut Peer,
+    space: &str,
+    gone: &str,
+) -> crate::case::Step<()> {
+    let joined = p.join(ctx, space).await?;
+    let listed = joined["members"]
+        .as_array()
+        .is_some_and(|m| m.iter().any(|x| x == gone));
+    p.send(ctx, &json!({"type": "space.list", "id": "h-ghost-list"}))
+        .await?;
+    let list = p
+        .expect(ctx, "space.list with id h-ghost-list", |v| {
+            v["type"] == "space.list" && v["id"] == "h-ghost-list"
+        })
+        .await?;
+    let count = list["spaces"]
+        .as_array()
+        .and_then(|a| a.iter().find(|e| e["id"] == space))
+        .and_then(|e| e["member_count"].as_u64());
+    let mut said = Vec::new();
+    if listed {
+        said.push(format!(
+            "space.joined lists {gone:?} among its members: {}",
+            crate::finding::json(&joined["members"])
+        ));
+    }
+    if let Some(n) = count.filter(|n| *n > 1) {
+        said.push(format!("space.list counts {n} members"));
+    }
+    if said.is_empty() {
+        ctx.checked(format!(
+            "{space}, where C was alone, no longer has C as a member"
+        ));
+    } else {
+        ctx.deviation(Finding::new(KEY_GHOST, &["ASP-052", "ASP-040"],
+            format!("C was alone in {space} when its connection ended; a later joiner finds it still there: {}", said.join("; "))));
+    }
+    Ok(())
+}
+
 pub const CASES: &[Case] = &[
     case!("handshake", "after connecting, agent.registered names the agent and a connection id",
         ["ASP-001", "ASP-002", "ASP-003", "ASP-005", "ASP-007", "ASP-008", "ASP-020"], Fact, false, None, |ctx| {
@@ -104,9 +151,8 @@ pub const CASES: &[Case] = &[
         if !unsolicited {
             ctx.warn("agent.registered did not arrive unprompted after connecting; it came only in answer to agent.register (ASP-007)");
         }
-        // An agent.id the harness cannot read is already the finding registered:agent-id.
-        if reg["agent"]["id"].is_string() && reg["agent"]["id"] != me.as_str() {
-            return fail(format!("agent.registered names {}, not {me} (ASP-008)", reg["agent"]["id"]));
+        if let Some(f) = registered_finding(&reg, &me) {
+            return Err(Stop::Finding(f));
         }
         if reg.get("jsonrpc").is_some() {
             ctx.note("events carry a jsonrpc member (informational, ASP-002)");
@@ -233,16 +279,8 @@ pub const CASES: &[Case] = &[
         let me = agent_id("join");
         let (mut p, _, _) = Peer::join_as(ctx, &me).await?;
         let space = ctx.profile().agora_spaces.public_space.clone();
-        let joined = p.join(ctx, &space).await?;
-        if joined["space"] != space.as_str() {
-            return fail(format!("space.joined names {}, not {space}", joined["space"]));
-        }
-        // A members list the harness cannot read is already the finding joined:members.
-        if let Some(members) = joined["members"].as_array() {
-            if !members.iter().any(|x| x == me.as_str()) {
-                return fail(format!("space.joined members {} do not include the joiner (ASP-023)", joined["members"]));
-            }
-        }
+        // The join judges its answer (joined_findings): the id, the space, the joiner.
+        p.join(ctx, &space).await?;
         p.close().await;
         Ok(())
     }),
@@ -341,6 +379,16 @@ pub const CASES: &[Case] = &[
         let (mut c, _, _) = Peer::join_as(ctx, &idc).await?;
         a.join_own(ctx, &mut space).await?;
         c.join(ctx, &space).await?;
+        // A space C is alone in, which nobody is left to hear about: it must not keep C.
+        // Only where the hub creates spaces on join (ASP-A8): else `space` is the shared one.
+        let alone = if is_fresh(&space) {
+            let s = user_space();
+            c.join(ctx, &s).await?;
+            Some(s)
+        } else {
+            ctx.note("the hub creates no space on join, so C has no space of its own: a lone member's departure is not judged");
+            None
+        };
         // A stays silent meanwhile: within a quarter of the heartbeat timeout.
         let heartbeat_ms = ctx.profile().timing.heartbeat_timeout_s * 1000;
         let wait = Duration::from_millis(ctx.profile().timing.case_timeout_ms.min(heartbeat_ms / 4));
@@ -351,7 +399,9 @@ pub const CASES: &[Case] = &[
         c.close().await;
         ctx.note("C disconnected without space.leave");
         let left = idc.clone();
-        match a.wait_for(ctx, wait, move |v| v["type"] == "space.members" && v["left"] == left.as_str()).await? {
+        let heard = a.wait_for(ctx, wait, move |v| v["type"] == "space.members" && v["left"] == left.as_str()).await?;
+        let mut handled = heard.is_some();
+        match heard {
             Some(_) => ctx.checked(format!("A heard that C left {space}")),
             None if !announces => ctx.note("A heard no space.members when C joined either: the hub's announcements are member-updates' to judge, and C's departure is not judged here"),
             None => match still_member(ctx, &mut a, &space).await? {
@@ -369,7 +419,10 @@ pub const CASES: &[Case] = &[
                 let closed = p.closed;
                 p.close().await;
                 match got {
-                    Some(v) if v["type"] == "agent.registered" => ctx.checked(format!("{what}: registered")),
+                    Some(v) if v["type"] == "agent.registered" => {
+                        handled = true;
+                        ctx.checked(format!("{what}: registered"));
+                    }
                     Some(v) => ctx.deviation(Finding::new(KEY_ID_STILL_TAKEN, &["ASP-052", "ASP-013"],
                         format!("{what} drew {}: the id is still taken", said_error(&v)))),
                     None if closed => ctx.deviation(Finding::new(KEY_ID_STILL_TAKEN, &["ASP-052", "ASP-013"],
@@ -380,6 +433,13 @@ pub const CASES: &[Case] = &[
             Attempt::Refused(s) => ctx.deviation(Finding::new(KEY_ID_STILL_TAKEN, &["ASP-052", "ASP-013"],
                 format!("{what} was refused with HTTP {s}: the id is still taken"))),
             Attempt::Failed(e) => return fail(format!("{what} failed: {}", describe_drive_error(&e))),
+        }
+        if let Some(alone) = alone {
+            if handled {
+                judge_no_ghost(ctx, &mut a, &alone, &idc).await?;
+            } else {
+                ctx.note(format!("the hub showed no sign of handling C's disconnect (no departure heard, the id not free again): whether {alone}, where C was alone, still lists C is not judged apart"));
+            }
         }
         a.close().await;
         Ok(())
@@ -536,11 +596,8 @@ pub const CASES: &[Case] = &[
         if mine["member_count"].as_u64() != Some(count as u64) {
             return fail(format!("member_count {} for {space}, but space.joined listed {count} members (ASP-040)", mine["member_count"]));
         }
-        for s in &spaces {
-            let id = s["id"].as_str().unwrap_or_default();
-            if ["agent.", "file.", "mcp."].iter().any(|p| id.starts_with(p)) && !s["type"].as_str().is_some_and(|t| t.eq_ignore_ascii_case("system")) {
-                return fail(format!("{id} is a system space but is listed as {} (ASP-047/049/050)", s["type"]));
-            }
+        if let Some(f) = list_finding(&spaces) {
+            return Err(Stop::Finding(f));
         }
         a.send(ctx, &json!({"type": "space.list"})).await?;
         a.expect(ctx, "space.list without an id (ASP-019)", |v| v["type"] == "space.list" && v.get("spaces").is_some()).await?;

@@ -432,4 +432,14 @@ pub const RULES: &[Rule] = &[
         fails: "a new connection with that id refused (an error such as AGENT_EXISTS, an HTTP refusal, or a close without agent.registered)",
         passes: "agent.registered for the new connection",
     },
+    Rule {
+        key: "agora-spaces/disconnect-is-departure:ghost",
+        requirements: &["ASP-052", "ASP-040"],
+        level: None,
+        owner: "agora-spaces/disconnect-is-departure",
+        check: "case:agora-spaces/disconnect-is-departure",
+        summary: "a member alone in a space is gone from it once its connection ends, though nobody is left to be told",
+        fails: "a later joiner's space.joined lists the agent whose connection ended, or space.list counts it (judged once the hub shows it handled the disconnect)",
+        passes: "the later joiner is the space's only member",
+    },
 ];
