@@ -56,6 +56,53 @@ pub fn own(rule: &str, requirements: &[&str], summary: impl Into<String>) -> Sto
     Stop::Finding(Finding::new(key(rule), requirements, summary))
 }
 
+/// What the reply `r` to an echo request (`what`) of `params` breaks: it is a
+/// response (`echo-request:not-carried-out`, AGP-018, AGP-043; a response carries
+/// the request out whatever its status, AGP-A11) whose result is the params
+/// (`echo-request:result`, AGP-019, numbers compared by value).
+pub fn echo_finding(r: &Value, params: &Value, what: &str) -> Option<Finding> {
+    if r["type"] != "response" {
+        return Some(Finding::new(
+            key("echo-request:not-carried-out"),
+            &["AGP-018", "AGP-019", "AGP-043"],
+            format!("{what} drew {} (AGP-018, AGP-043)", describe(r)),
+        ));
+    }
+    let got = &r["payload"]["result"];
+    (!json_eq(got, params)).then(|| {
+        Finding::new(
+            key("echo-request:result"),
+            &["AGP-019"],
+            format!(
+                "the echo response's result is {}, not the params {params} (AGP-019)",
+                shown(&got.to_string())
+            ),
+        )
+    })
+}
+
+/// JSON equality with numbers compared by value (4 and 4.0 are one number).
+fn json_eq(a: &Value, b: &Value) -> bool {
+    match (a, b) {
+        (Value::Number(x), Value::Number(y)) => match (x.as_i64(), y.as_i64()) {
+            (Some(i), Some(j)) => i == j,
+            _ => match (x.as_u64(), y.as_u64()) {
+                (Some(i), Some(j)) => i == j,
+                _ => x.as_f64() == y.as_f64(),
+            },
+        },
+        (Value::Array(x), Value::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| json_eq(p, q))
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, p)| y.get(k).is_some_and(|q| json_eq(p, q)))
+        }
+        _ => a == b,
+    }
+}
+
 /// What a reply answers, to hold it to.
 #[derive(Debug, Clone, Default)]
 pub struct Asked {

@@ -1004,6 +1004,53 @@ pub fn connection_id(ctx: &mut Ctx, reg: &Value) -> Step<String> {
     }
 }
 
+/// What two connections' agent.registered events `ra` and `rb` break: they name
+/// different connection ids (the connection-ids-distinct case's rule, ASP-009).
+pub fn distinct_connections(ctx: &mut Ctx, ra: &Value, rb: &Value) -> Step<Option<Finding>> {
+    let (ca, cb) = (connection_id(ctx, ra)?, connection_id(ctx, rb)?);
+    Ok((ca == cb).then(|| {
+        Finding::new(
+            "agora-spaces/connection-ids-distinct",
+            &["ASP-009"],
+            format!("both connections got connection_id {ca:?} (ASP-009)"),
+        )
+    }))
+}
+
+/// What a space.members of `space` announcing that `who` joined (`joined`) or left
+/// breaks: it names the space, the other of joined and left is null, and members
+/// lists each of `listed` and, after a leave, not `who` (the member-updates case's
+/// rule, ASP-026, ASP-027). A members list that cannot be read is `members:list`,
+/// judged when the frame is read; `left` absent reads as null (the schema's finding).
+pub fn update_finding(
+    v: &Value,
+    space: &str,
+    who: &str,
+    joined: bool,
+    listed: &[&str],
+) -> Option<Finding> {
+    let (other, req, what) = match joined {
+        true => ("left", "ASP-026", "join"),
+        false => ("joined", "ASP-027", "leave"),
+    };
+    let members = v["members"].as_array();
+    let lists = |id: &str| members.is_none_or(|m| m.iter().any(|x| x == id));
+    let gone = joined || members.is_none_or(|m| !m.iter().any(|x| x == who));
+    let ok = v["space"] == space && v[other].is_null() && listed.iter().all(|id| lists(id)) && gone;
+    let without = if joined {
+        String::new()
+    } else {
+        format!(", not {who}")
+    };
+    (!ok).then(|| {
+        Finding::new(
+            "agora-spaces/member-updates",
+            &[req],
+            format!("the {what} update should name {space}, list {listed:?}{without} and have {other} null ({req}): {v}"),
+        )
+    })
+}
+
 // ---------------------------------------------------------------------------
 // Reading server frames.
 

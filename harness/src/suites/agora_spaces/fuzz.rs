@@ -68,8 +68,8 @@ use crate::fuzzing::verdict::{
 };
 use crate::script::{describe_drive_error, Ctx};
 use crate::suites::agora_spaces::expect::{
-    check_request_id, is_system_name, joined_findings, judge_stream, list_finding, now_s,
-    registered_finding, Peer,
+    check_request_id, distinct_connections, is_system_name, joined_findings, judge_stream,
+    list_finding, now_s, registered_finding, update_finding, Peer,
 };
 use arbitrary::Arbitrary;
 use reference_impl::wire::new_id;
@@ -1448,15 +1448,7 @@ impl Flow {
 async fn connect_two(ctx: &mut Ctx, ida: &str, idb: &str) -> FuzzStep<(Peer, Peer)> {
     let (a, ra) = connect(ctx, ida).await?;
     let (b, rb) = connect(ctx, idb).await?;
-    if ra["agent"]["connection_id"] == rb["agent"]["connection_id"] {
-        return finding(
-            Oracle::Handshake,
-            format!(
-                "two connections got connection_id {} (ASP-009)",
-                ra["agent"]["connection_id"]
-            ),
-        );
-    }
+    first_failing(distinct_connections(ctx, &ra, &rb)?.into_iter().collect())?;
     Ok((a, b))
 }
 
@@ -1482,15 +1474,11 @@ async fn joined_update(ctx: &mut Ctx, a: &mut Peer, space: &str, idb: &str) -> F
             move |v| v["type"] == "space.members" && v["joined"] == want.as_str(),
         )
         .await?;
-    if j["space"] != space || !j["left"].is_null() || !includes(&j["members"], idb) {
-        return finding(
-            Oracle::Members,
-            format!(
-                "the join update should name {space}, list {idb} and have left null (ASP-026): {j}"
-            ),
-        );
-    }
-    Ok(())
+    first_failing(
+        update_finding(&j, space, idb, true, &[idb])
+            .into_iter()
+            .collect(),
+    )
 }
 
 /// A publishes `text` with id `pid`, data.from as drawn, and judges what reaches A
@@ -1674,12 +1662,11 @@ async fn leave_update(ctx: &mut Ctx, a: &mut Peer, b: &mut Peer, fl: &Flow) -> F
             move |v| v["type"] == "space.members" && v["left"] == want.as_str(),
         )
         .await?;
-    if l["space"] != space.as_str() || !l["joined"].is_null() || includes(&l["members"], idb) {
-        return finding(
-            Oracle::Members,
-            format!("the leave update should name {space}, have joined null and no {idb} in members (ASP-027): {l}"),
-        );
-    }
+    first_failing(
+        update_finding(&l, space, idb, false, &[])
+            .into_iter()
+            .collect(),
+    )?;
     let (frames, _) = barrier(ctx, b, true).await?;
     if let Some(e) = frames.iter().find(|v| v["type"] == "error") {
         check_error(ctx, e, Some(&lid))?;

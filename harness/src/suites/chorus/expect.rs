@@ -498,6 +498,36 @@ pub fn registration_reply(ctx: &mut Ctx, sent: &Value, r: &Resp) -> Option<f64> 
     rep
 }
 
+/// A result's ids, as the job-echo case judges them: the job_id of the job it
+/// answers (when the job carried a UUID; a fuzzed one is the harness's) and the
+/// agent_id of the agent that ran it (CHO-030), each compared as an id ([`same_id`]).
+pub fn judge_result_ids(ctx: &mut Ctx, result: &Value, job: &Value, agent_id: &str) {
+    let same = |a: &Value, b: &str| a.as_str().is_some_and(|x| same_id(x, b));
+    let sent = job["job_id"]
+        .as_str()
+        .filter(|id| reference_impl::wire::is_uuid(id));
+    if let Some(id) = sent.filter(|id| !same(&result["job_id"], id)) {
+        ctx.deviation(Finding::new(
+            "chorus/job-result:job-id",
+            &["CHO-030"],
+            format!(
+                "the result's job_id {} is not the request's {id:?}",
+                result["job_id"]
+            ),
+        ));
+    }
+    if !same(&result["agent_id"], agent_id) {
+        ctx.deviation(Finding::new(
+            "chorus/job-result:agent-id",
+            &["CHO-030"],
+            format!(
+                "the result's agent_id {} is not the registered {agent_id:?}",
+                result["agent_id"]
+            ),
+        ));
+    }
+}
+
 /// A SUCCESS result's execution_cost, as the job-echo case judges it: credits with at
 /// most two decimals (CHO-005, CHO-033; its type and sign are the job-result
 /// schema's), and a warning above the job's budget (CHO-A20).

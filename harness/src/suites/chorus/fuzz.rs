@@ -68,9 +68,9 @@ use crate::fuzzing::verdict::{
 use crate::drive::Transport;
 use crate::suites::chorus::expect::{
     call, check_score, contains, discover, expected_after, fixture_agent, fixture_input,
-    fixture_output, funded_owner, job, judge_cost, judge_registered, need_json, now_utc, post,
-    read_result, registration, report_outcome, run_job, same_id, score, transfer, two_decimals,
-    unique_skill, Base, JobOutcome, Report, Resp,
+    fixture_output, funded_owner, job, judge_cost, judge_registered, judge_result_ids, need_json,
+    now_utc, post, read_result, registration, report_outcome, run_job, same_id, score, transfer,
+    two_decimals, unique_skill, Base, JobOutcome, Report, Resp,
 };
 use arbitrary::Arbitrary;
 use reference_impl::wire::{is_uuid, json as wire_json, new_id};
@@ -1924,8 +1924,8 @@ fn judge_result(
     }
 }
 
-/// Checks the SUCCESS result of a valid job: it names the fixture's agent_id
-/// (CHO-030) and has an execution_cost in credits with two decimals (CHO-005,
+/// Checks the SUCCESS result of a valid job: its ids by the job-echo case's rule
+/// (CHO-030), and an execution_cost in credits with two decimals (CHO-005,
 /// CHO-033); a cost above the budget warns (CHO-A20). The output is what the
 /// profile's fixture_output says the fixture returns for `text`; another output is
 /// the profile's to fix, as `run` reports it (`chorus/profile:fixture_output`), not a
@@ -1936,18 +1936,9 @@ fn check_success(
     (sent, text): (&Value, &str),
     fx: &Fixture,
 ) -> FuzzStep<()> {
-    if !result["agent_id"]
-        .as_str()
-        .is_some_and(|got| same_id(got, &fx.agent_id))
-    {
-        return finding(
-            Oracle::Job,
-            format!(
-                "the result names agent {}, not the fixture's {} (CHO-030)",
-                result["agent_id"], fx.agent_id
-            ),
-        );
-    }
+    let from = f.ctx.findings().len();
+    judge_result_ids(&mut f.ctx, result, sent, &fx.agent_id);
+    verdict::rules_since(&f.ctx, from)?;
     let want = fixture_output(&f.ctx, text);
     if !contains(&result["output_data"], &want) {
         f.ctx.note(format!(

@@ -274,15 +274,7 @@ pub const CASES: &[Case] = &[
             JobOutcome::Rejected(r) => return Err(ctx.block(fixture_refused(&r, &job))),
         };
         ctx.checked(format!("result delivered {via}"));
-        let same = |a: &Value, b: &Value| matches!((a.as_str(), b.as_str()), (Some(x), Some(y)) if same_id(x, y));
-        if !same(&result["job_id"], &job["job_id"]) {
-            ctx.deviation(Finding::new("chorus/job-result:job-id", &["CHO-030"],
-                format!("the result's job_id {} is not the request's {}", result["job_id"], job["job_id"])));
-        }
-        if !same(&result["agent_id"], &agent["agent_id"]) {
-            ctx.deviation(Finding::new("chorus/job-result:agent-id", &["CHO-030"],
-                format!("the result's agent_id {} is not the registered {}", result["agent_id"], agent["agent_id"])));
-        }
+        judge_result_ids(ctx, &result, &job, agent["agent_id"].as_str().unwrap_or_default());
         if result["status"] != "SUCCESS" {
             return Err(ctx.block(fixture_failed(&result, &job)));
         }
