@@ -2012,7 +2012,12 @@ fn main() {
     ));
     for (suite, fault, oracle) in [
         ("agora-v1", "skip-signature-check", "signature"),
-        ("agora-exchange", "accept-unknown-conversation", "verdict"),
+        // Judged by the unknown-conversation case's rule, so filed under its key.
+        (
+            "agora-exchange",
+            "accept-unknown-conversation",
+            "reply-check",
+        ),
     ] {
         trials.push(Trial::test(
             format!("cli::fuzz_and_replay::{suite}"),

@@ -111,6 +111,16 @@ async fn reference(
     suite: &str,
     faults: &[&str],
 ) -> (embedded::Server, (String, agentconform::drive::Transport)) {
+    let want = campaign::bindings(suite).expect("a live fuzzer")[0];
+    reference_on(suite, faults, want).await
+}
+
+/// The embedded reference of `suite` with `faults`, and its endpoint of binding `want`.
+async fn reference_on(
+    suite: &str,
+    faults: &[&str],
+    want: agentconform::drive::Transport,
+) -> (embedded::Server, (String, agentconform::drive::Transport)) {
     let opts = embedded::Options {
         faults: faults.iter().map(|f| f.to_string()).collect(),
         ..embedded::Options::default()
@@ -118,7 +128,6 @@ async fn reference(
     let server = suites::start(suite, "127.0.0.1:0", &opts)
         .await
         .expect("start the reference");
-    let want = campaign::bindings(suite).expect("a live fuzzer")[0];
     let url = server
         .endpoints
         .0

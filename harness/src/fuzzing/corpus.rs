@@ -133,13 +133,19 @@ pub struct Reply {
 const METHODS: &[&str] = &["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"];
 
 /// The last request of `transcript`; `target` and `transport` say where a bare
-/// body went (the HTTP driver POSTs it to the target URL).
-pub fn last_request(transcript: &[Entry], target: &str, transport: Transport) -> Option<Request> {
+/// body went (the HTTP driver POSTs it to the target URL), and `kinds` which types
+/// a frame's endpoint may name ([`super::engine::Spec::kinds`]).
+pub fn last_request(
+    transcript: &[Entry],
+    target: &str,
+    transport: Transport,
+    kinds: &[&str],
+) -> Option<Request> {
     let e = transcript.iter().rev().find(|e| e.kind == "send")?;
-    Some(read_request(&e.text, target, transport))
+    Some(read_request(&e.text, target, transport, kinds))
 }
 
-fn read_request(text: &str, target: &str, transport: Transport) -> Request {
+fn read_request(text: &str, target: &str, transport: Transport, kinds: &[&str]) -> Request {
     let (first, rest) = text.split_once('\n').unwrap_or((text, ""));
     if let Some((method, url)) = first.split_once(' ') {
         if METHODS.contains(&method) && url.contains("://") && !url.contains(' ') {
@@ -171,7 +177,14 @@ fn read_request(text: &str, target: &str, transport: Transport) -> Request {
                 .iter()
                 .find_map(|k| v.get(*k).and_then(Value::as_str).map(String::from))
         })
-        .map_or_else(|| "frame".to_string(), |t| ids_left_out(&t));
+        .map_or_else(
+            || "frame".to_string(),
+            |t| match kinds.iter().find(|k| k.eq_ignore_ascii_case(&t)) {
+                Some(k) => k.to_string(),
+                None if kinds.is_empty() => ids_left_out(&t),
+                None => "frame (unknown type)".to_string(),
+            },
+        );
     Request {
         method: "WS".into(),
         url: target.to_string(),
@@ -254,9 +267,11 @@ fn looks_json(body: &str) -> bool {
 /// The crash class a finding shows, from its oracle and the last reply. A reply
 /// without an HTTP status is a frame: the target's own when `role` is the server's,
 /// and what the harness logged of the client's run otherwise (its connections,
-/// its requests), never a crash by its form.
+/// its requests), never a crash by its form. A server error the target said in its
+/// protocol (ERROR 500, INTERNAL_ERROR) is a server error like an HTTP 5xx.
 pub fn crash_class(found: &FuzzFinding, reply: Option<&Reply>, role: Role) -> Option<Class> {
     match found.oracle {
+        Oracle::ServerError => return Some(Class::ServerError),
         Oracle::Timeout => return Some(Class::Timeout),
         Oracle::Transport => return Some(Class::Reset),
         Oracle::Liveness if found.key.as_deref() == Some(DEATH) => return Some(Class::Death),
@@ -331,11 +346,11 @@ pub fn signature(
     found: &FuzzFinding,
     run: &CaseRun,
     target: &str,
-    transport: Transport,
+    (transport, kinds): (Transport, &[&str]),
     role: Role,
 ) -> Signature {
     let seen = upto(&run.transcript, found);
-    let request = last_request(seen, target, transport);
+    let request = last_request(seen, target, transport, kinds);
     let endpoint = request.as_ref().map(|r| r.endpoint.clone());
     if let Some(class) = crash_class(found, last_reply(seen).as_ref(), role) {
         let input = if run.sent.is_empty() {
@@ -344,6 +359,12 @@ pub fn signature(
                 .map_or_else(|| "no body".into(), |r| input_kind(r.body.as_bytes()))
         } else {
             input_kind(&run.sent)
+        };
+        // A frame that is not JSON has no type the target could read: its
+        // endpoint is the frame, whatever its garbled text still looks like.
+        let endpoint = match &request {
+            Some(r) if r.method == "WS" && input == "not JSON" => Some("WS frame".to_string()),
+            _ => endpoint,
         };
         return Signature::Crash {
             class,
@@ -609,11 +630,13 @@ impl Corpus {
     /// Files one finding of case `index`: a new signature gets its crash file at
     /// once; one seen before counts, and keeps the smaller input.
     pub fn record(&self, index: u64, run: &CaseRun, found: &FuzzFinding) -> Recorded {
+        let kinds =
+            super::campaign::spec_of(self.meta.suite, self.meta.role).map_or(&[][..], |s| s.kinds);
         let mut sig = signature(
             found,
             run,
             &self.meta.target,
-            self.meta.transport,
+            (self.meta.transport, kinds),
             self.meta.role,
         );
         // A fuzz oracle that cites a rule's requirements is that rule's finding.
@@ -625,7 +648,7 @@ impl Corpus {
         }
         let id = sig.id(self.meta.suite);
         let seen = upto(&run.transcript, found);
-        let request = last_request(seen, &self.meta.target, self.meta.transport);
+        let request = last_request(seen, &self.meta.target, self.meta.transport, kinds);
         let fixed = is_fixed(request.as_ref(), &run.sent);
         // A fixed reply's input is the request that drew it.
         let bytes = match (&request, fixed) {
@@ -847,7 +870,7 @@ mod tests {
 
     /// The signature of `found` met on the HTTP server at `target`.
     fn http_signature(found: &FuzzFinding, run: &CaseRun, target: &str) -> Signature {
-        signature(found, run, target, Transport::Http, Role::Server)
+        signature(found, run, target, (Transport::Http, &[]), Role::Server)
     }
 
     fn entry(kind: &'static str, text: &str, status: Option<u16>) -> crate::verdict::Entry {
@@ -929,11 +952,23 @@ mod tests {
             Some("s/frame:not-json"),
         );
         let r = run(b"{\"type\":\"space.join\",\"space\":1}", t);
-        let s = signature(&f, &r, "ws://127.0.0.1:9/ws", Transport::Ws, Role::Server);
+        let s = signature(
+            &f,
+            &r,
+            "ws://127.0.0.1:9/ws",
+            (Transport::Ws, &[]),
+            Role::Server,
+        );
         assert_eq!(s.id("s"), "s/crash:not-json WS space.join (object)");
         // In the client role a frame without a status is the harness's log of the
         // client's run, never the client's crash by its form.
-        let c = signature(&f, &r, "ws://127.0.0.1:9/ws", Transport::Ws, Role::Client);
+        let c = signature(
+            &f,
+            &r,
+            "ws://127.0.0.1:9/ws",
+            (Transport::Ws, &[]),
+            Role::Client,
+        );
         assert_eq!(c, Signature::Rule("s/frame:not-json".into()));
     }
 
@@ -978,14 +1013,14 @@ mod tests {
         ];
         let f = finding(Oracle::ReplyCheck, "x", Some("s/discover:shape"));
         let seen = upto(&t, &f);
-        let r = last_request(seen, "http://h/", Transport::Http);
+        let r = last_request(seen, "http://h/", Transport::Http, &[]);
         assert_eq!(r.map(|r| r.endpoint), Some("GET /discover".to_string()));
         assert!(is_fixed(
-            last_request(seen, "http://h/", Transport::Http).as_ref(),
+            last_request(seen, "http://h/", Transport::Http, &[]).as_ref(),
             b"{\"job\":1}"
         ));
         assert!(!is_fixed(
-            last_request(seen, "http://h/", Transport::Http).as_ref(),
+            last_request(seen, "http://h/", Transport::Http, &[]).as_ref(),
             b"GET /discover?skill=a"
         ));
     }
@@ -1032,13 +1067,23 @@ mod tests {
     }
 
     #[test]
-    fn a_frame_names_its_type() {
-        let r = read_request(
-            "[alice] {\"type\":\"space.join\",\"id\":\"7\"}",
-            "ws://h/",
-            Transport::Ws,
-        );
-        assert_eq!(r.endpoint, "WS space.join");
+    fn a_frame_names_its_type_and_a_garbled_type_is_no_endpoint_of_its_own() {
+        let kinds = ["space.join", "ACCEPT"];
+        let frame = |text: &str, kinds: &[&str]| {
+            read_request(text, "ws://h/", Transport::Ws, kinds).endpoint
+        };
+        let join = "[alice] {\"type\":\"space.join\",\"id\":\"7\"}";
+        assert_eq!(frame(join, &kinds), "WS space.join");
+        assert_eq!(frame(join, &[]), "WS space.join");
+        assert_eq!(frame("{\"type\":\"accept\"}", &kinds), "WS ACCEPT");
+        for garbled in ["{\"type\":\"ACCET\"}", "{\"type\":\"ACCEP\u{fffd}T\"}"] {
+            assert_eq!(
+                frame(garbled, &kinds),
+                "WS frame (unknown type)",
+                "{garbled}"
+            );
+        }
+        assert_eq!(frame("{\"type\":\"ACCET\"}", &[]), "WS ACCET");
     }
 
     #[test]

@@ -111,6 +111,10 @@ pub struct Spec {
     /// the state its cases set up first (a WebSocket frame needs its connection's):
     /// how a frame's input is sent alone to shrink it. `None`: frames are not shrunk.
     pub resend: Option<FuzzFn>,
+    /// The message types a WebSocket frame's endpoint may name (`WS <type>`): a
+    /// frame of any other type is `WS frame (unknown type)`, so that a type the
+    /// fuzzer garbled is no endpoint of its own. Empty: every type is named.
+    pub kinds: &'static [&'static str],
     /// Reference faults no fuzz case can reach, and why.
     pub unreachable: &'static [(&'static str, &'static str)],
     /// Whether each worker keeps one connection for all its cases (fast, for

@@ -1,6 +1,7 @@
 //! Shrinking a signature's input against the live target: members removed,
 //! strings and arrays shortened, numbers moved toward 0 (an input that is not JSON:
-//! runs of its characters removed), for as long as the signature still reproduces,
+//! runs of its characters removed, or of its bytes when it is not UTF-8 either), for
+//! as long as the signature still reproduces,
 //! within a bounded budget.
 //!
 //! An input shrinks when it reproduces alone: sent again, as the same request to
@@ -125,7 +126,7 @@ async fn shrink(e: &mut Filed, spec: &Spec, target: &Target) -> Shrunk {
 enum Input {
     Json(Value),
     Text(Vec<char>),
-    /// Bytes that are neither: kept as they are.
+    /// Bytes that are neither (not UTF-8): shrunk by runs of bytes.
     Bytes(Vec<u8>),
 }
 
@@ -160,14 +161,14 @@ impl Input {
         match self {
             Input::Json(v) => candidates(v).into_iter().map(Input::Json).collect(),
             Input::Text(t) => text_candidates(t).into_iter().map(Input::Text).collect(),
-            Input::Bytes(_) => Vec::new(),
+            Input::Bytes(b) => text_candidates(b).into_iter().map(Input::Bytes).collect(),
         }
     }
 }
 
-/// The text `t` with one run of its characters removed, longest runs first: halves,
-/// quarters, … down to single characters.
-fn text_candidates(t: &[char]) -> Vec<Vec<char>> {
+/// The text `t` with one run of its characters (or bytes) removed, longest runs
+/// first: halves, quarters, … down to single characters.
+fn text_candidates<T: Clone>(t: &[T]) -> Vec<Vec<T>> {
     let mut out = Vec::new();
     let mut run = t.len() / 2;
     while run >= 1 {
@@ -198,7 +199,7 @@ pub async fn resend(spec: &Spec, target: &Target, req: &Request, bytes: &[u8]) -
         &found,
         &run,
         &target.url,
-        target.transport,
+        (target.transport, spec.kinds),
         crate::verdict::Role::Server,
     );
     match &sig {
@@ -338,6 +339,8 @@ pub fn candidates(v: &Value) -> Vec<Value> {
                 out.push(Value::from(f.trunc() as i64));
             }
         }
+        // `0` is shorter than null, true and false.
+        Value::Null | Value::Bool(_) => out.push(Value::from(0)),
         _ => {}
     }
     out
@@ -462,7 +465,14 @@ mod tests {
             "{nicht é".as_bytes()
         );
         assert!(matches!(Input::of(&[0xff, 0x7b]), Input::Bytes(_)));
-        assert!(Input::of(&[0xff, 0x7b]).candidates().is_empty());
+        // Bytes that are not UTF-8 shrink by runs of bytes: the invalid byte
+        // alone is one candidate.
+        let bytes: Vec<Vec<u8>> = Input::of(&[0xff, 0x7b])
+            .candidates()
+            .iter()
+            .map(Input::bytes)
+            .collect();
+        assert_eq!(bytes, vec![vec![0x7b], vec![0xff]]);
         for c in Input::of("ab{é".as_bytes()).candidates() {
             assert!(std::str::from_utf8(&c.bytes()).is_ok());
         }
@@ -474,5 +484,9 @@ mod tests {
         for c in candidates(&v) {
             assert!(measure(&c).0 <= measure(&v).0, "{c}");
         }
+        for word in [json!(null), json!(true), json!(false)] {
+            assert_eq!(candidates(&word), vec![json!(0)], "{word}");
+        }
+        assert!(candidates(&json!(0)).is_empty());
     }
 }

@@ -7,7 +7,7 @@
 //! Each campaign is bounded by a short duration; nothing here waits on luck: the
 //! dying target stops after a fixed number of requests, not after a time.
 
-use super::{campaign_in, out_dir, profile, reference, rt};
+use super::{campaign_in, out_dir, profile, reference, reference_on, rt};
 use agentconform::fuzzing::corpus::Known;
 use agentconform::fuzzing::engine::{self, Ended, Summary};
 use agentconform::profile::Profile;
@@ -104,7 +104,7 @@ fn whole_duration_one_file_per_signature(s: &Summary, out: &Path) -> Result<(), 
         let bin = std::fs::read(f.with_extension("bin")).map_err(|e| e.to_string())?;
         let frame = rec["signature"]
             .as_str()
-            .is_some_and(|x| x.contains("/crash:not-json WS "))
+            .is_some_and(|x| x.contains("/crash:") && x.contains(" WS "))
             && bin == input.as_bytes();
         if serde_json::from_str::<Value>(input).is_err() && !request_line && !frame {
             return Err(format!("{}: input {input:?} is not the bytes sent", f.display()).into());
@@ -189,6 +189,37 @@ fn crash_text_frame() -> Result<(), Failed> {
             )
             .into());
         }
+    }
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// A signed protocol over WebSocket: agora-v1 answering a frame that is not JSON
+/// with ERROR 500 is one signature, a server error of a frame, however the fuzzer
+/// garbled the frame's type; sent alone on a connection of its own, it shrinks to a
+/// character or two.
+fn crash_signed_frame() -> Result<(), Failed> {
+    let out = out_dir("crash-signed-frame");
+    let s = rt().block_on(async {
+        let ws = agentconform::drive::Transport::Ws;
+        let (server, to) = reference_on("agora-v1", &["malformed-code-500"], ws).await;
+        let s = campaign_at("agora-v1", to, &out, Known::default(), profile()).await;
+        server.stop().await;
+        s
+    });
+    whole_duration_one_file_per_signature(&s, &out)?;
+    let want = "agora-v1/crash:server-error WS frame (not JSON)";
+    if ids(&s) != [want] {
+        return Err(format!("signatures {:?}, not only {want:?}", ids(&s)).into());
+    }
+    let e = &s.signatures[0];
+    if e.smallest.bytes.len() > 2 || !e.shrunk.as_ref().is_some_and(|s| s.alone) {
+        return Err(format!(
+            "shrunk only to {:?} ({:?})",
+            String::from_utf8_lossy(&e.smallest.bytes),
+            e.shrunk
+        )
+        .into());
     }
     let _ = std::fs::remove_dir_all(&out);
     Ok(())
@@ -422,6 +453,7 @@ pub fn trials() -> Vec<Trial> {
     vec![
         Trial::test("campaign::crash_500_html", crash_500_html),
         Trial::test("campaign::crash_text_frame", crash_text_frame),
+        Trial::test("campaign::crash_signed_frame", crash_signed_frame),
         Trial::test(
             "campaign::baseline_leaves_out_what_it_knows",
             baseline_leaves_out_what_it_knows,

@@ -504,18 +504,19 @@ impl Me {
 }
 
 /// What the details of a CAPABILITY_NOT_SUPPORTED error for `action` must say, as
-/// the unknown-action case judges them: the requested action and the available
-/// ones (AGP-020). `None` when they say it.
-pub fn cns_details_finding(payload: &Value, action: &str) -> Option<Finding> {
+/// the unknown-action case judges them: the requested action (when the request
+/// named one as a string) and the available ones (AGP-020). `None` when they say it.
+pub fn cns_details_finding(payload: &Value, action: Option<&str>) -> Option<Finding> {
     let d = &payload["details"];
-    if d["requested"] == action && d["available"].is_array() {
+    if action.is_none_or(|a| d["requested"] == a) && d["available"].is_array() {
         return None;
     }
+    let named = action.map_or(String::new(), |a| format!(" {a:?}"));
     Some(Finding::new(
         key("unknown-action:details"),
         &["AGP-020"],
         format!(
-            "CAPABILITY_NOT_SUPPORTED details are {}: they should name the requested action {action:?} and list the available ones (AGP-020)",
+            "CAPABILITY_NOT_SUPPORTED details are {}: they should name the requested action{named} and list the available ones (AGP-020)",
             shown(&d.to_string())
         ),
     ))

@@ -99,7 +99,8 @@ pub static SPEC: Spec = Spec {
     transports: &[Transport::Http, Transport::Ws],
     case: case_fn,
     probe: probe_fn,
-    resend: None,
+    resend: Some(resend_fn),
+    kinds: &message::TYPES,
     unreachable: &[(
         "rate-window-never-resets",
         "needs a burst past the rate limit and then a wait past the rate window; a fuzz case's identity sends a few messages and is gone, and the rate-limit case waits",
@@ -112,6 +113,22 @@ pub static SPEC: Spec = Spec {
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(one_case(f))
+}
+
+/// Sends the input alone after a hello of its own (for shrinking a frame), as the
+/// agent it names: its reply is read by the suite's reply checks. A frame whose
+/// edits break its signature draws another verdict, so only what the signature
+/// does not need shrinks away.
+fn resend_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(async move {
+        let mut c = open_case(f).await?;
+        let bytes = f.sent.clone();
+        let sender = serde_json::from_slice::<Value>(&bytes)
+            .ok()
+            .and_then(|v| sender_of(&v));
+        exchange(f, &mut c, bytes, sender, &Expect::default()).await?;
+        Ok(())
+    })
 }
 
 fn probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -1410,9 +1427,8 @@ fn reply_oracles(v: &Value, e: &Expect) -> FuzzStep<()> {
         }
         // The details by the unknown-action case's rule (unknown-action:details).
         if code == CNS {
-            if let Some(a) = &e.action {
-                verdict::first_failing(cns_details_finding(p, a).into_iter().collect())?;
-            }
+            let found = cns_details_finding(p, e.action.as_deref());
+            verdict::first_failing(found.into_iter().collect())?;
         }
     }
     // The correlationId echoed is the reply checks' rule (correlationId:not-echoed),
@@ -1891,6 +1907,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     case: client_case_fn,
     probe: client_probe_fn,
     resend: None,
+    kinds: &[],
     unreachable: &[],
     connection_per_worker: false,
     workers: crate::fuzzing::engine::WORKERS,

@@ -202,7 +202,7 @@ pub const CASES: &[Case] = &[
             Err(got) => return Err(own("unknown-action:code", &["AGP-020", "AGP-026"], format!("an action the target lacks drew {got}, not error CAPABILITY_NOT_SUPPORTED (AGP-026)"))),
         };
         ctx.refusal_counts("a request for an action the target lacks")?;
-        match cns_details_finding(&r["payload"], "h-no-such-action") {
+        match cns_details_finding(&r["payload"], Some("h-no-such-action")) {
             Some(f) => Err(Stop::Finding(f)),
             None => Ok(()),
         }

@@ -1285,6 +1285,34 @@ pub async fn open_conversation(
     Ok((id, expires, r))
 }
 
+/// What the reply `r` to a follow-up in conversation `id` breaks: a conversationId
+/// it carries names that conversation (the follow-up case's rule, AEX-021; none at
+/// all only warns, AEX-A11).
+pub fn follow_up_finding(r: &Reply, id: &str) -> Option<Finding> {
+    let other = r.conversation_id().filter(|c| *c != id)?;
+    Some(Finding::new(
+        "agora-exchange/follow-up",
+        &["AEX-021"],
+        format!("the follow-up reply names conversation {other:?}, not {id:?} (AEX-021)"),
+    ))
+}
+
+/// What the reply `r` to a follow-up in a conversation never issued breaks: it is
+/// HTTP 404 or an Agora failure (the unknown-conversation case's rule, AEX-035; a
+/// failure with HTTP 200 only warns, AEX-A9).
+pub fn unknown_conversation_finding(r: &Reply) -> Option<Finding> {
+    (r.http != 404 && !r.is_agora_failure()).then(|| {
+        Finding::new(
+            "agora-exchange/unknown-conversation",
+            &["AEX-035"],
+            format!(
+                "a follow-up to a never-issued conversation drew {}",
+                r.describe()
+            ),
+        )
+    })
+}
+
 pub fn conversation_path(id: &str) -> String {
     format!(
         "conversations/{}",

@@ -30,7 +30,8 @@ use crate::fuzzing::verdict::{
     Observed, Oracle,
 };
 use crate::suites::agora_exchange::expect::{
-    conversation_path, document_findings, fixture, post_bytes, random_hash, wellknown, Reply,
+    conversation_path, document_findings, fixture, follow_up_finding, post_bytes, random_hash,
+    unknown_conversation_finding, wellknown, Reply,
 };
 use arbitrary::Arbitrary;
 use reference_impl::agora_exchange::document::{is_sha1_hex, ECHO_DOCUMENT};
@@ -41,6 +42,7 @@ pub static SPEC: Spec = Spec {
     case: case_fn,
     probe: probe_fn,
     resend: None,
+    kinds: &[],
     unreachable: &[
         (
             "ignore-expiry",
@@ -539,34 +541,15 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> FuzzSte
     let want = expect_for(&req, fx, Some(conv_hash.as_deref()));
     let r = send(f, &path, req).await?;
     judge(&r, want, "the follow-up")?;
-    if r.is_success() {
-        match r.get("conversationId").and_then(Value::as_str) {
-            Some(c) if c != id => finding(
-                Oracle::Verdict,
-                format!("the follow-up reply names conversation {c:?}, not {id:?} (AEX-021)"),
-            ),
-            _ => Ok(()),
-        }
-    } else {
-        Ok(())
-    }
+    let named = r.is_success().then(|| follow_up_finding(&r, &id));
+    verdict::first_failing(named.flatten().into_iter().collect())
 }
 
 /// A follow-up to a conversation never issued: 404 or an Agora failure (AEX-035).
 async fn unknown_conversation(f: &mut FuzzCtx, req: Value) -> FuzzStep<()> {
     let path = conversation_path(&format!("fz-never-issued-{}", random_hash()));
     let r = send(f, &path, req).await?;
-    if r.http == 404 || r.is_agora_failure() {
-        Ok(())
-    } else {
-        finding(
-            Oracle::Verdict,
-            format!(
-                "a follow-up to a never-issued conversation drew {} (AEX-035)",
-                r.describe()
-            ),
-        )
-    }
+    verdict::first_failing(unknown_conversation_finding(&r).into_iter().collect())
 }
 
 /// A follow-up with its bytes edited: judged as the JSON it still is, and never a
@@ -646,6 +629,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     case: client_case_fn,
     probe: client_probe_fn,
     resend: None,
+    kinds: &[],
     unreachable: &[],
     connection_per_worker: false,
     workers: crate::fuzzing::engine::WORKERS,

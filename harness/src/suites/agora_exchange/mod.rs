@@ -361,10 +361,11 @@ pub const CASES: &[Case] = &[
         for _ in 0..2 {
             let r = post(ctx, &conversation_path(&id), &json!({"body": body})).await?;
             expect_success(&r, "follow-up")?;
-            match r.conversation_id() {
-                Some(c) if c == id => {}
-                Some(other) => return fail(format!("the follow-up reply names conversation {other:?}, not {id:?}")),
-                None => ctx.warn("the follow-up reply does not repeat conversationId (AEX-021, AEX-A11)"),
+            if let Some(f) = follow_up_finding(&r, &id) {
+                return Err(Stop::Finding(f));
+            }
+            if r.conversation_id().is_none() {
+                ctx.warn("the follow-up reply does not repeat conversationId (AEX-021, AEX-A11)");
             }
         }
         Ok(())
@@ -424,14 +425,13 @@ pub const CASES: &[Case] = &[
     case!("unknown-conversation", "a follow-up to a never-issued conversation id draws HTTP 404", ["AEX-035"], Fact, false, |ctx| {
         let path = conversation_path(&format!("h-never-issued-{}", reference_impl::wire::new_id()));
         let r = post(ctx, &path, &json!({"body": "hello?"})).await?;
-        match r.http {
-            404 => Ok(()),
-            200 if r.is_agora_failure() => {
-                ctx.warn("an unknown conversation drew HTTP 200 with status failure; 404 is expected (AEX-A9)");
-                Ok(())
-            }
-            _ => fail(format!("an unknown conversation drew {}", r.describe())),
+        if let Some(f) = unknown_conversation_finding(&r) {
+            return Err(Stop::Finding(f));
         }
+        if r.http != 404 {
+            ctx.warn(format!("an unknown conversation drew HTTP {} with status failure; 404 is expected (AEX-A9)", r.http));
+        }
+        Ok(())
     }),
     case!("malformed-json", "malformed JSON draws HTTP 400; a JSON request that is not an object draws an HTTP 4xx", ["AEX-048", "AEX-049"], Must, false, |ctx| {
         let array = post_unreadable(ctx, b"[]".to_vec()).await?;

@@ -81,6 +81,7 @@ pub static SPEC: Spec = Spec {
     case: case_fn,
     probe: probe_fn,
     resend: Some(resend_fn),
+    kinds: &["agent.register", "agent.heartbeat", "space.join", "space.leave", "space.publish", "space.list", "space.event.cancel"],
     unreachable: &[
         (
             "no-heartbeat-timeout",
@@ -2228,6 +2229,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     case: client_case_fn,
     probe: client_probe_fn,
     resend: None,
+    kinds: &[],
     unreachable: &[
         ("never-heartbeats", "a fuzz case ends as soon as its events are sent, before a heartbeat is due; client-heartbeat judges heartbeats"),
         ("ignores-silence", "a silent hub makes a case wait the whole heartbeat timeout; client-silent-hub judges it"),

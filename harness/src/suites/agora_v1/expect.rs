@@ -1628,6 +1628,21 @@ impl Provider {
     }
 }
 
+/// What a requester's ACCEPT `accept` of the OFFER `offer` (as served) breaks: it
+/// names the OFFER by its id (the client-negotiated case's rule, AV1-040).
+pub fn accept_finding(accept: &Env, offer: &Value) -> Option<Finding> {
+    (accept.payload["offer_id"] != offer["id"]).then(|| {
+        Finding::new(
+            "agora-v1/client-negotiated",
+            &["AV1-040"],
+            format!(
+                "the ACCEPT names offer {}, not the OFFER's id {} (AV1-040)",
+                accept.payload["offer_id"], offer["id"]
+            ),
+        )
+    })
+}
+
 /// Judges a message the client under test sent: every rule of [`check_reply`]
 /// (the envelope, its signature, a fresh id and timestamp), an id no other message
 /// of the client carried in the whole run (AV1-004, [`Ctx::reused`]), and its

@@ -9,7 +9,7 @@ pub mod load;
 pub mod rules;
 pub mod tamper;
 
-use crate::case::{fail, skip, Bindings, Case, Suite, Untestable};
+use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::{Received, Transport};
 use crate::finding::{quote, Finding};
 use crate::suites::agora_v1::expect::*;
@@ -561,11 +561,8 @@ pub const CLIENT_CASES: &[Case] = &[
                     accept.ty
                 ));
             }
-            if accept.payload["offer_id"] != offer["id"] {
-                return fail(format!(
-                    "the ACCEPT names offer {}, not the OFFER's id {} (AV1-040)",
-                    accept.payload["offer_id"], offer["id"]
-                ));
+            if let Some(f) = accept_finding(&accept, &offer) {
+                return Err(Stop::Finding(f));
             }
             ctx.checked("the ACCEPT names the OFFER by its id");
             ids_unique(ctx, &run)?;
@@ -604,7 +601,7 @@ pub const CLIENT_CASES: &[Case] = &[
             let twin = drive_requester(ctx, &ask, within).await?;
             if !accepted_offer(&twin) || twin.failed() || !took_result(&twin, &ask["params"]) {
                 ctx.note("the requester did not complete a task with an OFFER within its budget either (client-negotiated judges that)");
-                return Err(crate::case::Stop::Blocked("agora-v1/client-negotiated".into()));
+                return Err(Stop::Blocked("agora-v1/client-negotiated".into()));
             }
             ctx.control(format!("an OFFER costing {}, within its budget", budget / 2.0));
             let at_budget = Provide::Offer {

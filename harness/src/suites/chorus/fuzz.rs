@@ -82,6 +82,7 @@ pub static SPEC: Spec = Spec {
     case: case_fn,
     probe: probe_fn,
     resend: None,
+    kinds: &[],
     unreachable: &[],
     connection_per_worker: false,
     workers: crate::fuzzing::engine::WORKERS,
@@ -2354,6 +2355,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     case: client_case_fn,
     probe: client_probe_fn,
     resend: None,
+    kinds: &[],
     unreachable: &[
         (
             "pays-the-budget",
