@@ -80,22 +80,20 @@ const KEY_ID_STILL_TAKEN: &str = "agora-spaces/disconnect-is-departure:id-still-
 /// A member alone in a space still listed in it after its connection ended (ASP-052, ASP-040).
 const KEY_GHOST: &str = "agora-spaces/disconnect-is-departure:ghost";
 
-/// Whether `p` is still counted a member of `space`, by space.list: `None` when
-/// the reply does not say (no such entry, or no member_count).
-async fn still_member(ctx: &mut Ctx, p: &mut Peer, space: &str) -> crate::case::Step<Option<bool>> {
-    p.send(ctx, &json!({"type": "space.list", "id": "h-dep-list"}))
+/// How many members space.list counts in `space`, asked by `p`: `None` when the
+/// reply does not say (no such entry, or no member_count).
+async fn member_count(ctx: &mut Ctx, p: &mut Peer, space: &str) -> crate::case::Step<Option<u64>> {
+    p.send(ctx, &json!({"type": "space.list", "id": "h-count"}))
         .await?;
     let list = p
-        .expect(ctx, "space.list with id h-dep-list", |v| {
-            v["type"] == "space.list" && v["id"] == "h-dep-list"
+        .expect(ctx, "space.list with id h-count", |v| {
+            v["type"] == "space.list" && v["id"] == "h-count"
         })
         .await?;
     let entry = list["spaces"]
         .as_array()
         .and_then(|a| a.iter().find(|e| e["id"] == space));
-    Ok(entry
-        .and_then(|e| e["member_count"].as_u64())
-        .map(|n| n > 0))
+    Ok(entry.and_then(|e| e["member_count"].as_u64()))
 }
 
 /// Judges that `space`, where the agent `gone` was alone before its connection ended,
@@ -111,17 +109,7 @@ async fn judge_no_ghost(
     let listed = joined["members"]
         .as_array()
         .is_some_and(|m| m.iter().any(|x| x == gone));
-    p.send(ctx, &json!({"type": "space.list", "id": "h-ghost-list"}))
-        .await?;
-    let list = p
-        .expect(ctx, "space.list with id h-ghost-list", |v| {
-            v["type"] == "space.list" && v["id"] == "h-ghost-list"
-        })
-        .await?;
-    let count = list["spaces"]
-        .as_array()
-        .and_then(|a| a.iter().find(|e| e["id"] == space))
-        .and_then(|e| e["member_count"].as_u64());
+    let count = member_count(ctx, p, space).await?;
     let mut said = Vec::new();
     if listed {
         said.push(format!(
@@ -400,7 +388,7 @@ pub const CASES: &[Case] = &[
         match heard {
             Some(_) => ctx.checked(format!("A heard that C left {space}")),
             None if !announces => ctx.note("A heard no space.members when C joined either: the hub's announcements are member-updates' to judge, and C's departure is not judged here"),
-            None => match still_member(ctx, &mut a, &space).await? {
+            None => match member_count(ctx, &mut a, &space).await?.map(|n| n > 0) {
                 Some(false) => ctx.note(format!("A heard no departure, and A itself is no longer a member of {space}: the disconnect ended the others' membership, which disconnect-keeps-others judges")),
                 _ => ctx.deviation(Finding::new(KEY_DEPARTURE_UNANNOUNCED, &["ASP-052", "ASP-027"],
                     format!("C disconnected from {space} without space.leave, and A, still a member, heard no space.members with left {idc:?} within {} ms (the hub had announced C's arrival)", wait.as_millis()))),

@@ -902,6 +902,21 @@ pub fn entry<'a>(entries: &'a [Value], agent_id: &str) -> Option<&'a Value> {
     })
 }
 
+/// What a discovery entry listed under `skill` breaks: it shows that skill (the
+/// discover-by-skill case's rule, CHO-018).
+pub fn entry_skill_finding(e: &Value, skill: &str) -> Option<Finding> {
+    (e["skill"]["skill_name"] != skill).then(|| {
+        Finding::new(
+            "chorus/discover-by-skill",
+            &["CHO-018"],
+            format!(
+                "agent {} is listed under {skill} showing skill {} (CHO-018)",
+                e["agent_id"], e["skill"]
+            ),
+        )
+    })
+}
+
 /// A registered agent that discovery does not list under its skill (CHO-015).
 pub fn agent_missing(agent_id: &str, skill: &str, listed: usize) -> Finding {
     Finding::new(

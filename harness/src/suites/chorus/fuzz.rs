@@ -67,10 +67,10 @@ use crate::fuzzing::verdict::{
 
 use crate::drive::Transport;
 use crate::suites::chorus::expect::{
-    call, check_score, contains, discover, expected_after, fixture_agent, fixture_input,
-    fixture_output, funded_owner, job, judge_cost, judge_registered, judge_result_ids, need_json,
-    now_utc, post, read_result, registration, report_outcome, run_job, same_id, score, transfer,
-    two_decimals, unique_skill, Base, JobOutcome, Report, Resp,
+    call, check_score, contains, discover, entry_skill_finding, expected_after, fixture_agent,
+    fixture_input, fixture_output, funded_owner, job, judge_cost, judge_registered,
+    judge_result_ids, need_json, now_utc, post, read_result, registration, report_outcome, run_job,
+    same_id, score, transfer, two_decimals, unique_skill, Base, JobOutcome, Report, Resp,
 };
 use arbitrary::Arbitrary;
 use reference_impl::wire::{is_uuid, json as wire_json, new_id};
@@ -1523,15 +1523,7 @@ fn check_listing(
 /// (CHO-018), the cost it was registered with (CHO-017) and the score the formula of
 /// chorus.md §4 gives; returns the score it shows.
 fn check_entry(e: &Value, k: &Known, id: &str, skill: &str, what: &str) -> FuzzStep<f64> {
-    if e["skill"]["skill_name"] != skill {
-        return finding(
-            Oracle::Discovery,
-            format!(
-                "{what}: agent {id} shows skill {}, not the queried {skill} (CHO-018)",
-                e["skill"]
-            ),
-        );
-    }
+    verdict::first_failing(entry_skill_finding(e, skill).into_iter().collect())?;
     let cost = e["skill"]["cost_per_call"].as_f64().unwrap_or(-1.0);
     if (cost - k.cost_cents as f64 / 100.0).abs() > 1e-9 {
         return finding(

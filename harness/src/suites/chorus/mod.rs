@@ -186,8 +186,8 @@ pub const CASES: &[Case] = &[
         let Some(e) = entry(&found, &a.id) else {
             return Err(ctx.block(agent_missing(&a.id, &x, found.len())));
         };
-        if e["skill"]["skill_name"] != x.as_str() {
-            return fail(format!("the entry shows skill {}, not {x} (CHO-018)", e["skill"]));
+        if let Some(f) = entry_skill_finding(e, &x) {
+            return Err(Stop::Finding(f));
         }
         if entry(&found, &b.id).is_some() {
             return fail(format!("agent {} without skill {x} is listed (CHO-018)", b.id));
