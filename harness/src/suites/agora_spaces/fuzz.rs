@@ -948,12 +948,6 @@ fn is_answer(v: &Value) -> bool {
     ) || (v["type"] == "space.list" && v.get("spaces").is_some())
 }
 
-fn includes(members: &Value, who: &str) -> bool {
-    members
-        .as_array()
-        .is_some_and(|m| m.iter().any(|x| x == who))
-}
-
 /// Checks a space.list reply: the echoed id (ASP-021, ASP-038) and the space-list
 /// case's rule on its entries.
 fn check_list(v: &Value, rid: Option<&str>) -> FuzzStep<()> {
@@ -1018,16 +1012,10 @@ async fn judge_until_barrier(
                 return finding(Oracle::Verdict, format!("{what} drew an error: {v}"));
             }
         }
-        if v["type"] == "space.joined"
-            && rid.is_none_or(|r| v["id"] == r)
-            && !includes(&v["members"], me)
-        {
-            return finding(
-                Oracle::Verdict,
-                format!(
-                    "space.joined answering {what} does not list the joiner {me} (ASP-023): {v}"
-                ),
-            );
+        // A space.joined answering the event lists the joiner (joined_findings).
+        if v["type"] == "space.joined" && rid.is_none_or(|r| v["id"] == r) {
+            let space = v["space"].as_str().unwrap_or_default();
+            first_failing(joined_findings(v, None, space, me))?;
         }
     }
     if closed && quiet {
