@@ -180,7 +180,7 @@ pub const CASES: &[Case] = &[
         req["metadata"] = json!({"priority": "high", "x-h": 1});
         me.sign(&mut req);
         let r = me.accepted(ctx, &req, "a valid echo request with metadata and an extra payload member").await?;
-        if let Some(f) = echo_finding(&r, &params, "an echo request with metadata and an extra payload member") {
+        if let Some(f) = echo_finding(&r, Some(&params), "an echo request with metadata and an extra payload member") {
             return Err(Stop::Finding(f));
         }
         let p = &r["payload"];

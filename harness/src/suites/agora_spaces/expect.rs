@@ -117,7 +117,8 @@ pub fn joined_findings(v: &Value, id: Option<&str>, space: &str, me: &str) -> Ve
             ),
         ));
     }
-    if v["space"] != space {
+    // A space.joined without `space` is the schema's finding alone.
+    if v.get("space").is_some_and(|s| s != space) {
         found.push(Finding::new(
             JOIN,
             &["ASP-023"],
@@ -1021,7 +1022,8 @@ pub fn distinct_connections(ctx: &mut Ctx, ra: &Value, rb: &Value) -> Step<Optio
 /// breaks: it names the space, the other of joined and left is null, and members
 /// lists each of `listed` and, after a leave, not `who` (the member-updates case's
 /// rule, ASP-026, ASP-027). A members list that cannot be read is `members:list`,
-/// judged when the frame is read; `left` absent reads as null (the schema's finding).
+/// judged when the frame is read; `left` absent reads as null and `space` absent is
+/// not judged (each the schema's finding).
 pub fn update_finding(
     v: &Value,
     space: &str,
@@ -1036,7 +1038,9 @@ pub fn update_finding(
     let members = v["members"].as_array();
     let lists = |id: &str| members.is_none_or(|m| m.iter().any(|x| x == id));
     let gone = joined || members.is_none_or(|m| !m.iter().any(|x| x == who));
-    let ok = v["space"] == space && v[other].is_null() && listed.iter().all(|id| lists(id)) && gone;
+    // Without `space` the schema's finding alone.
+    let named = v.get("space").is_none_or(|s| s == space);
+    let ok = named && v[other].is_null() && listed.iter().all(|id| lists(id)) && gone;
     let without = if joined {
         String::new()
     } else {

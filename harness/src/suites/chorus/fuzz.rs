@@ -67,8 +67,8 @@ use crate::fuzzing::verdict::{
 
 use crate::drive::Transport;
 use crate::suites::chorus::expect::{
-    call, check_score, contains, discover, entry_skill_finding, expected_after, fixture_agent,
-    fixture_input, fixture_output, funded_owner, job, judge_cost, judge_registered,
+    agent_missing, call, check_score, contains, discover, entry_skill_finding, expected_after,
+    fixture_agent, fixture_input, fixture_output, funded_owner, job, judge_cost, judge_registered,
     judge_result_ids, need_json, now_utc, post, read_result, registration, report_outcome, run_job,
     same_id, score, transfer, two_decimals, unique_skill, Base, JobOutcome, Report, Resp,
 };
@@ -1509,6 +1509,10 @@ fn check_listing(
             .iter()
             .find(|k| passes(k) && !seen.contains(&k.id.as_str()))
         {
+            // Without filters, the discover-by-skill case's finding (agent-missing).
+            if min.is_none() && max.is_none() {
+                return verdict::first_failing(vec![agent_missing(&k.id, skill, entries.len())]);
+            }
             return finding(
                 Oracle::Discovery,
                 format!("{what}: agent {} (reputation {}, cost {}) passes the filters but is not listed (CHO-015, CHO-019, CHO-020)",
