@@ -115,7 +115,7 @@ pub struct Suite {
     /// The live fuzzer of its client side (`fuzz --role client`), when it has one.
     pub client_fuzzer: Option<&'static crate::fuzzing::engine::Spec>,
     /// Every rule its cases and reply checks hold a message to (`agentconform rules`).
-    pub rules: &'static [crate::rules::Rule],
+    pub rules: &'static [&'static crate::rules::Rule],
     /// How `agentconform load` drives it, when it does.
     pub load: Option<crate::load::Plan>,
     /// Its reference client as a client driver.

@@ -620,14 +620,11 @@ fn report_slashes(ctx: &mut Ctx, run: &DriverRun) {
     if let Some((method, written, path)) = doubled {
         let suite = ctx.suite();
         ctx.finding(
-            crate::finding::Finding::new(
-                format!("{suite}/client:double-slash"),
-                &[],
+            crate::rules::CLIENT_DOUBLE_SLASH.found_in(suite, "",
                 format!(
                     "the client sent {method} {written}, with doubled slashes; the harness took it as {path}, which a server may not (the URL it was given has no trailing slash)"
                 ),
-            )
-            .at(crate::inventory::Level::Should),
+            ),
         );
     }
 }
@@ -639,20 +636,17 @@ fn report_outside(ctx: &mut Ctx, run: &DriverRun) {
     let mut seen = std::collections::BTreeSet::new();
     for x in &run.outside {
         let shape = crate::exchange::route_shape(&x.path);
-        let key = format!("{suite}/client:undefined-request:{} {shape}", x.method);
-        if !seen.insert(key.clone()) {
+        let detail = format!("{} {shape}", x.method);
+        if !seen.insert(detail.clone()) {
             continue;
         }
         ctx.finding(
-            crate::finding::Finding::new(
-                key,
-                &[],
+            crate::rules::CLIENT_UNDEFINED_REQUEST.found_in(suite, detail,
                 format!(
                     "the client sent {} {}, a request {suite} does not define; the harness answered HTTP {} and left it out of the scenario",
                     x.method, x.path, x.status
                 ),
-            )
-            .at(crate::inventory::Level::Should),
+            ),
         );
     }
 }

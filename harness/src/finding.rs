@@ -9,6 +9,7 @@
 
 use crate::inventory;
 use crate::inventory::Level;
+use crate::rules::Rule;
 use serde::Serialize;
 use std::fmt;
 
@@ -57,9 +58,36 @@ pub struct Finding {
     /// The case that owns this rule; `None` when any case that meets it may own it.
     #[serde(skip)]
     pub owner: Option<&'static str>,
+    /// The rule it breaks, where it was made from one ([`Rule::found`]): its key
+    /// is the rule's, with [`Finding::detail`] after a family's fixed part.
+    #[serde(skip)]
+    pub rule: Option<&'static Rule>,
+    /// The detail a family's rule added to its key.
+    #[serde(skip)]
+    pub detail: Option<String>,
 }
 
 impl Finding {
+    /// The finding of `rule` keyed `key`: its ids, level and owner the rule's.
+    pub(crate) fn of(
+        rule: &'static Rule,
+        key: String,
+        detail: Option<String>,
+        summary: String,
+    ) -> Finding {
+        let level = rule.level();
+        Finding {
+            key,
+            requirements: rule.requirements.iter().map(|s| s.to_string()).collect(),
+            level,
+            outcome: Verdict::of(level),
+            summary,
+            owner: (!rule.owner.is_empty()).then_some(rule.owner),
+            rule: Some(rule),
+            detail,
+        }
+    }
+
     /// A finding whose level is the strongest of `requirements` in the inventory
     /// (FACT when none of them gives a level).
     pub fn new(key: impl Into<String>, requirements: &[&str], summary: impl Into<String>) -> Self {
@@ -72,6 +100,8 @@ impl Finding {
             outcome: Verdict::of(level),
             summary: summary.into(),
             owner: None,
+            rule: None,
+            detail: None,
         }
     }
 
@@ -114,6 +144,8 @@ impl Finding {
             outcome: Verdict::of(level),
             summary: message.to_string(),
             owner: None,
+            rule: None,
+            detail: None,
         }
     }
 }
@@ -136,11 +168,13 @@ pub fn schema_findings(
                 if out.iter().any(|f| f.key == key) {
                     continue;
                 }
-                out.push(Finding::new(
+                let mut f = Finding::new(
                     key,
                     requirements,
                     format!("{name} at {}: {}", v.pointer, v.message),
-                ));
+                );
+                f.detail = Some(v.shape());
+                out.push(f);
             }
             out
         }

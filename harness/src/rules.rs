@@ -13,32 +13,63 @@
 //! (`agora-v1/refused*`: the findings add a detail after it). A key starting `*/`
 //! belongs to every suite.
 
+use crate::finding::Finding;
 use crate::inventory::{self, Level};
 
-/// One rule.
-#[derive(Debug, Clone, Copy)]
+/// One rule: a static value written once, in its suite's `rules!` (or in
+/// [`SHARED`]); findings are made from it ([`Rule::found`], [`Rule::found_as`],
+/// [`Rule::found_in`]) and never restate its ids, level or owner.
+#[derive(Debug)]
 pub struct Rule {
     /// The finding key, or a family of them ending in `*`.
     pub key: &'static str,
     /// The requirement and ambiguity ids it enforces.
     pub requirements: &'static [&'static str],
-    /// The level where the requirement ids do not decide it (the finding is made
-    /// `.at(level)`); `None`: the strongest level of the ids in the inventory.
+    /// The level where the requirement ids do not decide it; `None`: the strongest
+    /// level of the ids in the inventory.
     pub level: Option<Level>,
     /// The case that owns it (alone fails or warns for it); empty where any case
     /// that meets it may own it.
     pub owner: &'static str,
-    /// Where the finding is made: `<module>::<fn>`, the function of the suite's
-    /// folder (of `harness/src/` for the shared rules) that builds it, or
-    /// `case:<case id>` for a finding made in a case's own body.
-    pub check: &'static str,
     /// One line: what the rule holds a message to.
     pub summary: &'static str,
     /// What a target does that draws the finding.
     pub fails: &'static str,
     /// What passes.
     pub passes: &'static str,
+    /// The rule's name in the code (the static that holds it).
+    pub name: &'static str,
+    /// The file that defines it.
+    pub file: &'static str,
 }
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Rule) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Rule {}
+
+/// Defines a suite's rules, each a `pub static` [`Rule`] named as written, and
+/// `RULES`, all of them in the order written. Each rule gives `key`,
+/// `requirements`, `level`, `owner`, `summary`, `fails` and `passes`; its name and
+/// file come from where it is written.
+macro_rules! rules {
+    ($( $(#[$attr:meta])* $name:ident { $($field:ident : $value:expr),* $(,)? } )*) => {
+        $(
+            $(#[$attr])*
+            pub static $name: $crate::rules::Rule = $crate::rules::Rule {
+                $($field: $value,)*
+                name: stringify!($name),
+                file: file!(),
+            };
+        )*
+        /// Every rule of the suite, in the order a reply is read.
+        pub static RULES: &[&$crate::rules::Rule] = &[$(&$name),*];
+    };
+}
+pub(crate) use rules;
 
 impl Rule {
     /// Whether `key` (a finding's key, of suite `suite`) is one of this rule's.
@@ -68,90 +99,198 @@ impl Rule {
     pub fn specificity(&self) -> usize {
         self.key.trim_end_matches('*').len()
     }
+
+    /// Whether the rule is a family (its findings add a detail to the key).
+    pub fn is_family(&self) -> bool {
+        self.key.ends_with('*')
+    }
+
+    /// Whether the rule belongs to every suite (its key starts `*/`).
+    pub fn is_shared(&self) -> bool {
+        self.key.starts_with("*/")
+    }
+
+    /// The finding of this exact rule, `summary` in the target's words.
+    pub fn found(&'static self, summary: impl Into<String>) -> Finding {
+        debug_assert!(
+            !self.is_family() && !self.is_shared(),
+            "{}: a family or shared rule takes a detail",
+            self.key
+        );
+        Finding::of(self, self.key.to_string(), None, summary.into())
+    }
+
+    /// The finding of this family with `detail` after its fixed part (an exact
+    /// rule takes no detail: its key is kept as it is).
+    pub fn found_as(
+        &'static self,
+        detail: impl std::fmt::Display,
+        summary: impl Into<String>,
+    ) -> Finding {
+        debug_assert!(
+            !self.is_shared(),
+            "{}: a shared rule takes a suite",
+            self.key
+        );
+        let detail = detail.to_string();
+        let key = match self.key.strip_suffix('*') {
+            Some(prefix) => format!("{prefix}{detail}"),
+            None => self.key.to_string(),
+        };
+        Finding::of(self, key, Some(detail), summary.into())
+    }
+
+    /// The finding of this shared rule (`*/…`) in suite `suite`, with `detail` after
+    /// its fixed part where it is a family.
+    pub fn found_in(
+        &'static self,
+        suite: &str,
+        detail: impl std::fmt::Display,
+        summary: impl Into<String>,
+    ) -> Finding {
+        let pattern = self.key.strip_prefix("*/").unwrap_or(self.key);
+        let detail = detail.to_string();
+        let key = match pattern.strip_suffix('*') {
+            Some(prefix) => format!("{suite}/{prefix}{detail}"),
+            None => format!("{suite}/{pattern}"),
+        };
+        Finding::of(self, key, Some(detail), summary.into())
+    }
 }
 
+/// The finding of `family` with `detail`, made by the exact rule among `rules` whose
+/// key is the family's fixed part and `detail` where there is one (a member with a
+/// rule of its own), else by the family.
+pub fn found_among(
+    rules: &[&'static Rule],
+    family: &'static Rule,
+    detail: &str,
+    summary: impl Into<String>,
+) -> Finding {
+    let prefix = family.key.trim_end_matches('*');
+    match rules
+        .iter()
+        .find(|r| !r.is_family() && r.key.strip_prefix(prefix) == Some(detail))
+    {
+        Some(exact) => exact.found(summary),
+        None => family.found_as(detail, summary),
+    }
+}
+
+/// The shared rule */transport:*.
+pub static TRANSPORT: Rule = Rule {
+    key: "*/transport:*",
+    requirements: &[],
+    level: None,
+    owner: "",
+    summary: "the target answers within the deadline, over the binding it was reached on",
+    fails: "a connection refused or reset, a reply past its deadline, a body past its size cap, a WebSocket closed before its reply; the detail names the kind, so that a silent target is one finding however many cases meet it",
+    passes: "a reply, whatever it says, within the deadline",
+    name: "TRANSPORT",
+    file: file!(),
+};
+
+/// The shared rule */refused*.
+pub static REFUSED: Rule = Rule {
+    key: "*/refused*",
+    requirements: &[],
+    level: None,
+    owner: "",
+    summary: "a message the harness built valid is accepted",
+    fails: "the target refuses a valid message (an error reply, or a status of 400 and more); the detail is the error code and the words of its message, so one refusal is one finding, owned by the first case that met it, and the cases that need the message accepted are blocked by it",
+    passes: "the valid message is taken",
+    name: "REFUSED",
+    file: file!(),
+};
+
+/// The shared rule */control:none.
+pub static CONTROL_NONE: Rule = Rule {
+    key: "*/control:none",
+    requirements: &[],
+    level: Some(Level::Info),
+    owner: "",
+    summary: "a refusal proves something only beside an accepted valid twin (its control)",
+    fails: "the target refused the case's invalid message, but accepted no valid message on the same binding, so the refusal proves nothing and the case is blocked rather than passed",
+    passes: "a valid message accepted on the same binding before the refusal is judged",
+    name: "CONTROL_NONE",
+    file: file!(),
+};
+
+/// The shared rule */schema:*.
+pub static SCHEMA: Rule = Rule {
+    key: "*/schema:*",
+    requirements: &[],
+    level: None,
+    owner: "",
+    summary: "a reply matches the suite's JSON Schema for its kind (schemas/<suite>/)",
+    fails: "a member missing, of another type or outside its pattern; the key names the schema and the JSON pointer, array indices as `*`",
+    passes: "a reply the schema validates",
+    name: "SCHEMA",
+    file: file!(),
+};
+
+/// The shared rule */tamper:*.
+pub static TAMPER: Rule = Rule {
+    key: "*/tamper:*",
+    requirements: &[],
+    level: None,
+    owner: "",
+    summary: "a side notices a reference fault's change applied in flight by the proxy (`proxy --fault`, `interop --fault`)",
+    fails: "the server takes a request changed in flight (beside the untouched one it took), or the client takes a changed reply (its tampered play ends with a result or exit 0); the detail is the fault, the requirements and level those of the case the change is judged as",
+    passes: "each changed request refused, each changed reply refused and reported as a failure",
+    name: "TAMPER",
+    file: file!(),
+};
+
+/// The shared rule */client:double-slash.
+pub static CLIENT_DOUBLE_SLASH: Rule = Rule {
+    key: "*/client:double-slash",
+    requirements: &[],
+    level: Some(Level::Should),
+    owner: "",
+    summary: "a client joins paths to the base URL it was given without doubling the slash",
+    fails: "a request path with `//` (`{url}/` joined with `/path`); the harness gives `{url}` without a trailing slash and judges the request by its collapsed path, so this is a warning",
+    passes: "every request path with single slashes",
+    name: "CLIENT_DOUBLE_SLASH",
+    file: file!(),
+};
+
+/// The shared rule */client:outside-spec:*.
+pub static CLIENT_OUTSIDE_SPEC: Rule = Rule {
+    key: "*/client:outside-spec:*",
+    requirements: &[],
+    level: Some(Level::Info),
+    owner: "",
+    summary: "a request a real client sends through the proxy outside the spec's requests is said, not judged",
+    fails: "never fails: the method and route the spec does not define (digits as `*`), once each, with the server's status; neither the request nor its reply is judged by the suite's rules",
+    passes: "only the spec's requests",
+    name: "CLIENT_OUTSIDE_SPEC",
+    file: file!(),
+};
+
+/// The shared rule */client:undefined-request:*.
+pub static CLIENT_UNDEFINED_REQUEST: Rule = Rule {
+    key: "*/client:undefined-request:*",
+    requirements: &[],
+    level: Some(Level::Should),
+    owner: "",
+    summary: "a client makes only the requests the spec defines",
+    fails: "a method and path the spec does not define (the detail names them, digits as `*`); the harness answers it, leaves it out of the scenario and warns once per method and path",
+    passes: "only the spec's requests",
+    name: "CLIENT_UNDEFINED_REQUEST",
+    file: file!(),
+};
+
 /// The rules every suite shares, given by the engines.
-pub const SHARED: &[Rule] = &[
-    Rule {
-        key: "*/transport:*",
-        requirements: &[],
-        level: None,
-        owner: "",
-        check: "script::transport_stop",
-        summary: "the target answers within the deadline, over the binding it was reached on",
-        fails: "a connection refused or reset, a reply past its deadline, a body past its size cap, a WebSocket closed before its reply; the detail names the kind, so that a silent target is one finding however many cases meet it",
-        passes: "a reply, whatever it says, within the deadline",
-    },
-    Rule {
-        key: "*/refused*",
-        requirements: &[],
-        level: None,
-        owner: "",
-        check: "finding::refusal",
-        summary: "a message the harness built valid is accepted",
-        fails: "the target refuses a valid message (an error reply, or a status of 400 and more); the detail is the error code and the words of its message, so one refusal is one finding, owned by the first case that met it, and the cases that need the message accepted are blocked by it",
-        passes: "the valid message is taken",
-    },
-    Rule {
-        key: "*/control:none",
-        requirements: &[],
-        level: Some(Level::Info),
-        owner: "",
-        check: "script::refusal_counts",
-        summary: "a refusal proves something only beside an accepted valid twin (its control)",
-        fails: "the target refused the case's invalid message, but accepted no valid message on the same binding, so the refusal proves nothing and the case is blocked rather than passed",
-        passes: "a valid message accepted on the same binding before the refusal is judged",
-    },
-    Rule {
-        key: "*/schema:*",
-        requirements: &[],
-        level: None,
-        owner: "",
-        check: "finding::schema_findings",
-        summary: "a reply matches the suite's JSON Schema for its kind (schemas/<suite>/)",
-        fails: "a member missing, of another type or outside its pattern; the key names the schema and the JSON pointer, array indices as `*`",
-        passes: "a reply the schema validates",
-    },
-    Rule {
-        key: "*/tamper:*",
-        requirements: &[],
-        level: None,
-        owner: "",
-        check: "proxy::tamper::verdict",
-        summary: "a side notices a reference fault's change applied in flight by the proxy (`proxy --fault`, `interop --fault`)",
-        fails: "the server takes a request changed in flight (beside the untouched one it took), or the client takes a changed reply (its tampered play ends with a result or exit 0); the detail is the fault, the requirements and level those of the case the change is judged as",
-        passes: "each changed request refused, each changed reply refused and reported as a failure",
-    },
-    Rule {
-        key: "*/client:double-slash",
-        requirements: &[],
-        level: Some(Level::Should),
-        owner: "",
-        check: "counterparty::report_slashes",
-        summary: "a client joins paths to the base URL it was given without doubling the slash",
-        fails: "a request path with `//` (`{url}/` joined with `/path`); the harness gives `{url}` without a trailing slash and judges the request by its collapsed path, so this is a warning",
-        passes: "every request path with single slashes",
-    },
-    Rule {
-        key: "*/client:outside-spec:*",
-        requirements: &[],
-        level: Some(Level::Info),
-        owner: "",
-        check: "proxy::judge::outside_finding",
-        summary: "a request a real client sends through the proxy outside the spec's requests is said, not judged",
-        fails: "never fails: the method and route the spec does not define (digits as `*`), once each, with the server's status; neither the request nor its reply is judged by the suite's rules",
-        passes: "only the spec's requests",
-    },
-    Rule {
-        key: "*/client:undefined-request:*",
-        requirements: &[],
-        level: Some(Level::Should),
-        owner: "",
-        check: "counterparty::report_outside",
-        summary: "a client makes only the requests the spec defines",
-        fails: "a method and path the spec does not define (the detail names them, digits as `*`); the harness answers it, leaves it out of the scenario and warns once per method and path",
-        passes: "only the spec's requests",
-    },
+pub static SHARED: &[&Rule] = &[
+    &TRANSPORT,
+    &REFUSED,
+    &CONTROL_NONE,
+    &SCHEMA,
+    &TAMPER,
+    &CLIENT_DOUBLE_SLASH,
+    &CLIENT_OUTSIDE_SPEC,
+    &CLIENT_UNDEFINED_REQUEST,
 ];
 
 /// `agentconform explain KEY` names the finding in a report.

@@ -556,15 +556,8 @@ impl Ctx {
             ));
             return Ok(());
         }
-        let key = format!("{}/control:none", self.suite());
-        Err(self.block(
-            Finding::new(
-                key,
-                &[],
-                format!("{what} was refused, but no valid message was accepted beside it, so a refusal proves nothing"),
-            )
-            .at(crate::inventory::Level::Info),
-        ))
+        let suite = self.suite();
+        Err(self.block(crate::rules::CONTROL_NONE.found_in(suite, "", format!("{what} was refused, but no valid message was accepted beside it, so a refusal proves nothing"))))
     }
 
     /// The suite of the case being run ("target" outside a case).
@@ -582,8 +575,8 @@ impl Ctx {
         let msg = describe_drive_error(e);
         self.log("note", &msg, None);
         let kind = e.kind();
-        let key = format!("{}/transport:{kind}", self.suite());
-        self.block(Finding::new(key, &[], msg))
+        let suite = self.suite();
+        self.block(crate::rules::TRANSPORT.found_in(suite, kind, msg))
     }
 
     /// Rewords the findings recorded since the first `from` of them: `reply` becomes

@@ -149,23 +149,16 @@ fn outside_spec(suite: &Suite, x: &Exchange) -> bool {
 /// with how the server answered it (a real client's closing DELETE, say).
 fn outside_finding(suite: &Suite, x: &Exchange) -> Finding {
     let shape = crate::exchange::route_shape(&x.path);
-    Finding::new(
-        format!("{}/client:outside-spec:{} {shape}", suite.id, x.method),
-        &[],
+    crate::rules::CLIENT_OUTSIDE_SPEC.found_in(suite.id, format!("{} {shape}", x.method),
         format!(
             "the client sent {} {}, a request {} does not define; the server answered HTTP {}, which is not judged (informational)",
             x.method, x.path, suite.id, x.status
         ),
     )
-    .at(Level::Info)
 }
 
 fn transport(suite: &Suite, kind: &str, why: &str) -> Finding {
-    Finding::new(
-        format!("{}/transport:{kind}", suite.id),
-        &[],
-        why.to_string(),
-    )
+    crate::rules::TRANSPORT.found_in(suite.id, kind, why)
 }
 
 /// One side's result: its findings, its messages as the transcript.

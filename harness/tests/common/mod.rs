@@ -113,7 +113,26 @@ pub fn explained(out: &RunOutput) -> Result<(), String> {
                 String::from_utf8_lossy(&text)
             ));
         }
+        if let Some(made) = f.finding.rule {
+            match named {
+                Named::Rule(_, r) if std::ptr::eq(r, made) => {}
+                other => {
+                    return Err(format!(
+                        "finding {key} was made by rule {} ({}), but explain names {other:?}",
+                        made.name, made.key
+                    ))
+                }
+            }
+        }
         if let Named::Rule(_, r) = named {
+            if f.finding.level != r.level() {
+                return Err(format!(
+                    "finding {key} has level {}, but its rule {} gives {} (report and explain must agree)",
+                    f.finding.level,
+                    r.key,
+                    r.level()
+                ));
+            }
             let stray: Vec<&String> = f
                 .finding
                 .requirements

@@ -210,8 +210,8 @@ fn informational_outcomes_never_fail() -> Result<(), Failed> {
         .into());
     }
     for key in [
-        "agentprotocol/timeout:not-timed-out",
-        "agentprotocol/unknown-agent:carried-out",
+        "agentprotocol/timeout:recorded",
+        "agentprotocol/unknown-agent:recorded:carried-out",
     ] {
         if !out.findings.iter().any(|f| f.finding.key == key) {
             return Err(format!("{key} is not recorded\n{}", crate::describe(&out)).into());

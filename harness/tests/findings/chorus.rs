@@ -238,10 +238,9 @@ fn informational_idempotency_never_fails() -> Result<(), Failed> {
         .findings
         .iter()
         .any(|f| f.finding.outcome == Verdict::Fail);
-    let warned = out
-        .findings
-        .iter()
-        .any(|f| f.finding.key == "chorus/transfer-idempotent" && f.finding.level == Level::Info);
+    let warned = out.findings.iter().any(|f| {
+        f.finding.key == "chorus/transfer-idempotent:recorded" && f.finding.level == Level::Info
+    });
     let case = out
         .results
         .iter()

@@ -24,12 +24,14 @@
 //! | `schema:<payload schema>:<pointer>` | AGP-014, AGP-019, AGP-020 | hello, echo-request, unknown-action |
 //! | `hello:not-hello`, `hello:no-reply` (a warning, AGP-A9), `from:not-the-addressee` | AGP-009, AGP-013 | hello |
 
-use crate::case::{Level, Step, Stop};
+use super::rules;
+use crate::case::{Step, Stop};
 use crate::drive::file::FileDriver;
 use crate::drive::http::HttpDriver;
 use crate::drive::ws::WsDriver;
 use crate::drive::{DriveError, Driver, Limits, Received, Transport};
 use crate::finding::{quote, schema_findings, Finding};
+use crate::rules::Rule;
 use crate::script::{describe_drive_error, join_url, Ctx};
 use reference_impl::agentprotocol::message::{self, agent_id, CODES, PROTOCOL, TYPES};
 use reference_impl::wire::clock::format_timestamp;
@@ -52,8 +54,8 @@ pub fn key(rule: &str) -> String {
 }
 
 /// A case's own deviation, as the stop that ends it.
-pub fn own(rule: &str, requirements: &[&str], summary: impl Into<String>) -> Stop {
-    Stop::Finding(Finding::new(key(rule), requirements, summary))
+pub fn own(rule: &'static Rule, summary: impl Into<String>) -> Stop {
+    Stop::Finding(rule.found(summary))
 }
 
 /// What the reply `r` to an echo request (`what`) of `params` breaks: it is a
@@ -63,22 +65,17 @@ pub fn own(rule: &str, requirements: &[&str], summary: impl Into<String>) -> Sto
 /// known.
 pub fn echo_finding(r: &Value, params: Option<&Value>, what: &str) -> Option<Finding> {
     if r["type"] != "response" {
-        return Some(Finding::new(
-            key("echo-request:not-carried-out"),
-            &["AGP-018", "AGP-019", "AGP-043"],
-            format!("{what} drew {} (AGP-018, AGP-043)", describe(r)),
-        ));
+        return Some(
+            rules::ECHO_REQUEST_NOT_CARRIED_OUT
+                .found(format!("{what} drew {} (AGP-018, AGP-043)", describe(r))),
+        );
     }
     let got = &r["payload"]["result"];
     let params = params.filter(|p| !json_eq(got, p))?;
-    Some(Finding::new(
-        key("echo-request:result"),
-        &["AGP-019"],
-        format!(
-            "the echo response's result is {}, not the params {params} (AGP-019)",
-            shown(&got.to_string())
-        ),
-    ))
+    Some(rules::ECHO_REQUEST_RESULT.found(format!(
+        "the echo response's result is {}, not the params {params} (AGP-019)",
+        shown(&got.to_string())
+    )))
 }
 
 /// JSON equality with numbers compared by value (4 and 4.0 are one number).
@@ -374,12 +371,8 @@ impl Me {
         let r = self.accepted(ctx, msg, what).await?;
         if r["type"] != "response" {
             return Err(ctx.block(
-                Finding::new(
-                    key("echo-request:not-carried-out"),
-                    &["AGP-018", "AGP-019"],
-                    format!("{what} drew {} (AGP-018)", describe(&r)),
-                )
-                .owned_by(ECHO),
+                rules::ECHO_REQUEST_NOT_CARRIED_OUT
+                    .found(format!("{what} drew {} (AGP-018)", describe(&r))),
             ));
         }
         Ok(())
@@ -409,14 +402,10 @@ impl Me {
                     return Err(ctx.block(refused(&r, "a valid hello", &["AGP-013"])));
                 }
                 if r["type"] != "hello" {
-                    ctx.finding(
-                        Finding::new(
-                            key("hello:not-hello"),
-                            &["AGP-013"],
-                            format!("hello was answered with {} (AGP-013)", describe(&r)),
-                        )
-                        .owned_by(HELLO),
-                    );
+                    ctx.finding(rules::HELLO_NOT_HELLO.found(format!(
+                        "hello was answered with {} (AGP-013)",
+                        describe(&r)
+                    )));
                 }
                 r
             }
@@ -425,18 +414,10 @@ impl Me {
                 let Some(r) = self.probe(ctx).await? else {
                     return Err(ctx.block(no_answer(&other, wait)));
                 };
-                ctx.finding(
-                    Finding::new(
-                        key("hello:no-reply"),
-                        &["AGP-013", "AGP-A9"],
-                        format!(
-                            "hello drew {}, while a request is answered (AGP-013; a warning, AGP-A9)",
-                            answer_text(&other)
-                        ),
-                    )
-                    .at(Level::Should)
-                    .owned_by(HELLO),
-                );
+                ctx.finding(rules::HELLO_NO_REPLY.found(format!(
+                    "hello drew {}, while a request is answered (AGP-013; a warning, AGP-A9)",
+                    answer_text(&other)
+                )));
                 r
             }
         };
@@ -444,12 +425,7 @@ impl Me {
         if let (Some(t), Some(f)) = (&self.addressed, &from) {
             if !same_agent(t, f) {
                 ctx.finding(
-                    Finding::new(
-                        key("from:not-the-addressee"),
-                        &["AGP-009"],
-                        format!("the hello addressed to {t} (the profile's agent_id) was answered by {f} (AGP-009)"),
-                    )
-                    .owned_by(HELLO),
+                    rules::FROM_NOT_THE_ADDRESSEE.found(format!("the hello addressed to {t} (the profile's agent_id) was answered by {f} (AGP-009)")),
                 );
             }
         }
@@ -512,14 +488,10 @@ pub fn cns_details_finding(payload: &Value, action: Option<&str>) -> Option<Find
         return None;
     }
     let named = action.map_or(String::new(), |a| format!(" {a:?}"));
-    Some(Finding::new(
-        key("unknown-action:details"),
-        &["AGP-020"],
-        format!(
+    Some(rules::UNKNOWN_ACTION_DETAILS.found(format!(
             "CAPABILITY_NOT_SUPPORTED details are {}: they should name the requested action{named} and list the available ones (AGP-020)",
             shown(&d.to_string())
-        ),
-    ))
+        )))
 }
 
 /// The core capabilities agentprotocol.md lists (AGP-016).
@@ -538,66 +510,45 @@ pub fn hello_findings(r: &Value, caps: &[String]) -> Vec<Finding> {
     let mut found = Vec::new();
     let p = &r["payload"];
     match p.get("version") {
-        None => found.push(Finding::new(
-            key("hello:version"),
-            &["AGP-014"],
-            format!(
-                "the hello payload carries no version (AGP-014): {}",
-                shown(&p.to_string())
-            ),
-        )),
-        Some(Value::String(v)) if v != "0.1" => found.push(Finding::new(
-            key("hello:version"),
-            &["AGP-014"],
-            format!("the hello payload's version is {v:?}, not \"0.1\" (AGP-014)"),
-        )),
+        None => found.push(rules::HELLO_VERSION.found(format!(
+            "the hello payload carries no version (AGP-014): {}",
+            shown(&p.to_string())
+        ))),
+        Some(Value::String(v)) if v != "0.1" => found.push(rules::HELLO_VERSION.found(format!(
+            "the hello payload's version is {v:?}, not \"0.1\" (AGP-014)"
+        ))),
         Some(_) => {}
     }
     if p.get("features").is_none() {
-        found.push(Finding::new(
-            key("hello:features"),
-            &["AGP-014"],
-            format!(
-                "the hello payload carries no features list (AGP-014): {}",
-                shown(&p.to_string())
-            ),
-        ));
+        found.push(rules::HELLO_FEATURES.found(format!(
+            "the hello payload carries no features list (AGP-014): {}",
+            shown(&p.to_string())
+        )));
     }
     if caps.is_empty() {
-        found.push(Finding::new(
-            key("hello:no-capabilities"),
-            &["AGP-015"],
-            format!(
-                "the target's hello lists no capability: from is {} (AGP-015)",
-                shown(&r["from"].to_string())
-            ),
-        ));
+        found.push(rules::HELLO_NO_CAPABILITIES.found(format!(
+            "the target's hello lists no capability: from is {} (AGP-015)",
+            shown(&r["from"].to_string())
+        )));
     }
     for c in caps {
         if c.starts_with("agentprotocol:") && !CORE.contains(&c.as_str()) {
-            found.push(Finding::new(
-                key("hello:core-capabilities"),
-                &["AGP-016"],
-                format!("{c} is not one of the core capabilities (AGP-016)"),
-            ));
+            found.push(
+                rules::HELLO_CORE_CAPABILITIES
+                    .found(format!("{c} is not one of the core capabilities (AGP-016)")),
+            );
         }
         if !c.contains(':') {
-            found.push(Finding::new(
-                key("hello:capability-form"),
-                &["AGP-007"],
-                format!("capability {c:?} is not of the form prefix:name (AGP-007)"),
-            ));
+            found.push(rules::HELLO_CAPABILITY_FORM.found(format!(
+                "capability {c:?} is not of the form prefix:name (AGP-007)"
+            )));
         }
     }
     if !caps.is_empty() && !caps.iter().any(|c| c == "agentprotocol:core") {
-        found.push(
-            Finding::new(
-                key("hello:no-core"),
-                &["AGP-016", "AGP-A20"],
+        found
+            .push(rules::HELLO_NO_CORE.found(
                 "the target does not advertise agentprotocol:core (informational, AGP-A20)",
-            )
-            .at(Level::Info),
-        );
+            ));
     }
     found
 }
@@ -630,11 +581,7 @@ fn case_wait(ctx: &Ctx) -> Duration {
 /// A transport failure as the suite's transport finding (the keys `Ctx` uses).
 pub fn transport_finding(e: &DriveError) -> Finding {
     let kind = e.kind();
-    Finding::new(
-        key(&format!("transport:{kind}")),
-        &[],
-        describe_drive_error(e),
-    )
+    crate::rules::TRANSPORT.found_in("agentprotocol", kind, describe_drive_error(e))
 }
 
 /// Nothing came where a reply was needed.
@@ -645,7 +592,7 @@ fn no_answer(a: &Answer, wait: Duration) -> Finding {
         ),
         _ => format!("the target did not answer within {} ms", wait.as_millis()),
     };
-    Finding::new(key("transport:no-answer"), &[], text)
+    crate::rules::TRANSPORT.found_in("agentprotocol", "no-answer", text)
 }
 
 fn answer_text(a: &Answer) -> String {
@@ -698,12 +645,7 @@ fn no_code(p: &Value) -> Finding {
         None => format!("an error carries no code: {}", shown(&p.to_string())),
         Some(c) => format!("an error's code is {c}, not a string"),
     };
-    Finding::new(
-        key("error-payload:code"),
-        &["AGP-020"],
-        format!("{text} (AGP-020)"),
-    )
-    .owned_by(UNKNOWN_ACTION)
+    rules::ERROR_PAYLOAD_CODE.found(format!("{text} (AGP-020)"))
 }
 
 /// Whether two agent ids name the same agent: equal, or the same key bytes in two
@@ -723,33 +665,25 @@ pub fn same_agent(a: &str, b: &str) -> bool {
 /// deviation read past, anything else a deviation with no key to verify against.
 /// `whose` names where the id came from. The first value says whether a key was read.
 pub fn agent_id_form(id: &str, whose: &str) -> (bool, Option<Finding>) {
-    let finding = |reqs: &[&str], text: String| {
-        Finding::new(key("agent-id:encoding"), reqs, text).owned_by(HELLO)
-    };
     match keys::candidate_keys(id) {
         Err(_) => (
             false,
-            Some(finding(
-                &["AGP-005"],
-                format!("{whose} {} is not an Ed25519 public key in base64 (AGP-005)", quote(id)),
-            )),
+            Some(rules::AGENT_ID_ENCODING.found(format!(
+                "{whose} {} is not an Ed25519 public key in base64 (AGP-005)",
+                quote(id)
+            ))),
         ),
         Ok(c) if c.iter().any(|(_, f)| matches!(f, KeyForm::RawBase64(_))) => (true, None),
         Ok(c) if c.iter().all(|(_, f)| *f == KeyForm::RawBase58) => (
             true,
-            Some(
-                finding(
-                    &["AGP-005", "AGP-A4"],
-                    format!("{whose} {} is a key in base58, accepted as a last resort (AGP-005; a warning, AGP-A4)", quote(id)),
-                )
-                .at(Level::Should),
-            ),
+            Some(rules::AGENT_ID_BASE58.found(format!(
+                "{whose} {} is a key in base58, accepted as a last resort (AGP-005; a warning, AGP-A4)",
+                quote(id)
+            ))),
         ),
         Ok(c) => (
             true,
-            Some(finding(
-                &["AGP-005"],
-                format!(
+            Some(rules::AGENT_ID_ENCODING.found(format!(
                     "{whose} {} is a {}, not base64 (AGP-005); read as such to go on",
                     quote(id),
                     c.first().map(|(_, f)| f.to_string()).unwrap_or_default()
@@ -817,9 +751,8 @@ struct Reading<'a> {
 
 impl Reading<'_> {
     /// A finding of a rule the hello case owns.
-    fn hello_owned(&mut self, rule: &str, reqs: &[&str], summary: String) {
-        self.ctx
-            .finding(Finding::new(key(rule), reqs, summary).owned_by(HELLO));
+    fn hello_owned(&mut self, f: Finding) {
+        self.ctx.finding(f);
     }
 }
 
@@ -878,19 +811,9 @@ pub fn read_reply(
 fn not_a_message(status: Option<u16>, text: &str, error_like: bool, why: String) -> Finding {
     let at = status.map(|s| format!("HTTP {s}: ")).unwrap_or_default();
     if error_like {
-        Finding::new(
-            key("error:not-a-message"),
-            &["AGP-001", "AGP-020"],
-            format!("{at}{why}: {} (an error is a message of type error, AGP-020; the status is not judged, AGP-A10)", shown(text)),
-        )
-        .owned_by(INVALID)
+        rules::ERROR_NOT_A_MESSAGE.found(format!("{at}{why}: {} (an error is a message of type error, AGP-020; the status is not judged, AGP-A10)", shown(text)))
     } else {
-        Finding::new(
-            key("reply:not-a-message"),
-            &["AGP-001"],
-            format!("{at}{why}: {} (AGP-001)", shown(text)),
-        )
-        .owned_by(HELLO)
+        rules::REPLY_NOT_A_MESSAGE.found(format!("{at}{why}: {} (AGP-001)", shown(text)))
     }
 }
 
@@ -907,17 +830,10 @@ fn message_of(ctx: &mut Ctx, body: &[u8], status: Option<u16>) -> Step<(Value, S
             return Err(ctx.block(not_a_message(status, &text, true, why)));
         }
         Err(e) => {
-            return Err(ctx.block(
-                Finding::new(
-                    key("reply:not-json"),
-                    &["AGP-001"],
-                    format!(
-                        "{at}the reply is not JSON ({e}): {} (AGP-001)",
-                        shown(&text)
-                    ),
-                )
-                .owned_by(HELLO),
-            ))
+            return Err(ctx.block(rules::REPLY_NOT_JSON.found(format!(
+                "{at}the reply is not JSON ({e}): {} (AGP-001)",
+                shown(&text)
+            ))))
         }
     };
     let Some(obj) = raw.as_object() else {
@@ -945,14 +861,10 @@ fn message_of(ctx: &mut Ctx, body: &[u8], status: Option<u16>) -> Step<(Value, S
                 None => "has no `type`".to_string(),
                 Some(t) => format!("has type {t}, not a string"),
             };
-            return Err(ctx.block(
-                Finding::new(
-                    key("envelope:type"),
-                    &["AGP-001", "AGP-010"],
-                    format!("{at}the reply {what}: {} (AGP-001, AGP-010)", shown(&text)),
-                )
-                .owned_by(HELLO),
-            ));
+            return Err(ctx.block(rules::ENVELOPE_TYPE.found(format!(
+                "{at}the reply {what}: {} (AGP-001, AGP-010)",
+                shown(&text)
+            ))));
         }
     };
     Ok((raw, ty))
@@ -965,7 +877,7 @@ fn check_envelope(r: &mut Reading) {
     for m in ["protocol", "id", "timestamp", "from", "payload"] {
         if !r.obj.contains_key(m) {
             let summary = format!("the {what} has no `{m}` (AGP-001, AGP-A6)");
-            r.hello_owned(&format!("envelope:{m}"), &["AGP-001"], summary);
+            r.hello_owned(rules::ENVELOPE.found_as(&m, summary));
         }
     }
     if !TYPES.contains(&r.ty.as_str()) {
@@ -973,18 +885,18 @@ fn check_envelope(r: &mut Reading) {
             "a reply has type {:?}, not one of {TYPES:?} (AGP-010)",
             r.ty
         );
-        r.hello_owned("type", &["AGP-010"], summary);
+        r.hello_owned(rules::TYPE.found(summary));
     }
     if let Some(p) = r.obj.get("protocol").filter(|p| *p != PROTOCOL) {
         let summary = format!("the {what} has protocol {p}, not {PROTOCOL:?} (AGP-002)");
-        r.hello_owned("protocol", &["AGP-002"], summary);
+        r.hello_owned(rules::PROTOCOL.found(summary));
     }
 }
 
 /// The id: a UUID (AGP-003), never one the target used before.
 fn check_id(r: &mut Reading) {
     let what = &r.what;
-    let f = |summary: String| Finding::new(key("id:not-uuid"), &["AGP-003"], summary).owned_by(IDS);
+    let f = |summary: String| rules::ID_NOT_UUID.found(summary);
     match r.obj.get("id") {
         Some(Value::String(id)) => {
             if !is_uuid(id) {
@@ -993,12 +905,7 @@ fn check_id(r: &mut Reading) {
             }
             if !r.seen.insert(id.clone()) {
                 r.ctx.finding(
-                    Finding::new(
-                        key("id:reused"),
-                        &["AGP-003"],
-                        format!("reply id {id:?} was used twice (AGP-003)"),
-                    )
-                    .owned_by(IDS),
+                    rules::ID_REUSED.found(format!("reply id {id:?} was used twice (AGP-003)")),
                 );
             }
         }
@@ -1023,7 +930,7 @@ fn check_timestamp(r: &mut Reading) {
             "the {} has timestamp {t}, not an ISO 8601 date-time (AGP-004)",
             r.what
         );
-        return r.hello_owned("timestamp", &["AGP-004"], summary);
+        return r.hello_owned(rules::TIMESTAMP.found(summary));
     };
     if when.offset() != time::UtcOffset::UTC {
         r.ctx.note(format!(
@@ -1061,14 +968,14 @@ fn check_from(r: &mut Reading) {
                 "the {what}'s `from` names no agentId: {} (AGP-005)",
                 Value::Object(from)
             );
-            r.hello_owned("envelope:from.agentId", &["AGP-001", "AGP-005"], summary);
+            r.hello_owned(rules::ENVELOPE_FROM_AGENTID.found(summary));
         }
         (Some(f), _) => {
             let summary = format!(
                 "the {what}'s `from` is {}, not an object (AGP-001)",
                 shown(&f.to_string())
             );
-            r.hello_owned("envelope:from", &["AGP-001"], summary);
+            r.hello_owned(rules::ENVELOPE.found_as("from", summary));
         }
         (None, _) => {}
     }
@@ -1077,7 +984,7 @@ fn check_from(r: &mut Reading) {
         if !same_agent(t, &f) {
             let summary =
                 format!("the {what} comes from {f}, not the agent that said hello ({t}) (AGP-009)");
-            r.hello_owned("from:not-the-target", &["AGP-009"], summary);
+            r.hello_owned(rules::FROM_NOT_THE_TARGET.found(summary));
         }
     }
 }
@@ -1091,15 +998,9 @@ fn check_capabilities(r: &mut Reading) {
     let list: Option<Vec<String>> = match from.get("capabilities").cloned() {
         None => {
             if r.ty != "hello" {
-                r.ctx.finding(
-                    Finding::new(
-                        key("capabilities:missing"),
-                        &["AGP-007", "AGP-A6"],
-                        "replies carry no from.capabilities (AGP-007; a warning outside hello, AGP-A6)",
-                    )
-                    .at(Level::Should)
-                    .owned_by(HELLO),
-                );
+                r.ctx.finding(rules::CAPABILITIES_MISSING.found(
+                    "replies carry no from.capabilities (AGP-007; a warning outside hello, AGP-A6)",
+                ));
             }
             None
         }
@@ -1109,7 +1010,7 @@ fn check_capabilities(r: &mut Reading) {
                     "from.capabilities holds more than strings: {} (AGP-007)",
                     shown(&Value::Array(a.clone()).to_string())
                 );
-                r.hello_owned("capabilities:not-strings", &["AGP-007"], summary);
+                r.hello_owned(rules::CAPABILITIES_NOT_STRINGS.found(summary));
             }
             Some(
                 a.iter()
@@ -1122,7 +1023,7 @@ fn check_capabilities(r: &mut Reading) {
                 "from.capabilities is {}, not a list of capability URIs (AGP-007)",
                 shown(&other.to_string())
             );
-            r.hello_owned("capabilities:not-a-list", &["AGP-007"], summary);
+            r.hello_owned(rules::CAPABILITIES_NOT_A_LIST.found(summary));
             Some(capability_list(&other))
         }
     };
@@ -1156,13 +1057,8 @@ fn check_to(r: &mut Reading) {
         Some(Value::Object(to)) => to,
         None => {
             return r.ctx.finding(
-                Finding::new(
-                    key("envelope:to"),
-                    &["AGP-001", "AGP-A22"],
-                    format!("the {what} carries no `to` (a warning, AGP-A22)"),
-                )
-                .at(Level::Should)
-                .owned_by(HELLO),
+                rules::ENVELOPE_TO
+                    .found(format!("the {what} carries no `to` (a warning, AGP-A22)")),
             )
         }
         Some(other) => {
@@ -1170,7 +1066,7 @@ fn check_to(r: &mut Reading) {
                 "the {what}'s `to` is {}, not an object (AGP-008)",
                 shown(&other.to_string())
             );
-            return r.hello_owned("to", &["AGP-008"], summary);
+            return r.hello_owned(rules::TO.found(summary));
         }
     };
     match to.get("agentId") {
@@ -1180,21 +1076,15 @@ fn check_to(r: &mut Reading) {
                 let summary = format!(
                     "the {what} is addressed to {t}, not to the sender {s} (AGP-008, AGP-009)"
                 );
-                r.hello_owned("to:not-the-sender", &["AGP-008", "AGP-009"], summary);
+                r.hello_owned(rules::TO_NOT_THE_SENDER.found(summary));
             }
         }
-        None => r.ctx.finding(
-            Finding::new(
-                key("envelope:to"),
-                &["AGP-008", "AGP-A22"],
-                format!("the {what}'s `to` names no agentId (a warning, AGP-A22)"),
-            )
-            .at(Level::Should)
-            .owned_by(HELLO),
-        ),
+        None => r.ctx.finding(rules::ENVELOPE_TO.found(format!(
+            "the {what}'s `to` names no agentId (a warning, AGP-A22)"
+        ))),
         Some(other) => {
             let summary = format!("the {what}'s to.agentId is {other}, not a string (AGP-008)");
-            r.hello_owned("to:agentId", &["AGP-008"], summary);
+            r.hello_owned(rules::TO_AGENTID.found(summary));
         }
     }
     check_broadcast(r, to.get("broadcast"));
@@ -1205,17 +1095,12 @@ fn check_broadcast(r: &mut Reading, broadcast: Option<&Value>) {
     let what = r.what.clone();
     match broadcast {
         None | Some(Value::Bool(false)) => {}
-        Some(Value::Bool(true)) => r.ctx.finding(
-            Finding::new(
-                key("to:broadcast-true"),
-                &["AGP-A13"],
-                format!("the {what} has to.broadcast true (informational: its meaning is undefined, AGP-A13)"),
-            )
-            .owned_by(HELLO),
-        ),
+        Some(Value::Bool(true)) => r.ctx.finding(rules::TO_BROADCAST_TRUE.found(format!(
+            "the {what} has to.broadcast true (informational: its meaning is undefined, AGP-A13)"
+        ))),
         Some(other) => {
             let summary = format!("the {what}'s to.broadcast is {other}, not a boolean (AGP-008)");
-            r.hello_owned("to:broadcast", &["AGP-008"], summary);
+            r.hello_owned(rules::TO_BROADCAST.found(summary));
         }
     }
 }
@@ -1230,7 +1115,7 @@ fn check_signature(r: &mut Reading) {
         Some(Value::String(s)) => s,
         Some(other) => {
             let summary = format!("the {what}'s signature is {other}, not a string (AGP-012)");
-            return r.hello_owned("signature:encoding", &["AGP-012"], summary);
+            return r.hello_owned(rules::SIGNATURE_ENCODING.found(summary));
         }
     };
     let sig = if keys::decode_signature(&s).is_ok() {
@@ -1238,7 +1123,7 @@ fn check_signature(r: &mut Reading) {
     } else if s.len() == 128 && s.bytes().all(|b| b.is_ascii_hexdigit()) {
         let summary =
             format!("the {what}'s signature is hex, not base64 (AGP-012); read as such to go on");
-        r.hello_owned("signature:encoding", &["AGP-012"], summary);
+        r.hello_owned(rules::SIGNATURE_ENCODING.found(summary));
         hex(&s).map(|b| keys::b64std(&b))
     } else {
         let why = keys::decode_signature(&s)
@@ -1249,7 +1134,7 @@ fn check_signature(r: &mut Reading) {
             "the {what}'s signature {} is not a base64 Ed25519 signature: {why} (AGP-012)",
             quote(&s)
         );
-        r.hello_owned("signature:encoding", &["AGP-012"], summary);
+        r.hello_owned(rules::SIGNATURE_ENCODING.found(summary));
         None
     };
     if let (Some(sig), Some(id), true) = (sig, r.from_id.clone(), r.key_read) {
@@ -1265,7 +1150,7 @@ fn check_payload(r: &mut Reading) {
             r.what,
             shown(&r.v["payload"].to_string())
         );
-        r.hello_owned("payload", &["AGP-011"], summary);
+        r.hello_owned(rules::PAYLOAD.found(summary));
     }
     if !r.v["payload"].is_object() {
         r.v["payload"] = json!({});
@@ -1278,19 +1163,11 @@ fn check_payload(r: &mut Reading) {
 
 fn unsigned(ty: &str) -> Finding {
     if ty == "hello" {
-        Finding::new(
-            key("signature:missing"),
-            &["AGP-001", "AGP-030", "AGP-A6"],
-            "the hello reply carries no signature (AGP-001: target output carries the full envelope, AGP-A6)",
-        )
-        .owned_by(HELLO)
+        rules::SIGNATURE_MISSING.found("the hello reply carries no signature (AGP-001: target output carries the full envelope, AGP-A6)")
     } else {
-        Finding::new(
-            key("signature:missing"),
-            &["AGP-030", "AGP-A3"],
-            format!("a {ty} reply carries no signature (AGP-030; a warning, AGP-A3)"),
-        )
-        .owned_by(HELLO)
+        rules::SIGNATURE_MISSING.found(format!(
+            "a {ty} reply carries no signature (AGP-030; a warning, AGP-A3)"
+        ))
     }
 }
 
@@ -1328,14 +1205,9 @@ fn signature_verdict(ctx: &mut Ctx, body: &[u8], raw: &Value, id: &str, sig: &st
         }
         Err(e) => format!("the reply has no canonical form: {e}"),
     };
-    ctx.finding(
-        Finding::new(
-            key("signature:mismatch"),
-            &["AGP-005", "AGP-031"],
-            format!("the {what}'s signature does not verify with from.agentId's key: {why} (AGP-005, AGP-031)"),
-        )
-        .owned_by(HELLO),
-    );
+    ctx.finding(rules::SIGNATURE_MISMATCH.found(format!(
+        "the {what}'s signature does not verify with from.agentId's key: {why} (AGP-005, AGP-031)"
+    )));
 }
 
 /// The payload of a reply: correlationId where the target put it (AGP-019, AGP-020,
@@ -1354,19 +1226,12 @@ fn read_payload(
         read_error_payload(ctx, p);
     }
     if ty == "response" && !p.get("status").is_some_and(Value::is_string) {
-        ctx.finding(
-            Finding::new(
-                key("response-payload:status"),
-                &["AGP-019"],
-                format!(
+        ctx.finding(rules::RESPONSE_PAYLOAD_STATUS.found(format!(
                     "a response's status is {}, not a string (AGP-019)",
                     p.get("status")
                         .map(|s| s.to_string())
                         .unwrap_or("missing".into())
-                ),
-            )
-            .owned_by(ECHO),
-        );
+                )));
     }
     payload_schema(ctx, p, ty);
     if ty == "hello" {
@@ -1401,25 +1266,13 @@ fn read_correlation(
             .iter()
             .find_map(|n| p.get(*n).map(|x| (*n, x.clone())))
         {
-            ctx.finding(
-                Finding::new(
-                    key("correlationId:renamed"),
-                    &["AGP-019", "AGP-020"],
-                    format!(
-                        "the {what} spells correlationId as `{name}` ({val}) (AGP-019, AGP-020)"
-                    ),
-                )
-                .owned_by(ECHO),
-            );
+            ctx.finding(rules::CORRELATIONID_RENAMED.found(format!(
+                "the {what} spells correlationId as `{name}` ({val}) (AGP-019, AGP-020)"
+            )));
             p.insert("correlationId".into(), val);
         } else if let Some(val) = top_level_corr {
             ctx.finding(
-                Finding::new(
-                    key("correlationId:misplaced"),
-                    &["AGP-019", "AGP-020"],
-                    format!("the {what} carries correlationId {val} at the top level, not in its payload (AGP-019, AGP-020)"),
-                )
-                .owned_by(ECHO),
+                rules::CORRELATIONID_MISPLACED.found(format!("the {what} carries correlationId {val} at the top level, not in its payload (AGP-019, AGP-020)")),
             );
             p.insert("correlationId".into(), val);
         }
@@ -1431,23 +1284,13 @@ fn read_correlation(
                 None => "no correlationId".into(),
             };
             let f = if ty == "response" {
-                Finding::new(
-                    key("correlationId:not-echoed"),
-                    &["AGP-019", "AGP-A7"],
-                    format!(
-                        "a response carries {carried}, not the request's {c:?} (AGP-019, AGP-A7)"
-                    ),
-                )
-                .owned_by(ECHO)
+                rules::CORRELATIONID_NOT_ECHOED.found(format!(
+                    "a response carries {carried}, not the request's {c:?} (AGP-019, AGP-A7)"
+                ))
             } else {
-                Finding::new(
-                    key("correlationId:not-echoed-in-errors"),
-                    &["AGP-020", "AGP-A7"],
-                    format!(
-                        "an error carries {carried}, not the request's {c:?} (AGP-020, AGP-A7)"
-                    ),
-                )
-                .owned_by(UNKNOWN_ACTION)
+                rules::CORRELATIONID_NOT_ECHOED_IN_ERRORS.found(format!(
+                    "an error carries {carried}, not the request's {c:?} (AGP-020, AGP-A7)"
+                ))
             };
             ctx.finding(f);
         }
@@ -1481,30 +1324,18 @@ fn read_error_payload(ctx: &mut Ctx, p: &mut Map<String, Value>) {
     if !p.contains_key("code") {
         match p.get("error").cloned() {
             Some(Value::Object(e)) => {
-                ctx.finding(
-                    Finding::new(
-                        key("error-payload:nested"),
-                        &["AGP-020"],
-                        format!(
-                            "the error payload nests its members under payload.error: {} (AGP-020)",
-                            shown(&Value::Object(e.clone()).to_string())
-                        ),
-                    )
-                    .owned_by(UNKNOWN_ACTION),
-                );
+                ctx.finding(rules::ERROR_PAYLOAD_NESTED.found(format!(
+                    "the error payload nests its members under payload.error: {} (AGP-020)",
+                    shown(&Value::Object(e.clone()).to_string())
+                )));
                 for (k, x) in e {
                     p.entry(k).or_insert(x);
                 }
             }
             Some(Value::String(code)) => {
-                ctx.finding(
-                    Finding::new(
-                        key("error-payload:nested"),
-                        &["AGP-020"],
-                        format!("the error payload names its code in `error` ({code:?}), not `code` (AGP-020)"),
-                    )
-                    .owned_by(UNKNOWN_ACTION),
-                );
+                ctx.finding(rules::ERROR_PAYLOAD_NESTED.found(format!(
+                    "the error payload names its code in `error` ({code:?}), not `code` (AGP-020)"
+                )));
                 p.insert("code".into(), json!(code));
             }
             _ => {}
@@ -1521,13 +1352,7 @@ fn read_error_payload(ctx: &mut Ctx, p: &mut Map<String, Value>) {
             match table_code(&code) {
                 Some(known) => {
                     ctx.finding(
-                        Finding::new(
-                            key("error-code:spelling"),
-                            &["AGP-022"],
-                            format!("error code {code:?} is {known} spelled another way (AGP-022, a warning){said}"),
-                        )
-                        .at(Level::Should)
-                        .owned_by(UNKNOWN_ACTION),
+                        rules::ERROR_CODE_SPELLING.found(format!("error code {code:?} is {known} spelled another way (AGP-022, a warning){said}")),
                     );
                     p.insert("code".into(), json!(known));
                 }
@@ -1537,19 +1362,12 @@ fn read_error_payload(ctx: &mut Ctx, p: &mut Map<String, Value>) {
         _ => ctx.finding(no_code(&Value::Object(p.clone()))),
     }
     if !p.get("message").is_some_and(Value::is_string) {
-        ctx.finding(
-            Finding::new(
-                key("error-payload:message"),
-                &["AGP-020"],
-                format!(
+        ctx.finding(rules::ERROR_PAYLOAD_MESSAGE.found(format!(
                     "an error's message is {}, not a string (AGP-020)",
                     p.get("message")
                         .map(|m| m.to_string())
                         .unwrap_or("missing".into())
-                ),
-            )
-            .owned_by(UNKNOWN_ACTION),
-        );
+                )));
     }
 }
 
@@ -1559,15 +1377,9 @@ pub fn unknown_code(code: &str, message: Option<&str>) -> Finding {
     let said = message
         .map(|m| format!(": {}", quote(m)))
         .unwrap_or_default();
-    Finding::new(
-        key("error-code:unknown"),
-        &["AGP-022"],
-        format!(
-            "error code {code:?} is not in agentprotocol.md's table (AGP-022, a warning){said}"
-        ),
-    )
-    .at(Level::Should)
-    .owned_by(UNKNOWN_ACTION)
+    rules::ERROR_CODE_UNKNOWN.found(format!(
+        "error code {code:?} is not in agentprotocol.md's table (AGP-022, a warning){said}"
+    ))
 }
 
 pub fn strings(v: &Value) -> Vec<String> {
@@ -1795,14 +1607,10 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Value> {
 fn unique_across_run(ctx: &mut Ctx, m: &Value, bytes: &[u8]) {
     if let Some(id) = m["id"].as_str() {
         if let Some(first) = ctx.reused("message id", id, bytes) {
-            ctx.finding(Finding::new(
-                "agentprotocol/client:id-reused",
-                &["AGP-003"],
-                format!(
-                    "the client's {} message reuses id {id:?}, which {first} carried first in this run",
-                    m["type"]
-                ),
-            ));
+            ctx.finding(rules::CLIENT_ID_REUSED.found(format!(
+                "the client's {} message reuses id {id:?}, which {first} carried first in this run",
+                m["type"]
+            )));
         }
     }
     if m["type"] != "request" {
@@ -1811,14 +1619,9 @@ fn unique_across_run(ctx: &mut Ctx, m: &Value, bytes: &[u8]) {
     if let Some(c) = m["payload"]["correlationId"].as_str() {
         if let Some(first) = ctx.reused("correlationId", c, bytes) {
             ctx.finding(
-                Finding::new(
-                    "agentprotocol/client:correlation-reused",
-                    &["AGP-019", "AGP-A7"],
-                    format!(
+                rules::CLIENT_CORRELATION_REUSED.found(format!(
                         "the client's request reuses correlationId {c:?}, which {first} carried first in this run: an answer to one cannot be told from an answer to the other"
-                    ),
-                )
-                .at(Level::Should),
+                    )),
             );
         }
     }
@@ -1836,14 +1639,10 @@ pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, h: &crate::exc
     };
     let Some(id) = m["id"].as_str() else { return };
     if let Some(who) = h.id_used(id) {
-        ctx.finding(Finding::new(
-            "agentprotocol/client:id-reused",
-            &["AGP-003"],
-            format!(
-                "the client's {} message reuses id {id:?}, which {who}'s earlier message carried",
-                m["type"]
-            ),
-        ));
+        ctx.finding(rules::CLIENT_ID_REUSED.found(format!(
+            "the client's {} message reuses id {id:?}, which {who}'s earlier message carried",
+            m["type"]
+        )));
     }
 }
 

@@ -18,7 +18,7 @@ pub mod load;
 pub mod rules;
 pub mod tamper;
 
-use crate::case::{fail, Bindings, Case, Level, Step, Stop, Suite, Untestable};
+use crate::case::{fail, Bindings, Case, Step, Stop, Suite, Untestable};
 use crate::drive::Transport;
 use crate::finding::Finding;
 use crate::script::Ctx;
@@ -96,9 +96,6 @@ fn verdict(ctx: &mut Ctx, mut found: Vec<Finding>) -> Step<()> {
     Err(Stop::Finding(first))
 }
 
-/// The case that owns the finding of a target that verifies only after hello.
-const TAMPERED: &str = "agentprotocol/reject-tampered";
-
 /// A request for `action` from `me`, signed by another key than its from.agentId's.
 fn wrong_key(me: &Me, action: &str) -> Value {
     let mut m = me.message(
@@ -130,7 +127,7 @@ async fn before_hello(
     s: &mut Me,
     (twin, bad): (&Value, &Value),
     what: &str,
-    (after_hello, carried_out, ids): (bool, &str, &[&str]),
+    (after_hello, carried_out): (bool, &'static crate::rules::Rule),
 ) -> Step<Option<Finding>> {
     let r = s.send(ctx, twin).await?;
     if r["type"] != "response" {
@@ -139,10 +136,9 @@ async fn before_hello(
     }
     ctx.control("a valid request from a sender that never said hello");
     match s.refusal(ctx, bad, "INVALID_SIGNATURE", &format!("{what}, from a sender that never said hello")).await? {
-        Err(got) if got.carried_out && after_hello => Ok(Some(Finding::new(key("verify:before-hello"), &["AGP-024", "AGP-034", "AGP-035"],
-            format!("{what} from a sender that never said hello was carried out ({got}), while after hello the same drew INVALID_SIGNATURE: the target verifies signatures only after hello (AGP-024, AGP-034)")).owned_by(TAMPERED))),
-        Err(got) if got.carried_out => Ok(Some(Finding::new(key(carried_out), ids,
-            format!("{what}, from a sender that never said hello, was carried out ({got}) beside a valid request of the same sender, not refused with INVALID_SIGNATURE ({})", ids[0])))),
+        Err(got) if got.carried_out && after_hello => Ok(Some(rules::VERIFY_BEFORE_HELLO.found(format!("{what} from a sender that never said hello was carried out ({got}), while after hello the same drew INVALID_SIGNATURE: the target verifies signatures only after hello (AGP-024, AGP-034)")))),
+        Err(got) if got.carried_out => Ok(Some(carried_out.found(
+            format!("{what}, from a sender that never said hello, was carried out ({got}) beside a valid request of the same sender, not refused with INVALID_SIGNATURE ({})", carried_out.requirements[0])))),
         Err(got) => {
             ctx.note(format!("{what} from a sender that never said hello drew {got}: refused, with another code than INVALID_SIGNATURE"));
             Ok(None)
@@ -185,7 +181,7 @@ pub const CASES: &[Case] = &[
         }
         let p = &r["payload"];
         if p["status"].is_string() && p["status"] != "success" {
-            found.push(Finding::new(key("echo-request:status"), &["AGP-A11"], format!("the echo response has status {} (informational, AGP-A11)", p["status"])).at(Level::Info));
+            found.push(rules::ECHO_REQUEST_STATUS.found(format!("the echo response has status {} (informational, AGP-A11)", p["status"])));
         }
         verdict(ctx, found)
     }),
@@ -199,7 +195,7 @@ pub const CASES: &[Case] = &[
         let req = me.request("h-no-such-action", json!({}), json!({}));
         let r = match me.refusal(ctx, &req, "CAPABILITY_NOT_SUPPORTED", "unknown action").await? {
             Ok(r) => r,
-            Err(got) => return Err(own("unknown-action:code", &["AGP-020", "AGP-026"], format!("an action the target lacks drew {got}, not error CAPABILITY_NOT_SUPPORTED (AGP-026)"))),
+            Err(got) => return Err(own(&rules::UNKNOWN_ACTION_CODE, format!("an action the target lacks drew {got}, not error CAPABILITY_NOT_SUPPORTED (AGP-026)"))),
         };
         ctx.refusal_counts("a request for an action the target lacks")?;
         match cns_details_finding(&r["payload"], Some("h-no-such-action")) {
@@ -231,8 +227,8 @@ pub const CASES: &[Case] = &[
         }
         ctx.claim("the error is INVALID_MESSAGE, beside a valid request carried out");
         let accepted = |what: &str, req: &str, got: &Other| {
-            let ids: &[&str] = if req == "AGP-023" { &["AGP-023"] } else { &[req, "AGP-023"] };
-            own("invalid-message:accepted", ids, format!("a request with {what} drew {got}, not error INVALID_MESSAGE ({req})"))
+            let _ids: &[&str] = if req == "AGP-023" { &["AGP-023"] } else { &[req, "AGP-023"] };
+            own(&rules::INVALID_MESSAGE_ACCEPTED, format!("a request with {what} drew {got}, not error INVALID_MESSAGE ({req})"))
         };
         // A malformed request carried out needs no control: its response shows it.
         if let Some((what, req, got)) = drew.iter().find(|(_, _, got)| got.carried_out) {
@@ -263,7 +259,7 @@ pub const CASES: &[Case] = &[
             }
         }
         ctx.claim("the error is INVALID_MESSAGE, beside a valid request carried out");
-        let not_refused = |what: &str, got: &Other| Finding::new(key("input-validation:not-refused"), &["AGP-038"], format!("a request with {what} drew {got}, not error INVALID_MESSAGE (AGP-038)"));
+        let not_refused = |what: &str, got: &Other| rules::INPUT_VALIDATION_NOT_REFUSED.found(format!("a request with {what} drew {got}, not error INVALID_MESSAGE (AGP-038)"));
         // An odd payload carried out needs no control: its response shows it.
         for (what, got) in drew.iter().filter(|(_, got)| got.carried_out) {
             ctx.deviation(not_refused(what, got));
@@ -296,8 +292,8 @@ pub const CASES: &[Case] = &[
             let mut kept = true;
             for (what, m, req) in [("a payload changed after signing", payload_changed, "AGP-024"), ("to.broadcast changed after signing", to_changed, "AGP-033")] {
                 if let Err(got) = me.refusal(ctx, &m, "INVALID_SIGNATURE", what).await? {
-                    let rule = if got.carried_out { "reject-tampered:carried-out" } else { "reject-tampered:code" };
-                    ctx.deviation(Finding::new(key(rule), &[req, "AGP-035"], format!("a message with {what} drew {got}, not error INVALID_SIGNATURE ({req})")));
+                    let rule = if got.carried_out { &rules::REJECT_TAMPERED_CARRIED_OUT } else { &rules::REJECT_TAMPERED_CODE };
+                    ctx.deviation(rule.found(format!("a message with {what} drew {got}, not error INVALID_SIGNATURE ({req})")));
                     kept = false;
                 }
             }
@@ -314,7 +310,7 @@ pub const CASES: &[Case] = &[
             let twin = s.request(&echo(ctx), json!({"text": "signed"}), json!({}));
             let mut bad = s.request(&echo(ctx), json!({"text": "signed"}), json!({}));
             bad["payload"]["params"]["text"] = json!("changed");
-            let judged = (after.is_some(), "reject-tampered:carried-out", &["AGP-024", "AGP-035"][..]);
+            let judged = (after.is_some(), &rules::REJECT_TAMPERED_CARRIED_OUT);
             if let Some(f) = before_hello(ctx, &mut s, (&twin, &bad), "a payload changed after signing", judged).await? {
                 ctx.deviation(f);
             }
@@ -332,8 +328,8 @@ pub const CASES: &[Case] = &[
         if ctx.needs(taken)? {
             let m = wrong_key(&me, &echo(ctx));
             if let Err(got) = me.refusal(ctx, &m, "INVALID_SIGNATURE", "signature by another key").await? {
-                let rule = if got.carried_out { "reject-wrong-key:carried-out" } else { "reject-wrong-key:code" };
-                ctx.deviation(Finding::new(key(rule), &["AGP-034", "AGP-035"], format!("a message signed by another key than from.agentId's drew {got}, not error INVALID_SIGNATURE (AGP-034)")));
+                let rule = if got.carried_out { &rules::REJECT_WRONG_KEY_CARRIED_OUT } else { &rules::REJECT_WRONG_KEY_CODE };
+                ctx.deviation(rule.found(format!("a message signed by another key than from.agentId's drew {got}, not error INVALID_SIGNATURE (AGP-034)")));
                 after = Some(false);
             } else {
                 ctx.refusal_counts("a message signed by another key")?;
@@ -349,7 +345,7 @@ pub const CASES: &[Case] = &[
         let mut twin = s.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}, "timeout": 30000}));
         s.sign(&mut twin);
         let bad = wrong_key(&s, &echo(ctx));
-        let judged = (after.is_some(), "reject-wrong-key:carried-out", &["AGP-034", "AGP-035"][..]);
+        let judged = (after.is_some(), &rules::REJECT_WRONG_KEY_CARRIED_OUT);
         match before_hello(ctx, &mut s, (&twin, &bad), "a message signed by another key", judged).await? {
             // Owned by reject-tampered: one finding for a target that verifies only after hello.
             Some(f) if after.is_some() => ctx.finding(f),
@@ -371,13 +367,13 @@ pub const CASES: &[Case] = &[
         match me.send_answer(ctx, &m, Duration::from_millis(ctx.profile().timing.case_timeout_ms)).await? {
             Answer::Reply(r) if r["type"] == "response" => {
                 let why = if advertises { "although the target advertises signed-messages (AGP-A3)" } else { "(a warning, AGP-A3)" };
-                found.push(Finding::new(key("unsigned-request:carried-out"), &["AGP-030", "AGP-035"], format!("an unsigned request was carried out {why}: {}", describe(&r))));
+                found.push(rules::UNSIGNED_REQUEST_CARRIED_OUT.found(format!("an unsigned request was carried out {why}: {}", describe(&r))));
             }
             Answer::Reply(_) | Answer::Empty(_) => ctx.refusal_counts("an unsigned request")?,
             Answer::Silence => {
                 // A silent refusal, if the target is alive.
                 if me.probe(ctx).await?.is_none() {
-                    return Err(ctx.block(Finding::new(key("transport:no-answer"), &[], "the target did not answer an unsigned request, nor a signed one after it")));
+                    return Err(ctx.block(crate::rules::TRANSPORT.found_in("agentprotocol", "no-answer", "the target did not answer an unsigned request, nor a signed one after it")));
                 }
                 ctx.refusal_counts("an unsigned request (dropped silently)")?;
             }
@@ -398,12 +394,12 @@ pub const CASES: &[Case] = &[
         m["to"]["agentId"] = json!(reference_impl::agentprotocol::message::agent_id(&Keypair::generate()));
         me.sign(&mut m);
         if let Err(got) = me.refusal(ctx, &m, "UNKNOWN_AGENT", "to.agentId of another agent").await? {
-            let rule = if got.carried_out { "unknown-agent:carried-out" } else { "unknown-agent:code" };
+            let rule = if got.carried_out { &rules::UNKNOWN_AGENT_CARRIED_OUT } else { &rules::UNKNOWN_AGENT_CODE };
             let summary = format!("a request addressed to another agent drew {got}, not error UNKNOWN_AGENT (AGP-025)");
             if ctx.profile().agentprotocol.unknown_agent_error {
-                return Err(Stop::Finding(Finding::new(key(rule), &["AGP-025"], format!("{summary}; the profile says the target is a hub or relay: set [agentprotocol] unknown_agent_error = false for a single agent")).at(Level::Profile)));
+                return Err(Stop::Finding(rule.found(format!("{summary}; the profile says the target is a hub or relay: set [agentprotocol] unknown_agent_error = false for a single agent"))));
             }
-            found.push(Finding::new(key(rule), &["AGP-025"], format!("{summary} (informational for a single agent)")).at(Level::Info));
+            found.push(rules::UNKNOWN_AGENT_RECORDED.found_as(if got.carried_out { "carried-out" } else { "code" }, format!("{summary} (informational for a single agent)")));
         } else {
             ctx.refusal_counts("a request addressed to another agent")?;
         }
@@ -418,14 +414,14 @@ pub const CASES: &[Case] = &[
         me.sign(&mut m);
         match me.send_answer(ctx, &m, SHORT).await? {
             Answer::Reply(r) if r["type"] == "error" => {
-                found.push(Finding::new(key("notify:error"), &["AGP-021", "AGP-A14"], format!("a valid notify drew {} (a warning, AGP-A14)", describe(&r))).at(Level::Should));
+                found.push(rules::NOTIFY_ERROR.found(format!("a valid notify drew {} (a warning, AGP-A14)", describe(&r))));
             }
             Answer::Reply(r) => ctx.note(format!("a notify was acknowledged with {} (informational, AGP-A14)", describe(&r))),
             Answer::Empty(s) => ctx.checked(format!("the notify drew HTTP {s} with no message")),
             Answer::Silence => {
                 // No reply is the expected answer; the target must still be alive.
                 if me.probe(ctx).await?.is_none() {
-                    return Err(ctx.block(Finding::new(key("transport:no-answer"), &[], "the target answered neither a notify (as expected) nor a request after it")));
+                    return Err(ctx.block(crate::rules::TRANSPORT.found_in("agentprotocol", "no-answer", "the target answered neither a notify (as expected) nor a request after it")));
                 }
                 ctx.checked("no reply to the notify; a request after it is answered");
             }
@@ -443,15 +439,15 @@ pub const CASES: &[Case] = &[
         match (r["type"].as_str(), r["payload"]["code"].as_str()) {
             (Some("response"), _) => ctx.control(&what),
             (Some("error"), Some(c)) if c != "TIMEOUT" => return Err(ctx.block(refused(&r, &what, &["AGP-018"]))),
-            _ => return Err(own("timeout:within-timeout", &["AGP-018", "AGP-027"], format!("{what} drew {}: a delay within its timeout must be carried out (AGP-018)", describe(&r)))),
+            _ => return Err(own(&rules::TIMEOUT_WITHIN_TIMEOUT, format!("{what} drew {}: a delay within its timeout must be carried out (AGP-018)", describe(&r)))),
         }
         let req = me.request(&delay, json!({"ms": 2000}), json!({"timeout": 100}));
         if let Err(got) = me.refusal(ctx, &req, "TIMEOUT", "delay 2000 ms with timeout 100 ms").await? {
             let summary = format!("a {delay} of 2000 ms with timeout 100 ms drew {got}, not error TIMEOUT");
             if ctx.profile().agentprotocol.timeout_error {
-                return Err(Stop::Finding(Finding::new(key("timeout:not-timed-out"), &["AGP-027"], format!("{summary} (AGP-027); the profile says the target sends TIMEOUT: set [agentprotocol] timeout_error = false if it leaves that to the requester (AGP-A18)")).at(Level::Profile)));
+                return Err(Stop::Finding(rules::TIMEOUT_NOT_TIMED_OUT.found(format!("{summary} (AGP-027); the profile says the target sends TIMEOUT: set [agentprotocol] timeout_error = false if it leaves that to the requester (AGP-A18)"))));
             }
-            found.push(Finding::new(key("timeout:not-timed-out"), &["AGP-A18"], format!("{summary} (informational, AGP-A18)")));
+            found.push(rules::TIMEOUT_RECORDED.found(format!("{summary} (informational, AGP-A18)")));
         } else {
             ctx.refusal_counts("a delay longer than its timeout")?;
         }
@@ -476,7 +472,7 @@ pub const CASES: &[Case] = &[
         let req = me.request(&echo(ctx), json!({"text": "café 日本語 🙂", "big": 1e21, "ratio": 0.1, "tiny": 1e-7}), json!({}));
         let r = me.send(ctx, &req).await?;
         if r["type"] == "error" && r["payload"]["code"] == "INVALID_SIGNATURE" {
-            found.push(Finding::new(key("non-ascii-canonical-form:rejected"), &["AGP-031", "AGP-A1"], format!("a request signed over RFC 8785 with non-ASCII text and exponent numbers drew {}: the target's canonical form differs (informational, AGP-A1)", describe(&r))).at(Level::Info));
+            found.push(rules::NON_ASCII_CANONICAL_FORM_REJECTED.found(format!("a request signed over RFC 8785 with non-ASCII text and exponent numbers drew {}: the target's canonical form differs (informational, AGP-A1)", describe(&r))));
         }
         verdict(ctx, found)
     }),
@@ -493,12 +489,12 @@ pub const CASES: &[Case] = &[
             match (r["type"].as_str(), r["payload"]["code"].as_str()) {
                 (Some("response"), _) => ok += 1,
                 (Some("error"), Some("RATE_LIMITED")) => limited += 1,
-                _ => return Err(own("rate-limit:code", &["AGP-028"], format!("request {} of a burst drew {}; throttling must use RATE_LIMITED (AGP-028)", i + 1, describe(&r)))),
+                _ => return Err(own(&rules::RATE_LIMIT_CODE, format!("request {} of a burst drew {}; throttling must use RATE_LIMITED (AGP-028)", i + 1, describe(&r)))),
             }
         }
         ctx.note(format!("{n} requests: {ok} answered, {limited} RATE_LIMITED"));
         if limited == 0 {
-            found.push(Finding::new(key("rate-limit:none"), &["AGP-037"], format!("{n} requests in a burst drew no RATE_LIMITED (AGP-037)")));
+            found.push(rules::RATE_LIMIT_NONE.found(format!("{n} requests in a burst drew no RATE_LIMITED (AGP-037)")));
         }
         let window = ctx.profile().agentprotocol.rate_window_ms;
         if limited > 0 && window > 0 {
@@ -509,7 +505,7 @@ pub const CASES: &[Case] = &[
             let req = me.request(&echo(ctx), json!({"after": "window"}), json!({}));
             let r = me.send(ctx, &req).await?;
             if r["type"] == "error" && r["payload"]["code"] == "RATE_LIMITED" {
-                found.push(Finding::new(key("rate-limit:never-reset"), &["AGP-028"], format!("one request {wait} ms after the burst, past the rate window of {window} ms, still drew {} (AGP-028): the sender stays throttled; if the target's window is longer, set [agentprotocol] rate_window_ms", describe(&r))).at(Level::Profile));
+                found.push(rules::RATE_LIMIT_NEVER_RESET.found(format!("one request {wait} ms after the burst, past the rate window of {window} ms, still drew {} (AGP-028): the sender stays throttled; if the target's window is longer, set [agentprotocol] rate_window_ms", describe(&r))));
             } else {
                 ctx.checked(format!("one request after the rate window drew {}", describe(&r)));
             }

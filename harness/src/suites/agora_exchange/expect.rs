@@ -8,9 +8,11 @@
 //! the case that met it still judges its own subject. Only a reply with nothing
 //! usable left (not JSON, not an object, no recognisable status) blocks the case.
 
-use crate::case::{fail, skip, Level, Step, Stop};
+use super::rules;
+use crate::case::{fail, skip, Step, Stop};
 use crate::drive::http::HttpReply;
 use crate::finding::{quote, Finding, Verdict};
+use crate::rules::Rule;
 use crate::schemas::Schemas;
 use crate::script::Ctx;
 use reference_impl::agora_exchange::document::{self, hash_form, is_sha1_hex, sha1_hex, HashForm};
@@ -235,15 +237,11 @@ pub async fn post(ctx: &mut Ctx, path: &str, request: &Value) -> Step<Reply> {
         return Ok(r);
     }
     ctx.shared.adapted.adopt(KEY_SOURCES_REQUIRED);
-    ctx.finding(Finding::new(
-        KEY_SOURCES_REQUIRED,
-        &["AEX-016", "AEX-017"],
-        format!(
+    ctx.finding(rules::REQUEST_PROTOCOL_SOURCES_OPTIONAL.found(format!(
             "the target requires protocolSources, which agora-exchange.txt §6.1 and §8.3 make optional: a request without it drew {}, the same with protocolSources [] drew {}; the rest of the run sends protocolSources []",
             r.describe(),
             retry.describe()
-        ),
-    ));
+        )));
     Ok(retry)
 }
 
@@ -459,19 +457,11 @@ fn transport_reply(r: &HttpReply) -> Reading {
     let mut findings = Vec::new();
     let ct = r.content_type.as_deref();
     if !is_json_media_type(ct) {
-        findings.push(
-            Finding::new(
-                KEY_ERROR_CONTENT_TYPE,
-                &["AEX-004", "AEX-A15"],
-                format!(
-                    "an HTTP {} reply has Content-Type {}, not application/json",
-                    r.status,
-                    quote(ct.unwrap_or("(none)"))
-                ),
-            )
-            .at(Level::Should)
-            .owned_by(TRANSPORT_OWNER),
-        );
+        findings.push(rules::REPLY_ERROR_CONTENT_TYPE.found(format!(
+            "an HTTP {} reply has Content-Type {}, not application/json",
+            r.status,
+            quote(ct.unwrap_or("(none)"))
+        )));
     }
     let json: Option<Value> = serde_json::from_slice(&r.body).ok();
     let said = json.as_ref().map_or(Said::Unknown, |v| lenient_status(v).0);
@@ -490,22 +480,15 @@ fn transport_reply(r: &HttpReply) -> Reading {
 /// warning; or the finding that leaves nothing to read.
 fn reply_object(body: &[u8], findings: &mut Vec<Finding>) -> Result<Value, Finding> {
     let tree = json::parse(body).map_err(|e| {
-        Finding::new(
-            KEY_NOT_JSON,
-            &["AEX-058"],
-            format!("an HTTP 200 reply is not JSON ({e}): {}", said_bytes(body)),
-        )
+        rules::REPLY_NOT_JSON.found(format!(
+            "an HTTP 200 reply is not JSON ({e}): {}",
+            said_bytes(body)
+        ))
     })?;
     if let Err(e) = jcs::canonicalize(body) {
         if matches!(e.kind, jcs::CanonErrorKind::DuplicateName(_)) {
             findings.push(
-                Finding::new(
-                    KEY_DUPLICATE,
-                    &["AEX-058"],
-                    format!("a reply repeats a member name: {e}"),
-                )
-                .at(Level::Should)
-                .owned_by(SHAPE_OWNER),
+                rules::REPLY_DUPLICATE_MEMBER.found(format!("a reply repeats a member name: {e}")),
             );
         }
     }
@@ -513,14 +496,10 @@ fn reply_object(body: &[u8], findings: &mut Vec<Finding>) -> Result<Value, Findi
     if v.is_object() {
         Ok(v)
     } else {
-        Err(Finding::new(
-            KEY_NOT_OBJECT,
-            &["AEX-009"],
-            format!(
-                "an HTTP 200 reply is not a JSON object: {}",
-                said_bytes(body)
-            ),
-        ))
+        Err(rules::REPLY_NOT_OBJECT.found(format!(
+            "an HTTP 200 reply is not a JSON object: {}",
+            said_bytes(body)
+        )))
     }
 }
 
@@ -534,22 +513,12 @@ fn check_status_word(
 ) -> Result<(), Finding> {
     match word {
         Word::Case(w) => findings.push(
-            Finding::new(
-                KEY_STATUS_CASE,
-                &["AEX-009", "AEX-A22"],
-                format!(
+            rules::REPLY_STATUS_CASE.found(format!(
                     "replies spell the status {w:?}, not exactly \"success\" or \"failure\" in lower case: {shown}"
-                ),
-            )
-            .owned_by(SHAPE_OWNER),
+                )),
         ),
         Word::Other(what) if said != Said::Failure => {
-            let f = Finding::new(
-                KEY_STATUS,
-                &["AEX-009"],
-                format!("a reply's status is {what}, not \"success\" or \"failure\": {shown}"),
-            )
-            .owned_by(SHAPE_OWNER);
+            let f = rules::REPLY_STATUS.found(format!("a reply's status is {what}, not \"success\" or \"failure\": {shown}"));
             if said == Said::Unknown {
                 return Err(f);
             }
@@ -565,20 +534,16 @@ fn check_status_word(
 /// for the whole shape; no body (a warning, AEX-011, AEX-A4).
 fn check_failure_shape(v: &Value, word: &Word, shown: &str, findings: &mut Vec<Finding>) {
     let mut parts = Vec::new();
-    let mut ids = Vec::new();
     match word {
         Word::Failure(w) => {
             parts.push(format!("status {w:?} instead of \"failure\""));
-            ids.push("AEX-009");
         }
         Word::Other(what) => {
             parts.push(format!("status {what} instead of \"failure\""));
-            ids.push("AEX-009");
         }
         Word::Exact | Word::Case(_) => {}
     }
     if !v["error"].is_string() {
-        ids.push("AEX-010");
         parts.push(match (v.get("error"), failure_text(v, true)) {
             (Some(e), _) => format!("error is {e}, not a string"),
             (None, Some((member, _))) => {
@@ -589,25 +554,14 @@ fn check_failure_shape(v: &Value, word: &Word, shown: &str, findings: &mut Vec<F
     }
     if !parts.is_empty() {
         findings.push(
-            Finding::new(
-                KEY_FAILURE_SHAPE,
-                &ids,
-                format!(
+            rules::REPLY_FAILURE_SHAPE.found(format!(
                     "failure replies read {shown}: {}; agora-exchange.txt §5.2 wants {{\"status\": \"failure\", \"error\": \"…\"}}",
                     parts.join("; ")
-                ),
-            )
-            .owned_by(FAILURE_OWNER),
+                )),
         );
     } else if v.get("body").is_some() {
         findings.push(
-            Finding::new(
-                KEY_FAILURE_BODY,
-                &["AEX-011", "AEX-A4"],
-                format!("a failure reply carries body: {shown}"),
-            )
-            .at(Level::Should)
-            .owned_by(FAILURE_OWNER),
+            rules::REPLY_FAILURE_WITH_BODY.found(format!("a failure reply carries body: {shown}")),
         );
     }
 }
@@ -616,24 +570,14 @@ fn check_failure_shape(v: &Value, word: &Word, shown: &str, findings: &mut Vec<F
 fn check_success_shape(v: &Value, shown: &str, findings: &mut Vec<Finding>) {
     if v.get("body").is_none() {
         findings.push(
-            Finding::new(
-                KEY_SUCCESS_NO_BODY,
-                &["AEX-011", "AEX-A4"],
-                format!("a success reply without body: {shown}"),
-            )
-            .at(Level::Should)
-            .owned_by(FAILURE_OWNER),
+            rules::REPLY_SUCCESS_WITHOUT_BODY
+                .found(format!("a success reply without body: {shown}")),
         );
     }
     if v.get("error").is_some() {
         findings.push(
-            Finding::new(
-                KEY_SUCCESS_ERROR,
-                &["AEX-012", "AEX-A4"],
-                format!("a success reply carries error: {shown}"),
-            )
-            .at(Level::Should)
-            .owned_by(FAILURE_OWNER),
+            rules::REPLY_SUCCESS_WITH_ERROR
+                .found(format!("a success reply carries error: {shown}")),
         );
     }
 }
@@ -641,14 +585,9 @@ fn check_success_shape(v: &Value, shown: &str, findings: &mut Vec<Finding>) {
 /// body: a string or an object (AEX-020).
 fn check_body_type(v: &Value, shown: &str, findings: &mut Vec<Finding>) {
     if let Some(b) = v.get("body").filter(|b| !(b.is_string() || b.is_object())) {
-        findings.push(
-            Finding::new(
-                KEY_BODY_TYPE,
-                &["AEX-020"],
-                format!("a reply's body is {b}, not a string or an object: {shown}"),
-            )
-            .owned_by(SHAPE_OWNER),
-        );
+        findings.push(rules::REPLY_BODY_TYPE.found(format!(
+            "a reply's body is {b}, not a string or an object: {shown}"
+        )));
     }
 }
 
@@ -675,14 +614,10 @@ fn check_schema_rest(schemas: &Schemas, v: &Value, findings: &mut Vec<Finding>) 
         if findings.iter().any(|f| f.key == key) {
             continue;
         }
-        findings.push(
-            Finding::new(
-                key,
-                &["AEX-009"],
-                format!("reply at {}: {}", viol.pointer, viol.message),
-            )
-            .owned_by(SHAPE_OWNER),
-        );
+        findings.push(rules::SCHEMA_RESPONSE.found_as(
+            viol.shape(),
+            format!("reply at {}: {}", viol.pointer, viol.message),
+        ));
     }
 }
 
@@ -760,26 +695,14 @@ fn conversation_checks(v: &Value, shown: &str, findings: &mut Vec<Finding>) {
     let exp = v.get("conversationExpires");
     match id {
         Some(Value::String(s)) if !s.is_empty() => {}
-        Some(other) => findings.push(
-            Finding::new(
-                KEY_CONVERSATION_ID,
-                &["AEX-021"],
-                format!("conversationId is {other}, not a non-empty string: {shown}"),
-            )
-            .owned_by(CONVERSATION_OWNER),
-        ),
+        Some(other) => findings.push(rules::REPLY_CONVERSATION_ID.found(format!(
+            "conversationId is {other}, not a non-empty string: {shown}"
+        ))),
         None => {
             if exp.is_some() {
-                findings.push(
-                    Finding::new(
-                        KEY_CONVERSATION_ID,
-                        &["AEX-021", "AEX-022"],
-                        format!(
-                            "a reply carries conversationExpires without conversationId: {shown}"
-                        ),
-                    )
-                    .owned_by(CONVERSATION_OWNER),
-                );
+                findings.push(rules::REPLY_CONVERSATION_ID.found(format!(
+                    "a reply carries conversationExpires without conversationId: {shown}"
+                )));
             }
         }
     }
@@ -791,23 +714,14 @@ fn conversation_checks(v: &Value, shown: &str, findings: &mut Vec<Finding>) {
             "a reply carries conversationId but no conversationExpires: {shown}"
         ))),
         Some(e) => match integer(e) {
-            None => findings.push(
-                Finding::new(
-                    KEY_EXPIRES,
-                    &["AEX-022", "AEX-027"],
-                    format!("conversationExpires is {e}, not an integer Unix timestamp: {shown}"),
-                )
-                .owned_by(CONVERSATION_OWNER),
-            ),
-            Some(n) if n >= 1_000_000_000_000 => findings.push(
-                Finding::new(
-                    KEY_EXPIRES_MS,
-                    &["AEX-022", "AEX-A11"],
-                    format!("conversationExpires {n} looks like milliseconds, not Unix seconds"),
-                )
-                .at(Level::Should)
-                .owned_by(CONVERSATION_OWNER),
-            ),
+            None => findings.push(rules::REPLY_CONVERSATION_EXPIRES.found(format!(
+                "conversationExpires is {e}, not an integer Unix timestamp: {shown}"
+            ))),
+            Some(n) if n >= 1_000_000_000_000 => {
+                findings.push(rules::REPLY_CONVERSATION_EXPIRES_MS.found(format!(
+                    "conversationExpires {n} looks like milliseconds, not Unix seconds"
+                )))
+            }
             Some(_) => {}
         },
     }
@@ -815,20 +729,15 @@ fn conversation_checks(v: &Value, shown: &str, findings: &mut Vec<Finding>) {
 
 /// An approved conversation without conversationExpires (AEX-027).
 pub fn expires_finding(summary: &str) -> Finding {
-    Finding::new(KEY_EXPIRES, &["AEX-027"], summary).owned_by(CONVERSATION_OWNER)
+    rules::REPLY_CONVERSATION_EXPIRES.found(summary)
 }
 
 /// An HTTP 200 reply that is not application/json (AEX-004; AEX-A15: the row fails).
 fn content_type_finding(ct: Option<&str>) -> Finding {
-    Finding::new(
-        KEY_CONTENT_TYPE,
-        &["AEX-004", "AEX-A15"],
-        format!(
-            "HTTP 200 replies have Content-Type {}, not application/json",
-            quote(ct.unwrap_or("(none)"))
-        ),
-    )
-    .owned_by(SHAPE_OWNER)
+    rules::REPLY_CONTENT_TYPE.found(format!(
+        "HTTP 200 replies have Content-Type {}, not application/json",
+        quote(ct.unwrap_or("(none)"))
+    ))
 }
 
 /// What the reply checks make of one reply, for the vectors: `Err` with every failing
@@ -955,12 +864,9 @@ pub fn hash_form_finding(what: &str, form: Option<HashForm>) -> Finding {
         Some(f) => format!("; it is the {f} form of the SHA1 of its document"),
         None => "; it is no form of the SHA1 of its document the harness recognises".into(),
     };
-    Finding::new(
-        KEY_HASH_FORM,
-        &["AEX-039"],
-        format!("{what} is not the 40 hex digits of a SHA1 digest{how}"),
-    )
-    .owned_by(WELLKNOWN_OWNER)
+    rules::PROTOCOL_HASH_FORM.found(format!(
+        "{what} is not the 40 hex digits of a SHA1 digest{how}"
+    ))
 }
 
 /// The profile's protocol_hash, when it is not 40 hex digits: used as given, and
@@ -987,15 +893,10 @@ pub fn check_profile_hash(ctx: &mut Ctx) {
 /// An unsupported protocol refused otherwise than with HTTP 200 and status failure
 /// (AEX-041, AEX-052), owned by the unsupported-protocol case.
 pub fn unsupported_reply_finding(r: &Reply) -> Finding {
-    Finding::new(
-        KEY_UNSUPPORTED_REPLY,
-        &["AEX-041", "AEX-052"],
-        format!(
+    rules::UNSUPPORTED_PROTOCOL_REPLY.found(format!(
             "an unsupported protocolHash drew {}; an Agora-level error needs HTTP 200 with {{\"status\": \"failure\", \"error\": \"Unsupported protocol\"}}",
             r.describe()
-        ),
-    )
-    .owned_by(UNSUPPORTED_OWNER)
+        ))
 }
 
 /// Reads `GET {url}/wellknown`: `Ok(None)` when the target has no such endpoint
@@ -1009,14 +910,13 @@ pub async fn wellknown(ctx: &mut Ctx) -> Step<Option<Map<String, Value>>> {
         ctx.note(format!("GET /wellknown: HTTP {} (no endpoint)", r.status));
         return Ok(None);
     }
-    let block = |ctx: &mut Ctx, key: &str, ids: &[&str], summary: String| -> Stop {
-        ctx.block(Finding::new(key.to_string(), ids, summary).owned_by(WELLKNOWN_OWNER))
+    let block = |ctx: &mut Ctx, rule: &'static Rule, summary: String| -> Stop {
+        ctx.block(rule.found(summary))
     };
     if r.status != 200 {
         return Err(block(
             ctx,
-            "agora-exchange/wellknown:http-status",
-            &["AEX-045"],
+            &rules::WELLKNOWN_HTTP_STATUS,
             format!(
                 "GET /wellknown answered HTTP {}: {}",
                 r.status,
@@ -1032,8 +932,7 @@ pub async fn wellknown(ctx: &mut Ctx) -> Step<Option<Map<String, Value>>> {
         Err(e) => {
             return Err(block(
                 ctx,
-                "agora-exchange/wellknown:not-json",
-                &["AEX-045"],
+                &rules::WELLKNOWN_NOT_JSON,
                 format!("/wellknown is not JSON ({e}): {}", said_bytes(&r.body)),
             ))
         }
@@ -1041,8 +940,7 @@ pub async fn wellknown(ctx: &mut Ctx) -> Step<Option<Map<String, Value>>> {
     let Value::Object(map) = v else {
         return Err(block(
             ctx,
-            "agora-exchange/wellknown:not-object",
-            &["AEX-045"],
+            &rules::WELLKNOWN_NOT_OBJECT,
             format!("/wellknown is not a JSON object: {}", quote(&v.to_string())),
         ));
     };
@@ -1051,17 +949,10 @@ pub async fn wellknown(ctx: &mut Ctx) -> Step<Option<Map<String, Value>>> {
             .as_array()
             .is_some_and(|a| !a.is_empty() && a.iter().all(Value::is_string));
         if !ok {
-            ctx.finding(
-                Finding::new(
-                    KEY_WELLKNOWN_SOURCES,
-                    &["AEX-045"],
-                    format!(
-                        "/wellknown maps {key:?} to {}, not a non-empty list of document sources",
-                        quote(&sources.to_string())
-                    ),
-                )
-                .owned_by(WELLKNOWN_OWNER),
-            );
+            ctx.finding(rules::WELLKNOWN_SOURCES.found(format!(
+                "/wellknown maps {key:?} to {}, not a non-empty list of document sources",
+                quote(&sources.to_string())
+            )));
         }
         if !is_sha1_hex(key) {
             let list = sources.as_array().cloned().unwrap_or_default();
@@ -1097,20 +988,14 @@ pub fn document_findings(ctx: &mut Ctx, map: &Map<String, Value>) -> Vec<Finding
         }
         match identify(key, &list) {
             None if !is_hex40(key) => {}
-            None => found.push(Finding::new(
-                "agora-exchange/wellknown:document-hash",
-                &["AEX-038"],
-                format!(
-                    "no source of {key} (alone or joined) has that SHA1: {}",
-                    quote(&sources.to_string())
-                ),
-            )),
+            None => found.push(rules::WELLKNOWN_DOCUMENT_HASH.found(format!(
+                "no source of {key} (alone or joined) has that SHA1: {}",
+                quote(&sources.to_string())
+            ))),
             Some((text, form)) => match document::metadata(&text) {
-                Err(e) => found.push(Finding::new(
-                    "agora-exchange/wellknown:metadata",
-                    &["AEX-036", "AEX-037"],
-                    format!("document {key}: {e}"),
-                )),
+                Err(e) => {
+                    found.push(rules::WELLKNOWN_METADATA.found(format!("document {key}: {e}")))
+                }
                 Ok(_) => ctx.checked(format!(
                     "{key}: {form} of the SHA1 of its document; metadata verified"
                 )),
@@ -1201,12 +1086,7 @@ pub async fn fixture(ctx: &mut Ctx) -> Step<Fixture> {
 /// to set.
 fn no_protocol(ctx: &mut Ctx, why: &str) -> Stop {
     ctx.block(
-        Finding::new(
-            KEY_PROFILE_PROTOCOL_HASH,
-            &[],
-            format!("{why} and the profile names no protocol: set [agora-exchange] protocol_hash to the hash of a protocol the target supports, as it spells it, and protocol_document to its text (agentconform init writes what it can find)"),
-        )
-        .at(Level::Profile),
+        rules::PROFILE_PROTOCOL_HASH.found(format!("{why} and the profile names no protocol: set [agora-exchange] protocol_hash to the hash of a protocol the target supports, as it spells it, and protocol_document to its text (agentconform init writes what it can find)")),
     )
 }
 
@@ -1224,15 +1104,10 @@ pub fn refuses_as_unsupported(r: &Reply) -> bool {
 /// A listed protocol refused as unsupported (AEX-046), owned by the
 /// wellknown-hashes-supported case.
 pub fn listed_unsupported(hash: &str, r: &Reply) -> Finding {
-    Finding::new(
-        KEY_LISTED_UNSUPPORTED,
-        &["AEX-046"],
-        format!(
-            "protocol {hash:?} is listed in /wellknown but refused: {}",
-            r.describe()
-        ),
-    )
-    .owned_by(LISTED_OWNER)
+    rules::WELLKNOWN_LISTED_UNSUPPORTED.found(format!(
+        "protocol {hash:?} is listed in /wellknown but refused: {}",
+        r.describe()
+    ))
 }
 
 /// A request under the fixture protocol that the target refuses as unsupported: the
@@ -1244,16 +1119,11 @@ pub fn fixture_refused(ctx: &mut Ctx, fx: &Fixture, r: &Reply) -> Step<()> {
         return Ok(());
     }
     let f = if fx.from_profile {
-        Finding::new(
-            "agora-exchange/profile:protocol-unsupported",
-            &[],
-            format!(
+        rules::PROFILE_PROTOCOL_UNSUPPORTED.found(format!(
                 "the profile's protocol_hash {:?} is refused as unsupported ({}); set [agora-exchange] protocol_hash to a protocol the target supports",
                 fx.hash,
                 r.describe()
-            ),
-        )
-        .at(Level::Profile)
+            ))
     } else {
         listed_unsupported(&fx.hash, r)
     };
@@ -1290,11 +1160,9 @@ pub async fn open_conversation(
 /// all only warns, AEX-A11).
 pub fn follow_up_finding(r: &Reply, id: &str) -> Option<Finding> {
     let other = r.conversation_id().filter(|c| *c != id)?;
-    Some(Finding::new(
-        "agora-exchange/follow-up",
-        &["AEX-021"],
-        format!("the follow-up reply names conversation {other:?}, not {id:?} (AEX-021)"),
-    ))
+    Some(rules::FOLLOW_UP.found(format!(
+        "the follow-up reply names conversation {other:?}, not {id:?} (AEX-021)"
+    )))
 }
 
 /// What the reply `r` to a follow-up in a conversation never issued breaks: it is
@@ -1302,14 +1170,10 @@ pub fn follow_up_finding(r: &Reply, id: &str) -> Option<Finding> {
 /// failure with HTTP 200 only warns, AEX-A9).
 pub fn unknown_conversation_finding(r: &Reply) -> Option<Finding> {
     (r.http != 404 && !r.is_agora_failure()).then(|| {
-        Finding::new(
-            "agora-exchange/unknown-conversation",
-            &["AEX-035"],
-            format!(
-                "a follow-up to a never-issued conversation drew {}",
-                r.describe()
-            ),
-        )
+        rules::UNKNOWN_CONVERSATION.found(format!(
+            "a follow-up to a never-issued conversation drew {}",
+            r.describe()
+        ))
     })
 }
 
@@ -1542,19 +1406,11 @@ pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, h: &crate::exc
     }
     follow_up_against_conversation(ctx, x, h);
     if let Some(why) = client_content_type(x) {
-        ctx.finding(Finding::new(
-            "agora-exchange/client:content-type",
-            &["AEX-005"],
-            why,
-        ));
+        ctx.finding(rules::CLIENT_CONTENT_TYPE.found(why));
     }
     let request: Value = serde_json::from_slice(&x.received).unwrap_or(Value::Null);
     if let Some(why) = client_follow_up(x, &request, true) {
-        ctx.finding(Finding::new(
-            "agora-exchange/client:follow-up-protocol-hash",
-            &["AEX-030"],
-            why,
-        ));
+        ctx.finding(rules::CLIENT_FOLLOW_UP_PROTOCOL_HASH.found(why));
     }
 }
 
@@ -1584,11 +1440,7 @@ fn follow_up_against_conversation(
             .iter()
             .any(|(e, _)| e.method == "POST" && !e.path.contains("/conversations/"));
         if opening_seen {
-            ctx.finding(Finding::new(
-                "agora-exchange/client:follow-up-unopened",
-                &["AEX-025", "AEX-028", "AEX-029"],
-                format!("the client POSTed a follow-up to {}, a conversation no reply through the proxy opened", x.path),
-            ));
+            ctx.finding(rules::CLIENT_FOLLOW_UP_UNOPENED.found(format!("the client POSTed a follow-up to {}, a conversation no reply through the proxy opened", x.path)));
         }
         return;
     }
@@ -1605,15 +1457,11 @@ fn follow_up_against_conversation(
     if let Some(expires) = latest {
         let now = h.now.unix_timestamp();
         if now > expires {
-            ctx.finding(Finding::new(
-                "agora-exchange/client:follow-up-expired",
-                &["AEX-022", "AEX-034"],
-                format!(
+            ctx.finding(rules::CLIENT_FOLLOW_UP_EXPIRED.found(format!(
                     "the client POSTed a follow-up to {} at {now}, {} s after the conversation expired (conversationExpires {expires})",
                     x.path,
                     now - expires
-                ),
-            ));
+                )));
         }
     }
 }

@@ -11,7 +11,7 @@ pub mod tamper;
 
 use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::Transport;
-use crate::finding::{quote, Finding};
+use crate::finding::quote;
 use crate::script::Ctx;
 use crate::suites::agora_exchange::expect::*;
 use reference_impl::agora_exchange::document::{self, sha1_hex};
@@ -87,15 +87,11 @@ pub const CASES: &[Case] = &[
         claim(ctx, &[KEY_CONVERSATION_ID]);
         match refused.as_slice() {
             [] => Ok(()),
-            [(form, r)] => Err(Stop::Finding(Finding::new(
-                "agora-exchange/request:protocol-hash-optional",
-                &["AEX-015"],
-                format!(
+            [(form, r)] => Err(Stop::Finding(rules::REQUEST_PROTOCOL_HASH_OPTIONAL.found(format!(
                     "a request with protocolHash {form} drew {} ({}); absent or null, protocolHash means no formal protocol",
                     r.describe(),
                     quote(r.error().unwrap_or("no error text"))
-                ),
-            ))),
+                )))),
             [(_, r), ..] => fail(format!("single-round requests are refused: expected HTTP 200 with status success, got {}", r.describe())),
         }
     }),
@@ -447,28 +443,16 @@ pub const CASES: &[Case] = &[
             in_2xx.push(format!("malformed JSON drew {}", syntax.describe()));
         }
         if !in_2xx.is_empty() {
-            let ids: &[&str] = if syntax.http != 400 && is_2xx(&syntax) { &["AEX-048", "AEX-049"] } else { &["AEX-048"] };
-            own(ctx, Finding::new(
-                "agora-exchange/malformed-json:2xx",
-                ids,
-                format!("{}: a request the server cannot read was answered with a 2xx, not an HTTP 4xx (400 for malformed JSON, agora-exchange.txt §10.1)", in_2xx.join("; ")),
+            own(ctx, rules::MALFORMED_JSON_2XX.found(format!("{}: a request the server cannot read was answered with a 2xx, not an HTTP 4xx (400 for malformed JSON, agora-exchange.txt §10.1)", in_2xx.join("; ")),
             ));
         }
         if !array.is_client_error() && !is_2xx(&array) {
-            own(ctx, Finding::new(
-                "agora-exchange/malformed-json:not-object",
-                &["AEX-048"],
-                format!("a JSON array as the request drew {}, not an HTTP 4xx", array.describe()),
-            ));
+            own(ctx, rules::MALFORMED_JSON_NOT_OBJECT.found(format!("a JSON array as the request drew {}, not an HTTP 4xx", array.describe())));
         } else if array.is_client_error() && array.http != 400 {
             ctx.note(format!("a JSON array as the request drew HTTP {} (any 4xx is accepted: the spec names no code for it)", array.http));
         }
         if syntax.http != 400 && !is_2xx(&syntax) {
-            own(ctx, Finding::new(
-                "agora-exchange/malformed-json:status",
-                &["AEX-048", "AEX-049"],
-                format!("malformed JSON drew {}; agora-exchange.txt §10.1 names 400 Bad Request for it", syntax.describe()),
-            ));
+            own(ctx, rules::MALFORMED_JSON_STATUS.found(format!("malformed JSON drew {}; agora-exchange.txt §10.1 names 400 Bad Request for it", syntax.describe())));
         }
         claim(ctx, &[KEY_ERROR_CONTENT_TYPE]);
         Ok(())
@@ -711,11 +695,7 @@ fn client_request(
         ));
     }
     if let Some(why) = client_content_type(x) {
-        ctx.finding(Finding::new(
-            "agora-exchange/client:content-type",
-            &["AEX-005"],
-            why,
-        ));
+        ctx.finding(rules::CLIENT_CONTENT_TYPE.found(why));
     }
     let Ok(v) = serde_json::from_slice::<Value>(&x.received) else {
         return fail(format!(

@@ -17,10 +17,12 @@
 //! timeout, a reset or a dropped connection is not one; a close without an error
 //! counts only once a valid connection is shown to be answered right after.
 
-use crate::case::{fail, skip, Level, Step, Stop};
+use super::rules;
+use crate::case::{fail, skip, Step, Stop};
 use crate::drive::ws::WsDriver;
 use crate::drive::{DriveError, Limits};
 use crate::finding::{quote, Finding};
+use crate::rules::Rule;
 use crate::script::{describe_drive_error, Ctx};
 use reference_impl::wire::{json, new_id};
 use serde_json::{json, Map, Value};
@@ -51,12 +53,7 @@ pub const SERVER_TYPES: [&str; 10] = [
 ];
 
 /// The cases that own the rules the shared reading meets.
-const HANDSHAKE: &str = "agora-spaces/handshake";
 const JOIN: &str = "agora-spaces/join-general";
-const MEMBERS: &str = "agora-spaces/member-updates";
-const ERRORS: &str = "agora-spaces/invalid-requests";
-const REQUEST_ID: &str = "agora-spaces/join-missing";
-const HEARTBEAT: &str = "agora-spaces/heartbeat-keepalive";
 
 /// The schema of a server frame, by its type.
 pub fn schema_for(v: &Value) -> Option<&'static str> {
@@ -76,19 +73,17 @@ pub fn schema_for(v: &Value) -> Option<&'static str> {
 }
 
 /// The case that owns a schema's shape, and the requirements the shape comes from.
-fn owner_of(schema: &str) -> (&'static str, &'static [&'static str]) {
-    match schema {
-        "agent-registered" => (HANDSHAKE, &["ASP-008"]),
-        "agent-heartbeat" => (HEARTBEAT, &["ASP-017"]),
-        "space-joined" => (JOIN, &["ASP-023"]),
-        "space-members" => (MEMBERS, &["ASP-026"]),
-        "space-event" => ("agora-spaces/publish-fanout", &["ASP-029"]),
-        "space-event-delta" => ("agora-spaces/delta-stream", &["ASP-032"]),
-        "space-event-done" => ("agora-spaces/delta-stream", &["ASP-034"]),
-        "space-event-cancel" => ("agora-spaces/delta-cancel", &["ASP-036"]),
-        "space-list-reply" => ("agora-spaces/space-list", &["ASP-039"]),
-        _ => (ERRORS, &["ASP-041"]),
-    }
+fn schema_rule(schema: &str) -> &'static Rule {
+    rules::RULES
+        .iter()
+        .copied()
+        .find(|r| {
+            r.key
+                .strip_prefix("agora-spaces/schema:")
+                .and_then(|k| k.strip_suffix(":*"))
+                == Some(schema)
+        })
+        .unwrap_or(&rules::SCHEMA_ERROR)
 }
 
 /// A fresh agent id for a case.
@@ -108,34 +103,24 @@ pub fn user_space() -> String {
 pub fn joined_findings(v: &Value, id: Option<&str>, space: &str, me: &str) -> Vec<Finding> {
     let mut found = Vec::new();
     if let Some(id) = id.filter(|id| v["id"] != *id) {
-        found.push(Finding::new(
-            "agora-spaces/joined:id",
-            &["ASP-021", "ASP-023"],
-            format!(
-                "space.joined does not echo the join id {id:?}: its id is {}",
-                v.get("id").map_or("absent".to_string(), Value::to_string)
-            ),
-        ));
+        found.push(rules::JOINED_ID.found(format!(
+            "space.joined does not echo the join id {id:?}: its id is {}",
+            v.get("id").map_or("absent".to_string(), Value::to_string)
+        )));
     }
     // A space.joined without `space` is the schema's finding alone.
     if v.get("space").is_some_and(|s| s != space) {
-        found.push(Finding::new(
-            JOIN,
-            &["ASP-023"],
-            format!("space.joined names {}, not {space}", v["space"]),
-        ));
+        found.push(
+            rules::JOIN_GENERAL.found(format!("space.joined names {}, not {space}", v["space"])),
+        );
     } else if v["members"]
         .as_array()
         .is_some_and(|m| !m.iter().any(|x| x == me))
     {
-        found.push(Finding::new(
-            JOIN,
-            &["ASP-023"],
-            format!(
-                "space.joined members {} do not include the joiner {me} (ASP-023)",
-                v["members"]
-            ),
-        ));
+        found.push(rules::JOIN_GENERAL.found(format!(
+            "space.joined members {} do not include the joiner {me} (ASP-023)",
+            v["members"]
+        )));
     }
     found.into_iter().map(|f| f.owned_by(JOIN)).collect()
 }
@@ -146,12 +131,9 @@ pub fn joined_findings(v: &Value, id: Option<&str>, space: &str, me: &str) -> Ve
 pub fn registered_finding(reg: &Value, me: &str) -> Option<Finding> {
     let named = &reg["agent"]["id"];
     (named.is_string() && named != me).then(|| {
-        Finding::new(
-            HANDSHAKE,
-            &["ASP-008"],
-            format!("agent.registered names {named}, not {me} (ASP-008)"),
-        )
-        .owned_by(HANDSHAKE)
+        rules::HANDSHAKE_NAMED.found(format!(
+            "agent.registered names {named}, not {me} (ASP-008)"
+        ))
     })
 }
 
@@ -169,14 +151,10 @@ pub fn list_finding(spaces: &[Value]) -> Option<Finding> {
                 .as_str()
                 .is_some_and(|t| t.eq_ignore_ascii_case("system"))
     })?;
-    Some(Finding::new(
-        "agora-spaces/space-list",
-        &["ASP-047", "ASP-049", "ASP-050"],
-        format!(
-            "{} is a system space but is listed as {} (ASP-047/049/050)",
-            wrong["id"], wrong["type"]
-        ),
-    ))
+    Some(rules::SPACE_LIST.found(format!(
+        "{} is a system space but is listed as {} (ASP-047/049/050)",
+        wrong["id"], wrong["type"]
+    )))
 }
 
 /// Whether `space` is a fresh name of [`user_space`] (possibly under `task.`).
@@ -243,21 +221,19 @@ fn connect_finding(e: &DriveError, agent_id: &str) -> Finding {
         (DriveError::Connect(m), None) => ("unreachable", format!("cannot connect: {m}")),
         (other, None) => ("failed", describe_drive_error(other)),
     };
-    Finding::new(
-        format!("agora-spaces/connect:{kind}"),
-        &["ASP-003"],
+    rules::CONNECT.found_as(
+        &kind,
         format!("connecting as {agent_id} with the profile's token: {what}"),
     )
-    .owned_by(HANDSHAKE)
 }
 
 /// A transport failure on an open connection: one finding per kind, no owner (the
 /// first case that meets it fails for it), and the case cannot go on.
 fn transport_block(ctx: &mut Ctx, who: &str, e: &DriveError) -> Stop {
     let kind = e.kind();
-    ctx.block(Finding::new(
-        format!("agora-spaces/transport:{kind}"),
-        &[],
+    ctx.block(crate::rules::TRANSPORT.found_in(
+        "agora-spaces",
+        kind,
         format!("[{who}] {}", describe_drive_error(e)),
     ))
 }
@@ -538,9 +514,9 @@ impl Peer {
             return Some(ctx.block(f));
         }
         if self.closed && !self.silent_too_long(ctx) {
-            return Some(ctx.block(Finding::new(
-                "agora-spaces/transport:connection-closed",
-                &[],
+            return Some(ctx.block(crate::rules::TRANSPORT.found_in(
+                "agora-spaces",
+                "connection-closed",
                 format!(
                     "[{}] the target closed the connection while the harness waited for {what}",
                     self.agent_id
@@ -664,8 +640,7 @@ impl Peer {
                     ""
                 };
                 let f = handshake_finding(
-                    "refused",
-                    &["ASP-003"],
+                    &rules::HANDSHAKE_REFUSED,
                     format!(
                         "a connection as {agent_id} with the profile's token drew {}{hint}",
                         said_error(&v)
@@ -674,9 +649,7 @@ impl Peer {
                 return Err(ctx.block(f));
             }
             None if p.closed => {
-                let f = handshake_finding(
-                    "refused",
-                    &["ASP-003"],
+                let f = handshake_finding(&rules::HANDSHAKE_REFUSED,
                     format!(
                         "the target closed a connection as {agent_id} with the profile's token without agent.registered or an error"
                     ),
@@ -695,9 +668,7 @@ impl Peer {
                 registered_control(ctx, agent_id);
                 Ok((p, v, false))
             }
-            Some(v) => Err(ctx.block(handshake_finding(
-                "no-registered",
-                &["ASP-010", "ASP-A3"],
+            Some(v) => Err(ctx.block(handshake_finding(&rules::HANDSHAKE_NO_REGISTERED,
                 format!(
                     "no agent.registered within {} ms of connecting as {agent_id}, and agent.register drew {}",
                     unsolicited.as_millis(),
@@ -706,9 +677,7 @@ impl Peer {
             ))),
             None => match p.not_ours(ctx, "agent.registered") {
                 Some(stop) => Err(stop),
-                None => Err(ctx.block(handshake_finding(
-                    "no-registered",
-                    &["ASP-010", "ASP-A3"],
+                None => Err(ctx.block(handshake_finding(&rules::HANDSHAKE_NO_REGISTERED,
                     format!(
                         "no agent.registered for {agent_id}: none within {} ms of connecting, none within {} ms of agent.register (ASP-007, ASP-010)",
                         unsolicited.as_millis(),
@@ -741,17 +710,10 @@ impl Peer {
         let Some(v) = got else {
             let what = format!("an answer to joining {space}");
             return Err(self.not_ours(ctx, &what).unwrap_or_else(|| {
-                ctx.block(
-                    Finding::new(
-                        "agora-spaces/join:no-answer",
-                        &["ASP-022"],
-                        format!(
-                            "space.join {space:?} drew no answer within {} ms",
-                            wait.as_millis()
-                        ),
-                    )
-                    .owned_by(JOIN),
-                )
+                ctx.block(rules::JOIN_NO_ANSWER.found(format!(
+                    "space.join {space:?} drew no answer within {} ms",
+                    wait.as_millis()
+                )))
             }));
         };
         if v["type"] == "error" {
@@ -761,12 +723,7 @@ impl Peer {
                 ));
             }
             return Err(ctx.block(
-                Finding::new(
-                    "agora-spaces/join:refused",
-                    &["ASP-022"],
-                    format!("joining {space:?} drew {}", said_error(&v)),
-                )
-                .owned_by(JOIN),
+                rules::JOIN_REFUSED.found(format!("joining {space:?} drew {}", said_error(&v))),
             ));
         }
         for f in joined_findings(&v, Some(&id), space, &self.agent_id) {
@@ -909,8 +866,8 @@ pub async fn prove_alive(ctx: &mut Ctx) -> Step<()> {
 }
 
 /// The handshake's one finding (ASP-003, ASP-010), whichever case met it.
-fn handshake_finding(kind: &str, reqs: &[&str], summary: String) -> Finding {
-    Finding::new(format!("agora-spaces/handshake:{kind}"), reqs, summary).owned_by(HANDSHAKE)
+fn handshake_finding(rule: &'static Rule, summary: String) -> Finding {
+    rule.found(summary)
 }
 
 /// A frame as the target sent it (compact JSON), shortened to fit one report line.
@@ -952,17 +909,10 @@ pub fn is_error(v: &Value, code: &str) -> bool {
 pub fn code_of(ctx: &mut Ctx, v: &Value) -> Step<String> {
     match v["code"].as_str() {
         Some(c) => Ok(c.to_string()),
-        None => Err(ctx.block(
-            Finding::new(
-                "agora-spaces/error:code",
-                &["ASP-041"],
-                format!(
-                    "an error event carries no code the harness can read: {}",
-                    shown(v)
-                ),
-            )
-            .owned_by(ERRORS),
-        )),
+        None => Err(ctx.block(rules::ERROR_CODE.found(format!(
+            "an error event carries no code the harness can read: {}",
+            shown(v)
+        )))),
     }
 }
 
@@ -977,31 +927,20 @@ pub fn check_request_id(ctx: &mut Ctx, v: &Value, request_id: &str) {
         None => "no request_id".to_string(),
         Some(x) => format!("request_id {x}"),
     };
-    ctx.finding(
-        Finding::new(
-            "agora-spaces/error:request-id",
-            &["ASP-041"],
-            format!(
-                "{} answering the message {request_id:?} carries {carried}",
-                said_error(v)
-            ),
-        )
-        .owned_by(REQUEST_ID),
-    );
+    ctx.finding(rules::ERROR_REQUEST_ID.found(format!(
+        "{} answering the message {request_id:?} carries {carried}",
+        said_error(v)
+    )));
 }
 
 /// The connection id of an agent.registered event, for a case that compares them.
 pub fn connection_id(ctx: &mut Ctx, reg: &Value) -> Step<String> {
     match reg["agent"]["connection_id"].as_str() {
         Some(c) => Ok(c.to_string()),
-        None => Err(ctx.block(
-            Finding::new(
-                "agora-spaces/registered:connection-id",
-                &["ASP-008"],
-                format!("agent.registered carries no connection_id: {}", shown(reg)),
-            )
-            .owned_by(HANDSHAKE),
-        )),
+        None => Err(ctx.block(rules::REGISTERED.found_as(
+            "connection-id",
+            format!("agent.registered carries no connection_id: {}", shown(reg)),
+        ))),
     }
 }
 
@@ -1010,11 +949,9 @@ pub fn connection_id(ctx: &mut Ctx, reg: &Value) -> Step<String> {
 pub fn distinct_connections(ctx: &mut Ctx, ra: &Value, rb: &Value) -> Step<Option<Finding>> {
     let (ca, cb) = (connection_id(ctx, ra)?, connection_id(ctx, rb)?);
     Ok((ca == cb).then(|| {
-        Finding::new(
-            "agora-spaces/connection-ids-distinct",
-            &["ASP-009"],
-            format!("both connections got connection_id {ca:?} (ASP-009)"),
-        )
+        rules::CONNECTION_IDS_DISTINCT.found(format!(
+            "both connections got connection_id {ca:?} (ASP-009)"
+        ))
     }))
 }
 
@@ -1047,10 +984,7 @@ pub fn update_finding(
         format!(", not {who}")
     };
     (!ok).then(|| {
-        Finding::new(
-            "agora-spaces/member-updates",
-            &[req],
-            format!("the {what} update should name {space}, list {listed:?}{without} and have {other} null ({req}): {v}"),
+        rules::MEMBER_UPDATES.found(format!("the {what} update should name {space}, list {listed:?}{without} and have {other} null ({req}): {v}"),
         )
     })
 }
@@ -1062,15 +996,10 @@ pub fn update_finding(
 fn read_frame(ctx: &mut Ctx, bytes: &[u8]) -> Result<Value, Finding> {
     match json::parse(bytes) {
         Ok(t) => check_frame(ctx, t.to_serde()),
-        Err(e) => Err(Finding::new(
-            "agora-spaces/frame:not-json",
-            &["ASP-001"],
-            format!(
-                "a server frame is not JSON ({e}): {}",
-                quote(&String::from_utf8_lossy(&bytes[..bytes.len().min(512)]))
-            ),
-        )
-        .owned_by(HANDSHAKE)),
+        Err(e) => Err(rules::FRAME_NOT_JSON.found(format!(
+            "a server frame is not JSON ({e}): {}",
+            quote(&String::from_utf8_lossy(&bytes[..bytes.len().min(512)]))
+        ))),
     }
 }
 
@@ -1106,31 +1035,22 @@ fn code_like(v: &Value) -> bool {
 pub fn check_frame(ctx: &mut Ctx, v: Value) -> Result<Value, Finding> {
     let whole = shown(&v);
     let Value::Object(mut m) = v else {
-        return Err(Finding::new(
-            "agora-spaces/frame:not-object",
-            &["ASP-001"],
-            format!("a server frame is not a JSON object: {whole}"),
-        )
-        .owned_by(HANDSHAKE));
+        return Err(
+            rules::FRAME_NOT_OBJECT.found(format!("a server frame is not a JSON object: {whole}"))
+        );
     };
     if !nonempty_str(m.get("type")) {
         match unwrap_jsonrpc(&m) {
             Some((inner, how)) => {
                 // Informational (ambiguity ASP-A1): reported, never scored.
-                ctx.finding(Finding::new(
-                    "agora-spaces/frame:json-rpc",
-                    &["ASP-A1"],
-                    format!("events come in JSON-RPC framing ({how}), e.g. {whole}"),
-                ));
+                ctx.finding(rules::FRAME_JSON_RPC.found(format!(
+                    "events come in JSON-RPC framing ({how}), e.g. {whole}"
+                )));
                 m = inner;
             }
             None => {
-                return Err(Finding::new(
-                    "agora-spaces/frame:no-type",
-                    &["ASP-018"],
-                    format!("a server frame has no string type: {whole}"),
-                )
-                .owned_by(ERRORS))
+                return Err(rules::FRAME_NO_TYPE
+                    .found(format!("a server frame has no string type: {whole}")))
             }
         }
     }
@@ -1151,13 +1071,7 @@ pub fn check_frame(ctx: &mut Ctx, v: Value) -> Result<Value, Finding> {
 fn check_timestamp(ctx: &mut Ctx, ty: &str, t: Option<&Value>) {
     match t {
         None => ctx.finding(
-            Finding::new(
-                "agora-spaces/event:no-timestamp",
-                &["ASP-020", "ASP-A6"],
-                format!("server events carry no timestamp, e.g. {ty}"),
-            )
-            .at(Level::Should)
-            .owned_by(HANDSHAKE),
+            rules::EVENT_NO_TIMESTAMP.found(format!("server events carry no timestamp, e.g. {ty}")),
         ),
         Some(t) if t.is_number() => {
             // Unix seconds or milliseconds, told apart by magnitude (ASP-A6): a
@@ -1167,27 +1081,15 @@ fn check_timestamp(ctx: &mut Ctx, ty: &str, t: Option<&Value>) {
             const DAY: f64 = 86_400.0;
             if !((f - now).abs() <= DAY || (f / 1000.0 - now).abs() <= DAY) {
                 ctx.finding(
-                    Finding::new(
-                        "agora-spaces/event:timestamp",
-                        &["ASP-020", "ASP-A6"],
-                        format!(
+                    rules::EVENT_TIMESTAMP.found(format!(
                             "{ty} carries the timestamp {t}, neither Unix seconds nor milliseconds within a day of the harness clock ({now})"
-                        ),
-                    )
-                    .owned_by(HANDSHAKE),
+                        )),
                 );
             }
         }
-        Some(t) => ctx.finding(
-            Finding::new(
-                "agora-spaces/event:timestamp",
-                &["ASP-020", "ASP-A6"],
-                format!(
-                    "{ty} carries the timestamp {t}, not a number (Unix seconds or milliseconds)"
-                ),
-            )
-            .owned_by(HANDSHAKE),
-        ),
+        Some(t) => ctx.finding(rules::EVENT_TIMESTAMP.found(format!(
+            "{ty} carries the timestamp {t}, not a number (Unix seconds or milliseconds)"
+        ))),
     }
 }
 
@@ -1204,24 +1106,10 @@ fn read_by_type(
     match ty {
         "error" => read_error(ctx, m, judged),
         "agent.registered" => read_registered(ctx, m, judged),
-        "space.joined" => read_members(ctx, m, judged, "joined:members", &["ASP-023"], JOIN),
-        "space.members" => read_members(ctx, m, judged, "members:list", &["ASP-026"], MEMBERS),
-        "space.event" => read_data(
-            ctx,
-            m,
-            judged,
-            "event:data",
-            &["ASP-029"],
-            "agora-spaces/publish-fanout",
-        ),
-        "space.event.delta" => read_data(
-            ctx,
-            m,
-            judged,
-            "delta:data",
-            &["ASP-032"],
-            "agora-spaces/delta-stream",
-        ),
+        "space.joined" => read_members(ctx, m, judged, &rules::JOINED_MEMBERS),
+        "space.members" => read_members(ctx, m, judged, &rules::MEMBERS_LIST),
+        "space.event" => read_data(ctx, m, judged, &rules::EVENT_DATA),
+        "space.event.delta" => read_data(ctx, m, judged, &rules::DELTA_DATA),
         t if !SERVER_TYPES.contains(&t) => unknown_type(ctx, t, whole),
         _ => {}
     }
@@ -1244,14 +1132,9 @@ fn unknown_type(ctx: &mut Ctx, t: &str, whole: &str) {
     .any(|w| lower.contains(w))
     {
         ctx.finding(
-            Finding::new(
-                "agora-spaces/heartbeat:shape",
-                &["ASP-017"],
-                format!(
+            rules::HEARTBEAT_SHAPE.found(format!(
                     "a heartbeat comes as {whole}; agent.heartbeat has the form {{type: \"agent.heartbeat\", timestamp}}"
-                ),
-            )
-            .owned_by(HEARTBEAT),
+                )),
         );
     } else {
         ctx.note(format!(
@@ -1315,16 +1198,12 @@ fn read_error(ctx: &mut Ctx, m: &mut Map<String, Value>, judged: &mut Vec<&'stat
     if !m.get("code").is_some_and(Value::is_string) {
         judged.push("/code");
         let summary = error_code_found(m, nested.as_ref(), &whole);
-        ctx.finding(
-            Finding::new("agora-spaces/error:code", &["ASP-041"], summary).owned_by(ERRORS),
-        );
+        ctx.finding(rules::ERROR_CODE.found(summary));
     }
     if !m.get("message").is_some_and(Value::is_string) {
         judged.push("/message");
         let summary = error_message_found(m, nested.as_ref(), &whole);
-        ctx.finding(
-            Finding::new("agora-spaces/error:message", &["ASP-041"], summary).owned_by(ERRORS),
-        );
+        ctx.finding(rules::ERROR_MESSAGE.found(summary));
     }
     if !m.contains_key("request_id") {
         if let Some((name, x)) = first_of(
@@ -1335,30 +1214,20 @@ fn read_error(ctx: &mut Ctx, m: &mut Map<String, Value>, judged: &mut Vec<&'stat
             let x = x.clone();
             m.insert("request_id".into(), x);
             judged.push("/request_id");
-            ctx.finding(
-                Finding::new(
-                    "agora-spaces/error:request-id",
-                    &["ASP-041"],
-                    format!("the error event carries the request id in `{name}`, not in `request_id`: {whole}"),
-                )
-                .owned_by(REQUEST_ID),
-            );
+            ctx.finding(rules::ERROR_REQUEST_ID.found(format!(
+                "the error event carries the request id in `{name}`, not in `request_id`: {whole}"
+            )));
         }
     }
     if let Some(code) = m.get("code").and_then(Value::as_str) {
         if !CODES.contains(&code) {
-            ctx.finding(
-                Finding::new(
-                    format!("agora-spaces/error:unknown-code:{code}"),
-                    &["ASP-042"],
-                    format!(
-                        "error code {code} is not in the table of agora-spaces.zh.md ({})",
-                        quote(m.get("message").and_then(Value::as_str).unwrap_or_default())
-                    ),
-                )
-                .at(Level::Should)
-                .owned_by(ERRORS),
-            );
+            ctx.finding(rules::ERROR_UNKNOWN_CODE.found_as(
+                &code,
+                format!(
+                    "error code {code} is not in the table of agora-spaces.zh.md ({})",
+                    quote(m.get("message").and_then(Value::as_str).unwrap_or_default())
+                ),
+            ));
         }
     }
 }
@@ -1438,14 +1307,7 @@ fn read_registered(ctx: &mut Ctx, m: &mut Map<String, Value>, judged: &mut Vec<&
         Some(Value::Object(a)) => a.clone(),
         _ => Map::new(),
     };
-    let f = |key: &str, summary: String| {
-        Finding::new(
-            format!("agora-spaces/registered:{key}"),
-            &["ASP-008"],
-            summary,
-        )
-        .owned_by(HANDSHAKE)
-    };
+    let f = |key: &str, summary: String| rules::REGISTERED.found_as(&key, summary);
     if !nonempty_str(agent.get("id")) {
         let top = m.get("agent").filter(|a| nonempty_str(Some(a)));
         let found = if let Some(a) = top {
@@ -1532,9 +1394,7 @@ fn read_data(
     ctx: &mut Ctx,
     m: &mut Map<String, Value>,
     judged: &mut Vec<&'static str>,
-    key: &str,
-    reqs: &[&str],
-    owner: &'static str,
+    rule: &'static Rule,
 ) {
     let text_ok = m
         .get("data")
@@ -1606,7 +1466,7 @@ fn read_data(
         )
     };
     m.insert("data".into(), Value::Object(data));
-    ctx.finding(Finding::new(format!("agora-spaces/{key}"), reqs, summary).owned_by(owner));
+    ctx.finding(rule.found(summary));
 }
 
 /// The agent ids of a member list in another form: objects with an id, or an object
@@ -1632,9 +1492,7 @@ fn read_members(
     ctx: &mut Ctx,
     m: &mut Map<String, Value>,
     judged: &mut Vec<&'static str>,
-    key: &str,
-    reqs: &[&str],
-    owner: &'static str,
+    rule: &'static Rule,
 ) {
     let fine = m
         .get("members")
@@ -1671,14 +1529,14 @@ fn read_members(
     if let Some((_, ids)) = found {
         m.insert("members".into(), Value::Array(ids));
     }
-    ctx.finding(Finding::new(format!("agora-spaces/{key}"), reqs, summary).owned_by(owner));
+    ctx.finding(rule.found(summary));
 }
 
 /// The schema violations of a frame in its canonical form, one finding each, keyed by
 /// schema and pointer (a missing member by its own pointer), passing over the
 /// pointers `judged` already.
 fn shape_findings(ctx: &mut Ctx, schema: &str, v: &Value, judged: &[&str]) {
-    let (owner, reqs) = owner_of(schema);
+    let rule = schema_rule(schema);
     let list = match ctx
         .shared
         .schemas
@@ -1686,11 +1544,7 @@ fn shape_findings(ctx: &mut Ctx, schema: &str, v: &Value, judged: &[&str]) {
     {
         Ok(list) => list,
         Err(e) => {
-            ctx.finding(Finding::new(
-                format!("agora-spaces/schema:{schema}"),
-                reqs,
-                e,
-            ));
+            ctx.finding(rule.found_as("/", e));
             return;
         }
     };
@@ -1703,14 +1557,10 @@ fn shape_findings(ctx: &mut Ctx, schema: &str, v: &Value, judged: &[&str]) {
         {
             continue;
         }
-        ctx.finding(
-            Finding::new(
-                format!("agora-spaces/schema:{schema}:{at}"),
-                reqs,
-                format!("{} at {}: {}", v["type"], viol.pointer, viol.message),
-            )
-            .owned_by(owner),
-        );
+        ctx.finding(rule.found_as(
+            &at,
+            format!("{} at {}: {}", v["type"], viol.pointer, viol.message),
+        ));
     }
 }
 
@@ -1773,17 +1623,10 @@ pub fn reread(ctx: &mut Ctx, r: &crate::case::Recorded) {
                 ctx.finding(f);
             }
         }
-        Err(e) => ctx.finding(
-            Finding::new(
-                "agora-spaces/frame:not-json",
-                &["ASP-001"],
-                format!(
-                    "a server frame is not JSON ({e}): {}",
-                    quote(&String::from_utf8_lossy(&r.body))
-                ),
-            )
-            .owned_by(HANDSHAKE),
-        ),
+        Err(e) => ctx.finding(rules::FRAME_NOT_JSON.found(format!(
+            "a server frame is not JSON ({e}): {}",
+            quote(&String::from_utf8_lossy(&r.body))
+        ))),
     }
 }
 
@@ -2120,22 +1963,13 @@ pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, _: &crate::exc
     match client_frame(ctx, &text) {
         Ok(Ok((v, false))) => ctx.finding(no_timestamp(v["type"].as_str().unwrap_or_default())),
         Ok(Ok(_)) => {}
-        Ok(Err(why)) => ctx.finding(Finding::new(
-            "agora-spaces/client:not-event",
-            &["ASP-001", "ASP-018"],
-            why,
-        )),
+        Ok(Err(why)) => ctx.finding(rules::CLIENT_NOT_EVENT.found(why)),
         Err(stop) => ctx.note(format!("a client frame was not judged: {stop:?}")),
     }
 }
 
 fn no_timestamp(ty: &str) -> Finding {
-    Finding::new(
-        "agora-spaces/client:no-timestamp",
-        &["ASP-020", "ASP-A6"],
-        format!("the client's events carry no timestamp, e.g. {ty}"),
-    )
-    .at(Level::Should)
+    rules::CLIENT_NO_TIMESTAMP.found(format!("the client's events carry no timestamp, e.g. {ty}"))
 }
 
 /// One client frame: the event and whether it carries a timestamp, or why it is
@@ -2156,11 +1990,9 @@ fn client_frame(ctx: &mut Ctx, text: &str) -> Step<Result<(Value, bool), String>
         None => false,
         Some(t) if t.is_number() => true,
         Some(t) => {
-            ctx.finding(Finding::new(
-                "agora-spaces/client:timestamp",
-                &["ASP-020", "ASP-A6"],
-                format!("the client's {ty} carries the timestamp {t}, not a number"),
-            ));
+            ctx.finding(rules::CLIENT_TIMESTAMP.found(format!(
+                "the client's {ty} carries the timestamp {t}, not a number"
+            )));
             true
         }
     };
@@ -2171,9 +2003,8 @@ fn client_frame(ctx: &mut Ctx, text: &str) -> Step<Result<(Value, bool), String>
             .violations(&format!("agora-spaces/{schema}"), &v)
             .map_err(|e| Stop::Skip(format!("the harness has no schema for {ty}: {e}")))?;
         for viol in list.into_iter().filter(|x| x.shape() != "/timestamp") {
-            ctx.finding(Finding::new(
-                format!("agora-spaces/client:schema:{schema}:{}", viol.shape()),
-                &["ASP-018"],
+            ctx.finding(rules::CLIENT_SCHEMA.found_as(
+                format!("{schema}:{}", viol.shape()),
                 format!("the client's {ty} at {}: {}", viol.pointer, viol.message),
             ));
         }

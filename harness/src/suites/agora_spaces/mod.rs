@@ -11,7 +11,7 @@ pub mod tamper;
 
 use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::Transport;
-use crate::finding::{quote, Finding};
+use crate::finding::quote;
 use crate::profile::Profile;
 use crate::script::{describe_drive_error, Ctx};
 use crate::suites::agora_spaces::expect::*;
@@ -73,13 +73,6 @@ fn text_of(len: usize) -> String {
         .collect()
 }
 
-/// A disconnect no remaining member heard of (ASP-052, derived).
-const KEY_DEPARTURE_UNANNOUNCED: &str = "agora-spaces/disconnect-is-departure:unannounced";
-/// The id of a disconnected agent still refused as in use (ASP-052, derived).
-const KEY_ID_STILL_TAKEN: &str = "agora-spaces/disconnect-is-departure:id-still-taken";
-/// A member alone in a space still listed in it after its connection ended (ASP-052, ASP-040).
-const KEY_GHOST: &str = "agora-spaces/disconnect-is-departure:ghost";
-
 /// How many members space.list counts in `space`, asked by `p`: `None` when the
 /// reply does not say (no such entry, or no member_count).
 async fn member_count(ctx: &mut Ctx, p: &mut Peer, space: &str) -> crate::case::Step<Option<u64>> {
@@ -125,8 +118,7 @@ async fn judge_no_ghost(
             "{space}, where C was alone, no longer has C as a member"
         ));
     } else {
-        ctx.deviation(Finding::new(KEY_GHOST, &["ASP-052", "ASP-040"],
-            format!("C was alone in {space} when its connection ended; a later joiner finds it still there: {}", said.join("; "))));
+        ctx.deviation(rules::DISCONNECT_IS_DEPARTURE_GHOST.found(format!("C was alone in {space} when its connection ended; a later joiner finds it still there: {}", said.join("; "))));
     }
     Ok(())
 }
@@ -390,8 +382,7 @@ pub const CASES: &[Case] = &[
             None if !announces => ctx.note("A heard no space.members when C joined either: the hub's announcements are member-updates' to judge, and C's departure is not judged here"),
             None => match member_count(ctx, &mut a, &space).await?.map(|n| n > 0) {
                 Some(false) => ctx.note(format!("A heard no departure, and A itself is no longer a member of {space}: the disconnect ended the others' membership, which disconnect-keeps-others judges")),
-                _ => ctx.deviation(Finding::new(KEY_DEPARTURE_UNANNOUNCED, &["ASP-052", "ASP-027"],
-                    format!("C disconnected from {space} without space.leave, and A, still a member, heard no space.members with left {idc:?} within {} ms (the hub had announced C's arrival)", wait.as_millis()))),
+                _ => ctx.deviation(rules::DISCONNECT_IS_DEPARTURE_UNANNOUNCED.found(format!("C disconnected from {space} without space.leave, and A, still a member, heard no space.members with left {idc:?} within {} ms (the hub had announced C's arrival)", wait.as_millis()))),
             },
         }
         // The id C had: a new connection with it is a new agent, not a duplicate.
@@ -407,15 +398,12 @@ pub const CASES: &[Case] = &[
                         handled = true;
                         ctx.checked(format!("{what}: registered"));
                     }
-                    Some(v) => ctx.deviation(Finding::new(KEY_ID_STILL_TAKEN, &["ASP-052", "ASP-013"],
-                        format!("{what} drew {}: the id is still taken", said_error(&v)))),
-                    None if closed => ctx.deviation(Finding::new(KEY_ID_STILL_TAKEN, &["ASP-052", "ASP-013"],
-                        format!("{what} was closed without agent.registered"))),
+                    Some(v) => ctx.deviation(rules::DISCONNECT_IS_DEPARTURE_ID_STILL_TAKEN.found(format!("{what} drew {}: the id is still taken", said_error(&v)))),
+                    None if closed => ctx.deviation(rules::DISCONNECT_IS_DEPARTURE_ID_STILL_TAKEN.found(format!("{what} was closed without agent.registered"))),
                     None => return fail(format!("{what} drew neither agent.registered nor an error within {} ms of agent.register", ctx.profile().timing.case_timeout_ms)),
                 }
             }
-            Attempt::Refused(s) => ctx.deviation(Finding::new(KEY_ID_STILL_TAKEN, &["ASP-052", "ASP-013"],
-                format!("{what} was refused with HTTP {s}: the id is still taken"))),
+            Attempt::Refused(s) => ctx.deviation(rules::DISCONNECT_IS_DEPARTURE_ID_STILL_TAKEN.found(format!("{what} was refused with HTTP {s}: the id is still taken"))),
             Attempt::Failed(e) => return fail(format!("{what} failed: {}", describe_drive_error(&e))),
         }
         if let Some(alone) = alone {
@@ -551,8 +539,7 @@ pub const CASES: &[Case] = &[
         }).await?;
         if b.closed {
             // No delta because no connection: not a cancel honoured.
-            return Err(ctx.block(Finding::new("agora-spaces/transport:connection-closed", &[],
-                format!("[{}] the target closed the connection after space.event.cancel", b.agent_id))));
+            return Err(ctx.block(crate::rules::TRANSPORT.found_in("agora-spaces", "connection-closed", format!("[{}] the target closed the connection after space.event.cancel", b.agent_id))));
         }
         b.expect_none(ctx, Duration::ZERO, "an error for the cancel", |v| v["type"] == "error").await?;
         Ok(())
@@ -567,8 +554,7 @@ pub const CASES: &[Case] = &[
         let list = a.expect(ctx, "space.list with id h-5", |v| v["type"] == "space.list" && v["id"] == "h-5").await?;
         let Some(spaces) = list["spaces"].as_array().cloned() else {
             // The schema finding for /spaces says it; nothing to judge the counts on.
-            return Err(ctx.block(Finding::new("agora-spaces/schema:space-list-reply:/spaces", &["ASP-039"],
-                format!("the space.list reply carries no spaces array: {list}")).owned_by("agora-spaces/space-list")));
+            return Err(ctx.block(rules::SCHEMA_SPACE_LIST_REPLY_SPACES.found(format!("the space.list reply carries no spaces array: {list}"))));
         };
         let Some(mine) = spaces.iter().find(|s| s["id"] == space.as_str()) else {
             return fail(format!("the joined space {space} is not listed (ASP-A8)"));
@@ -899,25 +885,17 @@ pub const CLIENT_CASES: &[Case] = &[
         let late = waited > std::time::Duration::from_millis(timeout * 3 + 1000);
         match &run.exit {
             crate::counterparty::Exit::Code(c) if *c != 0 && late => {
-                ctx.deviation(Finding::new(
-                    "agora-spaces/client:silent-hub",
-                    &["ASP-015", "ASP-A5"],
-                    format!(
+                ctx.deviation(rules::CLIENT_SILENT_HUB.found(format!(
                         "the client waited {} ms on a silent hub, with heartbeat_timeout_ms {timeout}, and ended only then ({}; ASP-015)",
                         waited.as_millis(), run.ended()
-                    ),
-                ).at(crate::case::Level::Should));
+                    )));
                 Ok(())
             }
             crate::counterparty::Exit::Deadline => {
-                ctx.deviation(Finding::new(
-                    "agora-spaces/client:silent-hub",
-                    &["ASP-015", "ASP-A5"],
-                    format!(
+                ctx.deviation(rules::CLIENT_SILENT_HUB.found(format!(
                         "the client still waited on a hub silent for {} ms, with heartbeat_timeout_ms {} (ASP-015)",
                         run.took.as_millis(), input["heartbeat_timeout_ms"]
-                    ),
-                ).at(crate::case::Level::Should));
+                    )));
                 Ok(())
             }
             crate::counterparty::Exit::Code(0) => fail(format!(

@@ -9,10 +9,12 @@
 //! code nested in `error`, `data` spelled `result`, a type in lower case) so that
 //! each case still judges its own subject.
 
-use crate::case::{fail, skip, Level, Step};
+use super::rules;
+use crate::case::{fail, skip, Step};
 use crate::drive::Received;
 use crate::finding::{quote, Finding};
 use crate::profile::{HttpStatusRule, OfferIdSource};
+use crate::rules::Rule;
 use crate::script::Ctx;
 use reference_impl::agora_v1::envelope::{self, SigVariant, ERROR_CODES, PROTOCOL, TYPES};
 use reference_impl::wire::clock::{format_timestamp, parse_timestamp};
@@ -221,33 +223,14 @@ enum Read {
     Bare(Finding, Option<u16>, Option<Value>),
 }
 
-/// The requirement ids and owner of an envelope member.
-fn envelope_rule(ptr: &str) -> (&'static [&'static str], &'static str) {
-    match ptr {
-        "/protocol" => (&["AV1-003"], SHAPE_OWNER),
-        "/id" => (&["AV1-004"], IDS_OWNER),
-        "/type" => (&["AV1-009"], SHAPE_OWNER),
-        "/sender/id" => (&["AV1-012"], SHAPE_OWNER),
-        "/sender/signature" | "/signature" => (&["AV1-014", "AV1-016"], SHAPE_OWNER),
-        "/payload" => (&["AV1-015"], SHAPE_OWNER),
-        _ => (&["AV1-002"], SHAPE_OWNER),
-    }
-}
-
-/// The schema, requirement ids and owner of a payload member of a reply type whose
-/// payload every case may meet (RESULT, OFFER, ERROR); `None` for the others, which
-/// their own cases judge.
-fn payload_rule(
-    ty: &str,
-    member: &str,
-) -> Option<(&'static str, &'static [&'static str], &'static str)> {
-    Some(match (ty, member) {
-        ("RESULT", "request_id") => ("result", &["AV1-042"], SHAPE_OWNER),
-        ("RESULT", "status") => ("result", &["AV1-043"], SHAPE_OWNER),
-        ("RESULT", _) => ("result", &["AV1-044"], SHAPE_OWNER),
-        ("OFFER", "request_id") => ("offer", &["AV1-037"], OFFER_OWNER),
-        ("OFFER", _) => ("offer", &["AV1-038"], OFFER_OWNER),
-        ("ERROR", _) => ("error", &["AV1-045"], ERROR_OWNER),
+/// The schema of a payload of a reply type whose payload every case may meet
+/// (RESULT, OFFER, ERROR) and its rule family; `None` for the others, which their
+/// own cases judge.
+fn payload_schema(ty: &str) -> Option<(&'static str, &'static Rule)> {
+    Some(match ty {
+        "RESULT" => ("result", &rules::SCHEMA_RESULT),
+        "OFFER" => ("offer", &rules::SCHEMA_OFFER),
+        "ERROR" => ("error", &rules::SCHEMA_ERROR),
         _ => return None,
     })
 }
@@ -310,7 +293,6 @@ fn envelope_findings(ctx: &Ctx, whole: &Value) -> Vec<Finding> {
         {
             continue;
         }
-        let (ids, owner) = envelope_rule(ptr);
         let summary = if ptr == "/signature" {
             format!(
                 "the signature is a top-level member ({}), not sender.signature",
@@ -321,9 +303,12 @@ fn envelope_findings(ctx: &Ctx, whole: &Value) -> Vec<Finding> {
         } else {
             format!("reply at {ptr}: {}", v.message)
         };
-        out.push(
-            Finding::new(format!("agora-v1/schema:envelope:{ptr}"), ids, summary).owned_by(owner),
-        );
+        out.push(crate::rules::found_among(
+            rules::RULES,
+            &rules::SCHEMA_ENVELOPE,
+            ptr,
+            summary,
+        ));
     }
     out
 }
@@ -332,7 +317,7 @@ fn envelope_findings(ctx: &Ctx, whole: &Value) -> Vec<Finding> {
 /// `agora-v1/schema:<type>:<member>`. An ERROR whose code and message sit elsewhere
 /// (`error.code`, `error_code`, …) is one finding at `/code`, not one per member.
 fn payload_findings(ctx: &Ctx, ty: &str, payload: &Value) -> Vec<Finding> {
-    let Some((name, _, _)) = payload_rule(ty, "") else {
+    let Some((name, family)) = payload_schema(ty) else {
         return Vec::new();
     };
     if !payload.is_object() {
@@ -372,22 +357,10 @@ fn payload_findings(ctx: &Ctx, ty: &str, payload: &Value) -> Vec<Finding> {
                 ),
                 None => format!("ERROR payload at /code: {}", v.message),
             };
-            out.push(
-                Finding::new("agora-v1/schema:error:/code", &["AV1-045"], summary)
-                    .owned_by(ERROR_OWNER),
-            );
+            out.push(rules::SCHEMA_ERROR_CODE.found(summary));
         }
     }
     for v in list {
-        let member = v
-            .ptr
-            .trim_start_matches('/')
-            .split('/')
-            .next()
-            .unwrap_or("");
-        let Some((_, ids, owner)) = payload_rule(ty, member) else {
-            continue;
-        };
         let summary = if v.missing {
             format!(
                 "the {ty} payload has no {} member (it has: {})",
@@ -397,9 +370,12 @@ fn payload_findings(ctx: &Ctx, ty: &str, payload: &Value) -> Vec<Finding> {
         } else {
             format!("{ty} payload at {}: {}", v.ptr, v.message)
         };
-        out.push(
-            Finding::new(format!("agora-v1/schema:{name}:{}", v.ptr), ids, summary).owned_by(owner),
-        );
+        out.push(crate::rules::found_among(
+            rules::RULES,
+            family,
+            &v.ptr,
+            summary,
+        ));
     }
     out
 }
@@ -407,10 +383,7 @@ fn payload_findings(ctx: &Ctx, ty: &str, payload: &Value) -> Vec<Finding> {
 /// Judges the reply's timestamp: RFC 3339 in UTC (`Z` or `+00:00`, AV1-A8) and
 /// inside the replay window of the harness clock.
 fn check_timestamp(ctx: &mut Ctx, whole: &Value) {
-    let bad = |said: String| {
-        Finding::new("agora-v1/reply:timestamp-format", &["AV1-006"], said)
-            .owned_by(TIMESTAMP_OWNER)
-    };
+    let bad = |said: String| rules::REPLY_TIMESTAMP_FORMAT.found(said);
     let Some(text) = whole.get("timestamp").and_then(Value::as_str) else {
         let said = match whole.get("timestamp") {
             None => "the reply has no timestamp".to_string(),
@@ -428,16 +401,12 @@ fn check_timestamp(ctx: &mut Ctx, whole: &Value) {
             let at = ctx.clock();
             let skew = at - ts;
             if skew.abs() > window {
-                ctx.finding(Finding::new(
-                    "agora-v1/reply:timestamp-skew",
-                    &["AV1-006"],
-                    format!(
+                ctx.finding(rules::REPLY_TIMESTAMP_SKEW.found(format!(
                         "reply timestamp {text} is {} s away from the harness clock ({}), outside the {} s window a peer accepts",
                         skew.whole_seconds(),
                         format_timestamp(at),
                         window.whole_seconds()
-                    ),
-                ).owned_by(TIMESTAMP_OWNER));
+                    )));
             }
         }
     }
@@ -476,16 +445,10 @@ fn check_signature(
         ));
         if flavor == Some(B64Flavor::Standard) {
             ctx.finding(
-                Finding::new(
-                    "agora-v1/reply:signature-encoding:standard-base64",
-                    &["AV1-021", "AV1-A1"],
-                    format!(
-                        "the signature is in standard base64 ({}), not Base64Url: a warning (AV1-A1)",
-                        quote(whole["sender"]["signature"].as_str().unwrap_or_default())
-                    ),
-                )
-                .at(Level::Should)
-                .owned_by(ENCODING_OWNER),
+                rules::REPLY_SIGNATURE_ENCODING_STANDARD_BASE64.found(format!(
+                    "the signature is in standard base64 ({}), not Base64Url: a warning (AV1-A1)",
+                    quote(whole["sender"]["signature"].as_str().unwrap_or_default())
+                )),
             );
         }
         return (v.verified, flavor, None);
@@ -500,15 +463,10 @@ fn check_signature(
                 "signature verifies once read as hex ({variant}, key {form})"
             ));
             ctx.finding(
-                Finding::new(
-                    "agora-v1/reply:signature-encoding",
-                    &["AV1-021"],
-                    format!(
+                rules::REPLY_SIGNATURE_ENCODING.found(format!(
                         "the signature is 128 hex digits ({}), not Base64Url (agora-v1.md §2, signing step 5)",
                         quote(sig)
-                    ),
-                )
-                .owned_by(ENCODING_OWNER),
+                    )),
             );
             return (again.verified, None, None);
         }
@@ -516,15 +474,10 @@ fn check_signature(
     if let Some(f) = sender_finding {
         return (None, v.signature_flavor, Some(f));
     }
-    let f = Finding::new(
-        "agora-v1/reply:signature",
-        &["AV1-016", "AV1-017", "AV1-020"],
-        format!(
-            "the reply's signature does not verify: {}",
-            v.problem.clone().unwrap_or_default()
-        ),
-    )
-    .owned_by(SHAPE_OWNER);
+    let f = rules::REPLY_SIGNATURE.found(format!(
+        "the reply's signature does not verify: {}",
+        v.problem.clone().unwrap_or_default()
+    ));
     ctx.finding(f.clone());
     (None, v.signature_flavor, Some(f))
 }
@@ -597,13 +550,13 @@ fn envelope_of(
     let status = http_status
         .map(|s| format!("HTTP {s}: "))
         .unwrap_or_default();
-    let bare = |key: &str, text: String, value: Option<Value>| {
-        let f = bare_finding(key, http_status, text, value.as_ref());
+    let bare = |rule: &'static Rule, text: String, value: Option<Value>| {
+        let f = bare_finding(rule, http_status, text, value.as_ref());
         Box::new(Read::Bare(f, http_status, value))
     };
     let tree = json::parse(bytes).map_err(|e| {
         bare(
-            "agora-v1/reply:not-json",
+            &rules::REPLY_NOT_JSON,
             format!("the reply is not JSON ({e}): {said}"),
             None,
         )
@@ -611,24 +564,19 @@ fn envelope_of(
     let whole = tree.to_serde();
     let Some(obj) = whole.as_object() else {
         let text = format!("the reply is not a JSON object: {said}");
-        return Err(bare("agora-v1/reply:not-object", text, None));
+        return Err(bare(&rules::REPLY_NOT_OBJECT, text, None));
     };
     // A bare object (an error in a web framework's shape, a flat
     // `{"type": "ERROR", "code": …}`) is one deviation, not one per missing member.
     if !obj.contains_key("sender") && !obj.contains_key("payload") {
         return Err(bare(
-            "agora-v1/reply:not-envelope",
+            &rules::REPLY_NOT_ENVELOPE,
             format!("the reply is a JSON object but no envelope (no sender, no payload): {said}"),
             Some(whole.clone()),
         ));
     }
     let Some(ty_said) = whole["type"].as_str() else {
-        let f = Finding::new(
-            "agora-v1/reply:no-type",
-            &["AV1-002", "AV1-009"],
-            format!("{status}the reply has no string type: {said}"),
-        )
-        .owned_by(SHAPE_OWNER);
+        let f = rules::REPLY_NO_TYPE.found(format!("{status}the reply has no string type: {said}"));
         return Err(Box::new(Read::Bare(f, http_status, None)));
     };
     let upper = ty_said.to_ascii_uppercase();
@@ -644,7 +592,7 @@ fn envelope_of(
 /// error body, a bare `{"error": …, "code": …}`) belongs to the ERROR shape's case,
 /// anything else (`key`) to the shape's case.
 fn bare_finding(
-    key: &str,
+    rule: &'static Rule,
     http_status: Option<u16>,
     text: String,
     value: Option<&Value>,
@@ -655,14 +603,11 @@ fn bare_finding(
     let error_like = http_status.is_some_and(|s| s >= 400)
         || value.is_some_and(|v| error_code_of(v).is_some() || error_message_of(v).is_some());
     if error_like {
-        Finding::new(
-            "agora-v1/reply:error-not-envelope",
-            &["AV1-001", "AV1-045"],
-            format!("{status}a refusal outside the ERROR envelope: {text}"),
-        )
-        .owned_by(ERROR_OWNER)
+        rules::REPLY_ERROR_NOT_ENVELOPE.found(format!(
+            "{status}a refusal outside the ERROR envelope: {text}"
+        ))
     } else {
-        Finding::new(key, &["AV1-001"], format!("{status}{text}")).owned_by(SHAPE_OWNER)
+        rule.found(format!("{status}{text}"))
     }
 }
 
@@ -670,24 +615,14 @@ fn bare_finding(
 /// (AV1-004).
 fn check_reply_id(ctx: &mut Ctx, id: &str) {
     if ctx.sent_ids.contains(id) {
-        ctx.finding(
-            Finding::new(
-                "agora-v1/reply:id-reused",
-                &["AV1-004"],
-                format!("the reply reuses the id {id:?} of a message the harness sent"),
-            )
-            .owned_by(IDS_OWNER),
-        );
+        ctx.finding(rules::REPLY_ID_REUSED.found(format!(
+            "the reply reuses the id {id:?} of a message the harness sent"
+        )));
     }
     if !ctx.reply_ids.insert(id.to_string()) {
-        ctx.finding(
-            Finding::new(
-                "agora-v1/reply:id-repeated",
-                &["AV1-004"],
-                format!("the reply id {id:?} was already used by an earlier reply"),
-            )
-            .owned_by(IDS_OWNER),
-        );
+        ctx.finding(rules::REPLY_ID_REPEATED.found(format!(
+            "the reply id {id:?} was already used by an earlier reply"
+        )));
     }
 }
 
@@ -701,16 +636,10 @@ fn check_http_status(ctx: &mut Ctx, http_status: Option<u16>, ty: &str, code: Op
         return;
     }
     ctx.finding(
-        Finding::new(
-            "agora-v1/reply:http-status",
-            &[],
-            format!(
+        rules::REPLY_HTTP_STATUS.found(format!(
                 "HTTP status {status} for a {ty} reply{}: the profile requires 200 or the ERROR code (set [agora-v1] http_status = \"any\" if the target's binding uses other statuses)",
                 code.map(|c| format!(" with code {c}")).unwrap_or_default()
-            ),
-        )
-        .at(Level::Profile)
-        .owned_by(SHAPE_OWNER),
+            )),
     );
 }
 
@@ -719,11 +648,9 @@ fn check_error_code(ctx: &mut Ctx, code: Option<i64>, payload: &Value) {
     let Some(code) = code.filter(|c| !ERROR_CODES.contains(c)) else {
         return;
     };
-    ctx.finding(
-        Finding::new(
-            format!("agora-v1/reply:error-code:{code}"),
-            &["AV1-046", "AV1-A20"],
-            format!(
+    ctx.finding(rules::REPLY_ERROR_CODE.found_as(
+        &code,
+        format!(
                 "ERROR code {code} is not in the table of agora-v1.md §5 ({})",
                 quote(
                     error_message_of(payload)
@@ -731,9 +658,7 @@ fn check_error_code(ctx: &mut Ctx, code: Option<i64>, payload: &Value) {
                         .unwrap_or_default()
                 )
             ),
-        )
-        .at(Level::Should),
-    );
+    ));
 }
 
 /// The protocol string (AV1-003). Unreachable while the schema pins the protocol;
@@ -742,14 +667,10 @@ fn check_protocol(ctx: &mut Ctx, whole: &Value) {
     if whole["protocol"].as_str() == Some(PROTOCOL) {
         return;
     }
-    ctx.finding(
-        Finding::new(
-            "agora-v1/schema:envelope:/protocol",
-            &["AV1-003"],
-            format!("reply protocol is {}, not \"agora/1.0\"", whole["protocol"]),
-        )
-        .owned_by(SHAPE_OWNER),
-    );
+    ctx.finding(rules::SCHEMA_ENVELOPE_PROTOCOL.found(format!(
+        "reply protocol is {}, not \"agora/1.0\"",
+        whole["protocol"]
+    )));
 }
 
 /// Checks what every target message must be (AV1-001…006, 009, 012, 014…017, 019,
@@ -774,9 +695,9 @@ pub fn check_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Env>> {
 /// one finding every silent exchange shares.
 fn no_answer(ctx: &mut Ctx, what: &str) -> crate::case::Stop {
     let ms = ctx.profile().timing.case_timeout_ms;
-    ctx.block(Finding::new(
-        NO_ANSWER,
-        &[],
+    ctx.block(crate::rules::TRANSPORT.found_in(
+        "agora-v1",
+        "no-answer",
         format!("the target did not answer within {ms} ms{what}"),
     ))
 }
@@ -1071,21 +992,14 @@ pub fn check_result(ctx: &mut Ctx, env: &Env, req_id: &str, after_accept: bool) 
             } else {
                 ""
             };
-            let (key, owner) = if after_accept {
-                ("agora-v1/result:request-id-after-accept", OFFER_OWNER)
+            let rule = if after_accept {
+                &rules::RESULT_REQUEST_ID_AFTER_ACCEPT
             } else {
-                ("agora-v1/result:request-id", SHAPE_OWNER)
+                &rules::RESULT_REQUEST_ID
             };
-            ctx.finding(
-                Finding::new(
-                    key,
-                    &["AV1-042"],
-                    format!(
-                        "RESULT.request_id is {linked:?}{what}, not the REQUEST's id {req_id:?}"
-                    ),
-                )
-                .owned_by(owner),
-            );
+            ctx.finding(rule.found(format!(
+                "RESULT.request_id is {linked:?}{what}, not the REQUEST's id {req_id:?}"
+            )));
         }
         Some(_) => ctx.checked("RESULT links to the REQUEST"),
         None => {}
@@ -1096,14 +1010,9 @@ pub fn check_result(ctx: &mut Ctx, env: &Env, req_id: &str, after_accept: bool) 
 /// [`check_reply`].
 pub fn check_offer(ctx: &mut Ctx, env: &Env, req_id: &str) {
     match env.str("request_id") {
-        Some(linked) if linked != req_id => ctx.finding(
-            Finding::new(
-                "agora-v1/offer:request-id",
-                &["AV1-037"],
-                format!("OFFER.request_id is {linked:?}, not the REQUEST's id {req_id:?}"),
-            )
-            .owned_by(OFFER_OWNER),
-        ),
+        Some(linked) if linked != req_id => ctx.finding(rules::OFFER_REQUEST_ID.found(format!(
+            "OFFER.request_id is {linked:?}, not the REQUEST's id {req_id:?}"
+        ))),
         Some(_) => ctx.checked("OFFER links to the REQUEST"),
         None => {}
     }
@@ -1175,15 +1084,9 @@ async fn send_accept(ctx: &mut Ctx, offer: &mut Env, payload: &Value) -> Step<Re
         ("payload.offer_id", "its envelope id", "envelope")
     };
     ctx.finding(
-        Finding::new(
-            "agora-v1/offer:id-source",
-            &["AV1-040", "AV1-A11"],
-            format!(
+        rules::OFFER_ID_SOURCE.found(format!(
                 "the target refused an ACCEPT quoting the OFFER by {by} ({quoted:?}) and took one quoting {other_by} ({other:?}); the profile follows AV1-A11 unless told otherwise: set [agora-v1] offer_id = \"{key_value}\" if that is the target's design"
-            ),
-        )
-        .at(Level::Profile)
-        .owned_by(OFFER_OWNER),
+            )),
     );
     offer.offer_ref = Some(other);
     Ok(again)
@@ -1632,14 +1535,10 @@ impl Provider {
 /// names the OFFER by its id (the client-negotiated case's rule, AV1-040).
 pub fn accept_finding(accept: &Env, offer: &Value) -> Option<Finding> {
     (accept.payload["offer_id"] != offer["id"]).then(|| {
-        Finding::new(
-            "agora-v1/client-negotiated",
-            &["AV1-040"],
-            format!(
-                "the ACCEPT names offer {}, not the OFFER's id {} (AV1-040)",
-                accept.payload["offer_id"], offer["id"]
-            ),
-        )
+        rules::CLIENT_NEGOTIATED.found(format!(
+            "the ACCEPT names offer {}, not the OFFER's id {} (AV1-040)",
+            accept.payload["offer_id"], offer["id"]
+        ))
     })
 }
 
@@ -1657,14 +1556,10 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Env> {
         None => return fail("the client sent an empty message"),
     };
     if let Some(first) = ctx.reused("message id", &env.id, bytes) {
-        ctx.finding(Finding::new(
-            "agora-v1/client:id-reused",
-            &["AV1-004"],
-            format!(
-                "the client's {} reuses id {:?}, which {first} carried first in this run",
-                env.ty, env.id
-            ),
-        ));
+        ctx.finding(rules::CLIENT_ID_REUSED.found(format!(
+            "the client's {} reuses id {:?}, which {first} carried first in this run",
+            env.ty, env.id
+        )));
     }
     let (schema, ids): (&str, &[&str]) = match env.ty.as_str() {
         "REQUEST" => ("request", &["AV1-032", "AV1-033", "AV1-034", "AV1-035"]),
@@ -1688,14 +1583,10 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Env> {
 pub fn proxy_client(ctx: &mut Ctx, x: &crate::exchange::Exchange, h: &crate::exchange::History) {
     if let Ok(env) = check_client_message(ctx, &x.received) {
         if let Some(who) = h.id_used(&env.id) {
-            ctx.finding(Finding::new(
-                "agora-v1/client:id-reused",
-                &["AV1-004"],
-                format!(
-                    "the client's {} reuses id {:?}, which {who}'s earlier message carried",
-                    env.ty, env.id
-                ),
-            ));
+            ctx.finding(rules::CLIENT_ID_REUSED.found(format!(
+                "the client's {} reuses id {:?}, which {who}'s earlier message carried",
+                env.ty, env.id
+            )));
         }
         if env.ty == "ACCEPT" {
             accept_against_offer(ctx, &env, h);
@@ -1722,14 +1613,10 @@ fn accept_against_offer(ctx: &mut Ctx, accept: &Env, h: &crate::exchange::Histor
         } else {
             ""
         };
-        ctx.finding(Finding::new(
-            "agora-v1/client:accept-offer-id",
-            &["AV1-040"],
-            format!(
+        ctx.finding(rules::CLIENT_ACCEPT_OFFER_ID.found(format!(
                 "the client's ACCEPT names offer {named}{which}; the latest OFFER through the proxy has the id {}",
                 latest["id"]
-            ),
-        ));
+            )));
         return;
     };
     let asked = h
@@ -1742,11 +1629,7 @@ fn accept_against_offer(ctx: &mut Ctx, accept: &Env, h: &crate::exchange::Histor
         .and_then(|r| r["payload"]["budget"]["max"].as_f64());
     if let (Some(cost), Some(max)) = (cost, max) {
         if cost > max {
-            ctx.finding(Finding::new(
-                "agora-v1/client:accept-over-budget",
-                &["AV1-029", "AV1-034"],
-                format!("the client ACCEPTed offer {named} costing {cost}, over its REQUEST's budget of {max}"),
-            ));
+            ctx.finding(rules::CLIENT_ACCEPT_OVER_BUDGET.found(format!("the client ACCEPTed offer {named} costing {cost}, over its REQUEST's budget of {max}")));
         }
     }
     let stamped = offer["timestamp"]
@@ -1755,15 +1638,11 @@ fn accept_against_offer(ctx: &mut Ctx, accept: &Env, h: &crate::exchange::Histor
     if let (Some(at), Some(ttl)) = (stamped, offer["payload"]["ttl"].as_u64()) {
         let ends = at + time::Duration::milliseconds(ttl as i64) + time::Duration::seconds(1);
         if h.now > ends {
-            ctx.finding(Finding::new(
-                "agora-v1/client:accept-expired-offer",
-                &["AV1-029", "AV1-039"],
-                format!(
+            ctx.finding(rules::CLIENT_ACCEPT_EXPIRED_OFFER.found(format!(
                     "the client ACCEPTed offer {named}, stamped {} with a ttl of {ttl} ms, {} ms after its ttl ran out",
                     offer["timestamp"],
                     (h.now - ends).whole_milliseconds() + 1000
-                ),
-            ));
+                )));
         }
     }
 }

@@ -11,7 +11,7 @@ pub mod tamper;
 
 use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::{Received, Transport};
-use crate::finding::{quote, Finding};
+use crate::finding::quote;
 use crate::suites::agora_v1::expect::*;
 use reference_impl::agora_v1::envelope::{SigVariant, STATES};
 use reference_impl::wire::keys;
@@ -69,9 +69,6 @@ pub const UNTESTABLE: &[Untestable] = &[
     Untestable { requirement: "AV1-053", reason: "needs a busy or maintenance switch on the target; the target profile defines none (informational in the inventory)" },
 ];
 
-/// A budget equal to the cost refused as too low (AV1-055, derived).
-const KEY_EXACT_BUDGET: &str = "agora-v1/budget-too-low:exact-budget";
-
 pub const CASES: &[Case] = &[
     case!("echo-direct", "REQUEST for the direct resource completes with a well-formed, signed RESULT echoing the params",
         ["AV1-001", "AV1-002", "AV1-003", "AV1-009", "AV1-010", "AV1-012", "AV1-014", "AV1-015", "AV1-016", "AV1-017", "AV1-019", "AV1-020", "AV1-026", "AV1-042", "AV1-043", "AV1-044", "AV1-054"],
@@ -116,11 +113,7 @@ pub const CASES: &[Case] = &[
                 .and_then(|c| c.first().map(|(_, f)| f.to_string()))
                 .unwrap_or_else(|| "no key form the harness knows".into()),
         };
-        ctx.deviation(Finding::new(
-            "agora-v1/reply:sender-id-form",
-            &["AV1-013"],
-            format!("sender.id {} is a {form}, not a did:key (preferred by agora-v1.md §1)", quote(&id)),
-        ));
+        ctx.deviation(rules::REPLY_SENDER_ID_FORM.found(format!("sender.id {} is a {form}, not a did:key (preferred by agora-v1.md §1)", quote(&id))));
         Ok(())
     }),
     case!("reply-signature-encoding", "reply signatures are 64 bytes in Base64Url", ["AV1-021"], Fact, ANY, false, |ctx| {
@@ -431,8 +424,7 @@ pub const CASES: &[Case] = &[
         let r = send(ctx, exact).await?;
         let env = expect_reply(ctx, &r)?;
         if env.ty != "OFFER" && env.ty != "RESULT" {
-            ctx.deviation(Finding::new(KEY_EXACT_BUDGET, &["AV1-055"],
-                format!("a REQUEST whose budget.max equals the cost {cost} drew {}, as if it were below it", env.said())));
+            ctx.deviation(rules::BUDGET_TOO_LOW_EXACT_BUDGET.found(format!("a REQUEST whose budget.max equals the cost {cost} drew {}, as if it were below it", env.said())));
         }
         let req = message(ctx, "REQUEST", json!({"resource": resource, "params": {}, "budget": {"max": cost / 2.0}}));
         let r = send(ctx, req).await?;
@@ -834,11 +826,7 @@ fn ids_unique(
                 if who == "the requester" {
                     // The key the run-wide check gives (expect::check_client_message):
                     // one finding for one reused id.
-                    ctx.deviation(crate::finding::Finding::new(
-                        "agora-v1/client:id-reused",
-                        &["AV1-004"],
-                        format!("the requester's message reuses id {id:?}, already used by {first} (AV1-004: an id is unique to its message)"),
-                    ));
+                    ctx.deviation(rules::CLIENT_ID_REUSED.found(format!("the requester's message reuses id {id:?}, already used by {first} (AV1-004: an id is unique to its message)")));
                     return Ok(());
                 }
             }

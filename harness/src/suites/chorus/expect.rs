@@ -10,7 +10,8 @@
 //! and a target does not do (the fixture's output, funded owners, the outcome
 //! request) is a PROFILE finding that names the key to set.
 
-use crate::case::{fail, skip, Level, Step, Stop};
+use super::rules;
+use crate::case::{fail, skip, Step, Stop};
 use crate::drive::callback::CallbackListener;
 use crate::finding::{quote, schema_findings, Finding};
 use crate::profile::{ChorusSection, ResultDelivery, SetupBase, SetupEvent};
@@ -234,18 +235,13 @@ fn check_codes(ctx: &mut Ctx, resp: &Resp) {
     if resp.is_refusal() {
         for code in resp.codes() {
             if !CODES.contains(&code.as_str()) {
-                ctx.finding(
-                    Finding::new(
-                        format!("chorus/error-code:{code}"),
-                        &["CHO-046"],
-                        format!(
-                            "a refusal carries the code {code}, which is not one of chorus.md §5: {}",
-                            resp.describe()
-                        ),
-                    )
-                    .at(Level::Should)
-                    .owned_by(SKILL_MISMATCH_CASE),
-                );
+                ctx.finding(rules::ERROR_CODE.found_as(
+                    &code,
+                    format!(
+                        "a refusal carries the code {code}, which is not one of chorus.md §5: {}",
+                        resp.describe()
+                    ),
+                ));
             }
         }
     }
@@ -278,12 +274,8 @@ pub fn need_json(ctx: &mut Ctx, r: &Resp, what: &str) -> Step<Value> {
     match &r.json {
         Some(v) => Ok(v.clone()),
         None => {
-            let f = Finding::new(
-                "chorus/reply:not-json",
-                &["CHO-001"],
-                format!("the reply to {what} is not JSON: {}", r.describe()),
-            )
-            .owned_by(REGISTER);
+            let f = rules::REPLY_NOT_JSON
+                .found(format!("the reply to {what} is not JSON: {}", r.describe()));
             Err(ctx.block(f))
         }
     }
@@ -351,17 +343,12 @@ pub async fn setup(ctx: &mut Ctx, event: SetupEvent, vars: &[(&'static str, Valu
         let r = call(ctx, base, method, &path, body.as_ref()).await?;
         if !r.ok() || r.refusal_in_2xx() {
             let event = format!("{event:?}").to_ascii_lowercase();
-            let f = Finding::new(
-                format!("chorus/profile:setup_requests:{event}"),
-                &[],
-                format!(
+            let f = rules::PROFILE_SETUP_REQUESTS.found_as(&event, format!(
                     "the setup request {} {path} (on = \"{event}\", [[chorus.setup_requests]] #{}) answered {}: fix it in the profile",
                     s.method,
                     i + 1,
                     r.describe()
-                ),
-            )
-            .at(Level::Profile);
+                ));
             return Err(ctx.block(f));
         }
     }
@@ -407,16 +394,9 @@ pub fn same_id(a: &str, b: &str) -> bool {
 /// UUID it encodes.
 fn note_id_encoding(ctx: &mut Ctx, got: &str, sent: &str, where_: &str) {
     if got != sent && !is_uuid(got) && same_id(got, sent) {
-        ctx.finding(
-            Finding::new(
-                "chorus/agent-id:encoding",
-                &["CHO-002"],
-                format!(
-                    "{where_} writes the agent id {got:?} for the UUID {sent:?}: not a UUID string"
-                ),
-            )
-            .owned_by(REGISTER),
-        );
+        ctx.finding(rules::AGENT_ID_ENCODING.found(format!(
+            "{where_} writes the agent id {got:?} for the UUID {sent:?}: not a UUID string"
+        )));
     }
 }
 
@@ -485,14 +465,9 @@ pub fn registration_reply(ctx: &mut Ctx, sent: &Value, r: &Resp) -> Option<f64> 
     let rep = r.get("reputation_score").and_then(Value::as_f64);
     if let Some(x) = rep {
         if (x - 50.0).abs() > ROUNDED {
-            ctx.finding(
-                Finding::new(
-                    "chorus/reputation:initial",
-                    &["CHO-014"],
-                    format!("a new agent is registered at reputation_score {x}, not 50.0"),
-                )
-                .owned_by(INITIAL_REPUTATION),
-            );
+            ctx.finding(rules::REPUTATION_INITIAL.found(format!(
+                "a new agent is registered at reputation_score {x}, not 50.0"
+            )));
         }
     }
     rep
@@ -507,24 +482,16 @@ pub fn judge_result_ids(ctx: &mut Ctx, result: &Value, job: &Value, agent_id: &s
         .as_str()
         .filter(|id| reference_impl::wire::is_uuid(id));
     if let Some(id) = sent.filter(|id| !same(&result["job_id"], id)) {
-        ctx.deviation(Finding::new(
-            "chorus/job-result:job-id",
-            &["CHO-030"],
-            format!(
-                "the result's job_id {} is not the request's {id:?}",
-                result["job_id"]
-            ),
-        ));
+        ctx.deviation(rules::JOB_RESULT_JOB_ID.found(format!(
+            "the result's job_id {} is not the request's {id:?}",
+            result["job_id"]
+        )));
     }
     if !same(&result["agent_id"], agent_id) {
-        ctx.deviation(Finding::new(
-            "chorus/job-result:agent-id",
-            &["CHO-030"],
-            format!(
-                "the result's agent_id {} is not the registered {agent_id:?}",
-                result["agent_id"]
-            ),
-        ));
+        ctx.deviation(rules::JOB_RESULT_AGENT_ID.found(format!(
+            "the result's agent_id {} is not the registered {agent_id:?}",
+            result["agent_id"]
+        )));
     }
 }
 
@@ -536,11 +503,10 @@ pub fn judge_cost(ctx: &mut Ctx, result: &Value, job: &Value) {
         return;
     };
     if !two_decimals(cost) {
-        ctx.deviation(Finding::new(
-            "chorus/job-result:cost-decimals",
-            &["CHO-005", "CHO-033"],
-            format!("execution_cost {cost} has more than two decimals"),
-        ));
+        ctx.deviation(
+            rules::JOB_RESULT_COST_DECIMALS
+                .found(format!("execution_cost {cost} has more than two decimals")),
+        );
     }
     if cost > job["budget"].as_f64().unwrap_or(0.0) {
         ctx.warn(format!(
@@ -557,14 +523,10 @@ pub fn judge_cost(ctx: &mut Ctx, result: &Value, job: &Value) {
 /// fuzzed one) is not judged in the reply: the harness sent it.
 pub fn judge_registered(ctx: &mut Ctx, sent: Option<&Value>, r: &Resp) -> Step<()> {
     if r.http != 201 {
-        ctx.deviation(Finding::new(
-            "chorus/register:status",
-            &["CHO-012"],
-            format!(
-                "a registration is answered {}, not 201 Created",
-                r.describe()
-            ),
-        ));
+        ctx.deviation(rules::REGISTER_STATUS.found(format!(
+            "a registration is answered {}, not 201 Created",
+            r.describe()
+        )));
     }
     let mut reply = need_json(ctx, r, "POST /register")?;
     let sent = sent.unwrap_or(&Value::Null);
@@ -585,14 +547,10 @@ pub fn judge_registered(ctx: &mut Ctx, sent: Option<&Value>, r: &Resp) -> Step<(
     );
     if let Some(sent_id) = sent_id {
         if !echoed.as_deref().is_some_and(|id| same_id(id, sent_id)) {
-            ctx.deviation(Finding::new(
-                "chorus/register:agent-id",
-                &["CHO-013"],
-                format!(
-                    "the reply names agent {}, not the registered {sent_id:?}",
-                    r.get("agent_id").cloned().unwrap_or(Value::Null)
-                ),
-            ));
+            ctx.deviation(rules::REGISTER_AGENT_ID.found(format!(
+                "the reply names agent {}, not the registered {sent_id:?}",
+                r.get("agent_id").cloned().unwrap_or(Value::Null)
+            )));
         }
     }
     Ok(())
@@ -604,12 +562,10 @@ pub async fn register(ctx: &mut Ctx, skills: &[(&str, f64)]) -> Step<TestAgent> 
     let body = registration(skills);
     let r = post(ctx, Base::Registry, "register", &body).await?;
     if !r.ok() || r.refusal_in_2xx() {
-        let f = Finding::new(
-            "chorus/register:refused",
-            &["CHO-008", "CHO-012"],
-            format!("a complete registration was refused: {}", r.describe()),
-        )
-        .owned_by(REGISTER);
+        let f = rules::REGISTER_REFUSED.found(format!(
+            "a complete registration was refused: {}",
+            r.describe()
+        ));
         return Err(ctx.block(f));
     }
     let reputation = registration_reply(ctx, &body, &r);
@@ -679,37 +635,19 @@ pub async fn discover(ctx: &mut Ctx, query: &str) -> Step<Vec<Value>> {
 pub fn discovery_reply(ctx: &mut Ctx, query: &str, r: &Resp) -> Step<Vec<Value>> {
     let what = format!("GET /discover?{query}");
     if r.http == 404 {
-        ctx.finding(
-            Finding::new(
-                "chorus/discover:404-for-no-match",
-                &["CHO-016", "CHO-A12"],
-                format!(
-                    "{what} answered {} where 200 with an empty list is expected",
-                    r.describe()
-                ),
-            )
-            .at(Level::Should)
-            .owned_by(DISCOVER),
-        );
+        ctx.finding(rules::DISCOVER_404_FOR_NO_MATCH.found(format!(
+            "{what} answered {} where 200 with an empty list is expected",
+            r.describe()
+        )));
         return Ok(Vec::new());
     }
     if !r.ok() {
-        let f = Finding::new(
-            "chorus/discover:refused",
-            &["CHO-016"],
-            format!("{what} answered {}", r.describe()),
-        )
-        .owned_by(DISCOVER);
+        let f = rules::DISCOVER_REFUSED.found(format!("{what} answered {}", r.describe()));
         return Err(ctx.block(f));
     }
     if r.http != 200 {
         ctx.finding(
-            Finding::new(
-                "chorus/discover:status",
-                &["CHO-016"],
-                format!("{what} answered HTTP {}, not 200 OK", r.http),
-            )
-            .owned_by(DISCOVER),
+            rules::DISCOVER_STATUS.found(format!("{what} answered HTTP {}, not 200 OK", r.http)),
         );
     }
     let body = need_json(ctx, r, &what)?;
@@ -757,14 +695,9 @@ fn agent_list(ctx: &mut Ctx, body: &Value, what: &str) -> (Vec<Value>, bool) {
                     .collect();
                 match lists.as_slice() {
                     [(k, a)] => {
-                        ctx.finding(
-                            Finding::new(
-                                "chorus/discover:list-shape",
-                                &["CHO-017"],
-                                format!("{what} lists the agents under {k:?}, not \"agents\""),
-                            )
-                            .owned_by(DISCOVER),
-                        );
+                        ctx.finding(rules::DISCOVER_LIST_SHAPE.found(format!(
+                            "{what} lists the agents under {k:?}, not \"agents\""
+                        )));
                         (*a).clone()
                     }
                     _ => {
@@ -775,14 +708,9 @@ fn agent_list(ctx: &mut Ctx, body: &Value, what: &str) -> (Vec<Value>, bool) {
             }
         },
         Value::Array(a) => {
-            ctx.finding(
-                Finding::new(
-                    "chorus/discover:list-shape",
-                    &["CHO-017"],
-                    format!("{what} answered a bare list, not {{\"agents\": [...]}}"),
-                )
-                .owned_by(DISCOVER),
-            );
+            ctx.finding(rules::DISCOVER_LIST_SHAPE.found(format!(
+                "{what} answered a bare list, not {{\"agents\": [...]}}"
+            )));
             a.clone()
         }
         _ => {
@@ -821,26 +749,16 @@ fn normalize_entry(ctx: &mut Ctx, mut e: Value, skill: Option<&str>, what: &str)
                     other => other,
                 };
                 ctx.finding(
-                    Finding::new(
-                        "chorus/discover-entry:skills-list",
-                        &["CHO-017", "CHO-018"],
-                        format!(
+                    rules::DISCOVER_ENTRY_SKILLS_LIST.found(format!(
                             "{what}: entries carry a `skills` list ({}) instead of the one matched `skill` object",
                             short(&Value::Array(list.clone()).to_string())
-                        ),
-                    )
-                    .owned_by(DISCOVER),
+                        )),
                 );
                 o.insert("skill".into(), sk);
             }
         } else if let Some(Value::String(name)) = o.get("skill").cloned() {
             ctx.finding(
-                Finding::new(
-                    "chorus/discover-entry:skill-name-only",
-                    &["CHO-017", "CHO-018"],
-                    format!("{what}: an entry's `skill` is the name {name:?}, not an object {{skill_name, cost_per_call}}"),
-                )
-                .owned_by(DISCOVER),
+                rules::DISCOVER_ENTRY_SKILL_NAME_ONLY.found(format!("{what}: an entry's `skill` is the name {name:?}, not an object {{skill_name, cost_per_call}}")),
             );
             let cost = o.get("cost_per_call").cloned().unwrap_or(Value::Null);
             o.insert(
@@ -864,32 +782,18 @@ fn check_scores(ctx: &mut Ctx, agents: &[Value], what: &str) -> bool {
         if let Some(s) = e["reputation_score"].as_f64() {
             if !(0.0..=100.0).contains(&s) {
                 out = true;
-                ctx.finding(
-                    Finding::new(
-                        "chorus/reputation:clamp",
-                        &["CHO-007", "CHO-045"],
-                        format!(
-                            "{what} shows agent {} at reputation_score {s}, outside [0.0, 100.0]",
-                            e["agent_id"]
-                        ),
-                    )
-                    .owned_by(REPUTATION_CLAMP),
-                );
+                ctx.finding(rules::REPUTATION_CLAMP.found(format!(
+                    "{what} shows agent {} at reputation_score {s}, outside [0.0, 100.0]",
+                    e["agent_id"]
+                )));
             }
         }
     }
     if scores.windows(2).any(|w| w[1] > w[0] + EXACT) {
-        ctx.finding(
-            Finding::new(
-                "chorus/discover:ranking",
-                &["CHO-021"],
-                format!(
-                    "{what} does not rank by reputation, highest first: the scores come as {}",
-                    crate::finding::json(&scores)
-                ),
-            )
-            .owned_by(RANKING),
-        );
+        ctx.finding(rules::DISCOVER_RANKING.found(format!(
+            "{what} does not rank by reputation, highest first: the scores come as {}",
+            crate::finding::json(&scores)
+        )));
     }
     out
 }
@@ -906,27 +810,18 @@ pub fn entry<'a>(entries: &'a [Value], agent_id: &str) -> Option<&'a Value> {
 /// discover-by-skill case's rule, CHO-018).
 pub fn entry_skill_finding(e: &Value, skill: &str) -> Option<Finding> {
     (e["skill"]["skill_name"] != skill).then(|| {
-        Finding::new(
-            "chorus/discover-by-skill",
-            &["CHO-018"],
-            format!(
-                "agent {} is listed under {skill} showing skill {} (CHO-018)",
-                e["agent_id"], e["skill"]
-            ),
-        )
+        rules::DISCOVER_BY_SKILL.found(format!(
+            "agent {} is listed under {skill} showing skill {} (CHO-018)",
+            e["agent_id"], e["skill"]
+        ))
     })
 }
 
 /// A registered agent that discovery does not list under its skill (CHO-015).
 pub fn agent_missing(agent_id: &str, skill: &str, listed: usize) -> Finding {
-    Finding::new(
-        "chorus/discover:agent-missing",
-        &["CHO-015"],
-        format!(
+    rules::DISCOVER_AGENT_MISSING.found(format!(
             "agent {agent_id}, registered with skill {skill}, is not listed by GET /discover?skill={skill} ({listed} entries)"
-        ),
-    )
-    .owned_by(DISCOVER)
+        ))
 }
 
 /// An agent's score as discovery shows it under `skill`. An agent missing from the
@@ -939,12 +834,9 @@ pub async fn score(ctx: &mut Ctx, agent_id: &str, skill: &str) -> Step<f64> {
     match e["reputation_score"].as_f64() {
         Some(s) => Ok(s),
         None => {
-            let f = Finding::new(
-                "chorus/discover:no-score",
-                &["CHO-017"],
-                format!("agent {agent_id} is listed without a numeric reputation_score: {e}"),
-            )
-            .owned_by(DISCOVER);
+            let f = rules::DISCOVER_NO_SCORE.found(format!(
+                "agent {agent_id} is listed without a numeric reputation_score: {e}"
+            ));
             Err(block_on(ctx, "chorus/schema:discover-response", f))
         }
     }
@@ -1060,16 +952,10 @@ pub async fn report_outcome(ctx: &mut Ctx, o: &Report<'_>) -> Step<()> {
     let shown = format!("{method} {path}");
     let r = call(ctx, Base::Registry, method, &path, body.as_ref()).await?;
     if !r.ok() || r.refusal_in_2xx() {
-        let f = Finding::new(
-            "chorus/profile:outcome_request",
-            &[],
-            format!(
+        let f = rules::PROFILE_OUTCOME_REQUEST.found(format!(
                 "the outcome request {shown} answered {}: set [chorus] outcome_request and outcome_body to the request the target's registry takes for job outcomes (CHO-A1)",
                 r.describe()
-            ),
-        )
-        .at(Level::Profile)
-        .owned_by(REPUTATION_SUCCESS);
+            ));
         return Err(ctx.block(f));
     }
     Ok(())
@@ -1176,20 +1062,16 @@ fn reputation_finding(
     shows: String,
     (want, h, steps): (f64, f64, &str),
 ) -> (Rule, Finding) {
-    let (rule, key, ids, owner, summary): (Rule, &str, &[&str], &'static str, String) = if clamped {
+    let (rule, found, summary): (Rule, &'static crate::rules::Rule, String) = if clamped {
         (
             Rule::Clamp,
-            "chorus/reputation:clamp",
-            &["CHO-045"],
-            REPUTATION_CLAMP,
+            &rules::REPUTATION_CLAMP,
             format!("{shows}; {steps} give {want}, clamped to [0.0, 100.0] (chorus.md §4)"),
         )
     } else if success && !tells_hirer {
         (
             Rule::HirerUnknown,
-            "chorus/profile:hirer_reputation",
-            &[],
-            REPUTATION_SUCCESS,
+            &rules::PROFILE_HIRER_REPUTATION,
             format!(
                 "{shows}, not the {want} that {steps} give; the outcome request does not tell the target the hirer's reputation: if its registry takes it from the request, put {{hirer_reputation}} in [chorus] outcome_body or outcome_request"
             ),
@@ -1197,24 +1079,17 @@ fn reputation_finding(
     } else if success {
         (
             Rule::SuccessGain,
-            "chorus/reputation:success-gain",
-            &["CHO-042", "CHO-043"],
-            REPUTATION_SUCCESS,
+            &rules::REPUTATION_SUCCESS_GAIN,
             format!("{shows}; {steps} give {want} (+2.0 × {h} / 100 each, chorus.md §4)"),
         )
     } else {
         (
             Rule::FailurePenalty,
-            "chorus/reputation:failure-penalty",
-            &["CHO-044"],
-            REPUTATION_FAILURE,
+            &rules::REPUTATION_FAILURE_PENALTY,
             format!("{shows}; {steps} give {want} (−4.5 each, chorus.md §4)"),
         )
     };
-    let mut f = Finding::new(key, ids, summary).owned_by(owner);
-    if rule == Rule::HirerUnknown {
-        f = f.at(Level::Profile);
-    }
+    let f = found.found(summary);
     (rule, f)
 }
 
@@ -1227,15 +1102,9 @@ pub async fn fixture_agent(ctx: &mut Ctx) -> Step<(Value, String)> {
     let skill = ctx.profile().chorus.fixture_skill.clone();
     let entries = discover(ctx, &format!("skill={skill}")).await?;
     let Some(e) = entries.first().cloned() else {
-        let f = Finding::new(
-            "chorus/profile:fixture_skill",
-            &[],
-            format!(
+        let f = rules::PROFILE_FIXTURE_SKILL.found(format!(
                 "no agent is listed under the fixture skill {skill:?}: set [chorus] fixture_skill to the skill of the agent the target registers at start-up"
-            ),
-        )
-        .at(Level::Profile)
-        .owned_by(JOB_ECHO);
+            ));
         return Err(ctx.block(f));
     };
     let endpoint = e["api_endpoint"]
@@ -1359,9 +1228,7 @@ fn echoed_invalid(ctx: &Ctx, result: &Value, sent: &Value) -> Vec<String> {
 }
 
 fn delivery_finding(summary: String) -> Finding {
-    Finding::new("chorus/profile:result_delivery", &[], summary)
-        .at(Level::Profile)
-        .owned_by(JOB_ECHO)
+    rules::PROFILE_RESULT_DELIVERY.found(summary)
 }
 
 /// Sends a job and waits for its result, synchronously or through a callback
@@ -1400,7 +1267,9 @@ pub async fn run_job(
             )));
         }
         let result = read_result(ctx, j, &body);
-        if result["status"] == "FAILURE" && !r.codes().is_empty() {
+        // A FAILURE result is a result, also with error_code EXECUTION_ERROR (the
+        // agent ran and failed, CHO-032, CHO-036); another code makes it a refusal.
+        if result["status"] == "FAILURE" && r.codes().iter().any(|c| c != "EXECUTION_ERROR") {
             return Ok((body, JobOutcome::Rejected(r)));
         }
         let rtt = started.elapsed();
@@ -1453,16 +1322,11 @@ async fn callback_result(
     loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let Some(bytes) = listener.next(left).await else {
-            let f = Finding::new(
-                "chorus/job:no-callback",
-                &["CHO-026"],
-                format!(
-                    "/jobs answered {}, and no result was POSTed to callback_url within {} ms",
-                    r.describe(),
-                    wait.as_millis()
-                ),
-            )
-            .owned_by(JOB_ECHO);
+            let f = rules::JOB_NO_CALLBACK.found(format!(
+                "/jobs answered {}, and no result was POSTed to callback_url within {} ms",
+                r.describe(),
+                wait.as_millis()
+            ));
             return Err(ctx.block(f));
         };
         let text = String::from_utf8_lossy(&bytes).into_owned();
@@ -1470,15 +1334,10 @@ async fn callback_result(
         let v: Value = match json::parse(&bytes) {
             Ok(t) => t.to_serde(),
             Err(e) => {
-                let f = Finding::new(
-                    "chorus/job:callback-not-json",
-                    &["CHO-001", "CHO-026"],
-                    format!(
-                        "the body POSTed to callback_url is not JSON ({e}): {}",
-                        quote(&text)
-                    ),
-                )
-                .owned_by(JOB_ECHO);
+                let f = rules::JOB_CALLBACK_NOT_JSON.found(format!(
+                    "the body POSTed to callback_url is not JSON ({e}): {}",
+                    quote(&text)
+                ));
                 return Err(ctx.block(f));
             }
         };
@@ -1492,41 +1351,34 @@ async fn callback_result(
 // Refusals
 
 /// The case that owns a code's rule, and the requirement that defines the code.
-fn code_rule(code: &str) -> (&'static str, &'static str) {
+fn code_id(code: &str) -> &'static str {
     match code {
-        "BUDGET_INSUFFICIENT" => (BUDGET_CASE, "CHO-028"),
-        "TRANSFER_FAILED" => (TRANSFER_INSUFFICIENT, "CHO-040"),
-        "AGENT_OFFLINE" => (SKILL_MISMATCH_CASE, "CHO-037"),
-        "EXECUTION_ERROR" => (SKILL_MISMATCH_CASE, "CHO-036"),
-        _ => (SKILL_MISMATCH_CASE, "CHO-027"),
+        "BUDGET_INSUFFICIENT" => "CHO-028",
+        "TRANSFER_FAILED" => "CHO-040",
+        "AGENT_OFFLINE" => "CHO-037",
+        "EXECUTION_ERROR" => "CHO-036",
+        _ => "CHO-027",
     }
+}
+
+/// The rule keyed `chorus/<head>:<code>`, where the suite has one for that code.
+fn rule_for_code(head: &str, code: &str) -> Option<&'static crate::rules::Rule> {
+    let key = format!("chorus/{head}:{code}");
+    rules::RULES.iter().copied().find(|r| r.key == key)
 }
 
 /// A refusal that came with a 2xx status and no FAILURE result: chorus.md names no
 /// status, and a 4xx/5xx or a FAILURE result is what its codes come with (CHO-A5).
 fn refusal_status_finding(ctx: &mut Ctx, r: &Resp, code: Option<&str>, what: &str) {
     let f = match code {
-        Some(c) => {
-            let (owner, id) = code_rule(c);
-            Finding::new(
-                format!("chorus/refusal-http-200:{c}"),
-                &[id, "CHO-A5"],
-                format!(
+        Some(c) => rule_for_code("refusal-http-200", c).unwrap_or(&rules::REFUSAL_HTTP_200).found(format!(
                     "{what}: the refusal with {c} came as {}: a 4xx/5xx status, or a FAILURE job result, carries a chorus.md §5 code",
                     r.describe()
-                ),
-            )
-            .owned_by(owner)
-        }
-        None => Finding::new(
-            "chorus/refusal-http-200",
-            &["CHO-A5"],
-            format!(
+                )),
+        None => rules::REFUSAL_HTTP_200.found(format!(
                 "{what}: the refusal came as {}, not as a 4xx/5xx status or a FAILURE job result",
                 r.describe()
-            ),
-        )
-        .owned_by(REJECTS_INVALID),
+            )),
     };
     ctx.finding(f);
 }
@@ -1534,7 +1386,7 @@ fn refusal_status_finding(ctx: &mut Ctx, r: &Resp, code: Option<&str>, what: &st
 /// The case's own rule: a refusal that carries `code` (CHO-A5: in any top-level
 /// member, or a FAILURE result's error_message; any 4xx/5xx status).
 pub fn expect_code(ctx: &mut Ctx, r: &Resp, code: &str, what: &str) -> Step<()> {
-    let (_, id) = code_rule(code);
+    let id = code_id(code);
     let has = r.codes().iter().any(|c| c == code);
     if r.http >= 400 || r.is_failure_result() {
         if !has {
@@ -1560,18 +1412,15 @@ pub fn expect_code(ctx: &mut Ctx, r: &Resp, code: &str, what: &str) -> Step<()> 
 /// whose subject the code is, however many cases meet it; the refusal itself is
 /// what the case wanted, so it goes on.
 fn without_code(ctx: &mut Ctx, r: &Resp, code: &str, what: &str) -> Step<()> {
-    let (owner, id) = code_rule(code);
-    ctx.finding(
-        Finding::new(
-            format!("chorus/refusal-without-code:{code}"),
-            &[id],
-            format!(
-                "{what}: refused with {}, which carries no {code} ({id})",
-                r.describe()
-            ),
-        )
-        .owned_by(owner),
+    let id = code_id(code);
+    let summary = format!(
+        "{what}: refused with {}, which carries no {code} ({id})",
+        r.describe()
     );
+    ctx.finding(match rule_for_code("refusal-without-code", code) {
+        Some(rule) => rule.found(summary),
+        None => rules::REFUSAL_WITHOUT_CODE.found_as(code, summary),
+    });
     Ok(())
 }
 
@@ -1650,15 +1499,10 @@ fn no_ledger_here(ctx: &Ctx, r: &Resp) -> Finding {
             ctx.url
         )
     });
-    Finding::new(
-        "chorus/profile:ledger_url",
-        &[],
-        format!(
+    rules::PROFILE_LEDGER_URL.found(format!(
             "POST /transfer at {at} answered {}: no ledger takes transfers there. Set [target] ledger_url to the ledger's base URL",
             r.describe()
-        ),
-    )
-    .at(Level::Profile)
+        ))
 }
 
 /// The transfer was taken: a 2xx that does not say no. The body is the ledger's
@@ -1678,24 +1522,15 @@ pub fn expect_taken(ctx: &mut Ctx, r: &Resp, amount: f64, what: &str) -> Step<()
     }
     let initial = ctx.profile().chorus.initial_credits;
     let f = if r.codes().iter().any(|c| c == "TRANSFER_FAILED") {
-        Finding::new(
-            "chorus/profile:initial_credits",
-            &[],
-            format!(
+        rules::PROFILE_INITIAL_CREDITS.found(format!(
                 "{what}: a transfer of {amount} from a fresh owner was refused with {}: fresh owners do not hold the {initial} credits of [chorus] initial_credits here. Add [[chorus.setup_requests]] with on = \"owner\" that open and fund each owner's account ({{owner_id}}, {{amount}}), or set initial_credits to what a fresh owner holds",
                 r.describe()
-            ),
-        )
-        .at(Level::Profile)
+            ))
     } else {
-        Finding::new(
-            "chorus/transfer:refused",
-            &["CHO-038", "CHO-039"],
-            format!(
-                "{what}: a complete transfer of {amount} was refused: {}",
-                r.describe()
-            ),
-        )
+        rules::TRANSFER_REFUSED.found(format!(
+            "{what}: a complete transfer of {amount} was refused: {}",
+            r.describe()
+        ))
     };
     Err(ctx.block(f.owned_by(TRANSFER)))
 }
@@ -1999,11 +1834,9 @@ pub fn check_job_sent(
         ));
     };
     if jobs.len() > 1 {
-        ctx.finding(Finding::new(
-            "chorus/client:jobs",
-            &["CHO-023"],
-            format!("the client sent {} jobs for one hire", jobs.len()),
-        ));
+        ctx.finding(
+            rules::CLIENT_JOBS.found(format!("the client sent {} jobs for one hire", jobs.len())),
+        );
     }
     if !job.is_object() {
         return fail(format!(
@@ -2029,66 +1862,45 @@ pub fn check_job_members(ctx: &mut Ctx, job: &Value) {
         if below.iter().any(|b| f.key.ends_with(b)) {
             continue;
         }
-        ctx.finding(Finding::new(
-            format!("chorus/client:{}", f.key.trim_start_matches("chorus/")),
-            &["CHO-024"],
+        ctx.finding(rules::CLIENT_SCHEMA_JOB_REQUEST.found_as(
+            format!(":{}", f.detail.as_deref().unwrap_or_default()),
             format!("the client's job request: {}", f.summary),
         ));
     }
     let id = job["job_id"].as_str().unwrap_or_default();
     if let Some(first) = ctx.reused("job_id", id, job.to_string().as_bytes()) {
-        ctx.finding(Finding::new(
-            "chorus/client:job-id-reused",
-            &["CHO-003"],
-            format!(
+        ctx.finding(rules::CLIENT_JOB_ID_REUSED.found(format!(
                 "the client's job reuses job_id {}, which {first} carried first in this run: a job_id names one job",
                 job["job_id"]
-            ),
-        ).owned_by(CLIENT_HIRE_CASE));
+            )));
     }
     if !is_uuid(id) {
-        ctx.finding(Finding::new(
-            "chorus/client:job-id",
-            &["CHO-003"],
-            format!("the client's job_id {} is not a UUID", job["job_id"]),
-        ));
+        ctx.finding(rules::CLIENT_JOB_ID.found(format!(
+            "the client's job_id {} is not a UUID",
+            job["job_id"]
+        )));
     } else if job["job_id"].as_str().and_then(|id| id.as_bytes().get(14)) != Some(&b'4') {
         // RFC 4122 syntax of another version: CHO-A7 warns.
-        ctx.finding(
-            Finding::new(
-                "chorus/client:job-id-version",
-                &["CHO-003", "CHO-A7"],
-                format!(
+        ctx.finding(rules::CLIENT_JOB_ID_VERSION.found(format!(
                     "the client's job_id {} is a UUID of version {}, not 4",
                     job["job_id"],
                     job["job_id"]
                         .as_str()
                         .and_then(|id| id.get(14..15))
                         .unwrap_or("?")
-                ),
-            )
-            .at(Level::Should),
-        );
+                )));
     }
     if !is_utc_timestamp(&job["timestamp_utc"]) {
-        ctx.finding(Finding::new(
-            "chorus/client:timestamp",
-            &["CHO-004"],
-            format!(
-                "the client's job timestamp_utc {} is not ISO 8601 UTC",
-                job["timestamp_utc"]
-            ),
-        ));
+        ctx.finding(rules::CLIENT_TIMESTAMP.found(format!(
+            "the client's job timestamp_utc {} is not ISO 8601 UTC",
+            job["timestamp_utc"]
+        )));
     }
     if job["currency"] != "chorus_credits_v1" {
-        ctx.finding(Finding::new(
-            "chorus/client:currency",
-            &["CHO-025"],
-            format!(
-                "the client's job names the currency {}, not \"chorus_credits_v1\"",
-                job["currency"]
-            ),
-        ));
+        ctx.finding(rules::CLIENT_CURRENCY.found(format!(
+            "the client's job names the currency {}, not \"chorus_credits_v1\"",
+            job["currency"]
+        )));
     }
 }
 
@@ -2201,11 +2013,9 @@ pub fn check_paid(
         ));
     };
     if let Payment::Twice(n) = verdict {
-        ctx.finding(Finding::new(
-            "chorus/client:paid-twice",
-            &["CHO-038"],
-            format!("the client sent {n} transfers for one job"),
-        ));
+        ctx.finding(
+            rules::CLIENT_PAID_TWICE.found(format!("the client sent {n} transfers for one job")),
+        );
     }
     check_transfer_members(ctx, t);
     if t["job_id"] != job["job_id"] {
@@ -2215,14 +2025,10 @@ pub fn check_paid(
         ));
     }
     if t["from_owner"] != input["owner_id"] {
-        ctx.finding(Finding::new(
-            "chorus/client:from-owner",
-            &["CHO-039"],
-            format!(
-                "the client's transfer is from {}, not the scenario's owner {}",
-                t["from_owner"], input["owner_id"]
-            ),
-        ));
+        ctx.finding(rules::CLIENT_FROM_OWNER.found(format!(
+            "the client's transfer is from {}, not the scenario's owner {}",
+            t["from_owner"], input["owner_id"]
+        )));
     }
     let owner = HIRED[agent].1;
     if t["to_owner"] != owner && t["to_owner"] != ids[agent].as_str() {
@@ -2249,21 +2055,16 @@ fn check_transfer_members(ctx: &mut Ctx, t: &Value) {
         if below.iter().any(|b| f.key.ends_with(b)) {
             continue;
         }
-        ctx.finding(Finding::new(
-            format!("chorus/client:{}", f.key.trim_start_matches("chorus/")),
-            &["CHO-039"],
+        ctx.finding(rules::CLIENT_SCHEMA_TRANSFER_REQUEST.found_as(
+            format!(":{}", f.detail.as_deref().unwrap_or_default()),
             format!("the client's transfer: {}", f.summary),
         ));
     }
     if !t["transfer_id"].as_str().is_some_and(is_uuid) {
-        ctx.finding(Finding::new(
-            "chorus/client:transfer-id",
-            &["CHO-039"],
-            format!(
-                "the client's transfer_id {} is not a UUID",
-                t["transfer_id"]
-            ),
-        ));
+        ctx.finding(rules::CLIENT_TRANSFER_ID.found(format!(
+            "the client's transfer_id {} is not a UUID",
+            t["transfer_id"]
+        )));
     }
 }
 
@@ -2271,27 +2072,14 @@ fn check_transfer_members(ctx: &mut Ctx, t: &Value) {
 /// budget, the execution_cost (another amount a warning).
 fn check_amount(ctx: &mut Ctx, verdict: Payment, budget: f64) {
     match verdict {
-        Payment::NoAmount(a) => ctx.finding(Finding::new(
-            "chorus/client:amount-missing",
-            &["CHO-039"],
-            format!("the client's transfer has the amount {a}, not a number of credits"),
-        )),
-        Payment::OverBudget(a) => ctx.finding(Finding::new(
-            "chorus/client:amount-over-budget",
-            &["CHO-033", "CHO-038"],
-            format!(
+        Payment::NoAmount(a) => ctx.finding(rules::CLIENT_AMOUNT_MISSING.found(format!("the client's transfer has the amount {a}, not a number of credits"))),
+        Payment::OverBudget(a) => ctx.finding(rules::CLIENT_AMOUNT_OVER_BUDGET.found(format!(
                 "the client pays {a} for a job whose execution_cost is {HIRE_COST:.2} and whose budget is {budget:.2}"
-            ),
-        )),
+            ))),
         Payment::OtherAmount(a) => ctx.finding(
-            Finding::new(
-                "chorus/client:amount",
-                &["CHO-033", "CHO-038"],
-                format!(
+            rules::CLIENT_AMOUNT.found(format!(
                     "the client pays {a} for a job whose execution_cost is {HIRE_COST:.2}"
-                ),
-            )
-            .at(Level::Should),
+                )),
         ),
         Payment::Exact | Payment::Missing | Payment::Twice(_) => {}
     }
@@ -2322,16 +2110,11 @@ pub fn check_outcome_reported(
     };
     if let Some(r) = reports.iter().find(|r| !carries(r)) {
         ctx.finding(
-            Finding::new(
-                "chorus/client:outcome-content",
-                &["CHO-A1"],
-                format!(
+            rules::CLIENT_OUTCOME_CONTENT.found(format!(
                     "the client's outcome report of job {} does not carry the {status} result it received: {}",
                     job["job_id"],
                     crate::finding::clipped_json(r, 300)
-                ),
-            )
-            .at(Level::Profile),
+                )),
         );
     } else if !reports.is_empty() {
         ctx.checked(format!(
@@ -2339,15 +2122,10 @@ pub fn check_outcome_reported(
         ));
     } else {
         ctx.finding(
-            Finding::new(
-                "chorus/client:outcome",
-                &["CHO-A1"],
-                format!(
+            rules::CLIENT_OUTCOME.found(format!(
                     "the client did not report the {status} outcome of job {} with POST /results (the profile's outcome channel; chorus.md has none)",
                     job["job_id"]
-                ),
-            )
-            .at(Level::Profile),
+                )),
         );
     }
 }

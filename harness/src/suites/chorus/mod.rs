@@ -9,7 +9,7 @@ pub mod load;
 pub mod rules;
 pub mod tamper;
 
-use crate::case::{fail, skip, Bindings, Case, Level, Stop, Suite, Untestable};
+use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::Transport;
 use crate::finding::Finding;
 use crate::suites::chorus::expect::*;
@@ -80,36 +80,22 @@ async fn job_control(ctx: &mut crate::script::Ctx, url: &str) -> crate::case::St
 
 /// The fixture agent refused a valid job: the one PROFILE finding job-echo owns.
 fn fixture_refused(r: &Resp, job: &Value) -> Finding {
-    Finding::new(
-        "chorus/profile:fixture_input",
-        &[],
-        format!(
+    rules::PROFILE_FIXTURE_INPUT.found(format!(
             "the fixture agent refused a valid job with {}: if it takes another input than {}, set [chorus] fixture_input",
             r.describe(),
             job["input_data"]
-        ),
-    )
-    .at(Level::Profile)
-    .owned_by(JOB_ECHO)
+        ))
 }
 
 /// The client case whose pass (a job taken and paid) is the control of the cases
 /// where the client must not pay.
 const CLIENT_HIRE: &str = "chorus/client-hire";
-/// A transfer of 0 or less taken (CHO-047, derived).
-const KEY_AMOUNT_TAKEN: &str = "chorus/transfer-amount-positive:taken";
 
 fn fixture_failed(result: &Value, job: &Value) -> Finding {
-    Finding::new(
-        "chorus/profile:fixture_input",
-        &[],
-        format!(
+    rules::PROFILE_FIXTURE_INPUT.found(format!(
             "the fixture answered FAILURE ({}) to input_data {}: if it takes another input, set [chorus] fixture_input",
             result["error_message"], job["input_data"]
-        ),
-    )
-    .at(Level::Profile)
-    .owned_by(JOB_ECHO)
+        ))
 }
 
 /// Cents, rounded down.
@@ -123,8 +109,7 @@ pub const CASES: &[Case] = &[
         let body = registration(&[("h_skill_register", 0.1)]);
         let r = post(ctx, Base::Registry, "register", &body).await?;
         if !r.ok() || r.refusal_in_2xx() {
-            let f = Finding::new("chorus/register:refused", &["CHO-008", "CHO-012"],
-                format!("a complete registration was refused: {}", r.describe())).owned_by(REGISTER);
+            let f = rules::REGISTER_REFUSED.found(format!("a complete registration was refused: {}", r.describe()));
             return Err(ctx.block(f));
         }
         judge_registered(ctx, Some(&body), &r)
@@ -138,8 +123,7 @@ pub const CASES: &[Case] = &[
         }
         let s = score(ctx, &a.id, &skill).await?;
         if (s - 50.0).abs() > 0.005 {
-            ctx.finding(Finding::new("chorus/reputation:initial", &["CHO-014"],
-                format!("discovery shows a new agent at reputation_score {s}, not 50.0")).owned_by(INITIAL_REPUTATION));
+            ctx.finding(rules::REPUTATION_INITIAL.found(format!("discovery shows a new agent at reputation_score {s}, not 50.0")));
         } else {
             ctx.checked(format!("discovered reputation of a new agent: {s}"));
         }
@@ -280,15 +264,13 @@ pub const CASES: &[Case] = &[
         }
         let want = fixture_output(ctx, "hello chorus");
         if !contains(&result["output_data"], &want) {
-            ctx.deviation(Finding::new("chorus/profile:fixture_output", &[],
-                format!("the fixture's output_data {} does not hold {want}, as [chorus] fixture_output describes: set fixture_output to what the fixture returns for input_data {}",
-                    result["output_data"], job["input_data"])).at(Level::Profile));
+            ctx.deviation(rules::PROFILE_FIXTURE_OUTPUT.found(format!("the fixture's output_data {} does not hold {want}, as [chorus] fixture_output describes: set fixture_output to what the fixture returns for input_data {}",
+                    result["output_data"], job["input_data"])));
         }
         judge_cost(ctx, &result, &job);
         if let Some(ms) = result["execution_time_ms"].as_u64() {
             if u128::from(ms) > rtt.as_millis() + 1000 {
-                ctx.deviation(Finding::new("chorus/job-result:time", &["CHO-034"],
-                    format!("execution_time_ms {ms} exceeds the observed round trip of {} ms", rtt.as_millis())));
+                ctx.deviation(rules::JOB_RESULT_TIME.found(format!("execution_time_ms {ms} exceeds the observed round trip of {} ms", rtt.as_millis())));
             }
         }
         Ok(())
@@ -355,7 +337,7 @@ pub const CASES: &[Case] = &[
         }
         Ok(())
     }),
-    case!("job-failure-result", "a job with bad input ends in a FAILURE result that explains itself", ["CHO-032"], Profile, |ctx| {
+    case!("job-failure-result", "a job with bad input ends in a FAILURE result that explains itself", ["CHO-032"], Fact, |ctx| {
         let (_, url) = fixture_agent(ctx).await?;
         let bad: Value = serde_json::from_str(&ctx.profile().chorus.fixture_failing_input).unwrap_or(json!({"text": 42}));
         let (_, outcome) = run_job(ctx, &url, |j| j["input_data"] = bad.clone()).await?;
@@ -366,12 +348,10 @@ pub const CASES: &[Case] = &[
                 Ok(())
             }
             JobOutcome::Result { result, .. } => {
-                Err(Stop::Finding(Finding::new("chorus/profile:fixture_failing_input", &[],
-                    format!("the fixture processed input_data {bad}, which [chorus] fixture_failing_input says it cannot: {result}; set it to an input the fixture fails on"))
-                    .at(Level::Profile)))
+                Err(Stop::Finding(rules::PROFILE_FIXTURE_FAILING_INPUT.found(format!("the fixture processed input_data {bad}, which [chorus] fixture_failing_input says it cannot: {result}; set it to an input the fixture fails on"))))
             }
             JobOutcome::Rejected(r) => {
-                ctx.warn(format!("bad input was refused with {} rather than answered with a FAILURE result", r.describe()));
+                ctx.deviation(rules::JOB_FAILURE_RESULT_REFUSED.found(format!("bad input was refused with {} rather than answered with a FAILURE result", r.describe())));
                 Ok(())
             }
         }
@@ -462,8 +442,7 @@ pub const CASES: &[Case] = &[
         for amount in [0.0, -10.0] {
             let r = send_transfer(ctx, &transfer(&from, &to, amount)).await?;
             if taken(&r) {
-                ctx.deviation(Finding::new(KEY_AMOUNT_TAKEN, &["CHO-047"],
-                    format!("a transfer of {amount} credits was taken: {}", r.describe())));
+                ctx.deviation(rules::TRANSFER_AMOUNT_POSITIVE_TAKEN.found(format!("a transfer of {amount} credits was taken: {}", r.describe())));
             } else {
                 ctx.checked(format!("a transfer of {amount}: refused ({})", r.http));
             }
@@ -503,14 +482,11 @@ pub const CASES: &[Case] = &[
             again.describe(), r.describe()
         );
         let f = if ctx.profile().chorus.idempotent_transfers {
-            Finding::new("chorus/transfer-idempotent", &[], format!(
+            rules::TRANSFER_IDEMPOTENT.found(format!(
                 "{said}. chorus.md leaves idempotency open (CHO-A14); the profile declares it ([chorus] idempotent_transfers = true, the default): set it to false if the ledger does not promise it"
-            )).at(Level::Profile)
+            ))
         } else {
-            let mut f = Finding::new("chorus/transfer-idempotent", &["CHO-A14"], format!("{said} (informational: [chorus] idempotent_transfers = false)"));
-            f.level = Level::Info;
-            f.outcome = crate::finding::Verdict::Warn;
-            f
+            rules::TRANSFER_IDEMPOTENT_RECORDED.found(format!("{said} (informational: [chorus] idempotent_transfers = false)"))
         };
         Err(Stop::Finding(f))
     }),
@@ -707,11 +683,7 @@ pub const CLIENT_CASES: &[Case] = &[
         let (run, input, _) = hire(ctx, Hire::Success).await?;
         let (_, again) = check_job_sent(ctx, &run, &input)?;
         if again["job_id"] == job["job_id"] {
-            ctx.deviation(crate::finding::Finding::new(
-                "chorus/client:job-id-reused",
-                &["CHO-003"],
-                format!("the client's second job reuses the job_id {} of its first: a job_id names one job", job["job_id"]),
-            ));
+            ctx.deviation(rules::CLIENT_JOB_ID_REUSED.found(format!("the client's second job reuses the job_id {} of its first: a job_id names one job", job["job_id"])));
         } else {
             ctx.checked("a second job has a job_id of its own");
         }
