@@ -347,7 +347,14 @@ fn settle(
         finding: f,
         own: true,
     };
-    let from_text = |m: &str| Finding::from_case_failure(case.id, case.requirements, case.level, m);
+    // A case whose subject a shared check also judges has a rule keyed by its id:
+    // its own failure is that rule's finding, at the rule's level.
+    let case_rule = crate::suites::by_id(case.suite)
+        .and_then(|s| s.rules.iter().copied().find(|r| r.key == case.id));
+    let from_text = |m: &str| match case_rule {
+        Some(rule) => rule.found(m),
+        None => Finding::from_case_failure(case.id, case.requirements, case.level, m),
+    };
     match ended {
         Err(Stop::Fail(m)) => {
             met.push(own(from_text(&m)));

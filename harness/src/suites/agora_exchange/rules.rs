@@ -360,7 +360,7 @@ rules! {
     // A case's own subject, judged by a shared check (keyed by the case id).
     FOLLOW_UP {
         key: "agora-exchange/follow-up",
-        requirements: &["AEX-021"],
+        requirements: &["AEX-021", "AEX-029"],
         level: None,
         owner: "agora-exchange/follow-up",
         summary: "a follow-up's reply names the conversation it was sent to",

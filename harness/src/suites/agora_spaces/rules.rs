@@ -404,7 +404,7 @@ rules! {
     // A case's own subject, judged by a shared check (keyed by the case id).
     HANDSHAKE_NAMED {
         key: "agora-spaces/handshake",
-        requirements: &["ASP-008"],
+        requirements: &["ASP-001", "ASP-002", "ASP-003", "ASP-005", "ASP-007", "ASP-008", "ASP-020"],
         level: None,
         owner: "agora-spaces/handshake",
         summary: "agent.registered names the agent that connected",
@@ -413,7 +413,7 @@ rules! {
     }
     JOIN_GENERAL {
         key: "agora-spaces/join-general",
-        requirements: &["ASP-023"],
+        requirements: &["ASP-022", "ASP-023"],
         level: None,
         owner: "agora-spaces/join-general",
         summary: "space.joined names the space joined and lists the joiner among its members",
@@ -422,7 +422,7 @@ rules! {
     }
     SPACE_LIST {
         key: "agora-spaces/space-list",
-        requirements: &["ASP-047", "ASP-049", "ASP-050"],
+        requirements: &["ASP-019", "ASP-038", "ASP-039", "ASP-040", "ASP-046", "ASP-047", "ASP-049", "ASP-050"],
         level: None,
         owner: "agora-spaces/space-list",
         summary: "space.list gives the system spaces the type system",
@@ -440,7 +440,7 @@ rules! {
     }
     MEMBER_UPDATES {
         key: "agora-spaces/member-updates",
-        requirements: &["ASP-026", "ASP-027"],
+        requirements: &["ASP-025", "ASP-026", "ASP-027"],
         level: None,
         owner: "agora-spaces/member-updates",
         summary: "space.members after a join or a leave names the space, lists the members and sets joined or left",

@@ -622,7 +622,7 @@ rules! {
     // A case's own subject, judged by a shared check (keyed by the case id).
     DISCOVER_BY_SKILL {
         key: "chorus/discover-by-skill",
-        requirements: &["CHO-018"],
+        requirements: &["CHO-002", "CHO-015", "CHO-016", "CHO-017", "CHO-018", "CHO-022"],
         level: None,
         owner: "chorus/discover-by-skill",
         summary: "an agent listed under a skill shows that skill in its entry",
