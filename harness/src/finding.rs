@@ -59,22 +59,14 @@ pub struct Finding {
     #[serde(skip)]
     pub owner: Option<&'static str>,
     /// The rule it breaks, where it was made from one ([`Rule::found`]): its key
-    /// is the rule's, with [`Finding::detail`] after a family's fixed part.
+    /// is the rule's, with a family's detail after its fixed part.
     #[serde(skip)]
     pub rule: Option<&'static Rule>,
-    /// The detail a family's rule added to its key.
-    #[serde(skip)]
-    pub detail: Option<String>,
 }
 
 impl Finding {
     /// The finding of `rule` keyed `key`: its ids, level and owner the rule's.
-    pub(crate) fn of(
-        rule: &'static Rule,
-        key: String,
-        detail: Option<String>,
-        summary: String,
-    ) -> Finding {
+    pub(crate) fn of(rule: &'static Rule, key: String, summary: String) -> Finding {
         let level = rule.level();
         Finding {
             key,
@@ -84,7 +76,6 @@ impl Finding {
             summary,
             owner: (!rule.owner.is_empty()).then_some(rule.owner),
             rule: Some(rule),
-            detail,
         }
     }
 
@@ -101,7 +92,6 @@ impl Finding {
             summary: summary.into(),
             owner: None,
             rule: None,
-            detail: None,
         }
     }
 
@@ -145,7 +135,6 @@ impl Finding {
             summary: message.to_string(),
             owner: None,
             rule: None,
-            detail: None,
         }
     }
 }
@@ -168,13 +157,11 @@ pub fn schema_findings(
                 if out.iter().any(|f| f.key == key) {
                     continue;
                 }
-                let mut f = Finding::new(
+                out.push(Finding::new(
                     key,
                     requirements,
                     format!("{name} at {}: {}", v.pointer, v.message),
-                );
-                f.detail = Some(v.shape());
-                out.push(f);
+                ));
             }
             out
         }

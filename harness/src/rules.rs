@@ -117,7 +117,7 @@ impl Rule {
             "{}: a family or shared rule takes a detail",
             self.key
         );
-        Finding::of(self, self.key.to_string(), None, summary.into())
+        Finding::of(self, self.key.to_string(), summary.into())
     }
 
     /// The finding of this family with `detail` after its fixed part (an exact
@@ -137,7 +137,7 @@ impl Rule {
             Some(prefix) => format!("{prefix}{detail}"),
             None => self.key.to_string(),
         };
-        Finding::of(self, key, Some(detail), summary.into())
+        Finding::of(self, key, summary.into())
     }
 
     /// The finding of this shared rule (`*/…`) in suite `suite`, with `detail` after
@@ -154,7 +154,7 @@ impl Rule {
             Some(prefix) => format!("{suite}/{prefix}{detail}"),
             None => format!("{suite}/{pattern}"),
         };
-        Finding::of(self, key, Some(detail), summary.into())
+        Finding::of(self, key, summary.into())
     }
 }
 

@@ -864,7 +864,7 @@ fn cli_rules_and_explain() -> Result<(), Failed> {
         "Fails:",
         "Passes:",
         "owned by case agentprotocol/hello",
-        "judged by fn check_capabilities in harness/src/suites/agentprotocol/expect.rs",
+        "defined as CAPABILITIES_NOT_A_LIST in harness/src/suites/agentprotocol/rules.rs",
     ] {
         if !text.contains(want) {
             return Err(format!("explain lacks {want:?}:\n{text}").into());

@@ -224,6 +224,32 @@ fn outcome_reply_success_false_is_no_refusal() -> Result<(), Failed> {
     no_finding(&out, "outcome replies with \"success\": false")
 }
 
+/// A FAILURE result that also carries error_code EXECUTION_ERROR is a FAILURE
+/// result, not a refusal: job-failure-result passes and nothing is found.
+fn failure_result_with_execution_error_is_a_result() -> Result<(), Failed> {
+    let cfg = ChorusConfig {
+        failure_error_code: true,
+        ..ChorusConfig::default()
+    };
+    let out = run_with(cfg, false, |_| test_profile());
+    no_finding(&out, "FAILURE results with error_code EXECUTION_ERROR")?;
+    let case = out
+        .results
+        .iter()
+        .find(|r| r.id == "chorus/job-failure-result")
+        .ok_or("no job-failure-result case")?;
+    if case.outcome != Outcome::Pass {
+        return Err(format!(
+            "job-failure-result is {:?}: {}\n{}",
+            case.outcome,
+            case.message,
+            crate::describe(&out)
+        )
+        .into());
+    }
+    Ok(())
+}
+
 /// Idempotency is informational in the inventory (CHO-A14) unless the profile
 /// declares it: with `idempotent_transfers = false` a ledger that applies a repeat
 /// twice warns and never fails the run.
@@ -307,6 +333,10 @@ pub fn trials() -> Vec<Trial> {
         Trial::test(
             "chorus::outcome_reply_success_false_is_no_refusal",
             outcome_reply_success_false_is_no_refusal,
+        ),
+        Trial::test(
+            "chorus::failure_result_with_execution_error_is_a_result",
+            failure_result_with_execution_error_is_a_result,
         ),
     ]
 }

@@ -65,6 +65,9 @@ pub struct ChorusConfig {
     /// outcome recorded), as a registry did whose FAILURE reports are answered 200
     /// with `"success": false`: allowed, and no refusal.
     pub outcome_success_flag: bool,
+    /// FAILURE results also carry `"error_code": "EXECUTION_ERROR"`, as an agent
+    /// does that names why its execution failed: still a FAILURE result (CHO-032).
+    pub failure_error_code: bool,
     /// The skill the fixture agent registers (default [`FIXTURE_SKILL`]), as a
     /// registry does whose agent serves a skill of its own name.
     pub fixture_skill: String,
@@ -83,6 +86,7 @@ impl Default for ChorusConfig {
             utc_offset_form: false,
             fixture_output_member: None,
             outcome_success_flag: false,
+            failure_error_code: false,
             fixture_skill: FIXTURE_SKILL.into(),
         }
     }
@@ -690,12 +694,16 @@ impl Chorus {
             } else {
                 status.to_string()
             };
-            let result = json!({
+            let failed = output.is_null();
+            let mut result = json!({
                 "job_id": job_id, "agent_id": self.fixture_id, "status": status,
-                "output_data": output, "execution_cost": if output.is_null() { 0.0 } else { FIXTURE_COST },
+                "output_data": output, "execution_cost": if failed { 0.0 } else { FIXTURE_COST },
                 "execution_time_ms": started.elapsed().as_millis() as u64, "error_message": error,
                 "timestamp_utc": self.now_text(),
             });
+            if failed && self.cfg.failure_error_code {
+                result["error_code"] = json!("EXECUTION_ERROR");
+            }
             let callback = o
                 .get("callback_url")
                 .and_then(Value::as_str)

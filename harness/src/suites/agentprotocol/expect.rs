@@ -877,7 +877,7 @@ fn check_envelope(r: &mut Reading) {
     for m in ["protocol", "id", "timestamp", "from", "payload"] {
         if !r.obj.contains_key(m) {
             let summary = format!("the {what} has no `{m}` (AGP-001, AGP-A6)");
-            r.hello_owned(rules::ENVELOPE.found_as(&m, summary));
+            r.hello_owned(rules::ENVELOPE.found_as(m, summary));
         }
     }
     if !TYPES.contains(&r.ty.as_str()) {

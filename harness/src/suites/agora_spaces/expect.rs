@@ -222,7 +222,7 @@ fn connect_finding(e: &DriveError, agent_id: &str) -> Finding {
         (other, None) => ("failed", describe_drive_error(other)),
     };
     rules::CONNECT.found_as(
-        &kind,
+        kind,
         format!("connecting as {agent_id} with the profile's token: {what}"),
     )
 }
@@ -1222,7 +1222,7 @@ fn read_error(ctx: &mut Ctx, m: &mut Map<String, Value>, judged: &mut Vec<&'stat
     if let Some(code) = m.get("code").and_then(Value::as_str) {
         if !CODES.contains(&code) {
             ctx.finding(rules::ERROR_UNKNOWN_CODE.found_as(
-                &code,
+                code,
                 format!(
                     "error code {code} is not in the table of agora-spaces.zh.md ({})",
                     quote(m.get("message").and_then(Value::as_str).unwrap_or_default())
@@ -1307,7 +1307,7 @@ fn read_registered(ctx: &mut Ctx, m: &mut Map<String, Value>, judged: &mut Vec<&
         Some(Value::Object(a)) => a.clone(),
         _ => Map::new(),
     };
-    let f = |key: &str, summary: String| rules::REGISTERED.found_as(&key, summary);
+    let f = |key: &str, summary: String| rules::REGISTERED.found_as(key, summary);
     if !nonempty_str(agent.get("id")) {
         let top = m.get("agent").filter(|a| nonempty_str(Some(a)));
         let found = if let Some(a) = top {

@@ -649,7 +649,7 @@ fn check_error_code(ctx: &mut Ctx, code: Option<i64>, payload: &Value) {
         return;
     };
     ctx.finding(rules::REPLY_ERROR_CODE.found_as(
-        &code,
+        code,
         format!(
                 "ERROR code {code} is not in the table of agora-v1.md §5 ({})",
                 quote(

@@ -1863,7 +1863,7 @@ pub fn check_job_members(ctx: &mut Ctx, job: &Value) {
             continue;
         }
         ctx.finding(rules::CLIENT_SCHEMA_JOB_REQUEST.found_as(
-            format!(":{}", f.detail.as_deref().unwrap_or_default()),
+            f.key.trim_start_matches("chorus/schema:job-request"),
             format!("the client's job request: {}", f.summary),
         ));
     }
@@ -2056,7 +2056,7 @@ fn check_transfer_members(ctx: &mut Ctx, t: &Value) {
             continue;
         }
         ctx.finding(rules::CLIENT_SCHEMA_TRANSFER_REQUEST.found_as(
-            format!(":{}", f.detail.as_deref().unwrap_or_default()),
+            f.key.trim_start_matches("chorus/schema:transfer-request"),
             format!("the client's transfer: {}", f.summary),
         ));
     }
