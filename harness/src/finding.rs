@@ -139,37 +139,34 @@ impl Finding {
     }
 }
 
-/// The violations of schema `schema` (`suite/name`) by a reply, one finding each,
-/// keyed `<suite>/schema:<name>:<pointer>` with array indices as `*`. The
-/// validator's message quotes the target's value.
+/// The violations of schema `schema` (`suite/name`) by a reply, one finding each
+/// of `family` (a family rule whose key ends `:*`) keyed by the violation's JSON
+/// pointer with array indices as `*`, or of the exact rule among `rules` for that
+/// pointer where there is one. The validator's message quotes the target's value.
 pub fn schema_findings(
     schemas: &crate::schemas::Schemas,
     schema: &str,
+    (rules, family): (&[&'static Rule], &'static Rule),
     instance: &serde_json::Value,
-    requirements: &[&str],
 ) -> Vec<Finding> {
-    let (suite, name) = schema.split_once('/').unwrap_or(("target", schema));
+    let name = schema.split_once('/').map_or(schema, |(_, name)| name);
     match schemas.violations(schema, instance) {
         Ok(list) => {
             let mut out: Vec<Finding> = Vec::new();
             for v in list {
-                let key = format!("{suite}/schema:{name}:{}", v.shape());
-                if out.iter().any(|f| f.key == key) {
-                    continue;
-                }
-                out.push(Finding::new(
-                    key,
-                    requirements,
+                let f = crate::rules::found_among(
+                    rules,
+                    family,
+                    &v.shape(),
                     format!("{name} at {}: {}", v.pointer, v.message),
-                ));
+                );
+                if !out.iter().any(|o| o.key == f.key) {
+                    out.push(f);
+                }
             }
             out
         }
-        Err(e) => vec![Finding::new(
-            format!("{suite}/schema:{name}"),
-            requirements,
-            e,
-        )],
+        Err(e) => vec![family.found_as("/", e)],
     }
 }
 

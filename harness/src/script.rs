@@ -408,6 +408,19 @@ impl Ctx {
         self.record(f, true);
     }
 
+    /// Records the rows of a table-driven case that the target got wrong, each named:
+    /// one finding of `rule` (none when it got every row right), its summary `lead`
+    /// then every wrong row. The case goes on, so a row never hides the next.
+    pub fn rows_wrong(&mut self, rule: &'static crate::rules::Rule, lead: &str, wrong: &[String]) {
+        if !wrong.is_empty() {
+            self.deviation(rule.found(format!(
+                "{lead} ({} of them): {}",
+                wrong.len(),
+                wrong.join("; ")
+            )));
+        }
+    }
+
     fn record(&mut self, f: Finding, own: bool) {
         if let Some(m) = self.findings.iter_mut().find(|m| m.finding.key == f.key) {
             m.own |= own;

@@ -250,6 +250,69 @@ fn failure_result_with_execution_error_is_a_result() -> Result<(), Failed> {
     Ok(())
 }
 
+/// A registry and agent that take every bad registration and every bad job: one
+/// finding per rule, whose summary names each bad field the target took, and no
+/// other finding (the rows of a table never end the case at the first).
+fn every_bad_row_is_named() -> Result<(), Failed> {
+    let cfg = ChorusConfig::default()
+        .with_faults(&["validates-nothing"])
+        .map_err(|e| e.to_string())?;
+    let out = run_with(cfg, false, |_| test_profile());
+    let want: [(&str, Verdict, &[&str]); 3] = [
+        (
+            "chorus/register-rejects-invalid",
+            Verdict::Fail,
+            &[
+                "agent_id \"not-a-uuid\"",
+                "no api_endpoint",
+                "no skills",
+                "cost_per_call \"cheap\"",
+                "skill without skill_name",
+                "timestamp_utc \"yesterday\"",
+                "a non-JSON body",
+            ],
+        ),
+        (
+            "chorus/job-rejects-invalid",
+            Verdict::Fail,
+            &["job_id \"123\"", "no skill_name", "no input_data"],
+        ),
+        (
+            "chorus/job-rejects-invalid:currency",
+            Verdict::Warn,
+            &["currency \"usd\""],
+        ),
+    ];
+    let mut problems = Vec::new();
+    for (key, verdict, rows) in want {
+        match out.findings.iter().find(|f| f.finding.key == key) {
+            None => problems.push(format!("no finding {key}")),
+            Some(f) if f.finding.outcome != verdict => {
+                problems.push(format!("{key} is {}, not {verdict}", f.finding.outcome))
+            }
+            Some(f) => problems.extend(
+                rows.iter()
+                    .filter(|row| !f.finding.summary.contains(*row))
+                    .map(|row| format!("{key} does not name {row}")),
+            ),
+        }
+    }
+    let others: Vec<&str> = out
+        .findings
+        .iter()
+        .map(|f| f.finding.key.as_str())
+        .filter(|k| !want.iter().any(|(key, _, _)| key == k))
+        .collect();
+    if !others.is_empty() {
+        problems.push(format!("other findings: {others:?}"));
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{}\n{}", problems.join("\n"), describe(&out)).into())
+    }
+}
+
 /// Idempotency is informational in the inventory (CHO-A14) unless the profile
 /// declares it: with `idempotent_transfers = false` a ledger that applies a repeat
 /// twice warns and never fails the run.
@@ -334,6 +397,7 @@ pub fn trials() -> Vec<Trial> {
             "chorus::outcome_reply_success_false_is_no_refusal",
             outcome_reply_success_false_is_no_refusal,
         ),
+        Trial::test("chorus::every_bad_row_is_named", every_bad_row_is_named),
         Trial::test(
             "chorus::failure_result_with_execution_error_is_a_result",
             failure_result_with_execution_error_is_a_result,

@@ -181,4 +181,12 @@ pub const FAULTS: &[Fault] = &[
         finding = ["chorus/transfer-credits-recipient"],
         duty = none,
     ),
+    fault!(
+        "validates-nothing",
+        "validation",
+        "the registry takes every registration and the fixture agent every job, whatever their members: a bad agent_id, no api_endpoint, no skills, a bad skill, a bad timestamp_utc or no JSON at all; a job_id that is no UUID, no skill_name, no input_data, another currency",
+        ["chorus/register-rejects-invalid", "chorus/job-rejects-invalid"],
+        finding = ["chorus/register-rejects-invalid", "chorus/job-rejects-invalid"],
+        duty = none,
+    ),
 ];

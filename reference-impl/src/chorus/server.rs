@@ -277,6 +277,7 @@ impl Chorus {
     pub fn register(&self, bytes: &[u8]) -> Reply {
         let o = match parse_object(bytes) {
             Ok(o) => o,
+            Err(_) if self.fault("validates-nothing") => return self.taken_unread(&Map::new()),
             Err(r) => return r,
         };
         let run = || -> Result<Reply, Reply> {
@@ -335,7 +336,24 @@ impl Chorus {
                 body: json!({"status": "registered", "agent_id": self.shown_id(agent_id), "reputation_score": reputation}),
             })
         };
-        run().unwrap_or_else(|e| e)
+        match run() {
+            Err(_) if self.fault("validates-nothing") => self.taken_unread(&o),
+            done => done.unwrap_or_else(|e| e),
+        }
+    }
+
+    /// A bad registration taken all the same (the fault "validates-nothing"):
+    /// answered as registered, and kept nowhere.
+    fn taken_unread(&self, o: &Map<String, Value>) -> Reply {
+        let id = o
+            .get("agent_id")
+            .and_then(Value::as_str)
+            .filter(|id| is_uuid(id));
+        let id = id.map_or_else(new_id, str::to_string);
+        Reply {
+            status: 201,
+            body: json!({"status": "registered", "agent_id": self.shown_id(&id), "reputation_score": self.initial_reputation()}),
+        }
     }
 
     /// `GET /discover`.
@@ -641,17 +659,24 @@ impl Chorus {
             Err(r) => return (r, None),
         };
         let run = || -> Result<(Reply, Option<(String, Value)>), Reply> {
+            let unread = self.fault("validates-nothing");
             let job_id = req_str(&o, "job_id")?.to_string();
-            if !is_uuid(&job_id) && !self.fault("accept-any-job-id") {
+            if !is_uuid(&job_id) && !self.fault("accept-any-job-id") && !unread {
                 return Err(invalid(format!("`job_id` {job_id:?} is not a UUID")));
             }
-            let skill = req_str(&o, "skill_name")?;
-            let Some(input) = o.get("input_data").and_then(Value::as_object) else {
-                return Err(invalid("`input_data` must be an object"));
+            let skill = match req_str(&o, "skill_name") {
+                Err(_) if unread => self.cfg.fixture_skill.as_str(),
+                s => s?,
+            };
+            let blank = Map::from_iter([("text".to_string(), json!(""))]);
+            let input = match o.get("input_data").and_then(Value::as_object) {
+                Some(input) => input,
+                None if unread => &blank,
+                None => return Err(invalid("`input_data` must be an object")),
             };
             opt_timestamp(&o)?;
             if let Some(c) = o.get("currency") {
-                if c != CURRENCY {
+                if c != CURRENCY && !unread {
                     return Err(invalid(format!("currency {c} is not {CURRENCY:?}")));
                 }
             }

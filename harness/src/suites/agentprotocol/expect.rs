@@ -41,13 +41,6 @@ use serde_json::{json, Map, Value};
 use std::collections::HashSet;
 use std::time::Duration;
 
-/// The cases that own the rules shared replies meet.
-pub const HELLO: &str = "agentprotocol/hello";
-pub const ECHO: &str = "agentprotocol/echo-request";
-pub const UNKNOWN_ACTION: &str = "agentprotocol/unknown-action";
-pub const INVALID: &str = "agentprotocol/invalid-message";
-pub const IDS: &str = "agentprotocol/ids-unique";
-
 /// A finding key of this suite.
 pub fn key(rule: &str) -> String {
     format!("agentprotocol/{rule}")
@@ -1300,20 +1293,23 @@ fn read_correlation(
 /// The payload schema of the type, for what the checks above leave.
 fn payload_schema(ctx: &mut Ctx, p: &Map<String, Value>, ty: &str) {
     let schema = match ty {
-        "hello" => Some(("agentprotocol/hello-payload", "AGP-014", HELLO)),
-        "response" => Some(("agentprotocol/response-payload", "AGP-019", ECHO)),
-        "error" => Some(("agentprotocol/error-payload", "AGP-020", UNKNOWN_ACTION)),
+        "hello" => Some(("agentprotocol/hello-payload", &rules::SCHEMA_HELLO_PAYLOAD)),
+        "response" => Some((
+            "agentprotocol/response-payload",
+            &rules::SCHEMA_RESPONSE_PAYLOAD,
+        )),
+        "error" => Some(("agentprotocol/error-payload", &rules::SCHEMA_ERROR_PAYLOAD)),
         _ => None,
     };
-    if let Some((name, req, owner)) = schema {
+    if let Some((name, family)) = schema {
         let value = Value::Object(p.clone());
         // Members judged above are left out: one deviation, one finding.
         let judged = ["/", "/correlationId", "/code", "/message", "/status"];
-        for f in schema_findings(&ctx.shared.schemas, name, &value, &[req]) {
+        for f in schema_findings(&ctx.shared.schemas, name, (rules::RULES, family), &value) {
             if judged.iter().any(|j| f.key.ends_with(&format!(":{j}"))) {
                 continue;
             }
-            ctx.finding(f.owned_by(owner));
+            ctx.finding(f);
         }
     }
 }

@@ -19,61 +19,29 @@ use reference_impl::agora_exchange::document::{self, hash_form, is_sha1_hex, sha
 use reference_impl::wire::{jcs, json};
 use serde_json::{json, Map, Value};
 
-/// The case that owns the shape every reply shares (Content-Type, JSON, status word,
-/// body type).
-pub const SHAPE_OWNER: &str = "agora-exchange/single-round";
-/// The case that owns the shape of success and failure replies (AEX-010…012).
-pub const FAILURE_OWNER: &str = "agora-exchange/reply-shape";
-/// The case that owns the conversation members of replies (AEX-021, 022, 027).
-pub const CONVERSATION_OWNER: &str = "agora-exchange/multiround-start";
-/// The case that owns /wellknown and the form of protocol hashes (AEX-038, 039, 045).
-pub const WELLKNOWN_OWNER: &str = "agora-exchange/wellknown";
-/// The case that owns the supported-ness of listed protocols (AEX-046).
-pub const LISTED_OWNER: &str = "agora-exchange/wellknown-hashes-supported";
-/// The case that owns the transport-level error replies (AEX-048, A15).
-pub const TRANSPORT_OWNER: &str = "agora-exchange/malformed-json";
-/// The case that owns the reply to an unsupported protocol (AEX-041, 052).
-pub const UNSUPPORTED_OWNER: &str = "agora-exchange/unsupported-protocol";
-
-pub const KEY_CONTENT_TYPE: &str = "agora-exchange/reply:content-type";
-pub const KEY_ERROR_CONTENT_TYPE: &str = "agora-exchange/reply:error-content-type";
-pub const KEY_NOT_JSON: &str = "agora-exchange/reply:not-json";
-pub const KEY_NOT_OBJECT: &str = "agora-exchange/reply:not-object";
-pub const KEY_DUPLICATE: &str = "agora-exchange/reply:duplicate-member";
-pub const KEY_STATUS: &str = "agora-exchange/reply:status";
-pub const KEY_STATUS_CASE: &str = "agora-exchange/reply:status-case";
-pub const KEY_BODY_TYPE: &str = "agora-exchange/reply:body-type";
-pub const KEY_FAILURE_SHAPE: &str = "agora-exchange/reply:failure-shape";
-pub const KEY_SUCCESS_NO_BODY: &str = "agora-exchange/reply:success-without-body";
-pub const KEY_SUCCESS_ERROR: &str = "agora-exchange/reply:success-with-error";
-pub const KEY_FAILURE_BODY: &str = "agora-exchange/reply:failure-with-body";
-pub const KEY_CONVERSATION_ID: &str = "agora-exchange/reply:conversation-id";
-pub const KEY_EXPIRES: &str = "agora-exchange/reply:conversation-expires";
-pub const KEY_EXPIRES_MS: &str = "agora-exchange/reply:conversation-expires-ms";
-pub const KEY_HASH_FORM: &str = "agora-exchange/protocol-hash:form";
-pub const KEY_WELLKNOWN_SOURCES: &str = "agora-exchange/wellknown:sources";
-pub const KEY_LISTED_UNSUPPORTED: &str = "agora-exchange/wellknown:listed-unsupported";
-pub const KEY_UNSUPPORTED_REPLY: &str = "agora-exchange/unsupported-protocol:reply";
-
-/// The findings that are the subject of the reply-shape case.
-pub const FAILURE_SHAPE_KEYS: &[&str] = &[
-    KEY_FAILURE_SHAPE,
-    KEY_SUCCESS_NO_BODY,
-    KEY_SUCCESS_ERROR,
-    KEY_FAILURE_BODY,
+/// The rules that are the subject of the reply-shape case.
+pub static FAILURE_SHAPE_RULES: &[&Rule] = &[
+    &rules::REPLY_FAILURE_SHAPE,
+    &rules::REPLY_SUCCESS_WITHOUT_BODY,
+    &rules::REPLY_SUCCESS_WITH_ERROR,
+    &rules::REPLY_FAILURE_WITH_BODY,
 ];
-/// The findings that are the subject of the single-round case.
-pub const SHAPE_KEYS: &[&str] = &[
-    KEY_CONTENT_TYPE,
-    KEY_NOT_JSON,
-    KEY_NOT_OBJECT,
-    KEY_DUPLICATE,
-    KEY_STATUS,
-    KEY_STATUS_CASE,
-    KEY_BODY_TYPE,
+/// The rules that are the subject of the single-round case.
+pub static SHAPE_RULES: &[&Rule] = &[
+    &rules::REPLY_CONTENT_TYPE,
+    &rules::REPLY_NOT_JSON,
+    &rules::REPLY_NOT_OBJECT,
+    &rules::REPLY_DUPLICATE_MEMBER,
+    &rules::REPLY_STATUS,
+    &rules::REPLY_STATUS_CASE,
+    &rules::REPLY_BODY_TYPE,
 ];
-/// The findings that are the subject of the multiround-start case.
-pub const CONVERSATION_KEYS: &[&str] = &[KEY_CONVERSATION_ID, KEY_EXPIRES, KEY_EXPIRES_MS];
+/// The rules that are the subject of the multiround-start case.
+pub static CONVERSATION_RULES: &[&Rule] = &[
+    &rules::REPLY_CONVERSATION_ID,
+    &rules::REPLY_CONVERSATION_EXPIRES,
+    &rules::REPLY_CONVERSATION_EXPIRES_MS,
+];
 
 /// Status words other than "failure" that servers use for a failure.
 const FAILURE_WORDS: &[&str] = &["error", "fail", "failed", "err", "ko", "rejected"];
@@ -189,11 +157,6 @@ fn said_bytes(body: &[u8]) -> String {
     quote(&String::from_utf8_lossy(body))
 }
 
-/// The finding of a target that refuses a new exchange without `protocolSources`
-/// (which agora-exchange.txt §6.1 and §8.3 make optional) and takes it with one;
-/// its key is also the run's adaptation ([`crate::script::Adaptations`]).
-pub const KEY_SOURCES_REQUIRED: &str = "agora-exchange/request:protocol-sources-optional";
-
 /// POSTs a JSON request to `path` (empty: the base URL).
 ///
 /// A new exchange sent without `protocolSources` that is refused with words naming
@@ -213,9 +176,14 @@ pub async fn post(ctx: &mut Ctx, path: &str, request: &Value) -> Step<Reply> {
     }
     let mut with_sources = request.clone();
     with_sources["protocolSources"] = json!([]);
-    if ctx.shared.adapted.has(KEY_SOURCES_REQUIRED) {
+    if ctx
+        .shared
+        .adapted
+        .has(rules::REQUEST_PROTOCOL_SOURCES_OPTIONAL.key)
+    {
         ctx.note(format!(
-            "protocolSources [] added: the target refuses a new exchange without it ({KEY_SOURCES_REQUIRED})"
+            "protocolSources [] added: the target refuses a new exchange without it ({})",
+            rules::REQUEST_PROTOCOL_SOURCES_OPTIONAL.key
         ));
         return post_as_is(ctx, path, &with_sources).await;
     }
@@ -236,7 +204,9 @@ pub async fn post(ctx: &mut Ctx, path: &str, request: &Value) -> Step<Reply> {
     if !retry.is_success() {
         return Ok(r);
     }
-    ctx.shared.adapted.adopt(KEY_SOURCES_REQUIRED);
+    ctx.shared
+        .adapted
+        .adopt(rules::REQUEST_PROTOCOL_SOURCES_OPTIONAL.key);
     ctx.finding(rules::REQUEST_PROTOCOL_SOURCES_OPTIONAL.found(format!(
             "the target requires protocolSources, which agora-exchange.txt §6.1 and §8.3 make optional: a request without it drew {}, the same with protocolSources [] drew {}; the rest of the run sends protocolSources []",
             r.describe(),
@@ -418,7 +388,7 @@ pub fn read_reply(schemas: &Schemas, r: &HttpReply) -> Reading {
         findings.push(content_type_finding(ct));
     }
     let blocked = |findings: Vec<Finding>, f: Finding| Reading {
-        reply: Err(f.owned_by(SHAPE_OWNER)),
+        reply: Err(f),
         findings,
         notes: Vec::new(),
     };
@@ -802,13 +772,13 @@ pub fn own(ctx: &mut Ctx, f: Finding) {
     ctx.deviation(f);
 }
 
-/// Takes the findings of `keys` the case met as its own subject, and notes what they
-/// say (failing ones last, so that the case's message names one).
-pub fn claim(ctx: &mut Ctx, keys: &[&str]) {
+/// Takes the findings of `rules` the case met as its own subject, and notes what
+/// they say (failing ones last, so that the case's message names one).
+pub fn claim(ctx: &mut Ctx, rules: &[&Rule]) {
     let mut mine: Vec<Finding> = ctx
         .findings()
         .iter()
-        .filter(|m| keys.contains(&m.finding.key.as_str()))
+        .filter(|m| rules.iter().any(|r| r.key == m.finding.key))
         .map(|m| m.finding.clone())
         .collect();
     mine.sort_by_key(|f| f.outcome == Verdict::Fail);
@@ -832,14 +802,25 @@ pub fn expect_success(r: &Reply, what: &str) -> Step<()> {
 /// A rejection: any HTTP 4xx (the spec names no code for most invalid requests;
 /// AEX-A1, A3, A14) or HTTP 200 with status failure. A success or a 5xx fails.
 pub fn expect_rejected(ctx: &mut Ctx, r: &Reply, what: &str) -> Step<()> {
-    if r.is_client_error() || r.is_agora_failure() {
-        ctx.checked(format!("{what}: rejected ({})", r.describe()));
-        ctx.refusal_counts(what)
-    } else {
-        fail(format!(
+    match rejected_row(ctx, r, what)? {
+        None => Ok(()),
+        Some(_) => fail(format!(
             "{what}: expected an HTTP 4xx or HTTP 200 with status failure, got {}",
             r.describe()
-        ))
+        )),
+    }
+}
+
+/// Judges one row of a table of bad requests: `None` when the target refused it
+/// (a refusal counts only beside an accepted control), else the row as a wrong one
+/// names it, with what the target answered.
+pub fn rejected_row(ctx: &mut Ctx, r: &Reply, what: &str) -> Step<Option<String>> {
+    if r.is_client_error() || r.is_agora_failure() {
+        ctx.checked(format!("{what}: rejected ({})", r.describe()));
+        ctx.refusal_counts(what)?;
+        Ok(None)
+    } else {
+        Ok(Some(format!("{what}: {}", r.describe())))
     }
 }
 
@@ -1089,9 +1070,6 @@ fn no_protocol(ctx: &mut Ctx, why: &str) -> Stop {
         rules::PROFILE_PROTOCOL_HASH.found(format!("{why} and the profile names no protocol: set [agora-exchange] protocol_hash to the hash of a protocol the target supports, as it spells it, and protocol_document to its text (agentconform init writes what it can find)")),
     )
 }
-
-/// The setting finding of a run without a protocol ([`no_protocol`]).
-pub const KEY_PROFILE_PROTOCOL_HASH: &str = "agora-exchange/profile:protocol_hash";
 
 /// Whether a reply refuses a protocol as unsupported (HTTP 200 failure, or a 4xx,
 /// whose text says so).
@@ -1494,7 +1472,7 @@ mod tests {
             "application/json",
             r#"{"status":"error","message":"Unsupported protocol"}"#,
         );
-        assert_eq!(keys(&r), [KEY_FAILURE_SHAPE]);
+        assert_eq!(keys(&r), [rules::REPLY_FAILURE_SHAPE.key]);
         let f = &r.findings[0];
         assert_eq!(f.requirements, ["AEX-009", "AEX-010"]);
         assert!(f.summary.contains("message"), "{}", f.summary);
@@ -1511,11 +1489,11 @@ mod tests {
             "application/json",
             r#"{"status":"Success","body":"x"}"#,
         );
-        assert_eq!(keys(&r), [KEY_STATUS_CASE]);
+        assert_eq!(keys(&r), [rules::REPLY_STATUS_CASE.key]);
         assert!(r.reply.expect("readable").is_success());
         // A 200 without application/json is read on.
         let r = read(200, "text/plain", r#"{"status":"success","body":"x"}"#);
-        assert_eq!(keys(&r), [KEY_CONTENT_TYPE]);
+        assert_eq!(keys(&r), [rules::REPLY_CONTENT_TYPE.key]);
         // A framework's 422 is a transport-level refusal with its text.
         let r = read(
             422,
@@ -1528,7 +1506,7 @@ mod tests {
         assert_eq!(reply.error(), Some("Field required"));
         // A 4xx as text/html warns only.
         let r = read(404, "text/html", "<h1>Not Found</h1>");
-        assert_eq!(keys(&r), [KEY_ERROR_CONTENT_TYPE]);
+        assert_eq!(keys(&r), [rules::REPLY_ERROR_CONTENT_TYPE.key]);
         assert_eq!(r.findings[0].outcome, Verdict::Warn);
         // Nothing usable: blocked.
         let r = read(200, "application/json", r#"{"status":7}"#);
@@ -1542,13 +1520,13 @@ mod tests {
             "application/json",
             r#"{"status":"success","body":"x","conversationId":"c1"}"#,
         );
-        assert_eq!(keys(&r), [KEY_EXPIRES]);
+        assert_eq!(keys(&r), [rules::REPLY_CONVERSATION_EXPIRES.key]);
         let r = read(
             200,
             "application/json",
             r#"{"status":"success","body":"x","conversationId":"c1","conversationExpires":"1741910401"}"#,
         );
-        assert_eq!(keys(&r), [KEY_EXPIRES]);
+        assert_eq!(keys(&r), [rules::REPLY_CONVERSATION_EXPIRES.key]);
         assert_eq!(r.reply.expect("readable").expires(), Some(1741910401));
     }
 }

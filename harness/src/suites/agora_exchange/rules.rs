@@ -376,4 +376,22 @@ rules! {
         fails: "a follow-up to a never-issued conversation answered otherwise (a success, another status without a failure)",
         passes: "HTTP 404, or a failure (with HTTP 200 a warning, AEX-A9)",
     }
+    BODY_FORMATS {
+        key: "agora-exchange/body-formats",
+        requirements: &["AEX-014"],
+        level: Some(Level::May),
+        owner: "agora-exchange/body-formats",
+        summary: "without a protocol, an empty, a Unicode and a nested body draw no transport error",
+        fails: "one or more of the bodies drew a status other than HTTP 200 (each named)",
+        passes: "HTTP 200 for each",
+    }
+    MISSING_BODY {
+        key: "agora-exchange/missing-body",
+        requirements: &["AEX-008"],
+        level: Some(Level::Must),
+        owner: "agora-exchange/missing-body",
+        summary: "a request without body is rejected (an HTTP 4xx or status failure), never answered with success",
+        fails: "one or more requests without body were taken (each named: protocolHash null, an empty object)",
+        passes: "an HTTP 4xx or HTTP 200 with status failure for each",
+    }
 }

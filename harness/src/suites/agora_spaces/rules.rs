@@ -447,4 +447,22 @@ rules! {
         fails: "an update naming another space, leaving out a member, listing the one who left, or with the other of joined and left set",
         passes: "the update as ASP-026 (join) and ASP-027 (leave) give it",
     }
+    INVALID_REQUESTS {
+        key: "agora-spaces/invalid-requests",
+        requirements: &["ASP-018", "ASP-041", "ASP-042", "ASP-043"],
+        level: Some(Level::Fact),
+        owner: "agora-spaces/invalid-requests",
+        summary: "non-JSON, an unknown type, a join without space and a frame without type draw INVALID_REQUEST",
+        fails: "one or more of them drew an error with another code (each named)",
+        passes: "INVALID_REQUEST for each",
+    }
+    SPACE_NAMES_BAD_JOINED {
+        key: "agora-spaces/space-names:bad-name-joined",
+        requirements: &["ASP-046"],
+        level: None,
+        owner: "agora-spaces/space-names",
+        summary: "a space name with upper case or a space is never joined",
+        fails: "the hub joined \"Bad Name!\" or \"General\" (each named)",
+        passes: "an error for each",
+    }
 }

@@ -23,23 +23,6 @@ use reference_impl::wire::{jcs, json, new_id};
 use serde_json::{json, Value};
 use time::{Duration, OffsetDateTime};
 
-/// The case that owns the shape of every target message: a reply that breaks it is
-/// one finding of that case, whichever case met it.
-pub const SHAPE_OWNER: &str = "agora-v1/echo-direct";
-/// Owns id uniqueness (AV1-004).
-pub const IDS_OWNER: &str = "agora-v1/ids-unique";
-/// Owns the timestamp form and freshness of replies (AV1-006).
-pub const TIMESTAMP_OWNER: &str = "agora-v1/reply-timestamp-fresh";
-/// Owns the signature encoding of replies (AV1-021, AV1-A1).
-pub const ENCODING_OWNER: &str = "agora-v1/reply-signature-encoding";
-/// Owns the OFFER payload and its link to the REQUEST (AV1-037, AV1-038).
-pub const OFFER_OWNER: &str = "agora-v1/negotiated-flow";
-/// Owns the ERROR payload shape (AV1-045).
-pub const ERROR_OWNER: &str = "agora-v1/error-unknown-resource";
-/// The key of a target that did not answer: the same key the context gives a
-/// transport timeout, so that a silent target is one deviation.
-pub const NO_ANSWER: &str = "agora-v1/transport:no-answer";
-
 /// A reply read as an envelope: every rule it breaks is a finding already (see
 /// [`check_reply`]), and what follows is read leniently.
 #[derive(Debug, Clone)]
@@ -1561,16 +1544,16 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Env> {
             env.ty, env.id
         )));
     }
-    let (schema, ids): (&str, &[&str]) = match env.ty.as_str() {
-        "REQUEST" => ("request", &["AV1-032", "AV1-033", "AV1-034", "AV1-035"]),
-        "ACCEPT" => ("accept", &["AV1-040", "AV1-041"]),
+    let (schema, family) = match env.ty.as_str() {
+        "REQUEST" => ("agora-v1/request", &rules::SCHEMA_REQUEST),
+        "ACCEPT" => ("agora-v1/accept", &rules::SCHEMA_ACCEPT),
         _ => return Ok(env),
     };
     let found = crate::finding::schema_findings(
         &ctx.shared.schemas,
-        &format!("agora-v1/{schema}"),
+        schema,
+        (rules::RULES, family),
         &env.payload,
-        ids,
     );
     for f in found {
         ctx.finding(f);

@@ -30,23 +30,6 @@ pub const CODES: [&str; 5] = [
     "TRANSFER_FAILED",
 ];
 
-// The cases that own the rules several cases meet.
-pub const REGISTER: &str = "chorus/register";
-pub const INITIAL_REPUTATION: &str = "chorus/register-initial-reputation";
-pub const REJECTS_INVALID: &str = "chorus/register-rejects-invalid";
-pub const DISCOVER: &str = "chorus/discover-by-skill";
-pub const RANKING: &str = "chorus/discover-ranking";
-pub const JOB_ECHO: &str = "chorus/job-echo";
-pub const SKILL_MISMATCH_CASE: &str = "chorus/job-skill-mismatch";
-pub const BUDGET_CASE: &str = "chorus/job-budget-insufficient";
-/// The client case that hires twice and owns a job_id reused across the run.
-pub const CLIENT_HIRE_CASE: &str = "chorus/client-hire";
-pub const TRANSFER: &str = "chorus/transfer";
-pub const TRANSFER_INSUFFICIENT: &str = "chorus/transfer-insufficient";
-pub const REPUTATION_SUCCESS: &str = "chorus/reputation-success";
-pub const REPUTATION_FAILURE: &str = "chorus/reputation-failure";
-pub const REPUTATION_CLAMP: &str = "chorus/reputation-clamp";
-
 /// Differences up to this are the same score; up to `ROUNDED` a two-decimal
 /// rounding, which chorus.md leaves open (CHO-A10).
 const EXACT: f64 = 1e-9;
@@ -286,15 +269,19 @@ pub fn need_json(ctx: &mut Ctx, r: &Resp, what: &str) -> Step<Value> {
 pub fn shape_findings(
     ctx: &mut Ctx,
     name: &str,
+    family: &'static crate::rules::Rule,
     v: &Value,
-    ids: &[&str],
-    owner: &'static str,
     skip: impl Fn(&Finding) -> bool,
 ) {
-    let found = schema_findings(&ctx.shared.schemas, &format!("chorus/{name}"), v, ids);
+    let found = schema_findings(
+        &ctx.shared.schemas,
+        &format!("chorus/{name}"),
+        (rules::RULES, family),
+        v,
+    );
     for f in found {
         if !skip(&f) {
-            ctx.finding(f.owned_by(owner));
+            ctx.finding(f);
         }
     }
 }
@@ -540,9 +527,8 @@ pub fn judge_registered(ctx: &mut Ctx, sent: Option<&Value>, r: &Resp) -> Step<(
     shape_findings(
         ctx,
         "register-response",
+        &rules::SCHEMA_REGISTER_RESPONSE,
         &reply,
-        &["CHO-013"],
-        REGISTER,
         |f| sent_id.is_none() && f.key.contains(":/agent_id"),
     );
     if let Some(sent_id) = sent_id {
@@ -669,9 +655,8 @@ pub fn discovery_reply(ctx: &mut Ctx, query: &str, r: &Resp) -> Step<Vec<Value>>
     shape_findings(
         ctx,
         "discover-response",
+        &rules::SCHEMA_DISCOVER_RESPONSE,
         &judged,
-        &["CHO-017"],
-        DISCOVER,
         |f| out_of_range && f.key.ends_with("/reputation_score"),
     );
     Ok(agents)
@@ -1183,7 +1168,7 @@ fn is_final(v: &Value) -> bool {
 /// is not judged again for that value: the finding would be the harness's own.
 pub fn read_result(ctx: &mut Ctx, v: &Value, sent: &Value) -> Value {
     let echoed = echoed_invalid(ctx, v, sent);
-    shape_findings(ctx, "job-result", v, &["CHO-029"], JOB_ECHO, |f| {
+    shape_findings(ctx, "job-result", &rules::SCHEMA_JOB_RESULT, v, |f| {
         echoed
             .iter()
             .any(|m| f.key.ends_with(&format!(":/{m}")) || f.key.contains(&format!(":/{m}/")))
@@ -1426,19 +1411,32 @@ fn without_code(ctx: &mut Ctx, r: &Resp, code: &str, what: &str) -> Step<()> {
 
 /// Rejected: a 4xx, or a FAILURE result; a 2xx that says no is read as a refusal,
 /// with a finding.
-pub fn expect_rejected(ctx: &mut Ctx, r: &Resp, what: &str) -> Step<()> {
+/// Judges one row of a table of bad messages: `None` when the target refused it (a
+/// refusal in a 2xx is the refusal rule's finding), else the row as a wrong one
+/// names it, with what the target answered.
+pub fn rejected_row(ctx: &mut Ctx, r: &Resp, what: &str) -> Option<String> {
     if (400..500).contains(&r.http) || (r.ok() && r.is_failure_result()) {
         ctx.checked(format!("{what}: rejected ({})", r.http));
-        Ok(())
+        None
     } else if r.refusal_in_2xx() {
         let code = r.codes().into_iter().find(|c| CODES.contains(&c.as_str()));
         refusal_status_finding(ctx, r, code.as_deref(), what);
-        Ok(())
+        None
     } else {
-        fail(format!(
-            "{what}: expected a 4xx or a FAILURE result, got {}",
-            r.describe()
-        ))
+        Some(format!("{what}: {}", r.describe()))
+    }
+}
+
+/// Judges one row of a table of bad jobs: `None` when the agent refused it or
+/// answered a FAILURE result, else the row with the result it processed.
+pub fn job_row(ctx: &mut Ctx, outcome: JobOutcome, what: &str) -> Option<String> {
+    match outcome {
+        JobOutcome::Rejected(r) => rejected_row(ctx, &r, what),
+        JobOutcome::Result { result, .. } if result["status"] == "FAILURE" => {
+            ctx.checked(format!("{what}: FAILURE result"));
+            None
+        }
+        JobOutcome::Result { result, .. } => Some(format!("{what}: processed: {result}")),
     }
 }
 
@@ -1485,7 +1483,7 @@ pub async fn send_transfer(ctx: &mut Ctx, body: &Value) -> Step<Resp> {
     if matches!(r.http, 404 | 405) {
         // No ledger route where the run sends transfers: a setting the run lacks,
         // not a deviation, whatever transfer the case sent.
-        return Err(ctx.block(no_ledger_here(ctx, &r).owned_by(TRANSFER)));
+        return Err(ctx.block(no_ledger_here(ctx, &r)));
     }
     Ok(r)
 }
@@ -1532,7 +1530,7 @@ pub fn expect_taken(ctx: &mut Ctx, r: &Resp, amount: f64, what: &str) -> Step<()
             r.describe()
         ))
     };
-    Err(ctx.block(f.owned_by(TRANSFER)))
+    Err(ctx.block(f))
 }
 
 /// Judges a recorded reply again (an exported vector's offline run): JSON
@@ -1858,14 +1856,13 @@ pub fn check_job_sent(
 pub fn check_job_members(ctx: &mut Ctx, job: &Value) {
     // job_id, timestamp_utc and currency are judged below, once.
     let below = [":/job_id", ":/timestamp_utc", ":/currency"];
-    for f in schema_findings(&ctx.shared.schemas, "chorus/job-request", job, &["CHO-024"]) {
+    let family = (rules::RULES, &rules::CLIENT_SCHEMA_JOB_REQUEST);
+    for mut f in schema_findings(&ctx.shared.schemas, "chorus/job-request", family, job) {
         if below.iter().any(|b| f.key.ends_with(b)) {
             continue;
         }
-        ctx.finding(rules::CLIENT_SCHEMA_JOB_REQUEST.found_as(
-            f.key.trim_start_matches("chorus/schema:job-request"),
-            format!("the client's job request: {}", f.summary),
-        ));
+        f.summary = format!("the client's job request: {}", f.summary);
+        ctx.finding(f);
     }
     let id = job["job_id"].as_str().unwrap_or_default();
     if let Some(first) = ctx.reused("job_id", id, job.to_string().as_bytes()) {
@@ -2046,19 +2043,13 @@ pub fn check_paid(
 fn check_transfer_members(ctx: &mut Ctx, t: &Value) {
     // transfer_id, job_id and amount are judged below, once.
     let below = [":/transfer_id", ":/job_id", ":/amount"];
-    for f in schema_findings(
-        &ctx.shared.schemas,
-        "chorus/transfer-request",
-        t,
-        &["CHO-039"],
-    ) {
+    let family = (rules::RULES, &rules::CLIENT_SCHEMA_TRANSFER_REQUEST);
+    for mut f in schema_findings(&ctx.shared.schemas, "chorus/transfer-request", family, t) {
         if below.iter().any(|b| f.key.ends_with(b)) {
             continue;
         }
-        ctx.finding(rules::CLIENT_SCHEMA_TRANSFER_REQUEST.found_as(
-            f.key.trim_start_matches("chorus/schema:transfer-request"),
-            format!("the client's transfer: {}", f.summary),
-        ));
+        f.summary = format!("the client's transfer: {}", f.summary);
+        ctx.finding(f);
     }
     if !t["transfer_id"].as_str().is_some_and(is_uuid) {
         ctx.finding(rules::CLIENT_TRANSFER_ID.found(format!(

@@ -56,7 +56,7 @@ rules! {
         passes: "HTTP 201",
     }
     SCHEMA_REGISTER_RESPONSE {
-        key: "chorus/schema:register-response*",
+        key: "chorus/schema:register-response:*",
         requirements: &["CHO-013"],
         level: None,
         owner: "chorus/register",
@@ -168,7 +168,7 @@ rules! {
         passes: "scores in non-increasing order, on every list",
     }
     SCHEMA_DISCOVER_RESPONSE {
-        key: "chorus/schema:discover-response*",
+        key: "chorus/schema:discover-response:*",
         requirements: &["CHO-017"],
         level: None,
         owner: "chorus/discover-by-skill",
@@ -271,7 +271,7 @@ rules! {
         passes: "a JSON result body",
     }
     SCHEMA_JOB_RESULT {
-        key: "chorus/schema:job-result*",
+        key: "chorus/schema:job-result:*",
         requirements: &["CHO-029"],
         level: None,
         owner: "chorus/job-echo",
@@ -475,7 +475,7 @@ rules! {
         passes: "one job",
     }
     CLIENT_SCHEMA_JOB_REQUEST {
-        key: "chorus/client:schema:job-request*",
+        key: "chorus/client:schema:job-request:*",
         requirements: &["CHO-024"],
         level: None,
         owner: "",
@@ -556,7 +556,7 @@ rules! {
         passes: "one transfer",
     }
     CLIENT_SCHEMA_TRANSFER_REQUEST {
-        key: "chorus/client:schema:transfer-request*",
+        key: "chorus/client:schema:transfer-request:*",
         requirements: &["CHO-039"],
         level: None,
         owner: "",
@@ -646,6 +646,42 @@ rules! {
         summary: "what a ledger the profile does not call idempotent does with a repeated transfer_id, recorded",
         fails: "never fails: a repeated transfer_id applied twice, recorded ([chorus] idempotent_transfers = false)",
         passes: "the repeat moves nothing",
+    }
+    REGISTER_REJECTS_INVALID {
+        key: "chorus/register-rejects-invalid",
+        requirements: &["CHO-001", "CHO-002", "CHO-004", "CHO-009", "CHO-010"],
+        level: None,
+        owner: "chorus/register-rejects-invalid",
+        summary: "a registration with a bad field, or without JSON, draws a 4xx",
+        fails: "the registry took one or more bad registrations (each named: a bad agent_id, no api_endpoint, no skills, a skill without skill_name or with cost_per_call \"cheap\", timestamp_utc \"yesterday\", a non-JSON body)",
+        passes: "a 4xx for each",
+    }
+    JOB_REJECTS_INVALID {
+        key: "chorus/job-rejects-invalid",
+        requirements: &["CHO-003", "CHO-024"],
+        level: None,
+        owner: "chorus/job-rejects-invalid",
+        summary: "a job with job_id \"123\", or without skill_name or input_data, is rejected",
+        fails: "the agent processed one or more bad jobs (each named)",
+        passes: "a 4xx or a FAILURE result for each",
+    }
+    JOB_CURRENCY_TAKEN {
+        key: "chorus/job-rejects-invalid:currency",
+        requirements: &["CHO-025"],
+        level: Some(Level::Info),
+        owner: "chorus/job-rejects-invalid",
+        summary: "a job in a currency other than chorus_credits_v1 should be rejected (informational)",
+        fails: "the agent processed a job with currency \"usd\"",
+        passes: "a 4xx or a FAILURE result",
+    }
+    TRANSFER_INCOMPLETE_TAKEN {
+        key: "chorus/transfer:incomplete-taken",
+        requirements: &["CHO-039"],
+        level: None,
+        owner: "chorus/transfer",
+        summary: "a transfer without amount or to_owner draws a 4xx",
+        fails: "the ledger took one or more incomplete transfers (each named)",
+        passes: "a 4xx for each",
     }
     JOB_FAILURE_RESULT_REFUSED {
         key: "chorus/job-failure-result:refused",
