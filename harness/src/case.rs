@@ -6,7 +6,7 @@ use serde::Serialize;
 use std::fmt;
 
 pub use crate::inventory::Level;
-pub use crate::verdict::{fail, skip, CaseFuture, Entry, Met, Outcome, Step, Stop};
+pub use crate::verdict::{fail, fail_rows, skip, CaseFuture, Entry, Met, Outcome, Step, Stop};
 
 /// Which bindings a case runs over.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

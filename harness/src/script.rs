@@ -421,6 +421,22 @@ impl Ctx {
         }
     }
 
+    /// One row of a table-driven case, judged by a check that ends in a stop: its
+    /// failure is the row as a wrong one (for [`Ctx::rows_wrong`]), a finding of its
+    /// own is recorded and the table goes on; a block or a transport failure still
+    /// ends the case (the rows after it cannot be judged).
+    pub fn row(&mut self, judged: Step<()>) -> Step<Option<String>> {
+        match judged {
+            Ok(()) => Ok(None),
+            Err(Stop::Fail(m)) => Ok(Some(m)),
+            Err(Stop::Finding(f)) => {
+                self.deviation(f);
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
     fn record(&mut self, f: Finding, own: bool) {
         if let Some(m) = self.findings.iter_mut().find(|m| m.finding.key == f.key) {
             m.own |= own;

@@ -54,6 +54,21 @@ pub fn fail<T>(msg: impl Into<String>) -> Step<T> {
     Err(Stop::Fail(msg.into()))
 }
 
+/// The end of a table-driven case whose rows the target got wrong (each named, as
+/// [`crate::script::Ctx::row`] gives them): one failure of the case's own subject
+/// naming every row, or none when the list is empty.
+pub fn fail_rows(lead: &str, wrong: &[String]) -> Step<()> {
+    if wrong.is_empty() {
+        Ok(())
+    } else {
+        fail(format!(
+            "{lead} ({} of them): {}",
+            wrong.len(),
+            wrong.join("; ")
+        ))
+    }
+}
+
 pub fn skip<T>(msg: impl Into<String>) -> Step<T> {
     Err(Stop::Skip(msg.into()))
 }

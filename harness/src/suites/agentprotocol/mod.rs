@@ -18,7 +18,7 @@ pub mod load;
 pub mod rules;
 pub mod tamper;
 
-use crate::case::{fail, Bindings, Case, Step, Stop, Suite, Untestable};
+use crate::case::{fail, fail_rows, Bindings, Case, Step, Stop, Suite, Untestable};
 use crate::drive::Transport;
 use crate::finding::Finding;
 use crate::script::Ctx;
@@ -588,29 +588,34 @@ pub const CLIENT_CASES: &[Case] = &[
     }),
     client_case!("client-checks-correlation", "a response that echoes another correlationId, or spells it correlation_id, is not taken", ["AGP-019"], Fact, |ctx| {
         ctx.controlled_by(CLIENT_REQUEST);
+        let mut wrong = Vec::new();
         for (plan, what) in [
             (PeerPlan { wrong_correlation: true, ..PLAIN }, "a response echoing another correlationId"),
             (PeerPlan { spoil: PeerSpoil::SnakeCorrelation, ..PLAIN }, "a response that names the correlation id correlation_id, not correlationId"),
         ] {
             let run = drive_peer(ctx, &client_input(ctx), plan).await?;
-            not_taken(ctx, &run, what)?;
+            let judged = not_taken(ctx, &run, what);
+            wrong.extend(ctx.row(judged)?);
         }
-        Ok(())
+        fail_rows("responses the requester took", &wrong)
     }),
     client_case!("client-verifies-response", "a response whose signature does not verify over the RFC 8785 form (spoiled, missing, or over Python's json.dumps) is not taken", ["AGP-035"], Should, |ctx| {
         ctx.controlled_by(CLIENT_REQUEST);
+        let mut wrong = Vec::new();
         for (plan, what) in [
             (PeerPlan { bad_signature: true, ..PLAIN }, "a response whose signature does not verify"),
             (PeerPlan { spoil: PeerSpoil::Unsigned, ..PLAIN }, "a response without a signature"),
             (PeerPlan { spoil: PeerSpoil::PythonSigned, ..PLAIN }, "a response signed over Python's json.dumps(sort_keys=True), not RFC 8785"),
         ] {
             let run = drive_peer(ctx, &client_input(ctx), plan).await?;
-            not_taken(ctx, &run, what)?;
+            let judged = not_taken(ctx, &run, what);
+            wrong.extend(ctx.row(judged)?);
         }
-        Ok(())
+        fail_rows("responses the requester took", &wrong)
     }),
     client_case!("client-reports-error-response", "an error answering the request is reported as an error, never taken as a result, whatever its code or shape", ["AGP-020", "AGP-022"], Fact, |ctx| {
         ctx.controlled_by(CLIENT_REQUEST);
+        let mut wrong = Vec::new();
         for (spoil, what) in [
             (PeerSpoil::Error("INTERNAL_ERROR"), "an INTERNAL_ERROR error"),
             (PeerSpoil::Error("INVALID_SIGNATURE"), "an INVALID_SIGNATURE error"),
@@ -618,9 +623,10 @@ pub const CLIENT_CASES: &[Case] = &[
             (PeerSpoil::ErrorNested, "an error whose code and message sit under payload.error"),
         ] {
             let run = drive_peer(ctx, &client_input(ctx), PeerPlan { spoil, ..PLAIN }).await?;
-            not_taken(ctx, &run, what)?;
+            let judged = not_taken(ctx, &run, what);
+            wrong.extend(ctx.row(judged)?);
         }
-        Ok(())
+        fail_rows("errors the requester took", &wrong)
     }),
     client_case!("client-refuses-misaddressed-response", "a response addressed to another agent is not taken", ["AGP-009"], Fact, |ctx| {
         ctx.controlled_by(CLIENT_REQUEST);

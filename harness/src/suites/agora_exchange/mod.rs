@@ -9,7 +9,7 @@ pub mod load;
 pub mod rules;
 pub mod tamper;
 
-use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
+use crate::case::{fail, fail_rows, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::Transport;
 use crate::finding::quote;
 use crate::script::Ctx;
@@ -613,24 +613,28 @@ pub const CLIENT_CASES: &[Case] = &[
     client_case!("client-failure-reported", "a failure reply is reported as a failure, not a success, with or without its error member", ["AEX-009", "AEX-010"], Must, |ctx| {
         // A client that reports every exchange as failed passes here only if it takes a success.
         ctx.controlled_by("agora-exchange/client-single");
+        let mut wrong = Vec::new();
         for (plan, what) in [
             (Serve::Failure, "a failure reply"),
             (Serve::FailureWithoutError, "a failure reply that describes the failure in body, without error"),
             (Serve::RequireSources, "a failure reply naming 'protocolSources'"),
         ] {
-            reported_failure(ctx, plan, what).await?;
+            let judged = reported_failure(ctx, plan, what).await;
+            wrong.extend(ctx.row(judged)?);
         }
-        Ok(())
+        fail_rows("replies the client did not report as failures", &wrong)
     }),
     client_case!("client-status-exact", "only \"status\": \"success\" is a success: \"Success\" and \"error\" are reported as errors", ["AEX-009"], Must, |ctx| {
         ctx.controlled_by("agora-exchange/client-single");
+        let mut wrong = Vec::new();
         for (plan, what) in [
             (Serve::StatusCapitalized, "a reply with \"status\": \"Success\""),
             (Serve::StatusError, "a reply with \"status\": \"error\""),
         ] {
-            reported_failure(ctx, plan, what).await?;
+            let judged = reported_failure(ctx, plan, what).await;
+            wrong.extend(ctx.row(judged)?);
         }
-        Ok(())
+        fail_rows("replies the client did not report as failures", &wrong)
     }),
     client_case!("client-reads-expiry", "the client reads conversationExpires: a conversation that opens already expired gets no follow-up, though the server would answer it", ["AEX-022", "AEX-034"], Must, |ctx| {
         // A client that never sends a follow-up passes here only if it sends them

@@ -9,7 +9,7 @@ pub mod load;
 pub mod rules;
 pub mod tamper;
 
-use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
+use crate::case::{fail, fail_rows, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::Transport;
 use crate::finding::quote;
 use crate::profile::Profile;
@@ -915,6 +915,7 @@ pub const CLIENT_CASES: &[Case] = &[
     case!("client-join-refused", "an error event answering the client's space.join (SPACE_NOT_FOUND, SPACE_FULL without request_id, or an error with a message only) is reported, and the client goes no further",
         ["ASP-022", "ASP-024", "ASP-041", "ASP-042"], Fact, false, None, |ctx| {
         ctx.controlled_by("agora-spaces/client-join-publish");
+        let mut wrong = Vec::new();
         for (refusal, what) in [
             (HubRefusal { code: Some("SPACE_NOT_FOUND"), request_id: true }, "a SPACE_NOT_FOUND error answering its space.join"),
             (HubRefusal { code: Some("SPACE_FULL"), request_id: false }, "a SPACE_FULL error without request_id, right after its space.join"),
@@ -922,9 +923,10 @@ pub const CLIENT_CASES: &[Case] = &[
         ] {
             let input = client_input("refused");
             let run = crate::counterparty::drive_hub(ctx, "join-publish", &input, hub(HubPlan::JoinRefused(refusal), &input)).await?;
-            refused_by_hub(ctx, &run, what, refusal.request_id)?;
+            let judged = refused_by_hub(ctx, &run, what, refusal.request_id);
+            wrong.extend(ctx.row(judged)?);
         }
-        Ok(())
+        fail_rows("refusals the client did not report", &wrong)
     }),
     case!("client-publish-refused", "an error event answering the client's space.publish (UNAUTHORIZED) is reported, and the client goes no further",
         ["ASP-006", "ASP-028", "ASP-041", "ASP-042"], Fact, false, None, |ctx| {

@@ -9,7 +9,7 @@ pub mod load;
 pub mod rules;
 pub mod tamper;
 
-use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
+use crate::case::{fail, fail_rows, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::{Received, Transport};
 use crate::finding::quote;
 use crate::suites::agora_v1::expect::*;
@@ -157,12 +157,15 @@ pub const CASES: &[Case] = &[
         expect_rejection(ctx, &r, &[400], CodeRule::Lenient, "protocol \"agora/2.0\"").await
     }),
     case!("reject-unknown-type", "types PING and request (lower case) are not processed", ["AV1-009"], Fact, ANY, false, |ctx| {
+        let mut wrong = Vec::new();
         for ty in ["PING", "request"] {
             let mut req = request_with(ctx, |_| {});
             req["type"] = json!(ty);
             let r = send(ctx, req).await?;
-            expect_rejection(ctx, &r, &[400], CodeRule::Lenient, &format!("type {ty:?}")).await?;
+            let judged = expect_rejection(ctx, &r, &[400], CodeRule::Lenient, &format!("type {ty:?}")).await;
+            wrong.extend(ctx.row(judged)?);
         }
+        ctx.rows_wrong(&rules::REJECT_UNKNOWN_TYPE, "unknown types were not refused", &wrong);
         Ok(())
     }),
     case!("hello-welcome", "HELLO is a known type and is answered with WELCOME listing the resources", ["AV1-011"], Profile, ANY, false, |ctx| {
@@ -368,11 +371,14 @@ pub const CASES: &[Case] = &[
         complete_request(ctx, json!({})).await.map(|_| ())
     }),
     case!("reject-bad-timeout", "timeout \"10s\" or 1.5 draws ERROR 400; an omitted timeout is fine", ["AV1-035"], Fact, ANY, false, |ctx| {
+        let mut wrong = Vec::new();
         for bad in [json!("10s"), json!(1.5)] {
             let req = request_with(ctx, |p| p["timeout"] = bad.clone());
             let r = send(ctx, req).await?;
-            expect_rejection(ctx, &r, &[400], CodeRule::Strict, &format!("timeout {bad}")).await?;
+            let judged = expect_rejection(ctx, &r, &[400], CodeRule::Strict, &format!("timeout {bad}")).await;
+            wrong.extend(ctx.row(judged)?);
         }
+        ctx.rows_wrong(&rules::REJECT_BAD_TIMEOUT, "bad timeouts were not refused with ERROR 400", &wrong);
         let req = request_with(ctx, |p| p["timeout"] = json!(10000));
         let r = send(ctx, req).await?;
         expect_processed(ctx, &r, &["RESULT", "OFFER"]).await.map(|_| ())
@@ -747,6 +753,7 @@ pub const CLIENT_CASES: &[Case] = &[
         ["AV1-016", "AV1-017", "AV1-023"],
         Must,
         |ctx| {
+            let mut wrong = Vec::new();
             for (spoil, what) in [
                 (Spoil::ResultUnsigned, "a RESULT with an empty signature"),
                 (Spoil::ResultWrongKey, "a RESULT signed with a key other than its sender.id's"),
@@ -754,9 +761,10 @@ pub const CLIENT_CASES: &[Case] = &[
                 (Spoil::ResultSortedKeys, "a RESULT signed over sorted-key JSON with its non-ASCII text escaped (\\u00e9), not RFC 8785"),
                 (Spoil::ResultPythonDumps, "a RESULT signed over Python's json.dumps(sort_keys=True), with its \", \" and \": \" separators, not RFC 8785"),
             ] {
-                result_refused(ctx, spoil, what).await?;
+                let judged = result_refused(ctx, spoil, what).await;
+                wrong.extend(ctx.row(judged)?);
             }
-            Ok(())
+            fail_rows("spoiled RESULTs the requester took", &wrong)
         }
     ),
     client_case!(
@@ -766,6 +774,7 @@ pub const CLIENT_CASES: &[Case] = &[
         Fact,
         |ctx| {
             ctx.controlled_by("agora-v1/client-direct");
+            let mut wrong = Vec::new();
             for (spoil, what) in [
                 (Spoil::BareError, "a bare {\"error\", \"code\"} body with HTTP 401"),
                 (Spoil::ErrorCodeString, "an ERROR whose code is the string \"403\""),
@@ -773,10 +782,10 @@ pub const CLIENT_CASES: &[Case] = &[
             ] {
                 let ask = client_ask(ctx, false);
                 let run = drive_spoiled(ctx, &ask, Provide::Error(403), spoil).await?;
-                first_request(ctx, &run)?;
-                reported_failure(ctx, &run, what)?;
+                let judged = first_request(ctx, &run).and_then(|_| reported_failure(ctx, &run, what));
+                wrong.extend(ctx.row(judged)?);
             }
-            Ok(())
+            fail_rows("refusals the requester did not report as failures", &wrong)
         }
     ),
 ];

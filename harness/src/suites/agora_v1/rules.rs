@@ -412,4 +412,22 @@ rules! {
         fails: "an ACCEPT whose offer_id is not the id of the OFFER it answers",
         passes: "the OFFER's id",
     }
+    REJECT_UNKNOWN_TYPE {
+        key: "agora-v1/reject-unknown-type",
+        requirements: &["AV1-009"],
+        level: None,
+        owner: "agora-v1/reject-unknown-type",
+        summary: "types PING and request (lower case) are not processed",
+        fails: "one or both were processed (each named, with the answer)",
+        passes: "an ERROR, a refusing status or silence from a live target for each",
+    }
+    REJECT_BAD_TIMEOUT {
+        key: "agora-v1/reject-bad-timeout",
+        requirements: &["AV1-035"],
+        level: None,
+        owner: "agora-v1/reject-bad-timeout",
+        summary: "a REQUEST with timeout \"10s\" or 1.5 draws ERROR 400",
+        fails: "one or both were processed or refused with another code (each named)",
+        passes: "ERROR 400 for each",
+    }
 }

@@ -9,7 +9,7 @@ pub mod load;
 pub mod rules;
 pub mod tamper;
 
-use crate::case::{fail, skip, Bindings, Case, Stop, Suite, Untestable};
+use crate::case::{fail, fail_rows, skip, Bindings, Case, Stop, Suite, Untestable};
 use crate::drive::Transport;
 use crate::finding::Finding;
 use crate::suites::chorus::expect::*;
@@ -700,15 +700,16 @@ pub const CLIENT_CASES: &[Case] = &[
     client_case!("client-skill-mismatch", "a job refused with SKILL_MISMATCH, or with a web framework's 404 {detail}, is reported as an error and not paid for",
         ["CHO-027", "CHO-038"], Fact, |ctx| {
         ctx.controlled_by(CLIENT_HIRE);
+        let mut wrong = Vec::new();
         for (plan, what) in [
             (Hire::SkillMismatch, "a SKILL_MISMATCH refusal"),
             (Hire::SkillMismatchDetail, "a refusal as HTTP 404 {\"detail\": …}"),
         ] {
             let (run, input, _) = hire(ctx, plan).await?;
-            check_job_sent(ctx, &run, &input)?;
-            check_not_paid(ctx, &run, what)?;
+            let judged = check_job_sent(ctx, &run, &input).and_then(|_| check_not_paid(ctx, &run, what));
+            wrong.extend(ctx.row(judged)?);
         }
-        Ok(())
+        fail_rows("refusals the client did not take as such", &wrong)
     }),
     client_case!("client-budget-insufficient", "a job refused with BUDGET_INSUFFICIENT is reported as an error and not paid for",
         ["CHO-028", "CHO-038"], Fact, |ctx| {
@@ -720,15 +721,16 @@ pub const CLIENT_CASES: &[Case] = &[
     client_case!("client-refuses-foreign-result", "a result naming another job, in the reply or by callback, is not taken and not paid for",
         ["CHO-030", "CHO-038"], Fact, |ctx| {
         ctx.controlled_by(CLIENT_HIRE);
+        let mut wrong = Vec::new();
         for (plan, what) in [
             (Hire::ForeignResult, "a job reply whose result names another job_id"),
             (Hire::ForeignCallback, "a callback whose result names another job_id (and no result for its own job)"),
         ] {
             let (run, input, _) = hire(ctx, plan).await?;
-            check_job_sent(ctx, &run, &input)?;
-            check_not_paid(ctx, &run, what)?;
+            let judged = check_job_sent(ctx, &run, &input).and_then(|_| check_not_paid(ctx, &run, what));
+            wrong.extend(ctx.row(judged)?);
         }
-        Ok(())
+        fail_rows("refusals the client did not take as such", &wrong)
     }),
     client_case!("client-refuses-cost-over-budget", "a result that charges an execution_cost above the job's budget is not paid as charged",
         ["CHO-033", "CHO-038"], Fact, |ctx| {
