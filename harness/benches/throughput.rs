@@ -6,12 +6,13 @@
 //! function each target calls) over its seed corpus. Prints a Markdown table;
 //! harness/benches/BENCHMARKS.md holds one run's figures. A benchmark, never a test.
 
-use agentconform::fuzzing::{campaign, engine};
-use agentconform::profile::Profile;
-use agentconform::schemas::Schemas;
-use agentconform::{embedded, suites};
+use agentconform::fuzzing::engine;
+use agentconform::suites;
 use std::path::Path;
 use std::time::{Duration, Instant};
+
+#[path = "../tests/common/mod.rs"]
+mod common;
 
 /// The allocator of the `agentconform` binary (src/main.rs), so that the live
 /// figures are what `agentconform fuzz` does.
@@ -70,50 +71,24 @@ async fn campaign_of(
     workers: Option<u64>,
     (cases, duration): (Option<u64>, Option<Duration>),
 ) -> engine::Summary {
-    let opts = embedded::Options {
-        faults: faults.iter().map(|f| f.to_string()).collect(),
-        ..embedded::Options::default()
-    };
-    let server = suites::start(suite, "127.0.0.1:0", &opts)
-        .await
-        .expect("start the reference");
-    let want = campaign::bindings(suite).expect("a live fuzzer")[0];
-    let url = server
-        .endpoints
-        .0
-        .iter()
-        .find(|(t, _)| *t == want)
-        .map(|(_, u)| u.clone())
-        .expect("an endpoint");
-    let mut profile = Profile::default();
-    profile.agora_spaces.full_space = Some("full".into());
-    profile.agora_spaces.cancel_grace_ms = Some(100);
+    let (server, to) = common::fuzz_reference(suite, faults).await;
     let out = std::env::temp_dir().join(format!("agentconform-bench-{}", std::process::id()));
-    let s = campaign::campaign(campaign::Campaign {
-        suite: suite.into(),
+    let s = common::fuzz_campaign(common::Fuzzing {
+        suite,
         role: agentconform::case::Role::Server,
-        seed: 1,
+        to,
+        profile: common::fuzz_profile(),
         bounds: engine::Bounds {
             cases,
             duration,
             max_findings: 100,
             first: 0,
         },
-        out: out.clone(),
         workers,
-        connection: campaign::Connection {
-            url,
-            transport: want,
-            profile,
-            schemas: Schemas::load().expect("schemas"),
-            http: agentconform::drive::http::client().expect("client"),
-            tls: agentconform::drive::Tls::platform().expect("tls"),
-        },
+        out: &out,
         known: Default::default(),
-        previous: Vec::new(),
     })
-    .await
-    .expect("a campaign");
+    .await;
     server.stop().await;
     let _ = std::fs::remove_dir_all(&out);
     s
@@ -200,7 +175,7 @@ fn live_table(rt: &tokio::runtime::Runtime) {
         "agora-exchange",
         "agentprotocol",
     ] {
-        let default = campaign::spec(suite).expect("a live fuzzer").workers;
+        let default = suites::parts(suite).expect("a live fuzzer").fuzzer.workers;
         let (cases, rate) = rt.block_on(live(suite, None));
         let (_, wide) = rt.block_on(live(suite, Some(32)));
         println!("| {suite} | {cases} | {default} | {rate:.0} | {wide:.0} |");

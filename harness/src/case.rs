@@ -82,7 +82,9 @@ pub struct Untestable {
     pub reason: &'static str,
 }
 
-/// A suite: its cases and the requirements it records as untestable.
+/// A suite as the case model sees it: its cases, rules, schemas, reference and the
+/// requirements it records as untestable. What only an engine above the case model
+/// takes of it (its fuzzers, discovery, load plan) is in `crate::suites::Parts`.
 pub struct Suite {
     pub id: &'static str,
     /// Requirement id prefix (AV1, ASP, …).
@@ -110,21 +112,13 @@ pub struct Suite {
     /// Judges one recorded reply again with the suite's own reply checks (the
     /// offline run of an exported vector).
     pub reread: RereadFn,
-    /// The suite's live fuzzer.
-    pub fuzzer: &'static crate::fuzzing::engine::Spec,
-    /// The live fuzzer of its client side (`fuzz --role client`), when it has one.
-    pub client_fuzzer: Option<&'static crate::fuzzing::engine::Spec>,
     /// Every rule its cases and reply checks hold a message to (`agentconform rules`).
     pub rules: &'static [&'static crate::rules::Rule],
-    /// How `agentconform load` drives it, when it does.
-    pub load: Option<crate::load::Plan>,
     /// Its reference client as a client driver.
     pub reference_client: ReferenceClient,
     /// Judges one message a real client sent (seen by `agentconform proxy`) by the
     /// rules of the client role, when the suite has them for a lone message.
     pub client_message: Option<ClientMessageFn>,
-    /// Its in-process fuzz targets (cargo-fuzz), by name.
-    pub in_process: &'static [(&'static str, crate::fuzzing::checks::Check)],
     /// Judges one reply of a real server (seen by `agentconform proxy`) with the
     /// request it answers, when the suite has rules for that request; true when it
     /// did (else the reply is read by `reread`).
@@ -136,9 +130,12 @@ pub struct Suite {
     /// reports any other request as outside the spec, informational, and judges no
     /// reply to it.
     pub defined: Option<fn(&str, &str) -> bool>,
-    /// What `agentconform init` probes the target for (`suites/<suite>/init.rs`):
-    /// the profile keys it finds, and why it cannot find the others.
-    pub discover: Option<crate::init::DiscoverFn>,
+}
+
+impl fmt::Debug for Suite {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Suite").field("id", &self.id).finish()
+    }
 }
 
 /// Which side of a suite a run tests (defined in `verdict`, below both this module
@@ -146,14 +143,6 @@ pub struct Suite {
 pub use crate::verdict::Role;
 
 impl Suite {
-    /// The live fuzzer of `role`.
-    pub fn fuzzer_of(&self, role: Role) -> Option<&'static crate::fuzzing::engine::Spec> {
-        match role {
-            Role::Server => Some(self.fuzzer),
-            Role::Client => self.client_fuzzer,
-        }
-    }
-
     /// The cases of `role`.
     pub fn cases_of(&self, role: Role) -> &'static [Case] {
         match role {

@@ -9,7 +9,7 @@
 //! the whole exchange (a message carried out that should have been refused) is
 //! recorded as the case's verdict, with the command that reruns it live.
 
-use crate::case::Recorded;
+use crate::case::{Recorded, Suite};
 use crate::profile::Profile;
 use crate::schemas::Schemas;
 use crate::script::{Ctx, RunShared};
@@ -144,9 +144,16 @@ fn exchanges(transcript: &[Value], started: time::OffsetDateTime) -> Vec<Exchang
     out
 }
 
-/// Judges every recorded reply of `v` again with the suite's reply checks.
-pub fn rejudge(v: &Vector, schemas: Schemas) -> Result<Rejudged, ExportError> {
-    let suite = crate::suites::by_id(&v.suite)
+/// Judges every recorded reply of `v` again with the reply checks of its suite,
+/// one of `suites`.
+pub fn rejudge(
+    suites: &[&'static Suite],
+    v: &Vector,
+    schemas: Schemas,
+) -> Result<Rejudged, ExportError> {
+    let suite = suites
+        .iter()
+        .find(|s| s.id == v.suite)
         .ok_or_else(|| ExportError::Malformed(format!("unknown suite {:?}", v.suite)))?;
     let mut found: Vec<(String, String)> = Vec::new();
     let mut skipped = 0;
@@ -205,12 +212,12 @@ pub fn rejudge(v: &Vector, schemas: Schemas) -> Result<Rejudged, ExportError> {
 /// Keeps, of the findings `met` (every finding the replies show, when empty), those
 /// the recorded replies show offline; fails when none is left.
 fn settle(
+    suites: &[&'static Suite],
     mut v: Vector,
     schemas: Schemas,
-    met: &[String],
-    rerun: &str,
+    (met, rerun): (&[String], &str),
 ) -> Result<Vector, ExportError> {
-    let r = rejudge(&v, schemas)?;
+    let r = rejudge(suites, &v, schemas)?;
     v.expect.findings = r
         .found
         .into_iter()
@@ -235,7 +242,12 @@ fn started_at(report: &Value) -> time::OffsetDateTime {
 
 /// The case `id` of a report (its id, or `id [transport]`), exported: its
 /// exchanges, verdict and requirement ids, and the findings its replies show.
-pub fn from_report(report: &Value, id: &str, schemas: Schemas) -> Result<Vector, ExportError> {
+pub fn from_report(
+    suites: &[&'static Suite],
+    report: &Value,
+    id: &str,
+    schemas: Schemas,
+) -> Result<Vector, ExportError> {
     let cases = report["cases"]
         .as_array()
         .ok_or_else(|| ExportError::Malformed("not a report.json: no cases".into()))?;
@@ -306,16 +318,20 @@ pub fn from_report(report: &Value, id: &str, schemas: Schemas) -> Result<Vector,
             summary: case["message"].as_str().unwrap_or_default().to_string(),
         },
     };
-    settle(v, schemas, &findings, &rerun)
+    settle(suites, v, schemas, (&findings, &rerun))
 }
 
 /// A fuzz crash file exported: its exchanges and the oracle that fired. A crash
 /// of the reply checks keeps the findings its replies show; any other oracle is
 /// judged from the whole exchange and cannot be shown offline.
-pub fn from_crash(crash: &Value, schemas: Schemas) -> Result<Vector, ExportError> {
+pub fn from_crash(
+    suites: &[&'static Suite],
+    crash: &Value,
+    schemas: Schemas,
+) -> Result<Vector, ExportError> {
     let suite = crash["suite"]
         .as_str()
-        .filter(|s| crate::suites::by_id(s).is_some())
+        .filter(|id| suites.iter().any(|s| s.id == *id))
         .ok_or_else(|| ExportError::Malformed("not a crash file: no known suite".into()))?;
     let transcript = crash["transcript"].as_array().cloned().unwrap_or_default();
     if transcript.is_empty() {
@@ -365,7 +381,7 @@ pub fn from_crash(crash: &Value, schemas: Schemas) -> Result<Vector, ExportError
             "the {oracle} oracle judges the whole exchange, not a reply alone, so no offline vector can show it; replay it live: {rerun}"
         )));
     }
-    settle(v, schemas, &rule, &rerun)
+    settle(suites, v, schemas, (&rule, &rerun))
 }
 
 /// Reads an exported vector (`None` when `v` is not one).

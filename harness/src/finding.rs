@@ -9,7 +9,6 @@
 
 use crate::inventory;
 use crate::inventory::Level;
-use crate::rules::Rule;
 use serde::Serialize;
 use std::fmt;
 
@@ -79,8 +78,30 @@ impl Finding {
         }
     }
 
-    /// A finding whose level is the strongest of `requirements` in the inventory
-    /// (FACT when none of them gives a level).
+    /// The finding of a rule that judges a change as a case does (a tamper of the
+    /// proxy, [`crate::rules::TAMPER`]): it takes that case's requirement ids and
+    /// level.
+    pub fn judged_as(mut self, requirements: &[&str], level: Level) -> Self {
+        self.requirements = requirements.iter().map(|s| s.to_string()).collect();
+        self.level = level;
+        self.outcome = Verdict::of(level);
+        self
+    }
+
+    /// The finding of a shared rule that takes its ids from the message it judges
+    /// (a refusal of a valid message, [`crate::rules::REFUSED`]): the ids that
+    /// make the message valid, its level theirs in the inventory (FACT when none
+    /// gives one).
+    pub fn citing(self, requirements: &[&str]) -> Self {
+        let ids: Vec<String> = requirements.iter().map(|s| s.to_string()).collect();
+        let level = inventory::level_for(&ids, Level::Fact);
+        self.judged_as(requirements, level)
+    }
+
+    /// A finding made without a rule, for the tests of what handles findings: the
+    /// harness itself makes every finding from its rule ([`Rule::found`]). Its level
+    /// is the strongest of `requirements` in the inventory (FACT when none gives one).
+    #[cfg(test)]
     pub fn new(key: impl Into<String>, requirements: &[&str], summary: impl Into<String>) -> Self {
         let requirements: Vec<String> = requirements.iter().map(|s| s.to_string()).collect();
         let level = inventory::level_for(&requirements, Level::Fact);
@@ -137,74 +158,6 @@ impl Finding {
             rule: None,
         }
     }
-}
-
-/// The violations of schema `schema` (`suite/name`) by a reply, one finding each
-/// of `family` (a family rule whose key ends `:*`) keyed by the violation's JSON
-/// pointer with array indices as `*`, or of the exact rule among `rules` for that
-/// pointer where there is one. The validator's message quotes the target's value.
-pub fn schema_findings(
-    schemas: &crate::schemas::Schemas,
-    schema: &str,
-    (rules, family): (&[&'static Rule], &'static Rule),
-    instance: &serde_json::Value,
-) -> Vec<Finding> {
-    let name = schema.split_once('/').map_or(schema, |(_, name)| name);
-    match schemas.violations(schema, instance) {
-        Ok(list) => {
-            let mut out: Vec<Finding> = Vec::new();
-            for v in list {
-                let f = crate::rules::found_among(
-                    rules,
-                    family,
-                    &v.shape(),
-                    format!("{name} at {}: {}", v.pointer, v.message),
-                );
-                if !out.iter().any(|o| o.key == f.key) {
-                    out.push(f);
-                }
-            }
-            out
-        }
-        Err(e) => vec![family.found_as("/", e)],
-    }
-}
-
-/// A refusal of a message the harness built valid, as one finding keyed by what the
-/// target said: `<suite>/refused:<code>:<message>`, the message [`normalised`] (ids,
-/// numbers and timestamps left out) so that every case that meets the same refusal,
-/// on any binding, meets one finding. It names no owner: the first case that met it
-/// fails for it, every later one is blocked by it. `what` says what was refused;
-/// `requirements` are the ids that make the message valid and its acceptance due.
-pub fn refusal(
-    suite: &str,
-    requirements: &[&str],
-    code: &str,
-    message: &str,
-    what: &str,
-) -> Finding {
-    let slug = normalised(message);
-    let code_slug: String = code
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
-        .take(40)
-        .collect();
-    let key = match (code_slug.is_empty(), slug.is_empty()) {
-        (true, true) => format!("{suite}/refused"),
-        (false, true) => format!("{suite}/refused:{code_slug}"),
-        (true, false) => format!("{suite}/refused:{slug}"),
-        (false, false) => format!("{suite}/refused:{code_slug}:{slug}"),
-    };
-    let said = match (code.is_empty(), message.trim().is_empty()) {
-        (false, false) => format!("{code} {}", quote(message)),
-        (false, true) => code.to_string(),
-        (true, _) => quote(message),
-    };
-    Finding::new(
-        key,
-        requirements,
-        format!("{what} was refused with {said}, though the harness built it valid; every case that needs such a message accepted is blocked by this refusal"),
-    )
 }
 
 /// `text` reduced to what stays the same from one refusal to the next: lower case,
@@ -300,6 +253,41 @@ pub fn clipped_json(v: &serde_json::Value, max: usize) -> String {
     clipped(text, max)
 }
 
+/// One rule: a static value written once, in its suite's `rules!` (or in
+/// [`SHARED`]); findings are made from it ([`Rule::found`], [`Rule::found_as`],
+/// [`Rule::found_in`]) and never restate its ids, level or owner.
+#[derive(Debug)]
+pub struct Rule {
+    /// The finding key, or a family of them ending in `*`.
+    pub key: &'static str,
+    /// The requirement and ambiguity ids it enforces.
+    pub requirements: &'static [&'static str],
+    /// The level where the requirement ids do not decide it; `None`: the strongest
+    /// level of the ids in the inventory.
+    pub level: Option<Level>,
+    /// The case that owns it (alone fails or warns for it); empty where any case
+    /// that meets it may own it.
+    pub owner: &'static str,
+    /// One line: what the rule holds a message to.
+    pub summary: &'static str,
+    /// What a target does that draws the finding.
+    pub fails: &'static str,
+    /// What passes.
+    pub passes: &'static str,
+    /// The rule's name in the code (the static that holds it).
+    pub name: &'static str,
+    /// The file that defines it.
+    pub file: &'static str,
+}
+
+impl PartialEq for Rule {
+    fn eq(&self, other: &Rule) -> bool {
+        self.key == other.key
+    }
+}
+
+impl Eq for Rule {}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,16 +334,15 @@ mod tests {
 
     #[test]
     fn refusals_are_keyed_by_their_words_without_ids() {
+        use crate::rules::{refusal, REFUSED};
         let a = refusal(
-            "s",
-            &["AGP-018"],
+            (&REFUSED, "s", &["AGP-018"]),
             "INVALID_SIGNATURE",
             "Verification error: The first argument must be of type string. Received 3f2a9c11",
             "an echo request",
         );
         let b = refusal(
-            "s",
-            &["AGP-018"],
+            (&REFUSED, "s", &["AGP-018"]),
             "INVALID_SIGNATURE",
             "Verification error: The first argument must be of type string. Received 77",
             "a notify",
@@ -374,10 +361,10 @@ mod tests {
         );
         assert_eq!(normalised("'protocolSources'"), "protocolsources");
         assert!(normalised(&"word ".repeat(40)).len() <= 60);
-        assert_eq!(refusal("s", &[], "", "", "x").key, "s/refused");
+        assert_eq!(refusal((&REFUSED, "s", &[]), "", "", "x").key, "s/refused");
         assert_ne!(
-            refusal("s", &[], "E1", "bad key", "x").key,
-            refusal("s", &[], "E2", "bad key", "x").key
+            refusal((&REFUSED, "s", &[]), "E1", "bad key", "x").key,
+            refusal((&REFUSED, "s", &[]), "E2", "bad key", "x").key
         );
     }
 

@@ -13,43 +13,9 @@
 //! (`agora-v1/refused*`: the findings add a detail after it). A key starting `*/`
 //! belongs to every suite.
 
-use crate::finding::Finding;
+pub use crate::finding::Rule;
+use crate::finding::{normalised, quote, Finding};
 use crate::inventory::{self, Level};
-
-/// One rule: a static value written once, in its suite's `rules!` (or in
-/// [`SHARED`]); findings are made from it ([`Rule::found`], [`Rule::found_as`],
-/// [`Rule::found_in`]) and never restate its ids, level or owner.
-#[derive(Debug)]
-pub struct Rule {
-    /// The finding key, or a family of them ending in `*`.
-    pub key: &'static str,
-    /// The requirement and ambiguity ids it enforces.
-    pub requirements: &'static [&'static str],
-    /// The level where the requirement ids do not decide it; `None`: the strongest
-    /// level of the ids in the inventory.
-    pub level: Option<Level>,
-    /// The case that owns it (alone fails or warns for it); empty where any case
-    /// that meets it may own it.
-    pub owner: &'static str,
-    /// One line: what the rule holds a message to.
-    pub summary: &'static str,
-    /// What a target does that draws the finding.
-    pub fails: &'static str,
-    /// What passes.
-    pub passes: &'static str,
-    /// The rule's name in the code (the static that holds it).
-    pub name: &'static str,
-    /// The file that defines it.
-    pub file: &'static str,
-}
-
-impl PartialEq for Rule {
-    fn eq(&self, other: &Rule) -> bool {
-        self.key == other.key
-    }
-}
-
-impl Eq for Rule {}
 
 /// Defines a suite's rules, each a `pub static` [`Rule`] named as written, and
 /// `RULES`, all of them in the order written. Each rule gives `key`,
@@ -174,6 +140,76 @@ pub fn found_among(
     {
         Some(exact) => exact.found(summary),
         None => family.found_as(detail, summary),
+    }
+}
+
+/// The violations of schema `schema` (`suite/name`) by a reply, one finding each
+/// of `family` (a family rule whose key ends `:*`) keyed by the violation's JSON
+/// pointer with array indices as `*`, or of the exact rule among `rules` for that
+/// pointer where there is one. The validator's message quotes the target's value.
+pub fn schema_findings(
+    schemas: &crate::schemas::Schemas,
+    schema: &str,
+    (rules, family): (&[&'static Rule], &'static Rule),
+    instance: &serde_json::Value,
+) -> Vec<Finding> {
+    let name = schema.split_once('/').map_or(schema, |(_, name)| name);
+    match schemas.violations(schema, instance) {
+        Ok(list) => {
+            let mut out: Vec<Finding> = Vec::new();
+            for v in list {
+                let f = found_among(
+                    rules,
+                    family,
+                    &v.shape(),
+                    format!("{name} at {}: {}", v.pointer, v.message),
+                );
+                if !out.iter().any(|o| o.key == f.key) {
+                    out.push(f);
+                }
+            }
+            out
+        }
+        Err(e) => vec![family.found_as("/", e)],
+    }
+}
+
+/// A refusal of a message the harness built valid, as one finding of `family`
+/// keyed by what the target said: `<suite>/refused:<code>:<message>`, the message
+/// [`normalised`] (ids, numbers and timestamps left out) so that every case that
+/// meets the same refusal, on any binding, meets one finding. It names no owner:
+/// the first case that met it fails for it, every later one is blocked by it.
+/// `family` is the suite's own `refused*` rule (its ids), else the shared
+/// [`REFUSED`], which takes `requirements`, the ids that make the message valid and
+/// its acceptance due. `what` says what was refused.
+pub fn refusal(
+    (family, suite, requirements): (&'static Rule, &str, &[&str]),
+    code: &str,
+    message: &str,
+    what: &str,
+) -> Finding {
+    let slug = normalised(message);
+    let code_slug: String = code
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .take(40)
+        .collect();
+    let detail = match (code_slug.is_empty(), slug.is_empty()) {
+        (true, true) => String::new(),
+        (false, true) => format!(":{code_slug}"),
+        (true, false) => format!(":{slug}"),
+        (false, false) => format!(":{code_slug}:{slug}"),
+    };
+    let said = match (code.is_empty(), message.trim().is_empty()) {
+        (false, false) => format!("{code} {}", quote(message)),
+        (false, true) => code.to_string(),
+        (true, _) => quote(message),
+    };
+    let summary = format!("{what} was refused with {said}, though the harness built it valid; every case that needs such a message accepted is blocked by this refusal");
+    if family.is_shared() {
+        family.found_in(suite, detail, summary).citing(requirements)
+    } else {
+        family.found_as(detail, summary)
     }
 }
 

@@ -145,7 +145,7 @@ fn client_margin(profile: &crate::profile::Profile) -> u64 {
 
 async fn run_one(
     shared: Arc<RunShared>,
-    case: &'static Case,
+    (case, rules): (&'static Case, &'static [&'static crate::rules::Rule]),
     (transport, url): (Transport, String),
     role: Role,
 ) -> CaseResult {
@@ -166,18 +166,14 @@ async fn run_one(
                 "the case did not finish within its overall budget of {} ms",
                 budget.as_millis()
             );
-            let f = Finding::new(
-                format!("{}/transport:case-budget", case.suite),
-                &[],
-                m.clone(),
-            );
+            let f = crate::rules::TRANSPORT.found_in(case.suite, "case-budget", m.clone());
             met.push(Met {
                 finding: f,
                 own: false,
             });
             (Outcome::Blocked, m)
         }
-        Ok(ended) => settle(&shared, case, ended, &mut met),
+        Ok(ended) => settle(&shared, (case, rules), ended, &mut met),
     };
     add_warnings(case, ctx.warnings(), &mut met);
     let (outcome, message) = needs_setting(outcome, message, &mut met);
@@ -339,7 +335,7 @@ fn overall_budget(shared: &RunShared, role: Role) -> Duration {
 /// becomes a finding it owns.
 fn settle(
     shared: &RunShared,
-    case: &'static Case,
+    (case, rules): (&'static Case, &'static [&'static crate::rules::Rule]),
     ended: Result<(), Stop>,
     met: &mut Vec<Met>,
 ) -> (Outcome, String) {
@@ -349,8 +345,7 @@ fn settle(
     };
     // A case whose subject a shared check also judges has a rule keyed by its id:
     // its own failure is that rule's finding, at the rule's level.
-    let case_rule = crate::suites::by_id(case.suite)
-        .and_then(|s| s.rules.iter().copied().find(|r| r.key == case.id));
+    let case_rule = rules.iter().copied().find(|r| r.key == case.id);
     let from_text = |m: &str| match case_rule {
         Some(rule) => rule.found(m),
         None => Finding::from_case_failure(case.id, case.requirements, case.level, m),
@@ -591,14 +586,14 @@ pub async fn run_with_progress(
                 slots.push(None);
                 let (shared, sem, transport, url) =
                     (shared.clone(), sem.clone(), *transport, url.clone());
-                let role = selection.role;
+                let (role, rules) = (selection.role, suite.rules);
                 let bar = progress.clone();
                 if let Some(b) = &bar {
                     b.inc_length(1);
                 }
                 tasks.spawn(async move {
                     let _permit = sem.acquire_owned().await;
-                    let result = run_one(shared, case, (transport, url), role).await;
+                    let result = run_one(shared, (case, rules), (transport, url), role).await;
                     if let Some(b) = bar {
                         b.inc(1);
                         b.set_message(case.id);

@@ -6,6 +6,8 @@
 //! release server: the cached binary first, else the release binary of the ref
 //! checked against its SHA-256 (a mismatch is refused), else a build.
 
+mod common;
+
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -41,7 +43,7 @@ fn script(
     let mut cmd = Command::new("bash");
     cmd.arg(&script)
         .current_dir(dir)
-        .env("AGENTCONFORM", env!("CARGO_BIN_EXE_agentconform"))
+        .env("AGENTCONFORM", common::bin())
         .env("GITHUB_OUTPUT", &output)
         .env("GITHUB_STEP_SUMMARY", &summary)
         .env("GITHUB_PATH", &output);

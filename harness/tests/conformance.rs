@@ -13,9 +13,8 @@ use agentconform::suites;
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 mod common;
@@ -336,79 +335,17 @@ fn hostile_target(kind: &'static str, expect_in_message: &'static str) -> Result
 
 // ---------- the command line ----------
 
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_agentconform"))
-}
-
-/// A `serve` process, killed when dropped; its stdout stays open while it lives.
-struct Serve {
-    child: Child,
-    _stdout: Option<std::process::ChildStdout>,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// Starts `agentconform serve` and returns it with its first URL.
+/// Starts `agentconform serve --suite SUITE ARGS` on loopback and returns it with
+/// its first URL.
 fn serve(suite: &str, args: &[&str]) -> Result<(Serve, String), Failed> {
-    let mut child = Command::new(bin())
-        .args(["serve", "--suite", suite, "--listen", "127.0.0.1:0"])
-        .args(args)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let mut reader = BufReader::new(stdout);
-    let mut line = String::new();
-    let read = reader.read_line(&mut line).map_err(|e| e.to_string());
-    let guard = Serve {
-        child,
-        _stdout: Some(reader.into_inner()),
-    };
-    read?;
-    let url = line.trim().to_string();
+    let mut all = vec!["--suite", suite];
+    all.extend_from_slice(args);
+    let guard = common::serve(&all)?;
+    let url = guard.url.clone();
     if !(url.starts_with("http://127.0.0.1:") || url.starts_with("ws://127.0.0.1:")) {
         return Err(format!("serve printed {url:?}").into());
     }
     Ok((guard, url))
-}
-
-fn cli(args: &[&str]) -> Result<(i32, String, String), Failed> {
-    let out = Command::new(bin())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| e.to_string())?;
-    Ok((
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
-}
-
-fn expect_code(args: &[&str], code: i32, needle: &str) -> Result<String, Failed> {
-    let (c, out, err) = cli(args)?;
-    if c != code || !(out.contains(needle) || err.contains(needle)) {
-        return Err(format!("agentconform {args:?}: exit {c} (want {code}), looking for {needle:?}\nstdout: {out}\nstderr: {err}").into());
-    }
-    Ok(out)
-}
-
-/// A fresh folder of this trial's own: trials run in parallel, and two of them
-/// may take the same `name` (`cli::fuzz_and_replay` does, once a suite).
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "agentconform-test-{name}-{}-{}",
-        std::process::id(),
-        reference_impl::wire::new_id()
-    ));
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
 }
 
 fn cli_run_embedded_writes_reports() -> Result<(), Failed> {
@@ -508,6 +445,7 @@ fn cli_run_against_fault(suite: &'static str, name: &'static str) -> Result<(), 
         &out,
     ];
     let result = expect_code(&args, 1, "FAIL")
+        .map_err(Failed::from)
         .and_then(|stdout| report_lists_findings(&dir.join("out"), &stdout));
     let _ = std::fs::remove_dir_all(&dir);
     result
@@ -659,7 +597,7 @@ fn cli_closed_pipe_is_quiet() -> Result<(), Failed> {
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| e.to_string())?;
-    let mut reader = BufReader::new(child.stdout.take().ok_or("no stdout")?);
+    let mut reader = std::io::BufReader::new(child.stdout.take().ok_or("no stdout")?);
     let mut first = [0u8; 100];
     std::io::Read::read_exact(&mut reader, &mut first).map_err(|e| e.to_string())?;
     drop(reader);
@@ -695,7 +633,7 @@ fn cli_baseline_expected_and_stale() -> Result<(), Failed> {
             "agora-v1/echo-*",
         ];
         args.extend_from_slice(extra);
-        cli(&args)
+        Ok(cli(&args)?)
     };
     let (code, stdout, _) = run(&url, &["--report", &out.to_string_lossy()])?;
     if code != 1 {
@@ -943,21 +881,8 @@ const AGENTPROTOCOL_FAMILIES: &[&str] = &[
 fn cli_agentprotocol_file_binding() -> Result<(), Failed> {
     let dir = tempdir("ap-files");
     let url = format!("file://{}", dir.display());
-    let mut child = Command::new(bin())
-        .args(["serve", "--suite", "agentprotocol", "--listen", &url])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let _guard = Serve {
-        child,
-        _stdout: None,
-    };
-    let mut line = String::new();
-    BufReader::new(stdout)
-        .read_line(&mut line)
-        .map_err(|e| e.to_string())?;
+    let (_guard, lines) = serve_lines(&["--suite", "agentprotocol", "--listen", &url], 1)?;
+    let line = lines.join("\n");
     if line.trim() != url {
         return Err(format!("serve printed {line:?}, not {url}").into());
     }
@@ -1662,33 +1587,17 @@ fn expiry_whole_second_reading(fault: Option<&'static str>) -> Result<(), Failed
 /// without a ledger, the run passes only through the profile's ledger URL, and an
 /// outcome request the target does not serve makes the reputation cases fail.
 fn cli_profile_ledger_and_outcome_request() -> Result<(), Failed> {
-    let mut child = Command::new(bin())
-        .args([
-            "serve",
+    let (_guard, urls) = serve_lines(
+        &[
             "--suite",
             "chorus",
             "--listen",
             "127.0.0.1:0",
             "--separate-ledger",
-        ])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let _guard = Serve {
-        child,
-        _stdout: None,
-    };
-    let mut lines = BufReader::new(stdout).lines();
-    let registry = lines
-        .next()
-        .ok_or("no registry URL")?
-        .map_err(|e| e.to_string())?;
-    let ledger = lines
-        .next()
-        .ok_or("no ledger URL")?
-        .map_err(|e| e.to_string())?;
+        ],
+        2,
+    )?;
+    let (registry, ledger) = (urls[0].clone(), urls[1].clone());
     let dir = tempdir("chorus-profile");
     let good = dir.join("good.toml");
     std::fs::write(&good, format!(

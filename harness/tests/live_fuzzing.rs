@@ -8,31 +8,23 @@
 //! of the machine; at the throughput the fuzzers report (thousands of cases per
 //! second), `FAULT_CASES` is a fraction of the default 60 s duration.
 
-use agentconform::case::Suite;
-use agentconform::embedded;
 use agentconform::fuzzing::corpus::Known;
-use agentconform::fuzzing::{campaign, engine};
+use agentconform::fuzzing::engine;
 use agentconform::profile::Profile;
-use agentconform::schemas::Schemas;
 use agentconform::suites;
 use libtest_mimic::{Arguments, Failed, Trial};
 use std::path::{Path, PathBuf};
 
 #[path = "live_fuzzing/campaigns.rs"]
 mod campaigns;
+mod common;
 
 /// Cases a clean run must survive.
 const CLEAN_CASES: u64 = 3000;
 /// Cases within which a reachable fault must be found.
 const FAULT_CASES: u64 = 3000;
 
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
-}
+use common::{fuzz_profile as profile, fuzz_reference as reference, reference_on, rt};
 
 fn out_dir(tag: &str) -> PathBuf {
     std::env::temp_dir().join(format!(
@@ -40,15 +32,6 @@ fn out_dir(tag: &str) -> PathBuf {
         std::process::id(),
         reference_impl::wire::new_id()
     ))
-}
-
-/// The profile `agentconform fuzz` uses against the embedded agents.
-fn profile() -> Profile {
-    let mut p = Profile::default();
-    p.agora_spaces.full_space = Some("full".into());
-    // The embedded reference stops a cancelled stream at once.
-    p.agora_spaces.cancel_grace_ms = Some(100);
-    p
 }
 
 /// One campaign of seed 1 with four workers; crash files go to a folder removed
@@ -77,65 +60,23 @@ async fn campaign_of(
 async fn campaign_in(
     suite: &str,
     role: agentconform::case::Role,
-    (url, transport): (String, agentconform::drive::Transport),
+    to: (String, agentconform::drive::Transport),
     profile: Profile,
     bounds: engine::Bounds,
     out: &Path,
     known: Known,
 ) -> engine::Summary {
-    campaign::campaign(campaign::Campaign {
-        suite: suite.to_string(),
+    common::fuzz_campaign(common::Fuzzing {
+        suite,
         role,
-        seed: 1,
+        to,
+        profile,
         bounds,
-        out: out.to_path_buf(),
         workers: Some(4),
-        connection: campaign::Connection {
-            url,
-            transport,
-            profile,
-            schemas: Schemas::load().expect("schemas"),
-            http: agentconform::drive::http::client().expect("client"),
-            tls: agentconform::drive::Tls::platform().expect("tls"),
-        },
+        out,
         known,
-        previous: Vec::new(),
     })
     .await
-    .expect("a campaign")
-}
-
-/// The embedded reference of `suite` with `faults` on, and its URL over the
-/// binding its fuzzer speaks first.
-async fn reference(
-    suite: &str,
-    faults: &[&str],
-) -> (embedded::Server, (String, agentconform::drive::Transport)) {
-    let want = campaign::bindings(suite).expect("a live fuzzer")[0];
-    reference_on(suite, faults, want).await
-}
-
-/// The embedded reference of `suite` with `faults`, and its endpoint of binding `want`.
-async fn reference_on(
-    suite: &str,
-    faults: &[&str],
-    want: agentconform::drive::Transport,
-) -> (embedded::Server, (String, agentconform::drive::Transport)) {
-    let opts = embedded::Options {
-        faults: faults.iter().map(|f| f.to_string()).collect(),
-        ..embedded::Options::default()
-    };
-    let server = suites::start(suite, "127.0.0.1:0", &opts)
-        .await
-        .expect("start the reference");
-    let url = server
-        .endpoints
-        .0
-        .iter()
-        .find(|(t, _)| *t == want)
-        .map(|(_, u)| u.clone())
-        .expect("an endpoint of the fuzzer's binding");
-    (server, (url, want))
 }
 
 /// Fuzzes the reference client of `suite` (with `faults`) through the reference
@@ -143,7 +84,7 @@ async fn reference_on(
 fn fuzz_client(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> engine::Summary {
     let mut driver = format!(
         "'{}' client --suite {{suite}} --scenario {{scenario}} --url {{url}}",
-        env!("CARGO_BIN_EXE_agentconform")
+        common::bin().display()
     );
     for f in faults {
         driver.push_str(&format!(" --fault {f}"));
@@ -200,11 +141,11 @@ fn fuzz(suite: &str, faults: &[&str], cases: u64, max_findings: u64) -> engine::
 }
 
 fn unreachable(suite: &str) -> &'static [(&'static str, &'static str)] {
-    campaign::unreachable(suite)
+    suites::parts(suite).map_or(&[], |p| p.fuzzer.unreachable)
 }
 
 fn has_fuzzer(suite: &str) -> Result<(), Failed> {
-    if campaign::bindings(suite).is_some() {
+    if suites::parts(suite).is_some() {
         Ok(())
     } else {
         Err(format!("suite {suite} has no live fuzzer").into())
@@ -263,8 +204,9 @@ fn unreachable_names_real_faults(suite: &'static str) -> Result<(), Failed> {
 
 /// The client fuzzer's unreachable list names faults of the client catalogue, each
 /// with a reason.
-fn client_unreachable_names_real_faults(suite: &'static Suite) -> Result<(), Failed> {
-    let spec = suite.client_fuzzer.ok_or("no client fuzzer")?;
+fn client_unreachable_names_real_faults(parts: &'static suites::Parts) -> Result<(), Failed> {
+    let suite = parts.suite;
+    let spec = parts.client_fuzzer.ok_or("no client fuzzer")?;
     for (name, reason) in spec.unreachable {
         if !suite.client_faults.iter().any(|f| f.name == *name) {
             return Err(
@@ -340,10 +282,11 @@ fn main() {
             ));
         }
     }
-    for suite in suites::all()
+    for parts in suites::all_parts()
         .into_iter()
-        .filter(|s| s.client_fuzzer.is_some())
+        .filter(|p| p.client_fuzzer.is_some())
     {
+        let suite = parts.suite;
         let id = suite.id;
         let tag = id.replace('-', "_");
         trials.push(Trial::test(
@@ -352,9 +295,9 @@ fn main() {
         ));
         trials.push(Trial::test(
             format!("client_fuzz::{tag}::unreachable_list_names_real_faults"),
-            move || client_unreachable_names_real_faults(suite),
+            move || client_unreachable_names_real_faults(parts),
         ));
-        let unreachable = suite.client_fuzzer.map_or(&[][..], |s| s.unreachable);
+        let unreachable = parts.client_fuzzer.map_or(&[][..], |s| s.unreachable);
         for f in suite.client_faults {
             let name = f.name;
             if unreachable.iter().any(|(n, _)| *n == name) {

@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::hostile;
+use common::{hostile, rt};
 use libtest_mimic::{Arguments, Failed, Trial};
 use serde_json::Value;
 use std::io::{BufRead, BufReader, Write};
@@ -45,7 +45,7 @@ const ADDRESS_SPACE: u64 = 4 << 30;
 /// The program measured: `AGENTCONFORM_EXE`, else the one cargo built for the tests.
 fn exe() -> String {
     std::env::var("AGENTCONFORM_EXE")
-        .unwrap_or_else(|_| env!("CARGO_BIN_EXE_agentconform").to_string())
+        .unwrap_or_else(|_| common::bin().to_string_lossy().into_owned())
 }
 
 fn wrapper() -> PathBuf {
@@ -131,14 +131,6 @@ fn judge(what: &str, p: &Peak, codes: &[i64], says: &str) -> Result<(), Failed> 
 fn tail(s: &str) -> String {
     let lines: Vec<&str> = s.lines().collect();
     lines[lines.len().saturating_sub(30)..].join("\n")
-}
-
-fn rt() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .expect("runtime")
 }
 
 /// run, fuzz and replay against a misbehaving target of `suite`, each time of

@@ -439,7 +439,6 @@ fn bytes_pass_unchanged() {
 /// URL, a zero duration, an unknown suite.
 #[test]
 fn usage_errors_exit_2() {
-    let exe = env!("CARGO_BIN_EXE_agentconform");
     for (args, says) in [
         (
             vec!["--suite", "agora-v1", "--upstream", "ftp://127.0.0.1:9"],
@@ -461,13 +460,10 @@ fn usage_errors_exit_2() {
             "unknown suite",
         ),
     ] {
-        let o = std::process::Command::new(exe)
-            .arg("proxy")
-            .args(&args)
-            .output()
-            .expect("run the proxy");
-        let err = String::from_utf8_lossy(&o.stderr);
-        assert_eq!(o.status.code(), Some(2), "{args:?}: {err}");
+        let mut all = vec!["proxy"];
+        all.extend_from_slice(&args);
+        let (code, _, err) = common::cli(&all).expect("run the proxy");
+        assert_eq!(code, 2, "{args:?}: {err}");
         assert!(err.contains(says), "{args:?}: {err}");
     }
 }

@@ -17,117 +17,38 @@ use common::*;
 use libtest_mimic::{Arguments, Failed, Trial};
 use reference_impl::serve::TlsIdentity;
 use serde_json::Value;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
-/// How long `serve` may take to print its URL.
-const SERVE_DEADLINE: Duration = Duration::from_secs(60);
-
-fn bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_agentconform"))
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!(
-        "agentconform-tls-{name}-{}-{}",
-        std::process::id(),
-        reference_impl::wire::new_id()
-    ));
-    std::fs::create_dir_all(&d).expect("temp dir");
-    d
-}
-
-/// A `serve --tls` process, killed when dropped.
+/// A `serve --tls` process (killed when dropped) and where it wrote its certificate.
 struct Serve {
-    child: Child,
-    /// Where it wrote its certificate.
+    _process: common::Serve,
     cert: PathBuf,
     url: String,
-}
-
-impl Drop for Serve {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// Starts `agentconform serve --suite SUITE --tls --tls-cert-out DIR/cert.pem` and
 /// waits (under a deadline) for its first URL.
 fn serve_tls(suite: &str, name: &str, args: &[&str]) -> Result<Serve, Failed> {
     let cert = tempdir(name).join("cert.pem");
-    let mut child = Command::new(bin())
-        .args([
-            "serve",
-            "--suite",
-            suite,
-            "--listen",
-            "127.0.0.1:0",
-            "--tls",
-        ])
-        .arg("--tls-cert-out")
-        .arg(&cert)
-        .args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    let stdout = child.stdout.take().ok_or("no stdout")?;
-    let mut guard = Serve {
-        child,
-        cert,
-        url: String::new(),
-    };
-    // The reader thread keeps the pipe open as long as the server lives.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let mut lines = BufReader::new(stdout).lines();
-        if let Some(Ok(first)) = lines.next() {
-            let _ = tx.send(first);
-        }
-        for _ in lines {}
-    });
-    let url = rx
-        .recv_timeout(SERVE_DEADLINE)
-        .map_err(|_| format!("serve --suite {suite} --tls printed no URL"))?;
-    let url = url.trim().to_string();
+    let cert_out = cert.to_string_lossy().into_owned();
+    let mut all = vec!["--suite", suite, "--tls", "--tls-cert-out", &cert_out];
+    all.extend_from_slice(args);
+    let process = common::serve(&all)?;
+    let url = process.url.clone();
     if !(url.starts_with("https://127.0.0.1:") || url.starts_with("wss://127.0.0.1:")) {
         return Err(format!("serve --tls printed {url:?}, not an https:// or wss:// URL").into());
     }
-    let pem = std::fs::read_to_string(&guard.cert).map_err(|e| e.to_string())?;
+    let pem = std::fs::read_to_string(&cert).map_err(|e| e.to_string())?;
     if !pem.starts_with("-----BEGIN CERTIFICATE-----") {
         return Err(format!("--tls-cert-out wrote {pem:?}").into());
     }
-    guard.url = url;
-    Ok(guard)
-}
-
-fn cli(args: &[&str]) -> Result<(i32, String, String), Failed> {
-    let out = Command::new(bin())
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(|e| e.to_string())?;
-    Ok((
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    ))
-}
-
-fn expect_code(args: &[&str], code: i32, needle: &str) -> Result<(String, String), Failed> {
-    let (c, out, err) = cli(args)?;
-    if c != code || !(out.contains(needle) || err.contains(needle)) {
-        return Err(format!(
-            "agentconform {args:?}: exit {c} (want {code}), looking for {needle:?}\nstdout: {out}\nstderr: {err}"
-        )
-        .into());
-    }
-    Ok((out, err))
+    Ok(Serve {
+        _process: process,
+        cert,
+        url,
+    })
 }
 
 /// A run that could not reach its target: exit 2, nothing on standard output, and one
@@ -196,7 +117,7 @@ fn agora_exchange_over_https_with_ca_file() -> Result<(), Failed> {
     let dir = tempdir("exchange-ca-report");
     let cert = s.cert.to_string_lossy().into_owned();
     let report_dir = dir.to_string_lossy().into_owned();
-    expect_code(
+    expect_outputs(
         &[
             "run",
             "--suite",
@@ -258,7 +179,7 @@ fn insecure_accepts_self_signed() -> Result<(), Failed> {
     let s = serve_tls("agora-exchange", "insecure", &["--conversation-ttl-s", "2"])?;
     let dir = tempdir("insecure-report");
     let report_dir = dir.to_string_lossy().into_owned();
-    expect_code(
+    expect_outputs(
         &[
             "run",
             "--suite",
@@ -297,7 +218,7 @@ fn deviations_over_tls_fail_with_reproducers() -> Result<(), Failed> {
     let cert = s.cert.to_string_lossy().into_owned();
     let dir = tempdir("fault-report");
     let report_dir = dir.to_string_lossy().into_owned();
-    expect_code(
+    expect_outputs(
         &[
             "run",
             "--suite",
@@ -334,7 +255,7 @@ fn fuzz_and_replay_over_tls() -> Result<(), Failed> {
     let cert = v1.cert.to_string_lossy().into_owned();
     let out = tempdir("fuzz-out");
     let out_dir = out.to_string_lossy().into_owned();
-    expect_code(
+    expect_outputs(
         &[
             "fuzz",
             "--suite",
@@ -358,12 +279,12 @@ fn fuzz_and_replay_over_tls() -> Result<(), Failed> {
     });
     std::fs::write(&crash, rec.to_string()).map_err(|e| e.to_string())?;
     let crash = crash.to_string_lossy().into_owned();
-    expect_code(&["replay", &crash, "--ca-file", &cert], 0, "not reproduced")?;
-    expect_code(&["replay", &crash, "--insecure"], 0, "not reproduced")?;
+    expect_outputs(&["replay", &crash, "--ca-file", &cert], 0, "not reproduced")?;
+    expect_outputs(&["replay", &crash, "--insecure"], 0, "not reproduced")?;
 
     let spaces = serve_tls("agora-spaces", "fuzz-spaces", &[])?;
     let cert = spaces.cert.to_string_lossy().into_owned();
-    expect_code(
+    expect_outputs(
         &[
             "fuzz",
             "--suite",
@@ -385,7 +306,7 @@ fn fuzz_and_replay_over_tls() -> Result<(), Failed> {
 
 fn run_tls_embedded() -> Result<(), Failed> {
     // Every suite against the embedded reference serving TLS, which the run trusts.
-    let (out, _) = expect_code(
+    let (out, _) = expect_outputs(
         &["run", "--suite", "all", "--tls", "--format", "short"],
         0,
         "0 failed",
@@ -397,7 +318,7 @@ fn run_tls_embedded() -> Result<(), Failed> {
 }
 
 fn flags_are_checked() -> Result<(), Failed> {
-    expect_code(
+    expect_outputs(
         &[
             "run",
             "--suite",
@@ -411,7 +332,7 @@ fn flags_are_checked() -> Result<(), Failed> {
         2,
         "cannot be used with",
     )?;
-    expect_code(
+    expect_outputs(
         &[
             "run",
             "--suite",
@@ -423,14 +344,14 @@ fn flags_are_checked() -> Result<(), Failed> {
         2,
         "cannot be used with",
     )?;
-    expect_code(
+    expect_outputs(
         &["serve", "--suite", "agora-v1", "--tls-cert-out", "x.pem"],
         2,
         "--tls",
     )?;
     let missing = tempdir("flags").join("missing.pem");
     let missing = missing.to_string_lossy().into_owned();
-    expect_code(
+    expect_outputs(
         &[
             "run",
             "--suite",

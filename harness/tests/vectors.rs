@@ -905,7 +905,8 @@ fn exported_trials() -> Vec<Trial> {
                 .ok_or("not an exported vector")?
                 .map_err(|e| e.to_string())?;
             let schemas = agentconform::schemas::Schemas::load()?;
-            let r = agentconform::export::rejudge(&vector, schemas).map_err(|e| e.to_string())?;
+            let r = agentconform::export::rejudge(&agentconform::suites::all(), &vector, schemas)
+                .map_err(|e| e.to_string())?;
             if !r.reproduced() || vector.expect.findings.is_empty() {
                 return Err(format!(
                     "not reproduced: missing {:?}; found {:?}",

@@ -24,7 +24,7 @@ pub fn run(
     let v = read_json(&file)?;
     let schemas = Schemas::load().map_err(CliError::Harness)?;
     let vector = match (case, v.get("cases").is_some()) {
-        (Some(id), true) => crate::export::from_report(&v, id, schemas),
+        (Some(id), true) => crate::export::from_report(&crate::suites::all(), &v, id, schemas),
         (None, true) => {
             return Err(Usage(format!(
                 "{} is a report: name the case to export with --case",
@@ -37,7 +37,7 @@ pub fn run(
                 file.display()
             )))
         }
-        (None, false) => crate::export::from_crash(&v, schemas),
+        (None, false) => crate::export::from_crash(&crate::suites::all(), &v, schemas),
     }
     .map_err(|e| CliError::NotTested(format!("{}: {e}", file.display())))?;
     let text = serde_json::to_string_pretty(&vector)

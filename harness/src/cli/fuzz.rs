@@ -80,7 +80,8 @@ pub struct FuzzArgs {
 /// Runs the campaign; exit 1 when it found something (crash files under
 /// `--out`/crashes).
 pub fn run(mut a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
-    let speaks = check_flags(&a)?;
+    let fuzzed = check_flags(&a)?;
+    let speaks = fuzzed.0.fuzzer.transports;
     let resume = resumed(&mut a)?;
     let duration = match (&a.duration, a.cases) {
         (Some(d), _) => Some(parse_duration(d)?),
@@ -126,7 +127,7 @@ pub fn run(mut a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
             );
         };
         let summary = campaign::campaign_with(
-            campaign_of(&a, duration, connection, (known, resume)),
+            campaign_of(&a, fuzzed, duration, connection, (known, resume)),
             Some(&progress),
         )
         .await
@@ -139,25 +140,23 @@ pub fn run(mut a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
     print_summary(&a, &label, summary, out)
 }
 
-/// The flags that do not go together, in the order they are checked; the bindings
-/// the suite's fuzzer speaks.
-fn check_flags(a: &FuzzArgs) -> Result<&'static [Transport], CliError> {
-    let Some(speaks) = campaign::bindings(&a.suite) else {
+/// The flags that do not go together, in the order they are checked; the suite's
+/// parts and the live fuzzer of the side fuzzed.
+fn check_flags(a: &FuzzArgs) -> Result<Fuzzed, CliError> {
+    let Some(parts) = crate::suites::parts(&a.suite) else {
         return Err(unknown_suite(&a.suite));
     };
     if a.client.is_some() && a.role != Role::Client {
         return Err(Usage("--client needs --role client".into()));
     }
-    if a.role == Role::Client {
-        if a.target.is_some() {
-            return Err(Usage(
-                "--role client fuzzes a client driven by --client; it takes no --target".into(),
-            ));
-        }
-        if campaign::spec_of(&a.suite, a.role).is_none() {
-            return Err(Usage(format!("suite {} has no client fuzzer yet", a.suite)));
-        }
+    if a.role == Role::Client && a.target.is_some() {
+        return Err(Usage(
+            "--role client fuzzes a client driven by --client; it takes no --target".into(),
+        ));
     }
+    let Some(spec) = parts.fuzzer_of(a.role) else {
+        return Err(Usage(format!("suite {} has no client fuzzer yet", a.suite)));
+    };
     if a.target.is_some() && !a.faults.is_empty() {
         return Err(Usage(
             "--fault applies to the embedded agent; it cannot be combined with --target".into(),
@@ -169,7 +168,7 @@ fn check_flags(a: &FuzzArgs) -> Result<&'static [Transport], CliError> {
     if a.max_findings == 0 {
         return Err(Usage("--max-findings must be at least 1".into()));
     }
-    Ok(speaks)
+    Ok((parts, spec))
 }
 
 /// The binding of `--target`, which the suite's fuzzer must speak.
@@ -239,16 +238,24 @@ async fn start_target(
     })
 }
 
+/// A suite's parts and the live fuzzer of the side a campaign fuzzes.
+type Fuzzed = (
+    &'static crate::suites::Parts,
+    &'static crate::fuzzing::spec::Spec,
+);
+
 /// The campaign the flags describe, over `connection`.
 fn campaign_of(
     a: &FuzzArgs,
+    (parts, spec): Fuzzed,
     duration: Option<Duration>,
     connection: campaign::Connection,
     (known, resume): (crate::fuzzing::corpus::Known, Option<Resume>),
 ) -> campaign::Campaign {
     let (first, previous) = resume.map_or((0, Vec::new()), |r| (r.next, r.signatures));
     campaign::Campaign {
-        suite: a.suite.clone(),
+        suite: parts.suite,
+        spec,
         role: a.role,
         seed: a.seed,
         bounds: crate::fuzzing::engine::Bounds {

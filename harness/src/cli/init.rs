@@ -33,8 +33,9 @@ pub struct InitArgs {
 /// Probes the target and writes its profile; exit 0 when written, 2 when the
 /// target cannot be reached.
 pub fn run(a: InitArgs, out: &mut impl Write) -> Result<i32, CliError> {
-    let suite = suites::by_id(&a.suite).ok_or_else(|| unknown_suite(&a.suite))?;
-    let Some(discover) = suite.discover else {
+    let parts = suites::parts(&a.suite).ok_or_else(|| unknown_suite(&a.suite))?;
+    let suite = parts.suite;
+    let Some(discover) = parts.discover else {
         return Err(Usage(format!("{} has nothing init can discover", suite.id)));
     };
     let transport = parse_target(&a.target)?;

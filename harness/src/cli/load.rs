@@ -80,8 +80,8 @@ pub fn run(a: LoadArgs, out: &mut impl Write) -> Result<i32, CliError> {
 /// The suite and the bounds of the flags, in the order they are checked.
 /// The load plan of `--suite`, or the usage error that says which suites load drives.
 fn plan_of(suite: &str) -> Result<crate::load::Plan, CliError> {
-    let descriptor = suites::by_id(suite).ok_or_else(|| unknown_suite(suite))?;
-    descriptor.load.ok_or_else(|| {
+    let parts = suites::parts(suite).ok_or_else(|| unknown_suite(suite))?;
+    parts.load.ok_or_else(|| {
         Usage(format!(
             "load drives {}, not {suite}",
             suites::loaded().join(", ")
@@ -99,10 +99,10 @@ fn check_flags(a: &LoadArgs) -> Result<(), CliError> {
         ));
     }
     crate::load::fits(plan, clients, requests).map_err(Usage)?;
-    let member_suites: Vec<&str> = suites::all()
+    let member_suites: Vec<&str> = suites::all_parts()
         .into_iter()
-        .filter(|s| matches!(s.load, Some(crate::load::Plan::Members { .. })))
-        .map(|s| s.id)
+        .filter(|p| matches!(p.load, Some(crate::load::Plan::Members { .. })))
+        .map(|p| p.suite.id)
         .collect();
     if (a.stalled > 0 || a.text_bytes > 0 || a.publishers.is_some())
         && !member_suites.contains(&suite)

@@ -30,6 +30,17 @@ pub fn run(
         return replay_vector(file, vector.map_err(|e| input(file.display(), e))?, out);
     }
     let crash = campaign::CrashFile::read(file)?;
+    let Some(parts) = crate::suites::parts(&crash.suite) else {
+        return Err(campaign::FuzzError::NotCrashFile {
+            path: file.display().to_string(),
+            why: format!("suite {:?} is not one the fuzzer writes", crash.suite),
+        }
+        .into());
+    };
+    let spec = parts
+        .fuzzer_of(crash.role)
+        .ok_or_else(|| campaign::FuzzError::NoClientFuzzer(crash.suite.clone()))?;
+    let fuzzed = (parts.suite, spec);
     let mut prof = fuzz_profile(profile.as_ref(), false, 5000)?;
     let (url, transport) = crash_target(&crash, target, &mut prof)?;
     let schemas = Schemas::load().map_err(CliError::Harness)?;
@@ -38,6 +49,7 @@ pub fn run(
     let rt = runtime()?;
     let replayed = rt.block_on(campaign::replay(
         &crash,
+        fuzzed,
         campaign::Connection {
             url: url.clone(),
             transport,
@@ -166,7 +178,7 @@ fn replay_vector(
     out: &mut impl Write,
 ) -> Result<i32, CliError> {
     let schemas = Schemas::load().map_err(CliError::Harness)?;
-    let r = crate::export::rejudge(&vector, schemas)
+    let r = crate::export::rejudge(&crate::suites::all(), &vector, schemas)
         .map_err(|e| CliError::NotTested(format!("{}: {e}", file.display())))?;
     writeln!(
         out,

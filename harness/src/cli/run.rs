@@ -175,7 +175,7 @@ async fn discover_unset(
     )?);
     let mut out = Vec::new();
     for s in chosen {
-        let Some(discover) = s.discover else {
+        let Some(discover) = crate::suites::parts(s.id).and_then(|p| p.discover) else {
             continue;
         };
         match crate::init::probe(s, discover, shared.clone(), transport, url).await {

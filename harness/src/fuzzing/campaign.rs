@@ -4,9 +4,10 @@
 //! on the one engine.
 
 use super::corpus::{Known, Request};
-use super::engine::{self, Bounds, Progress, Spec, Summary, Target};
+use super::engine::{self, Bounds, Progress, Summary};
+use super::spec::{Spec, Target};
 use super::verdict::{FuzzFinding, Outcome};
-use crate::case::Role;
+use crate::case::{Role, Suite};
 use crate::drive::Tls;
 use crate::drive::Transport;
 use crate::profile::Profile;
@@ -47,7 +48,9 @@ pub struct Connection {
 
 /// One fuzz campaign.
 pub struct Campaign {
-    pub suite: String,
+    pub suite: &'static Suite,
+    /// The live fuzzer of the side fuzzed (`role`), as the suite's parts give it.
+    pub spec: &'static Spec,
     /// Which side of the suite is fuzzed (client: through the profile's client
     /// driver, the connection's URL unused).
     pub role: Role,
@@ -64,36 +67,15 @@ pub struct Campaign {
     pub previous: Vec<serde_json::Value>,
 }
 
-/// The bindings the fuzzer of `suite` speaks (the first is the one it uses
-/// against an embedded agent); `None` when the suite has no live fuzzer.
-pub fn bindings(suite: &str) -> Option<&'static [Transport]> {
-    spec(suite).map(|s| s.transports)
-}
-
-/// The fuzz spec the descriptor of `suite` names.
-pub fn spec(suite: &str) -> Option<&'static Spec> {
-    crate::suites::by_id(suite).map(|s| s.fuzzer)
-}
-
-/// The fuzz spec of `suite`'s `role`, when it has one.
-pub fn spec_of(suite: &str, role: Role) -> Option<&'static Spec> {
-    crate::suites::by_id(suite)?.fuzzer_of(role)
-}
-
-/// Reference faults no fuzz case of `suite` can reach, and why.
-pub fn unreachable(suite: &str) -> &'static [(&'static str, &'static str)] {
-    spec(suite).map_or(&[], |s| s.unreachable)
-}
-
-fn check_binding(suite: &str, transport: Transport) -> Result<(), FuzzError> {
-    let speaks = bindings(suite).ok_or_else(|| FuzzError::UnknownSuite(suite.to_string()))?;
-    if speaks.contains(&transport) {
+fn check_binding(suite: &Suite, spec: &Spec, transport: Transport) -> Result<(), FuzzError> {
+    if spec.transports.contains(&transport) {
         return Ok(());
     }
     Err(FuzzError::Binding {
-        suite: suite.to_string(),
+        suite: suite.id.to_string(),
         transport,
-        speaks: speaks
+        speaks: spec
+            .transports
             .iter()
             .map(|t| t.to_string())
             .collect::<Vec<_>>()
@@ -128,20 +110,16 @@ pub async fn campaign_with(
     c: Campaign,
     progress: Option<&(dyn Fn(&Progress) + Sync)>,
 ) -> Result<Summary, FuzzError> {
-    let suite =
-        crate::suites::by_id(&c.suite).ok_or_else(|| FuzzError::UnknownSuite(c.suite.clone()))?;
-    let spec = suite
-        .fuzzer_of(c.role)
-        .ok_or_else(|| FuzzError::NoClientFuzzer(c.suite.clone()))?;
+    let (suite, spec) = (c.suite, c.spec);
     if c.role == Role::Server {
-        check_binding(&c.suite, c.connection.transport)?;
+        check_binding(suite, spec, c.connection.transport)?;
     }
     let (shared, transport, url) = shared(c.connection);
     Ok(engine::fuzz(engine::Run {
-        suite: suite.id,
+        suite,
         role: c.role,
         spec,
-        target: Target::new(suite.id, shared, transport, &url),
+        target: Target::new(suite, shared, transport, &url),
         seed: c.seed,
         bounds: c.bounds,
         out: &c.out,
@@ -191,12 +169,6 @@ impl CrashFile {
             });
         };
         let suite = rec["suite"].as_str().unwrap_or_default().to_string();
-        if bindings(&suite).is_none() {
-            return Err(FuzzError::NotCrashFile {
-                path: shown,
-                why: format!("suite {suite:?} is not one the fuzzer writes"),
-            });
-        }
         let role = if rec["role"] == "client" {
             Role::Client
         } else {
@@ -252,18 +224,19 @@ impl Replayed {
     }
 }
 
-/// Runs the case of `crash` again against the connection's target.
-pub async fn replay(crash: &CrashFile, c: Connection) -> Result<Replayed, FuzzError> {
+/// Runs the case of `crash` again against the connection's target, with the
+/// suite and the live fuzzer of the side it records.
+pub async fn replay(
+    crash: &CrashFile,
+    (suite, spec): (&'static Suite, &'static Spec),
+    c: Connection,
+) -> Result<Replayed, FuzzError> {
     if crash.role == Role::Server {
-        check_binding(&crash.suite, c.transport)?;
+        check_binding(suite, spec, c.transport)?;
     }
-    let spec = spec_of(&crash.suite, crash.role)
-        .ok_or_else(|| FuzzError::NoClientFuzzer(crash.suite.clone()))?;
     let (shared, transport, url) = shared(c);
-    let suite = crate::suites::by_id(&crash.suite)
-        .ok_or_else(|| FuzzError::UnknownSuite(crash.suite.clone()))?;
-    let t = Target::new(suite.id, shared, transport, &url);
-    let run = engine::run_case(spec, &t, crash.seed, crash.index).await;
+    let t = Target::new(suite, shared, transport, &url);
+    let run = super::spec::run_case(spec, &t, crash.seed, crash.index).await;
     let alone = match &crash.alone {
         Some((req, bytes)) => {
             // The request goes where the case's would: the replay's target.

@@ -15,7 +15,7 @@
 //! Nothing here names a suite: the endpoint and the input come from the transcript
 //! and the bytes a case sent.
 
-use super::engine::CaseRun;
+use super::spec::CaseRun;
 use super::verdict::{FuzzFinding, Oracle};
 use crate::drive::Transport;
 use crate::verdict::{Entry, Role};
@@ -134,7 +134,7 @@ const METHODS: &[&str] = &["GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPT
 
 /// The last request of `transcript`; `target` and `transport` say where a bare
 /// body went (the HTTP driver POSTs it to the target URL), and `kinds` which types
-/// a frame's endpoint may name ([`super::engine::Spec::kinds`]).
+/// a frame's endpoint may name ([`super::spec::Spec::kinds`]).
 pub fn last_request(
     transcript: &[Entry],
     target: &str,
@@ -385,11 +385,14 @@ pub fn signature(
 /// every id in `cited` (the fewest of them when several do): the key `run` gives
 /// a deviation of those requirements. `None` when no id is cited or the choice is
 /// not one.
-pub fn rule_for(suite: &str, role: crate::verdict::Role, cited: &[String]) -> Option<String> {
+pub fn rule_for(
+    s: &crate::case::Suite,
+    role: crate::verdict::Role,
+    cited: &[String],
+) -> Option<String> {
     if cited.is_empty() {
         return None;
     }
-    let s = crate::suites::by_id(suite)?;
     let covers = |reqs: &[&str]| cited.iter().all(|c| reqs.contains(&c.as_str()));
     let client = role == crate::verdict::Role::Client;
     let rules = s
@@ -587,7 +590,9 @@ pub enum Recorded {
 #[derive(Debug, Clone)]
 pub struct Meta {
     pub out: PathBuf,
-    pub suite: &'static str,
+    pub suite: &'static crate::case::Suite,
+    /// The message types a frame's endpoint may name (`Spec::kinds`).
+    pub kinds: &'static [&'static str],
     pub role: crate::verdict::Role,
     pub target: String,
     pub transport: Transport,
@@ -630,8 +635,7 @@ impl Corpus {
     /// Files one finding of case `index`: a new signature gets its crash file at
     /// once; one seen before counts, and keeps the smaller input.
     pub fn record(&self, index: u64, run: &CaseRun, found: &FuzzFinding) -> Recorded {
-        let kinds =
-            super::campaign::spec_of(self.meta.suite, self.meta.role).map_or(&[][..], |s| s.kinds);
+        let kinds = self.meta.kinds;
         let mut sig = signature(
             found,
             run,
@@ -646,7 +650,7 @@ impl Corpus {
                 sig = Signature::Rule(key);
             }
         }
-        let id = sig.id(self.meta.suite);
+        let id = sig.id(self.meta.suite.id);
         let seen = upto(&run.transcript, found);
         let request = last_request(seen, &self.meta.target, self.meta.transport, kinds);
         let fixed = is_fixed(request.as_ref(), &run.sent);
@@ -757,7 +761,7 @@ impl Corpus {
             })
         }));
         let doc = json!({
-            "suite": self.meta.suite,
+            "suite": self.meta.suite.id,
             "target": self.meta.target,
             "seed": self.meta.seed,
             "cases": cases,
@@ -820,7 +824,7 @@ pub fn write_crash(meta: &Meta, e: &Filed) -> std::io::Result<PathBuf> {
     std::fs::write(&bin, &e.smallest.bytes)?;
     let meta_path = dir.join(format!("{stem}.json"));
     let mut record = json!({
-        "suite": meta.suite,
+        "suite": meta.suite.id,
         "target": meta.target,
         "signature": e.id,
         "class": e.signature.class().map(Class::name),
@@ -1029,16 +1033,29 @@ mod tests {
     fn an_oracle_citing_a_rules_requirements_is_that_rule() {
         let server = crate::verdict::Role::Server;
         assert_eq!(
-            rule_for("agora-exchange", server, &["AEX-038".to_string()]).as_deref(),
+            rule_for(
+                &crate::suites::agora_exchange::SUITE,
+                server,
+                &["AEX-038".to_string()]
+            )
+            .as_deref(),
             Some("agora-exchange/wellknown:document-hash")
         );
         // Two rules of one case cite AEX-049 (malformed JSON answered with a 2xx,
         // or with another status): the case is the signature.
         assert_eq!(
-            rule_for("agora-exchange", server, &["AEX-049".to_string()]).as_deref(),
+            rule_for(
+                &crate::suites::agora_exchange::SUITE,
+                server,
+                &["AEX-049".to_string()]
+            )
+            .as_deref(),
             Some("agora-exchange/malformed-json")
         );
-        assert_eq!(rule_for("agora-exchange", server, &[]), None);
+        assert_eq!(
+            rule_for(&crate::suites::agora_exchange::SUITE, server, &[]),
+            None
+        );
     }
 
     #[test]
@@ -1100,7 +1117,8 @@ mod tests {
         let c = Corpus::new(
             Meta {
                 out: dir.clone(),
-                suite: "s",
+                suite: &crate::suites::agora_v1::SUITE,
+                kinds: &[],
                 role: crate::verdict::Role::Server,
                 target: "http://h/".into(),
                 transport: Transport::Http,

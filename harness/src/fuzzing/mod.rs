@@ -1,6 +1,7 @@
 //! Fuzzing: the properties of the in-process targets (`checks`, run by cargo-fuzz
 //! under fuzz/ and replayed by `cargo test`), and the live-target fuzzers: one
-//! engine (`engine`: run loop, bounds, liveness), its crash corpus (`corpus`: one
+//! engine (`engine`: run loop, bounds, liveness) over the suites' fuzz specs and
+//! the run of one case (`spec`), its crash corpus (`corpus`: one
 //! crash file per signature) and shrinker (`shrink`), its mutations (`mutate`) and
 //! verdicts (`verdict`), one fuzz spec per suite, and the library entry points
 //! (`campaign`) the CLI and the tests call.
@@ -12,4 +13,5 @@ pub mod corpus;
 pub mod engine;
 pub mod mutate;
 pub mod shrink;
+pub mod spec;
 pub mod verdict;

@@ -14,7 +14,7 @@
 //! and the crash file says why.
 
 use super::corpus::{signature, Corpus, Filed, Request, Sample, Shrunk, Signature};
-use super::engine::{CaseRun, Spec, Target};
+use super::spec::{CaseRun, Spec, Target};
 use super::verdict::{classify, FuzzFinding, Oracle, Outcome};
 use crate::script::Ctx;
 use serde_json::Value;
@@ -188,7 +188,7 @@ fn text_candidates<T: Clone>(t: &[T]) -> Vec<Vec<T>> {
 /// of what the target did.
 pub async fn resend(spec: &Spec, target: &Target, req: &Request, bytes: &[u8]) -> Option<String> {
     let (found, run) = if req.method == "WS" {
-        let mut run = super::engine::resend_frame(spec, target, bytes).await?;
+        let mut run = super::spec::resend_frame(spec, target, bytes).await?;
         let outcome = std::mem::replace(&mut run.outcome, Outcome::Pass);
         (answered(outcome)?, run)
     } else {
@@ -203,7 +203,7 @@ pub async fn resend(spec: &Spec, target: &Target, req: &Request, bytes: &[u8]) -
         crate::verdict::Role::Server,
     );
     match &sig {
-        Signature::Crash { .. } | Signature::Rule(_) => Some(sig.id(target.suite)),
+        Signature::Crash { .. } | Signature::Rule(_) => Some(sig.id(target.suite.id)),
         Signature::Oracle { .. } => None,
     }
 }
@@ -229,7 +229,7 @@ async fn resend_http(
 ) -> Option<(FuzzFinding, CaseRun)> {
     let mut ctx = Ctx::new(target.shared.clone(), target.transport, &target.url);
     ctx.fuzzing = true;
-    ctx.suite_id = Some(target.suite);
+    ctx.suite_id = Some(target.suite.id);
     let method = reqwest::Method::from_bytes(req.method.as_bytes()).ok()?;
     let headers = [("content-type", "application/json")];
     let sent = ctx
@@ -241,16 +241,14 @@ async fn resend_http(
             _ => return None,
         },
         Ok(reply) => {
-            if let Some(suite) = crate::suites::by_id(target.suite) {
-                (suite.reread)(
-                    &mut ctx,
-                    &crate::case::Recorded {
-                        body: reply.body.clone(),
-                        http_status: Some(reply.status),
-                        content_type: reply.content_type.clone(),
-                    },
-                );
-            }
+            (target.suite.reread)(
+                &mut ctx,
+                &crate::case::Recorded {
+                    body: reply.body.clone(),
+                    http_status: Some(reply.status),
+                    content_type: reply.content_type.clone(),
+                },
+            );
             answered(classify(Ok(()), ctx.findings()))?
         }
     };

@@ -28,7 +28,9 @@ pub fn verdict(suite: &'static Suite, t: &Tamper, passed: &[Passed], seen: Obser
     let (requirements, level) = judged_as(suite, t);
     let ids: Vec<&str> = requirements.iter().map(String::as_str).collect();
     let finding = |summary: String| {
-        Finding::new(format!("{}/tamper:{}", suite.id, t.fault), &ids, summary).at(level)
+        crate::rules::TAMPER
+            .found_in(suite.id, t.fault, summary)
+            .judged_as(&ids, level)
     };
     let (outcome, message, met) = match t.changes {
         Changes::Request => server_verdict(t, passed, finding),

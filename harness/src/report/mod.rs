@@ -496,25 +496,16 @@ mod tests {
         assert_eq!(jenkins_compatible("<x/>"), "<x/>");
     }
 
-    /// A fixed report: two suites, every outcome, a failing and a warning finding,
-    /// a reproducer, a baseline; nothing that changes from run to run.
-    fn fixed_report() -> Report {
-        use crate::case::{Entry, Level, Met};
+    /// A case of the fixed report: one exchange, 7 ms.
+    fn fixed_case(
+        id: &str,
+        outcome: Outcome,
+        met: Vec<crate::case::Met>,
+        message: &str,
+    ) -> CaseResult {
+        use crate::case::{Entry, Level};
         use crate::drive::Transport;
-        use crate::finding::Finding;
-        use crate::runner::{merge_findings, RunOutput};
-        let shape = Finding::new(
-            "agora-exchange/reply:failure-shape",
-            &["AEX-009", "AEX-010"],
-            "failure replies read {\"status\":\"error\",\"message\":\"Missing field 'body'\"}",
-        )
-        .owned_by("agora-exchange/reply-shape");
-        let warn = Finding::new(
-            "agora-exchange/wellknown~AEX-044",
-            &["AEX-044"],
-            "no /wellknown endpoint (HTTP 404)",
-        );
-        let case = |id: &str, outcome: Outcome, met: Vec<Met>, message: &str| CaseResult {
+        CaseResult {
             id: id.into(),
             suite: id.split('/').next().unwrap_or_default().into(),
             title: format!("the title of {id}"),
@@ -543,7 +534,27 @@ mod tests {
             met,
             control_case: None,
             claims: Vec::new(),
-        };
+        }
+    }
+
+    /// A fixed report: two suites, every outcome, a failing and a warning finding,
+    /// a reproducer, a baseline; nothing that changes from run to run.
+    fn fixed_report() -> Report {
+        use crate::case::Met;
+        use crate::finding::Finding;
+        use crate::runner::{merge_findings, RunOutput};
+        let shape = Finding::new(
+            "agora-exchange/reply:failure-shape",
+            &["AEX-009", "AEX-010"],
+            "failure replies read {\"status\":\"error\",\"message\":\"Missing field 'body'\"}",
+        )
+        .owned_by("agora-exchange/reply-shape");
+        let warn = Finding::new(
+            "agora-exchange/wellknown~AEX-044",
+            &["AEX-044"],
+            "no /wellknown endpoint (HTTP 404)",
+        );
+        let case = fixed_case;
         let incidental = |f: &Finding| Met {
             finding: f.clone(),
             own: false,

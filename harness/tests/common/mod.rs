@@ -326,3 +326,209 @@ pub async fn hostile(kind: &'static str) -> String {
         format!("http://{addr}/")
     }
 }
+
+// ---------- the command line ----------
+
+/// The `agentconform` binary cargo built for these tests.
+pub fn bin() -> std::path::PathBuf {
+    // Cargo names it to tests and benches; an example that includes this file
+    // never starts the binary.
+    let built = option_env!("CARGO_BIN_EXE_agentconform");
+    std::path::PathBuf::from(built.expect("cargo names the binary to tests and benches"))
+}
+
+/// Runs `agentconform ARGS` with no input: its exit code, standard output and
+/// standard error.
+pub fn cli(args: &[&str]) -> Result<(i32, String, String), String> {
+    let out = std::process::Command::new(bin())
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(|e| e.to_string())?;
+    Ok((
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    ))
+}
+
+/// Runs `agentconform ARGS`, which must exit `code` and say `needle` on either
+/// output: its standard output and standard error.
+pub fn expect_outputs(args: &[&str], code: i32, needle: &str) -> Result<(String, String), String> {
+    let (c, out, err) = cli(args)?;
+    if c != code || !(out.contains(needle) || err.contains(needle)) {
+        return Err(format!(
+            "agentconform {args:?}: exit {c} (want {code}), looking for {needle:?}\nstdout: {out}\nstderr: {err}"
+        ));
+    }
+    Ok((out, err))
+}
+
+/// [`expect_outputs`], its standard output alone.
+pub fn expect_code(args: &[&str], code: i32, needle: &str) -> Result<String, String> {
+    expect_outputs(args, code, needle).map(|(out, _)| out)
+}
+
+/// A fresh folder of the caller's own: trials run in parallel, and two of them
+/// may take the same `name`.
+pub fn tempdir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!(
+        "agentconform-test-{name}-{}-{}",
+        std::process::id(),
+        reference_impl::wire::new_id()
+    ));
+    std::fs::create_dir_all(&d).expect("temp dir");
+    d
+}
+
+/// How long `serve` may take to print its URL.
+pub const SERVE_DEADLINE: Duration = Duration::from_secs(60);
+
+/// An `agentconform serve` process, killed when dropped; a thread keeps its
+/// standard output open while it lives.
+pub struct Serve {
+    child: std::process::Child,
+    /// The first URL it printed.
+    pub url: String,
+}
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts `agentconform serve --listen 127.0.0.1:0 ARGS` and waits, under
+/// [`SERVE_DEADLINE`], for the first URL it prints.
+pub fn serve(args: &[&str]) -> Result<Serve, String> {
+    let mut all = vec!["--listen", "127.0.0.1:0"];
+    all.extend_from_slice(args);
+    serve_lines(&all, 1).map(|(s, _)| s)
+}
+
+/// Starts `agentconform serve ARGS` and waits, under [`SERVE_DEADLINE`], for the
+/// first `n` lines it prints (its URLs); the first is the server's `url`.
+pub fn serve_lines(args: &[&str], n: usize) -> Result<(Serve, Vec<String>), String> {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(bin())
+        .arg("serve")
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let stdout = child.stdout.take().ok_or("no stdout")?;
+    let mut guard = Serve {
+        child,
+        url: String::new(),
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { return };
+            let _ = tx.send(line);
+        }
+    });
+    let deadline = std::time::Instant::now() + SERVE_DEADLINE;
+    let mut lines = Vec::new();
+    while lines.len() < n {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = rx.recv_timeout(left).map_err(|_| {
+            format!(
+                "serve {args:?} printed {} of {n} lines: {lines:?}",
+                lines.len()
+            )
+        })?;
+        lines.push(line.trim().to_string());
+    }
+    guard.url = lines.first().cloned().unwrap_or_default();
+    Ok((guard, lines))
+}
+
+// ---------- live fuzzing ----------
+
+/// The profile `agentconform fuzz` uses against the embedded agents.
+pub fn fuzz_profile() -> Profile {
+    let mut p = Profile::default();
+    p.agora_spaces.full_space = Some("full".into());
+    // The embedded reference stops a cancelled stream at once.
+    p.agora_spaces.cancel_grace_ms = Some(100);
+    p
+}
+
+/// The embedded reference of `suite` with `faults` on, and its URL over the
+/// binding its fuzzer speaks first.
+pub async fn fuzz_reference(
+    suite: &str,
+    faults: &[&str],
+) -> (embedded::Server, (String, agentconform::drive::Transport)) {
+    let parts = suites::parts(suite).expect("a suite");
+    reference_on(suite, faults, parts.fuzzer.transports[0]).await
+}
+
+/// The embedded reference of `suite` with `faults`, and its endpoint of binding `want`.
+pub async fn reference_on(
+    suite: &str,
+    faults: &[&str],
+    want: agentconform::drive::Transport,
+) -> (embedded::Server, (String, agentconform::drive::Transport)) {
+    let opts = embedded::Options {
+        faults: faults.iter().map(|f| f.to_string()).collect(),
+        ..embedded::Options::default()
+    };
+    let server = suites::start(suite, "127.0.0.1:0", &opts)
+        .await
+        .expect("start the reference");
+    let url = server
+        .endpoints
+        .0
+        .iter()
+        .find(|(t, _)| *t == want)
+        .map(|(_, u)| u.clone())
+        .expect("an endpoint of the fuzzer's binding");
+    (server, (url, want))
+}
+
+/// What a campaign of the kit runs: which side of which suite, against what,
+/// within which bounds, with how many workers (the suite's default when `None`),
+/// filing into `out` and leaving out what `known` knows.
+pub struct Fuzzing<'a> {
+    pub suite: &'a str,
+    pub role: agentconform::case::Role,
+    pub to: (String, agentconform::drive::Transport),
+    pub profile: Profile,
+    pub bounds: agentconform::fuzzing::engine::Bounds,
+    pub workers: Option<u64>,
+    pub out: &'a std::path::Path,
+    pub known: agentconform::fuzzing::corpus::Known,
+}
+
+/// One campaign of seed 1, as `agentconform fuzz` runs it.
+pub async fn fuzz_campaign(f: Fuzzing<'_>) -> agentconform::fuzzing::engine::Summary {
+    use agentconform::fuzzing::campaign;
+    let parts = suites::parts(f.suite).expect("a suite");
+    let (url, transport) = f.to;
+    campaign::campaign(campaign::Campaign {
+        suite: parts.suite,
+        spec: parts.fuzzer_of(f.role).expect("a live fuzzer of the role"),
+        role: f.role,
+        seed: 1,
+        bounds: f.bounds,
+        out: f.out.to_path_buf(),
+        workers: f.workers,
+        connection: campaign::Connection {
+            url,
+            transport,
+            profile: f.profile,
+            schemas: Schemas::load().expect("schemas"),
+            http: agentconform::drive::http::client().expect("client"),
+            tls: agentconform::drive::Tls::platform().expect("tls"),
+        },
+        known: f.known,
+        previous: Vec::new(),
+    })
+    .await
+    .expect("a campaign")
+}

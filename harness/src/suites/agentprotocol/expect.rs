@@ -30,7 +30,8 @@ use crate::drive::file::FileDriver;
 use crate::drive::http::HttpDriver;
 use crate::drive::ws::WsDriver;
 use crate::drive::{DriveError, Driver, Limits, Received, Transport};
-use crate::finding::{quote, schema_findings, Finding};
+use crate::finding::{quote, Finding};
+use crate::rules::schema_findings;
 use crate::rules::Rule;
 use crate::script::{describe_drive_error, join_url, Ctx};
 use reference_impl::agentprotocol::message::{self, agent_id, CODES, PROTOCOL, TYPES};
@@ -619,14 +620,13 @@ pub fn describe(r: &Value) -> String {
 }
 
 /// An error answering a message the harness built valid: the refusal finding,
-/// keyed by the error's code and message ([`crate::finding::refusal`]).
+/// keyed by the error's code and message ([`crate::rules::refusal`]).
 /// `ids` are the requirements that make the refused message due an answer (AGP-013
 /// for hello, AGP-018 for a request).
 pub fn refused(r: &Value, what: &str, ids: &[&str]) -> Finding {
     let p = &r["payload"];
-    crate::finding::refusal(
-        "agentprotocol",
-        ids,
+    crate::rules::refusal(
+        (&crate::rules::REFUSED, "agentprotocol", ids),
         p["code"].as_str().unwrap_or_default(),
         p["message"].as_str().unwrap_or_default(),
         what,

@@ -77,8 +77,8 @@
 //! more completely over HTTP and WebSocket.
 
 use crate::drive::{DriveError, Driver, Limits, Received, Transport};
-use crate::fuzzing::engine::{FuzzCtx, Spec};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use crate::fuzzing::spec::{FuzzCtx, Spec};
 use crate::fuzzing::verdict::{
     self, about, fail, finding, skip, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
 };
@@ -1908,7 +1908,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     kinds: &[],
     unreachable: &[],
     connection_per_worker: false,
-    workers: crate::fuzzing::engine::WORKERS,
+    workers: crate::fuzzing::spec::WORKERS,
 };
 
 use crate::suites::agentprotocol::expect::{PeerPlan, PeerSpoil};

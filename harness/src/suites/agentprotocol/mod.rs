@@ -57,17 +57,22 @@ pub static SUITE: Suite = Suite {
     client_cases: CLIENT_CASES,
     client_faults: reference_impl::agentprotocol::client::CLIENT_FAULTS,
     reread: crate::suites::agentprotocol::expect::reread,
-    fuzzer: &crate::suites::agentprotocol::fuzz::SPEC,
-    client_fuzzer: Some(&crate::suites::agentprotocol::fuzz::CLIENT_SPEC),
     rules: rules::RULES,
-    load: Some(load::PLAN),
     reference_client: client::REFERENCE,
-    in_process: in_process::TARGETS,
     tampers: crate::suites::agentprotocol::tamper::TAMPERS,
     defined: Some(crate::suites::agentprotocol::expect::proxied),
-    discover: Some(crate::suites::agentprotocol::init::discover),
     reply_to: None,
     client_message: Some(expect::proxy_client),
+};
+
+/// What the engines above the case model take of the suite.
+pub static PARTS: crate::suites::Parts = crate::suites::Parts {
+    suite: &SUITE,
+    fuzzer: &crate::suites::agentprotocol::fuzz::SPEC,
+    client_fuzzer: Some(&crate::suites::agentprotocol::fuzz::CLIENT_SPEC),
+    discover: Some(crate::suites::agentprotocol::init::discover),
+    load: Some(load::PLAN),
+    in_process: in_process::TARGETS,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

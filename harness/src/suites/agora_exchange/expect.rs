@@ -315,9 +315,8 @@ pub async fn control(ctx: &mut Ctx) -> Step<()> {
         .status()
         .map(String::from)
         .unwrap_or_else(|| format!("HTTP {}", r.http));
-    Err(ctx.block(crate::finding::refusal(
-        "agora-exchange",
-        &["AEX-013", "AEX-015"],
+    Err(ctx.block(crate::rules::refusal(
+        (&rules::REFUSED, "agora-exchange", &[]),
         &status,
         r.error().unwrap_or_default(),
         what,

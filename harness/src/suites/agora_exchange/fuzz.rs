@@ -23,8 +23,8 @@
 //!   AEX-038).
 
 use crate::drive::Transport;
-use crate::fuzzing::engine::{FuzzCtx, Spec};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use crate::fuzzing::spec::{FuzzCtx, Spec};
 use crate::fuzzing::verdict::{
     self, about, finding, skip, Codes, Expected, FuzzFinding, FuzzFuture, FuzzStep, FuzzStop,
     Observed, Oracle,
@@ -54,7 +54,7 @@ pub static SPEC: Spec = Spec {
         ),
     ],
     connection_per_worker: false,
-    workers: crate::fuzzing::engine::WORKERS,
+    workers: crate::fuzzing::spec::WORKERS,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -263,58 +263,61 @@ fn expect_for(req: &Value, fx: &Fx, conversation_hash: Option<Option<&str>>) -> 
     Expect { want, subject }
 }
 
-fn verdict_for(
-    req: &Value,
-    fx: &Fx,
-    conversation_hash: Option<Option<&str>>,
-) -> (Expected<Success, Refusal>, Option<&'static str>) {
-    let open = |why: &str| (Expected::Open(why.into()), None);
+/// What a request draws, and the rule whose key names a refusal of it.
+type Verdict = (Expected<Success, Refusal>, Option<&'static str>);
+
+/// A refusal, of any code, that the rule `subject` asks for.
+fn rejected(subject: &'static str) -> Verdict {
+    (Expected::Reject(Codes::Any), Some(subject))
+}
+
+fn open(why: &str) -> Verdict {
+    (Expected::Open(why.into()), None)
+}
+
+/// The members a request is judged by, as the spec types them (its body,
+/// multiround and protocolHash), or the verdict of a request that breaks them.
+fn members(req: &Value) -> Result<(&Value, bool, Option<&str>), Verdict> {
     let Some(o) = req.as_object() else {
-        return (
-            Expected::Reject(Codes::Any),
-            Some("agora-exchange/malformed-json:not-object"),
-        );
+        return Err(rejected("agora-exchange/malformed-json:not-object"));
     };
     let Some(body) = o.get("body") else {
-        return (
-            Expected::Reject(Codes::Any),
-            Some("agora-exchange/missing-body"),
-        );
+        return Err(rejected("agora-exchange/missing-body"));
     };
     if !(body.is_string() || body.is_object()) {
-        return open("the spec gives body no other type, nor a verdict for one");
+        return Err(open(
+            "the spec gives body no other type, nor a verdict for one",
+        ));
     }
     let multiround = match o.get("multiround") {
         None | Some(Value::Null) => false,
         Some(Value::Bool(b)) => *b,
-        Some(_) => return open("multiround is not a boolean"),
+        Some(_) => return Err(open("multiround is not a boolean")),
     };
     match o.get("protocolSources") {
         None | Some(Value::Null) => {}
         Some(Value::Array(a)) if a.iter().all(Value::is_string) => {}
-        Some(_) => return open("protocolSources is not an array of strings"),
+        Some(_) => return Err(open("protocolSources is not an array of strings")),
     }
     let hash = match o.get("protocolHash") {
         None | Some(Value::Null) => None,
         Some(Value::String(s)) => Some(s.as_str()),
-        Some(_) => {
-            return (
-                Expected::Reject(Codes::Any),
-                Some("agora-exchange/malformed-hash"),
-            )
-        }
+        Some(_) => return Err(rejected("agora-exchange/malformed-hash")),
+    };
+    Ok((body, multiround, hash))
+}
+
+fn verdict_for(req: &Value, fx: &Fx, conversation_hash: Option<Option<&str>>) -> Verdict {
+    let (body, multiround, hash) = match members(req) {
+        Ok(m) => m,
+        Err(v) => return v,
     };
     let protocol = match conversation_hash {
         // A follow-up: naming another protocol is malformed (AEX-031).
         Some(orig) => match (hash, orig) {
             (None, o) => o,
             (Some(h), Some(o)) if h.eq_ignore_ascii_case(o) => Some(o),
-            (Some(_), _) => {
-                return (
-                    Expected::Reject(Codes::Any),
-                    Some("agora-exchange/protocol-change-rejected"),
-                )
-            }
+            (Some(_), _) => return rejected("agora-exchange/protocol-change-rejected"),
         },
         None => hash,
     };
@@ -328,14 +331,11 @@ fn verdict_for(
         return (Expected::Accept(success, Codes::none()), None);
     };
     if !is_sha1_hex(h) {
-        return (
-            Expected::Reject(Codes::Any),
-            Some("agora-exchange/malformed-hash"),
-        );
+        return rejected("agora-exchange/malformed-hash");
     }
     if !fx.known.contains(&h.to_ascii_lowercase()) {
         // Sent with sources, an unknown protocol may be adopted (AEX-042).
-        return if o.get("protocolSources").is_some_and(Value::is_array) {
+        return if req.get("protocolSources").is_some_and(Value::is_array) {
             open("an unknown protocol sent with sources may be adopted (AEX-042)")
         } else {
             (
@@ -632,7 +632,7 @@ pub static CLIENT_SPEC: Spec = Spec {
     kinds: &[],
     unreachable: &[],
     connection_per_worker: false,
-    workers: crate::fuzzing::engine::WORKERS,
+    workers: crate::fuzzing::spec::WORKERS,
 };
 
 fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {

@@ -13,24 +13,8 @@ const S: &str = "agora-exchange";
 pub fn discover(ctx: &mut Ctx) -> DiscoverFuture<'_> {
     Box::pin(async move {
         let mut out = Vec::new();
-        let known = match wellknown(ctx).await {
-            Ok(Some(m)) if !m.is_empty() => m,
-            Ok(_) => {
-                out.push(Entry::missing(S, "protocol_hash", "GET /wellknown lists no protocol (no endpoint, or an empty map). Set it to the hash of a protocol the server supports, as the server spells it, and protocol_document to that protocol's text."));
-                return out;
-            }
-            Err(_) => {
-                let why = ctx.findings().last().map_or_else(
-                    || "GET /wellknown could not be read".to_string(),
-                    |m| format!("GET /wellknown could not be read: {}", m.finding.summary),
-                );
-                out.push(Entry::missing(
-                    S,
-                    "protocol_hash",
-                    format!("{why}. Set it to the hash of a protocol the server supports."),
-                ));
-                return out;
-            }
+        let Some(known) = listed(ctx, &mut out).await else {
+            return out;
         };
         let echo = document::ECHO_DOCUMENT;
         let key = known
@@ -90,6 +74,29 @@ pub fn discover(ctx: &mut Ctx) -> DiscoverFuture<'_> {
         sources_form(ctx, &key, &text, &body, &mut out).await;
         out
     })
+}
+
+/// The protocols GET /wellknown lists, or the entry that says why none is known.
+async fn listed(ctx: &mut Ctx, out: &mut Vec<Entry>) -> Option<serde_json::Map<String, Value>> {
+    match wellknown(ctx).await {
+        Ok(Some(m)) if !m.is_empty() => Some(m),
+        Ok(_) => {
+            out.push(Entry::missing(S, "protocol_hash", "GET /wellknown lists no protocol (no endpoint, or an empty map). Set it to the hash of a protocol the server supports, as the server spells it, and protocol_document to that protocol's text."));
+            None
+        }
+        Err(_) => {
+            let why = ctx.findings().last().map_or_else(
+                || "GET /wellknown could not be read".to_string(),
+                |m| format!("GET /wellknown could not be read: {}", m.finding.summary),
+            );
+            out.push(Entry::missing(
+                S,
+                "protocol_hash",
+                format!("{why}. Set it to the hash of a protocol the server supports."),
+            ));
+            None
+        }
+    }
 }
 
 /// The form of `protocolSources` the server takes: the text, else a URL at which

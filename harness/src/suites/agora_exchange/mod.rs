@@ -45,17 +45,22 @@ pub static SUITE: Suite = Suite {
     client_cases: CLIENT_CASES,
     client_faults: reference_impl::agora_exchange::client::CLIENT_FAULTS,
     reread: crate::suites::agora_exchange::expect::reread,
-    fuzzer: &crate::suites::agora_exchange::fuzz::SPEC,
-    client_fuzzer: Some(&crate::suites::agora_exchange::fuzz::CLIENT_SPEC),
     rules: rules::RULES,
-    load: Some(load::PLAN),
     reference_client: client::REFERENCE,
-    in_process: in_process::TARGETS,
     tampers: crate::suites::agora_exchange::tamper::TAMPERS,
     defined: Some(crate::suites::agora_exchange::expect::defined),
-    discover: Some(crate::suites::agora_exchange::init::discover),
     reply_to: None,
     client_message: Some(expect::proxy_client),
+};
+
+/// What the engines above the case model take of the suite.
+pub static PARTS: crate::suites::Parts = crate::suites::Parts {
+    suite: &SUITE,
+    fuzzer: &crate::suites::agora_exchange::fuzz::SPEC,
+    client_fuzzer: Some(&crate::suites::agora_exchange::fuzz::CLIENT_SPEC),
+    discover: Some(crate::suites::agora_exchange::init::discover),
+    load: Some(load::PLAN),
+    in_process: in_process::TARGETS,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

@@ -170,7 +170,7 @@ rules! {
         passes: "a new exchange without protocolSources taken, or refused for another reason",
     }
     // In the shared refused family, but built by `control` (through
-    // `crate::finding::refusal("agora-exchange", ...)`) with AEX-013 and AEX-015.
+    // `crate::rules::refusal`), its ids AEX-013 and AEX-015.
     REFUSED {
         key: "agora-exchange/refused*",
         requirements: &["AEX-013", "AEX-015"],

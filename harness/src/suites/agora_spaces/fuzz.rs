@@ -60,8 +60,8 @@
 //! connection transport, and a frame check reply-check.
 
 use crate::drive::Transport;
-use crate::fuzzing::engine::{FuzzCtx, Spec};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use crate::fuzzing::spec::{FuzzCtx, Spec};
 use crate::fuzzing::verdict::{
     finding, first_failing, rules_since, skip, under, Codes, Expected, FuzzFuture, FuzzStep,
     FuzzStop, Oracle,
@@ -2226,7 +2226,7 @@ pub static CLIENT_SPEC: Spec = Spec {
         ("ignores-publish-error", "the fuzzer's scenario is listen, which publishes nothing; client-publish-refused serves the refusal"),
     ],
     connection_per_worker: false,
-    workers: crate::fuzzing::engine::WORKERS,
+    workers: crate::fuzzing::spec::WORKERS,
 };
 
 use crate::suites::agora_spaces::expect::{client_input, hub_edited, printed_texts, HubPlan};

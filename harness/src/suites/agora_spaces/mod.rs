@@ -39,18 +39,23 @@ pub static SUITE: Suite = Suite {
     client_cases: CLIENT_CASES,
     client_faults: reference_impl::agora_spaces::client::CLIENT_FAULTS,
     reread: crate::suites::agora_spaces::expect::reread,
-    fuzzer: &crate::suites::agora_spaces::fuzz::SPEC,
-    client_fuzzer: Some(&crate::suites::agora_spaces::fuzz::CLIENT_SPEC),
     rules: rules::RULES,
-    load: Some(load::PLAN),
     reference_client: client::REFERENCE,
-    in_process: in_process::TARGETS,
     tampers: crate::suites::agora_spaces::tamper::TAMPERS,
     // WebSocket only: every frame is judged.
     defined: None,
-    discover: Some(crate::suites::agora_spaces::init::discover),
     reply_to: None,
     client_message: Some(expect::proxy_client),
+};
+
+/// What the engines above the case model take of the suite.
+pub static PARTS: crate::suites::Parts = crate::suites::Parts {
+    suite: &SUITE,
+    fuzzer: &crate::suites::agora_spaces::fuzz::SPEC,
+    client_fuzzer: Some(&crate::suites::agora_spaces::fuzz::CLIENT_SPEC),
+    discover: Some(crate::suites::agora_spaces::init::discover),
+    load: Some(load::PLAN),
+    in_process: in_process::TARGETS,
 };
 
 /// Every requirement has a case: ASP-037 (a client discards a cancelled stream) is

@@ -724,9 +724,8 @@ pub fn expect_baseline(ctx: &mut Ctx, r: &Received, types: &[&str], what: &str) 
 fn baseline(ctx: &mut Ctx, env: Env, types: &[&str], what: &str) -> Step<Env> {
     if env.ty == "ERROR" && !types.contains(&"ERROR") {
         let code = env.error_code().map(|c| c.to_string()).unwrap_or_default();
-        let f = crate::finding::refusal(
-            "agora-v1",
-            &["AV1-026"],
+        let f = crate::rules::refusal(
+            (&rules::REFUSED, "agora-v1", &[]),
             &code,
             env.error_message().unwrap_or_default(),
             what,
@@ -1549,7 +1548,7 @@ pub fn check_client_message(ctx: &mut Ctx, bytes: &[u8]) -> Step<Env> {
         "ACCEPT" => ("agora-v1/accept", &rules::SCHEMA_ACCEPT),
         _ => return Ok(env),
     };
-    let found = crate::finding::schema_findings(
+    let found = crate::rules::schema_findings(
         &ctx.shared.schemas,
         schema,
         (rules::RULES, family),

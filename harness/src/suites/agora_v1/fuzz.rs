@@ -23,8 +23,8 @@
 //! - **liveness**: a HELLO after every finding and every 500 cases is answered.
 
 use crate::drive::{Received, Transport};
-use crate::fuzzing::engine::{FuzzCtx, Spec};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use crate::fuzzing::spec::{FuzzCtx, Spec};
 use crate::fuzzing::verdict::{
     about, finding, first_failing, judge, under, Codes, Expected, FuzzFuture, FuzzStep, Observed,
     Oracle,
@@ -72,7 +72,7 @@ pub static SPEC: Spec = Spec {
         ),
     ],
     connection_per_worker: true,
-    workers: crate::fuzzing::engine::WORKERS,
+    workers: crate::fuzzing::spec::WORKERS,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -607,7 +607,7 @@ pub static CLIENT_SPEC: Spec = Spec {
         ),
     ],
     connection_per_worker: false,
-    workers: crate::fuzzing::engine::WORKERS,
+    workers: crate::fuzzing::spec::WORKERS,
 };
 
 fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {

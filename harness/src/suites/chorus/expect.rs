@@ -13,8 +13,9 @@
 use super::rules;
 use crate::case::{fail, skip, Step, Stop};
 use crate::drive::callback::CallbackListener;
-use crate::finding::{quote, schema_findings, Finding};
+use crate::finding::{quote, Finding};
 use crate::profile::{ChorusSection, ResultDelivery, SetupBase, SetupEvent};
+use crate::rules::schema_findings;
 use crate::script::Ctx;
 use crate::template::{render, render_json};
 use reference_impl::wire::clock::{format_timestamp, parse_timestamp};

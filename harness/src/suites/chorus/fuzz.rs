@@ -59,8 +59,8 @@
 //! - wire-form: a respelled message (key order, whitespace, escapes) gets the verdict
 //!   of its value.
 
-use crate::fuzzing::engine::{FuzzCtx, Spec};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use crate::fuzzing::spec::{FuzzCtx, Spec};
 use crate::fuzzing::verdict::{
     self, about, finding, skip, tagged, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
 };
@@ -85,7 +85,7 @@ pub static SPEC: Spec = Spec {
     kinds: &[],
     unreachable: &[],
     connection_per_worker: false,
-    workers: crate::fuzzing::engine::WORKERS,
+    workers: crate::fuzzing::spec::WORKERS,
 };
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -2363,7 +2363,7 @@ pub static CLIENT_SPEC: Spec = Spec {
         ),
     ],
     connection_per_worker: false,
-    workers: crate::fuzzing::engine::WORKERS,
+    workers: crate::fuzzing::spec::WORKERS,
 };
 
 use crate::suites::chorus::expect::{hire_input, hired_by_job_path, hired_ids, registry, Hire};

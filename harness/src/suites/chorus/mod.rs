@@ -42,19 +42,24 @@ pub static SUITE: Suite = Suite {
     client_cases: CLIENT_CASES,
     client_faults: reference_impl::chorus::client::CLIENT_FAULTS,
     reread: crate::suites::chorus::expect::reread,
-    fuzzer: &crate::suites::chorus::fuzz::SPEC,
-    client_fuzzer: Some(&crate::suites::chorus::fuzz::CLIENT_SPEC),
     rules: rules::RULES,
-    load: Some(load::PLAN),
     reference_client: client::REFERENCE,
-    in_process: in_process::TARGETS,
     tampers: crate::suites::chorus::tamper::TAMPERS,
     // Jobs go to each agent's own URL, which the target profile names: no fixed
     // set of requests to hold a real client's to.
     defined: None,
-    discover: Some(crate::suites::chorus::init::discover),
     reply_to: Some(expect::proxy_reply),
     client_message: Some(expect::proxy_client),
+};
+
+/// What the engines above the case model take of the suite.
+pub static PARTS: crate::suites::Parts = crate::suites::Parts {
+    suite: &SUITE,
+    fuzzer: &crate::suites::chorus::fuzz::SPEC,
+    client_fuzzer: Some(&crate::suites::chorus::fuzz::CLIENT_SPEC),
+    discover: Some(crate::suites::chorus::init::discover),
+    load: Some(load::PLAN),
+    in_process: in_process::TARGETS,
 };
 
 pub const UNTESTABLE: &[Untestable] = &[

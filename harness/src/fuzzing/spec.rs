@@ -1,0 +1,242 @@
+//! A suite's live fuzzer ([`Spec`]) and how one fuzz case runs: its context
+//! ([`FuzzCtx`], the case context plus the seeded draws), the target it runs
+//! against and what it did ([`CaseRun`]). The run loop (`super::engine`), the
+//! corpus and the shrinker build on it.
+
+use super::verdict::{classify, FuzzFinding, FuzzFuture, Oracle, Outcome};
+use crate::drive::{Driver, Transport};
+use crate::script::{Ctx, RunShared};
+use crate::verdict::Entry;
+use arbitrary::{Arbitrary, Unstructured};
+use rand::{Rng, RngExt, SeedableRng};
+use std::sync::{Arc, Mutex};
+
+/// One fuzz case in progress: the case context plus the seeded draws.
+pub struct FuzzCtx {
+    pub ctx: Ctx,
+    rng: rand::rngs::StdRng,
+    /// What was drawn, for the crash file and the replay line; written out only
+    /// when a case needs it ([`FuzzCtx::label`]), not on every case.
+    drawn: Vec<Box<dyn std::fmt::Debug + Send>>,
+    /// The fuzzed message: the exact bytes the case sent last as its input.
+    pub sent: Vec<u8>,
+    /// What the cases of one run learn once about the target (a fixture, a
+    /// registered helper) and share.
+    pub memo: Memo,
+}
+
+/// State the cases of one run share.
+pub type Memo = Arc<Mutex<Option<serde_json::Value>>>;
+
+impl FuzzCtx {
+    pub fn new(ctx: Ctx, seed: u64, index: u64, memo: Memo) -> FuzzCtx {
+        FuzzCtx {
+            ctx,
+            rng: rand::rngs::StdRng::seed_from_u64(
+                seed ^ index.wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ 0x5C21_7ED0,
+            ),
+            drawn: Vec::new(),
+            sent: Vec::new(),
+            memo,
+        }
+    }
+
+    /// A structured value drawn from the seed; it is added to the label.
+    pub fn draw<T>(&mut self) -> T
+    where
+        T: for<'a> Arbitrary<'a> + Default + std::fmt::Debug + Clone + Send + 'static,
+    {
+        let mut raw = [0u8; 512];
+        self.rng.fill_bytes(&mut raw);
+        let v = T::arbitrary(&mut Unstructured::new(&raw)).unwrap_or_default();
+        self.drawn.push(Box::new(v.clone()));
+        v
+    }
+
+    /// What the case drew, in words.
+    pub fn label(&self) -> String {
+        let parts: Vec<String> = self.drawn.iter().map(|d| format!("{d:?}")).collect();
+        parts.join(" ")
+    }
+
+    /// A number in `0..n` drawn from the seed (not added to the label).
+    pub fn below(&mut self, n: usize) -> usize {
+        if n == 0 {
+            0
+        } else {
+            self.rng.random_range(0..n)
+        }
+    }
+
+    /// What the run has learnt so far (see [`Memo`]).
+    pub fn recall(&self) -> Option<serde_json::Value> {
+        self.memo.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    pub fn remember(&self, v: serde_json::Value) {
+        *self.memo.lock().unwrap_or_else(|p| p.into_inner()) = Some(v);
+    }
+
+    /// Records `bytes` as the fuzzed message of this case.
+    pub fn fuzzed(&mut self, bytes: &[u8]) {
+        self.sent = bytes.to_vec();
+    }
+}
+
+pub type FuzzFn = for<'a> fn(&'a mut FuzzCtx) -> FuzzFuture<'a>;
+
+/// A suite's live fuzzer.
+pub struct Spec {
+    /// Bindings its cases speak (the first is used for the embedded agent).
+    pub transports: &'static [Transport],
+    /// One fuzz case.
+    pub case: FuzzFn,
+    /// The liveness probe: a plain exchange the target must answer.
+    pub probe: FuzzFn,
+    /// Sends [`FuzzCtx::sent`] again as the fuzzed frame of a fresh connection, in
+    /// the state its cases set up first (a WebSocket frame needs its connection's):
+    /// how a frame's input is sent alone to shrink it. `None`: frames are not shrunk.
+    pub resend: Option<FuzzFn>,
+    /// The message types a WebSocket frame's endpoint may name (`WS <type>`): a
+    /// frame of any other type is `WS frame (unknown type)`, so that a type the
+    /// fuzzer garbled is no endpoint of its own. Empty: every type is named.
+    pub kinds: &'static [&'static str],
+    /// Reference faults no fuzz case can reach, and why.
+    pub unreachable: &'static [(&'static str, &'static str)],
+    /// Whether each worker keeps one connection for all its cases (fast, for
+    /// suites whose cases are single exchanges) rather than one per case.
+    pub connection_per_worker: bool,
+    /// Cases in flight at once when the run does not say ([`WORKERS`] unless the
+    /// suite's cases wait on the target more than they compute).
+    pub workers: u64,
+}
+
+/// Cases in flight at once, for a suite whose cases keep the CPU busy.
+pub const WORKERS: u64 = 8;
+
+/// What one case did.
+pub struct CaseRun {
+    /// What the case drew, in words (written out for a finding or a replay only).
+    pub label: String,
+    pub sent: Vec<u8>,
+    pub transcript: Vec<Entry>,
+    pub outcome: Outcome,
+}
+
+/// The target of a run and what its cases share.
+#[derive(Clone)]
+pub struct Target {
+    /// The suite fuzzed: its id, its rules and its reply checks.
+    pub suite: &'static crate::case::Suite,
+    pub shared: Arc<RunShared>,
+    pub transport: Transport,
+    pub url: String,
+    pub memo: Memo,
+}
+
+impl Target {
+    /// A new connection to the target.
+    pub fn driver(&self) -> Driver {
+        crate::script::new_driver(&self.shared, self.transport, &self.url)
+    }
+
+    pub fn new(
+        suite: &'static crate::case::Suite,
+        shared: Arc<RunShared>,
+        transport: Transport,
+        url: &str,
+    ) -> Target {
+        Target {
+            suite,
+            shared,
+            transport,
+            url: url.to_string(),
+            memo: Memo::default(),
+        }
+    }
+}
+
+/// Runs case `index` of `seed` against the target, on a connection of its own.
+pub async fn run_case(spec: &Spec, target: &Target, seed: u64, index: u64) -> CaseRun {
+    run_fn(spec.case, target, seed, index, None, true, None)
+        .await
+        .0
+}
+
+/// Sends `bytes` alone as a fuzzed frame with the suite's `resend`; `None` when the
+/// suite has none.
+pub async fn resend_frame(spec: &Spec, target: &Target, bytes: &[u8]) -> Option<CaseRun> {
+    let f = spec.resend?;
+    Some(run_fn(f, target, 0, 0, None, false, Some(bytes)).await.0)
+}
+
+/// Runs the liveness probe once; `Err` holds the transport failure when the target
+/// did not answer (a reply of any kind is `Ok`).
+pub async fn probe(spec: &Spec, target: &Target) -> Result<(), String> {
+    probe_on(spec, target, None).await.0
+}
+
+pub(super) async fn probe_on(
+    spec: &Spec,
+    target: &Target,
+    conn: Option<Driver>,
+) -> (Result<(), String>, Option<Driver>) {
+    let (run, conn) = run_fn(spec.probe, target, 0, 0, conn, false, None).await;
+    // Alive means answering: any reply, conforming or not, is a live one.
+    let alive = match run.outcome {
+        Outcome::Finding(f) if unanswered(&f) => Err(f.detail),
+        _ => Ok(()),
+    };
+    (alive, conn)
+}
+
+/// Runs `f` on `conn` when given (and hands it back), else on a new connection
+/// that is closed afterwards; `input` presets [`FuzzCtx::sent`] (for `resend`).
+pub(super) async fn run_fn(
+    f: FuzzFn,
+    target: &Target,
+    seed: u64,
+    index: u64,
+    conn: Option<Driver>,
+    keep_label: bool,
+    input: Option<&[u8]>,
+) -> (CaseRun, Option<Driver>) {
+    let keep = conn.is_some();
+    let mut ctx = match conn {
+        Some(d) => Ctx::with_driver(target.shared.clone(), target.transport, &target.url, d),
+        None => Ctx::new(target.shared.clone(), target.transport, &target.url),
+    };
+    ctx.fuzzing = true;
+    ctx.suite_id = Some(target.suite.id);
+    let mut fc = FuzzCtx::new(ctx, seed, index, target.memo.clone());
+    if let Some(bytes) = input {
+        fc.sent = bytes.to_vec();
+    }
+    let result = f(&mut fc).await;
+    let outcome = classify(result, fc.ctx.findings());
+    let transcript = fc.ctx.take_transcript();
+    let label = match outcome {
+        Outcome::Pass | Outcome::Skip(_) if !keep_label => String::new(),
+        _ => fc.label(),
+    };
+
+    let conn = if keep {
+        Some(fc.ctx.into_driver())
+    } else {
+        fc.ctx.close().await;
+        None
+    };
+    let run = CaseRun {
+        label,
+        sent: fc.sent,
+        transcript,
+        outcome,
+    };
+    (run, conn)
+}
+
+/// Whether a finding is a failure at the transport level (the target did not
+/// answer), after which the engine checks that it is still alive.
+pub(super) fn unanswered(f: &FuzzFinding) -> bool {
+    matches!(f.oracle, Oracle::Timeout | Oracle::Transport)
+}
