@@ -119,7 +119,7 @@ fn write_explanation(key: &str, named: Named, out: &mut dyn Write) -> std::io::R
                 out,
                 "  level {} ({})",
                 level_name(r.level()),
-                if crate::runner::is_setting(&shown) {
+                if r.setting.is_some() {
                     "a setting the run lacks: a finding warns and blocks the cases that need it, never fails the run"
                 } else {
                     outcome(r.level())

@@ -88,6 +88,12 @@ impl Finding {
         self
     }
 
+    /// The profile key this finding says the run lacks or got wrong, when it is a
+    /// setting rather than a deviation ([`Rule::setting`]).
+    pub fn setting(&self) -> Option<&'static str> {
+        self.rule.and_then(|r| r.setting)
+    }
+
     /// The finding of a shared rule that takes its ids from the message it judges
     /// (a refusal of a valid message, [`crate::rules::REFUSED`]): the ids that
     /// make the message valid, its level theirs in the inventory (FACT when none
@@ -278,6 +284,27 @@ pub struct Rule {
     pub name: &'static str,
     /// The file that defines it.
     pub file: &'static str,
+    /// The profile key a finding of this rule says the run lacks or got wrong, as a
+    /// user writes it (`[chorus] fixture_skill`): such a finding is a setting, not a
+    /// deviation of the target. `None` for every rule a target breaks.
+    pub setting: Option<&'static str>,
+}
+
+impl Rule {
+    /// What a rule states unless it says otherwise (the `rules!` macro fills the
+    /// rest from it).
+    pub const UNSET: Rule = Rule {
+        key: "",
+        requirements: &[],
+        level: None,
+        owner: "",
+        summary: "",
+        fails: "",
+        passes: "",
+        name: "",
+        file: "",
+        setting: None,
+    };
 }
 
 impl PartialEq for Rule {

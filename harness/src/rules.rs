@@ -19,16 +19,19 @@ use crate::inventory::{self, Level};
 
 /// Defines a suite's rules, each a `pub static` [`Rule`] named as written, and
 /// `RULES`, all of them in the order written. Each rule gives `key`,
-/// `requirements`, `level`, `owner`, `summary`, `fails` and `passes`; its name and
-/// file come from where it is written.
+/// `requirements`, `level`, `owner`, `summary`, `fails` and `passes`, and a rule of
+/// a setting its `setting`; its name and file come from where it is written.
 macro_rules! rules {
     ($( $(#[$attr:meta])* $name:ident { $($field:ident : $value:expr),* $(,)? } )*) => {
         $(
             $(#[$attr])*
+            // A setting's rule states every field: the update then adds nothing.
+            #[allow(clippy::needless_update)]
             pub static $name: $crate::rules::Rule = $crate::rules::Rule {
                 $($field: $value,)*
                 name: stringify!($name),
                 file: file!(),
+                ..$crate::rules::Rule::UNSET
             };
         )*
         /// Every rule of the suite, in the order a reply is read.
@@ -224,6 +227,7 @@ pub static TRANSPORT: Rule = Rule {
     passes: "a reply, whatever it says, within the deadline",
     name: "TRANSPORT",
     file: file!(),
+    setting: None,
 };
 
 /// The shared rule */refused*.
@@ -237,6 +241,7 @@ pub static REFUSED: Rule = Rule {
     passes: "the valid message is taken",
     name: "REFUSED",
     file: file!(),
+    setting: None,
 };
 
 /// The shared rule */control:none.
@@ -250,6 +255,7 @@ pub static CONTROL_NONE: Rule = Rule {
     passes: "a valid message accepted on the same binding before the refusal is judged",
     name: "CONTROL_NONE",
     file: file!(),
+    setting: None,
 };
 
 /// The shared rule */schema:*.
@@ -263,6 +269,7 @@ pub static SCHEMA: Rule = Rule {
     passes: "a reply the schema validates",
     name: "SCHEMA",
     file: file!(),
+    setting: None,
 };
 
 /// The shared rule */tamper:*.
@@ -276,6 +283,7 @@ pub static TAMPER: Rule = Rule {
     passes: "each changed request refused, each changed reply refused and reported as a failure",
     name: "TAMPER",
     file: file!(),
+    setting: None,
 };
 
 /// The shared rule */client:double-slash.
@@ -289,6 +297,7 @@ pub static CLIENT_DOUBLE_SLASH: Rule = Rule {
     passes: "every request path with single slashes",
     name: "CLIENT_DOUBLE_SLASH",
     file: file!(),
+    setting: None,
 };
 
 /// The shared rule */client:outside-spec:*.
@@ -302,6 +311,7 @@ pub static CLIENT_OUTSIDE_SPEC: Rule = Rule {
     passes: "only the spec's requests",
     name: "CLIENT_OUTSIDE_SPEC",
     file: file!(),
+    setting: None,
 };
 
 /// The shared rule */client:undefined-request:*.
@@ -315,6 +325,7 @@ pub static CLIENT_UNDEFINED_REQUEST: Rule = Rule {
     passes: "only the spec's requests",
     name: "CLIENT_UNDEFINED_REQUEST",
     file: file!(),
+    setting: None,
 };
 
 /// The rules every suite shares, given by the engines.

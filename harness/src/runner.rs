@@ -212,50 +212,30 @@ async fn run_one(
     r
 }
 
-/// Whether `key` is a finding of a setting the run lacks or got wrong
-/// (`<suite>/profile:<key>`), not a deviation of the target.
-pub fn is_setting(key: &str) -> bool {
-    key.split_once('/')
-        .is_some_and(|(_, rule)| rule.starts_with("profile:"))
-}
-
-/// The profile key a setting finding names, as a user writes it: `[chorus]
-/// fixture_skill` for `chorus/profile:fixture_skill`.
-pub fn setting_named(key: &str) -> String {
-    let Some((suite, rule)) = key.split_once('/') else {
-        return key.to_string();
-    };
-    let name = rule.trim_start_matches("profile:");
-    let name = name.split(':').next().unwrap_or(name);
-    let (section, name) = match name {
-        "protocol-unsupported" => (suite, "protocol_hash"),
-        "ledger_url" | "token" => ("target", name),
-        n => (suite, n),
-    };
-    format!("[{section}] {name}")
-}
-
 /// A missing setting is not a deviation: a setting finding the case met never
 /// fails it, nor anything else (it only warns, and is no case's own), and the case
 /// is blocked by it, "needs profile key K", unless it failed on its own.
 fn needs_setting(outcome: Outcome, message: String, met: &mut [Met]) -> (Outcome, String) {
-    let mut needs: Option<(String, String)> = None;
-    for m in met.iter_mut().filter(|m| is_setting(&m.finding.key)) {
+    let mut needs: Option<(&'static str, String)> = None;
+    for m in met.iter_mut() {
+        let Some(setting) = m.finding.setting() else {
+            continue;
+        };
         m.finding.outcome = Verdict::Warn;
         m.own = false;
-        needs.get_or_insert_with(|| (m.finding.key.clone(), m.finding.summary.clone()));
+        needs.get_or_insert_with(|| (setting, m.finding.summary.clone()));
     }
     let failed_on_its_own = met
         .iter()
         .any(|m| m.own && m.finding.outcome == Verdict::Fail);
     match needs {
-        Some((key, summary))
+        Some((setting, summary))
             if !failed_on_its_own
                 && matches!(outcome, Outcome::Pass | Outcome::Warn | Outcome::Blocked) =>
         {
             (
                 Outcome::Blocked,
-                format!("needs profile key {}: {summary}", setting_named(&key)),
+                format!("needs profile key {setting}: {summary}"),
             )
         }
         _ => (outcome, message),

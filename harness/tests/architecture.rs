@@ -128,20 +128,17 @@ fn code_of(text: &str) -> String {
         .join("\n")
 }
 
-/// The modules of the crate that `code` names (`crate::a::b::…` as `a/b/…`, one
-/// path per mention, in `use` lines and in paths written inline), without the
-/// braces' inner names.
-fn crate_paths(code: &str) -> Vec<String> {
+/// The module paths written after each `prefix` (`crate::`, `super::`) in `code`,
+/// as `a/b/c` (one per mention, in `use` lines and in paths written inline, without
+/// the braces' inner names), where the prefix starts a path: not `$crate::` in a
+/// macro, not the end of another name, not the second `super::` of a chain.
+fn paths_after(code: &str, prefix: &str) -> Vec<String> {
     let mut out = Vec::new();
-    for (i, _) in code.match_indices("crate::") {
-        // `$crate::` in a macro and `agentconform_crate::` are no mention.
-        if code[..i].ends_with('$')
-            || code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_')
-        {
+    for (i, _) in code.match_indices(prefix) {
+        if code[..i].ends_with(|c: char| c.is_alphanumeric() || matches!(c, '_' | ':' | '$')) {
             continue;
         }
-        let rest = &code[i + "crate::".len()..];
-        let path: String = rest
+        let path: String = code[i + prefix.len()..]
             .chars()
             .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
             .collect();
@@ -149,6 +146,11 @@ fn crate_paths(code: &str) -> Vec<String> {
         out.push(segments.join("/"));
     }
     out
+}
+
+/// The modules of the crate that `code` names.
+fn crate_paths(code: &str) -> Vec<String> {
+    paths_after(code, "crate::")
 }
 
 /// An import that runs up: `rel` (a path below harness/src) names a module it must
@@ -315,17 +317,8 @@ fn imports(files: &[(String, String)]) -> Vec<(String, Vec<String>)> {
                 .iter()
                 .filter_map(|p| file_of(files, p))
                 .collect();
-            for (i, _) in code.match_indices("super::") {
-                if code[..i].ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == ':') {
-                    continue;
-                }
-                let rest = &code[i + "super::".len()..];
-                let path: String = rest
-                    .chars()
-                    .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
-                    .collect();
-                let segs: Vec<&str> = path.split("::").filter(|s| !s.is_empty()).collect();
-                to.extend(super_file(files, rel, &segs.join("/")));
+            for path in paths_after(&code, "super::") {
+                to.extend(super_file(files, rel, &path));
             }
             to.retain(|t| t != rel && !t.ends_with("lib.rs"));
             to.sort();

@@ -432,11 +432,10 @@ fn nothing_judged(o: &RunOutput) -> Option<String> {
     if o.results.is_empty() || judged || failing {
         return None;
     }
-    let mut keys: Vec<String> = o
+    let mut keys: Vec<&str> = o
         .findings
         .iter()
-        .filter(|f| crate::runner::is_setting(&f.finding.key))
-        .map(|f| crate::runner::setting_named(&f.finding.key))
+        .filter_map(|f| f.finding.setting())
         .collect();
     keys.sort();
     keys.dedup();

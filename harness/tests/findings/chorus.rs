@@ -83,10 +83,12 @@ fn one_profile_finding(out: &RunOutput, key: &str, owner: &str, names: &str) -> 
         .filter(|f| f.finding.outcome == Verdict::Fail)
         .map(|f| f.finding.key.as_str())
         .collect();
-    let setting = agentconform::runner::setting_named(key);
-    let problem = match out.findings.iter().find(|f| f.finding.key == key) {
+    let found = out.findings.iter().find(|f| f.finding.key == key);
+    let setting = found.and_then(|f| f.finding.setting()).unwrap_or_default();
+    let problem = match found {
         _ if !failing.is_empty() => Some(format!("failing findings {failing:?}, want none")),
         None => Some(format!("no finding {key}")),
+        Some(_) if setting.is_empty() => Some(format!("{key} names no setting")),
         Some(f) if f.finding.level != Level::Profile => {
             Some(format!("{key} is {}, not PROFILE", f.finding.level))
         }

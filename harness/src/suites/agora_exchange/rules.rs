@@ -271,6 +271,7 @@ rules! {
         summary: "a protocol to run the cases under: the profile's [agora-exchange] protocol_hash, else one /wellknown lists",
         fails: "the target has no /wellknown (or lists no protocol) and the profile names none; the cases that need one are blocked by this key",
         passes: "a protocol found",
+        setting: Some("[agora-exchange] protocol_hash"),
     }
     PROFILE_PROTOCOL_UNSUPPORTED {
         key: "agora-exchange/profile:protocol-unsupported",
@@ -280,6 +281,7 @@ rules! {
         summary: "the profile's [agora-exchange] protocol_hash names a protocol the target supports",
         fails: "the target refuses the profile's protocol_hash as unsupported; the cases that use it are blocked",
         passes: "the profile's protocol taken",
+        setting: Some("[agora-exchange] protocol_hash"),
     }
     UNSUPPORTED_PROTOCOL_REPLY {
         key: "agora-exchange/unsupported-protocol:reply",

@@ -34,6 +34,7 @@ rules! {
         summary: "the profile's setup requests ([[chorus.setup_requests]]) are taken by the target",
         fails: "a setup request of the profile answered with a non-2xx status or a 2xx that says no; the detail is its event (case, agent, job, owner, transfer): fix it in the profile",
         passes: "every setup request for the event taken",
+        setting: Some("[chorus] setup_requests"),
     }
     // ------------------------------------------------------------------
     // Registration
@@ -204,6 +205,7 @@ rules! {
         summary: "the profile's outcome request ([chorus] outcome_request, outcome_body) is taken by the registry",
         fails: "the outcome request is answered with a non-2xx status or a 2xx that says no: set outcome_request and outcome_body to what the registry takes (CHO-A1)",
         passes: "the outcome report taken",
+        setting: Some("[chorus] outcome_request"),
     }
     REPUTATION_SUCCESS_GAIN {
         key: "chorus/reputation:success-gain",
@@ -231,6 +233,7 @@ rules! {
         summary: "the outcome request tells the registry the hirer's reputation where it needs it",
         fails: "a SUCCESS gain is off and the profile's outcome request has no {hirer_reputation}: put it in [chorus] outcome_body or outcome_request if the registry takes it from the request",
         passes: "the gain matches, or the outcome request carries {hirer_reputation}",
+        setting: Some("[chorus] hirer_reputation"),
     }
     // ------------------------------------------------------------------
     // Jobs
@@ -242,6 +245,7 @@ rules! {
         summary: "an agent is listed under the profile's fixture skill ([chorus] fixture_skill)",
         fails: "discovery lists no agent under the fixture skill: set fixture_skill to the skill of the agent the target registers at start-up",
         passes: "the fixture agent listed",
+        setting: Some("[chorus] fixture_skill"),
     }
     PROFILE_RESULT_DELIVERY {
         key: "chorus/profile:result_delivery",
@@ -251,6 +255,7 @@ rules! {
         summary: "job results come as the profile's [chorus] result_delivery says (sync, callback or either)",
         fails: "a result in the /jobs response where the profile says callback, or none there where it says sync",
         passes: "the result delivered the way the profile declares",
+        setting: Some("[chorus] result_delivery"),
     }
     JOB_NO_CALLBACK {
         key: "chorus/job:no-callback",
@@ -287,6 +292,7 @@ rules! {
         summary: "the fixture agent completes a valid job with the profile's [chorus] fixture_input",
         fails: "the fixture refuses a valid job or answers it with FAILURE: set fixture_input to an input the fixture takes",
         passes: "a SUCCESS result",
+        setting: Some("[chorus] fixture_input"),
     }
     JOB_RESULT_JOB_ID {
         key: "chorus/job-result:job-id",
@@ -314,6 +320,7 @@ rules! {
         summary: "the fixture's output_data holds what the profile's [chorus] fixture_output describes",
         fails: "the output_data does not hold the members of fixture_output: set it to what the fixture returns",
         passes: "output_data holding fixture_output",
+        setting: Some("[chorus] fixture_output"),
     }
     JOB_RESULT_COST_DECIMALS {
         key: "chorus/job-result:cost-decimals",
@@ -341,6 +348,7 @@ rules! {
         summary: "the profile's [chorus] fixture_failing_input is an input the fixture fails on",
         fails: "the fixture processed that input with a result other than FAILURE: set it to an input the fixture fails on",
         passes: "a FAILURE result, or a refusal (a warning)",
+        setting: Some("[chorus] fixture_failing_input"),
     }
     // ------------------------------------------------------------------
     // Refusals in a 2xx (CHO-A5): the code's rule owns it.
@@ -453,6 +461,7 @@ rules! {
         summary: "transfers go to the ledger's base URL ([target] ledger_url, else the target's)",
         fails: "never fails: POST /transfer answered HTTP 404 or 405 there, so no ledger is at that URL; the transfer cases are blocked until [target] ledger_url is set",
         passes: "the transfer taken",
+        setting: Some("[target] ledger_url"),
     }
     PROFILE_INITIAL_CREDITS {
         key: "chorus/profile:initial_credits",
@@ -462,6 +471,7 @@ rules! {
         summary: "fresh owners hold the profile's [chorus] initial_credits",
         fails: "a transfer within initial_credits from a fresh owner is refused with TRANSFER_FAILED: add owner setup requests that fund accounts, or set initial_credits",
         passes: "the transfer taken",
+        setting: Some("[chorus] initial_credits"),
     }
     // ------------------------------------------------------------------
     // The client's messages (`run --role client`)
