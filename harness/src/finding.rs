@@ -61,13 +61,22 @@ pub struct Finding {
     /// is the rule's, with a family's detail after its fixed part.
     #[serde(skip)]
     pub rule: Option<&'static Rule>,
+    /// Where in `key` the detail its family added begins (see [`Finding::detail`]).
+    #[serde(skip)]
+    detail_at: u32,
 }
 
 impl Finding {
     /// The finding of `rule` keyed `key`: its ids, level and owner the rule's.
-    pub(crate) fn of(rule: &'static Rule, key: String, summary: String) -> Finding {
+    /// `detail_at` is where in `key` the family's detail begins.
+    pub(crate) fn of(
+        rule: &'static Rule,
+        (key, detail_at): (String, usize),
+        summary: String,
+    ) -> Finding {
         let level = rule.level();
         Finding {
+            detail_at: u32::try_from(detail_at).unwrap_or(u32::MAX),
             key,
             requirements: rule.requirements.iter().map(|s| s.to_string()).collect(),
             level,
@@ -76,6 +85,13 @@ impl Finding {
             owner: (!rule.owner.is_empty()).then_some(rule.owner),
             rule: Some(rule),
         }
+    }
+
+    /// What its family added to the rule's fixed part: a schema finding's JSON
+    /// pointer (`/agent_id`), a transport failure's kind (`no-answer`). Empty for a
+    /// rule's exact finding, and for a case's own failure.
+    pub fn detail(&self) -> &str {
+        self.key.get(self.detail_at as usize..).unwrap_or_default()
     }
 
     /// The finding of a rule that judges a change as a case does (a tamper of the
@@ -111,8 +127,10 @@ impl Finding {
     pub fn new(key: impl Into<String>, requirements: &[&str], summary: impl Into<String>) -> Self {
         let requirements: Vec<String> = requirements.iter().map(|s| s.to_string()).collect();
         let level = inventory::level_for(&requirements, Level::Fact);
+        let key: String = key.into();
         Finding {
-            key: key.into(),
+            detail_at: u32::try_from(key.len()).unwrap_or(u32::MAX),
+            key,
             requirements,
             level,
             outcome: Verdict::of(level),
@@ -155,6 +173,7 @@ impl Finding {
         };
         let level = inventory::level_for(&requirements, case_level);
         Finding {
+            detail_at: u32::try_from(case_id.len()).unwrap_or(u32::MAX),
             key: case_id.to_string(),
             requirements,
             level,

@@ -86,7 +86,7 @@ impl Rule {
             "{}: a family or shared rule takes a detail",
             self.key
         );
-        Finding::of(self, self.key.to_string(), summary.into())
+        Finding::of(self, (self.key.to_string(), self.key.len()), summary.into())
     }
 
     /// The finding of this family with `detail` after its fixed part (an exact
@@ -103,8 +103,8 @@ impl Rule {
         );
         let detail = detail.to_string();
         let key = match self.key.strip_suffix('*') {
-            Some(prefix) => format!("{prefix}{detail}"),
-            None => self.key.to_string(),
+            Some(prefix) => (format!("{prefix}{detail}"), prefix.len()),
+            None => (self.key.to_string(), self.key.len()),
         };
         Finding::of(self, key, summary.into())
     }
@@ -120,8 +120,14 @@ impl Rule {
         let pattern = self.key.strip_prefix("*/").unwrap_or(self.key);
         let detail = detail.to_string();
         let key = match pattern.strip_suffix('*') {
-            Some(prefix) => format!("{suite}/{prefix}{detail}"),
-            None => format!("{suite}/{pattern}"),
+            Some(prefix) => (
+                format!("{suite}/{prefix}{detail}"),
+                suite.len() + 1 + prefix.len(),
+            ),
+            None => (
+                format!("{suite}/{pattern}"),
+                suite.len() + 1 + pattern.len(),
+            ),
         };
         Finding::of(self, key, summary.into())
     }
@@ -141,7 +147,8 @@ pub fn found_among(
         .iter()
         .find(|r| !r.is_family() && r.key.strip_prefix(prefix) == Some(detail))
     {
-        Some(exact) => exact.found(summary),
+        // The member's finding keeps the family's detail (a schema pointer).
+        Some(exact) => Finding::of(exact, (exact.key.to_string(), prefix.len()), summary.into()),
         None => family.found_as(detail, summary),
     }
 }
@@ -213,6 +220,14 @@ pub fn refusal(
         family.found_in(suite, detail, summary).citing(requirements)
     } else {
         family.found_as(detail, summary)
+    }
+}
+
+impl Finding {
+    /// Whether the target did not answer at all (the shared rule [`TRANSPORT`]):
+    /// nothing else about it can be judged.
+    pub fn is_transport(&self) -> bool {
+        self.rule.is_some_and(|r| *r == TRANSPORT)
     }
 }
 

@@ -509,7 +509,9 @@ impl Ctx {
     pub fn needs(&mut self, step: Step<()>) -> Step<bool> {
         match step {
             Ok(()) => Ok(true),
-            Err(Stop::Blocked(key)) if !key.contains("/transport:") && !self.claims.is_empty() => {
+            Err(Stop::Blocked(key))
+                if !self.is_transport_failure(&key) && !self.claims.is_empty() =>
+            {
                 self.note(format!(
                     "the claim is blocked by {key}; the case goes on to its other claims"
                 ));
@@ -520,6 +522,13 @@ impl Ctx {
             }
             Err(e) => Err(e),
         }
+    }
+
+    /// Whether the finding recorded under `key` is a transport failure.
+    pub fn is_transport_failure(&self, key: &str) -> bool {
+        self.findings
+            .iter()
+            .any(|m| m.finding.key == key && m.finding.is_transport())
     }
 
     /// The claims made, for the runner to settle once the case has ended.

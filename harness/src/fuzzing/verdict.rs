@@ -8,6 +8,7 @@
 //! stops of the shared case machinery ([`Stop`], converted by `?`), which the
 //! engine classifies by its structure (never by searching its text).
 
+use crate::finding::Finding;
 use crate::verdict::{CaseFuture, Met, Stop};
 use std::future::Future;
 use std::pin::Pin;
@@ -384,24 +385,20 @@ pub enum Outcome {
     Finding(FuzzFinding),
 }
 
-/// Classifies how a case stopped. A transport failure the context recorded (its
-/// key `<suite>/transport:<kind>`) is a timeout or a transport finding; any other
-/// stop of the shared machinery is a failed reply check.
+/// Classifies how a case stopped. A transport failure the context recorded (the
+/// shared rule `*/transport:*`, its kind the detail) is a timeout or a transport
+/// finding; any other stop of the shared machinery is a failed reply check.
 pub fn classify(result: FuzzStep<()>, met: &[Met]) -> Outcome {
-    let transport = |key: &str| -> Option<Oracle> {
-        let kind = key.split_once("/transport:")?.1;
-        Some(if kind == "no-answer" {
-            Oracle::Timeout
-        } else {
-            Oracle::Transport
-        })
-    };
-    let found = |key: Option<&str>, detail: String| {
-        let oracle = key.and_then(transport).unwrap_or(Oracle::ReplyCheck);
+    let found = |f: Option<&Finding>, detail: String| {
+        let oracle = match f {
+            Some(f) if f.is_transport() && f.detail() == "no-answer" => Oracle::Timeout,
+            Some(f) if f.is_transport() => Oracle::Transport,
+            _ => Oracle::ReplyCheck,
+        };
         Outcome::Finding(FuzzFinding {
             oracle,
             detail,
-            key: key.map(String::from),
+            key: f.map(|f| f.key.clone()),
         })
     };
     match result {
@@ -411,26 +408,29 @@ pub fn classify(result: FuzzStep<()>, met: &[Met]) -> Outcome {
         {
             // A failing finding the script read past is a failure of the case, as
             // if the check had stopped it there.
-            Some(m) => found(Some(&m.finding.key), m.finding.summary.clone()),
+            Some(m) => found(Some(&m.finding), m.finding.summary.clone()),
             None => Outcome::Pass,
         },
         Err(FuzzStop::Found(f)) => Outcome::Finding(f),
         Err(FuzzStop::Case(Stop::Skip(why))) => Outcome::Skip(why),
         // A check that stopped the case in words: the rule it recorded, if any.
         Err(FuzzStop::Case(Stop::Fail(m))) => {
-            let key = met
+            let f = met
                 .iter()
                 .find(|x| x.finding.summary == m)
-                .map(|x| x.finding.key.as_str());
-            found(key, m)
+                .map(|x| &x.finding);
+            found(f, m)
         }
-        Err(FuzzStop::Case(Stop::Finding(f))) => found(Some(&f.key), f.summary),
+        Err(FuzzStop::Case(Stop::Finding(f))) => found(Some(&f), f.summary.clone()),
         Err(FuzzStop::Case(Stop::Blocked(key))) => {
-            let summary = met.iter().find(|m| m.finding.key == key).map_or_else(
-                || format!("blocked by {key}"),
-                |m| m.finding.summary.clone(),
-            );
-            found(Some(&key), summary)
+            match met.iter().find(|m| m.finding.key == key) {
+                Some(m) => found(Some(&m.finding), m.finding.summary.clone()),
+                None => Outcome::Finding(FuzzFinding {
+                    oracle: Oracle::ReplyCheck,
+                    detail: format!("blocked by {key}"),
+                    key: Some(key),
+                }),
+            }
         }
     }
 }

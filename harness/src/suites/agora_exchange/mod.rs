@@ -353,7 +353,7 @@ pub const CASES: &[Case] = &[
         // follow-up itself needs none, so a fixture that cannot be had is no stop.
         let fx = match fixture(ctx).await {
             Ok(f) => Some(f),
-            Err(Stop::Blocked(k)) if k.contains("/transport:") => return Err(Stop::Blocked(k)),
+            Err(Stop::Blocked(k)) if ctx.is_transport_failure(&k) => return Err(Stop::Blocked(k)),
             Err(Stop::Skip(_) | Stop::Blocked(_)) => None,
             Err(e) => return Err(e),
         };

@@ -476,12 +476,12 @@ fn read_reply(ctx: &mut Ctx, r: &Received) -> Step<Option<Read>> {
         Err(bare) => return Ok(Some(*bare)),
     };
     let shape = envelope_findings(ctx, &whole);
-    let flagged = |ptr: &str| shape.iter().any(|f| f.key.ends_with(&format!(":{ptr}")));
+    let flagged = |ptr: &str| shape.iter().any(|f| f.detail() == ptr);
     let id_flagged = flagged("/id");
     let protocol_flagged = flagged("/protocol");
     let sender_finding = shape
         .iter()
-        .find(|f| f.key.contains(":/sender") || f.key.ends_with(":/signature"))
+        .find(|f| f.detail().starts_with("/sender") || f.detail() == "/signature")
         .cloned();
     for f in shape {
         ctx.finding(f);

@@ -315,7 +315,7 @@ pub const CASES: &[Case] = &[
         let Some(ttl) = offer.payload["ttl"].as_u64() else {
             // The OFFER schema's finding says what the ttl is; without it there is
             // no expiry to wait for.
-            let f = ctx.findings().iter().find(|m| m.finding.key.starts_with("agora-v1/schema:offer:/ttl")).map(|m| m.finding.clone());
+            let f = ctx.findings().iter().find(|m| m.finding.rule.is_some_and(|r| *r == rules::SCHEMA_OFFER) && m.finding.detail().starts_with("/ttl")).map(|m| m.finding.clone());
             return match f {
                 Some(f) => Err(ctx.block(f)),
                 None => skip(format!("the OFFER's ttl is {}, not a number of ms", offer.payload["ttl"])),

@@ -287,12 +287,12 @@ pub fn shape_findings(
     }
 }
 
-/// Blocks on a finding already recorded under `key`, or on `fallback`.
-fn block_on(ctx: &mut Ctx, key_prefix: &str, fallback: Finding) -> Stop {
+/// Blocks on a finding of `family` already recorded, or on `fallback`.
+fn block_on(ctx: &mut Ctx, family: &crate::rules::Rule, fallback: Finding) -> Stop {
     let known = ctx
         .findings()
         .iter()
-        .find(|m| m.finding.key.starts_with(key_prefix))
+        .find(|m| m.finding.rule.is_some_and(|r| r == family))
         .map(|m| m.finding.clone());
     ctx.block(known.unwrap_or(fallback))
 }
@@ -530,7 +530,7 @@ pub fn judge_registered(ctx: &mut Ctx, sent: Option<&Value>, r: &Resp) -> Step<(
         "register-response",
         &rules::SCHEMA_REGISTER_RESPONSE,
         &reply,
-        |f| sent_id.is_none() && f.key.contains(":/agent_id"),
+        |f| sent_id.is_none() && f.detail().starts_with("/agent_id"),
     );
     if let Some(sent_id) = sent_id {
         if !echoed.as_deref().is_some_and(|id| same_id(id, sent_id)) {
@@ -658,7 +658,7 @@ pub fn discovery_reply(ctx: &mut Ctx, query: &str, r: &Resp) -> Step<Vec<Value>>
         "discover-response",
         &rules::SCHEMA_DISCOVER_RESPONSE,
         &judged,
-        |f| out_of_range && f.key.ends_with("/reputation_score"),
+        |f| out_of_range && f.detail().ends_with("/reputation_score"),
     );
     Ok(agents)
 }
@@ -823,7 +823,7 @@ pub async fn score(ctx: &mut Ctx, agent_id: &str, skill: &str) -> Step<f64> {
             let f = rules::DISCOVER_NO_SCORE.found(format!(
                 "agent {agent_id} is listed without a numeric reputation_score: {e}"
             ));
-            Err(block_on(ctx, "chorus/schema:discover-response", f))
+            Err(block_on(ctx, &rules::SCHEMA_DISCOVER_RESPONSE, f))
         }
     }
 }
@@ -1172,7 +1172,7 @@ pub fn read_result(ctx: &mut Ctx, v: &Value, sent: &Value) -> Value {
     shape_findings(ctx, "job-result", &rules::SCHEMA_JOB_RESULT, v, |f| {
         echoed
             .iter()
-            .any(|m| f.key.ends_with(&format!(":/{m}")) || f.key.contains(&format!(":/{m}/")))
+            .any(|m| f.detail() == format!("/{m}") || f.detail().starts_with(&format!("/{m}/")))
     });
     for m in &echoed {
         ctx.note(format!(
@@ -1856,10 +1856,10 @@ pub fn check_job_sent(
 /// an ISO 8601 UTC timestamp (CHO-004), the currency (CHO-025).
 pub fn check_job_members(ctx: &mut Ctx, job: &Value) {
     // job_id, timestamp_utc and currency are judged below, once.
-    let below = [":/job_id", ":/timestamp_utc", ":/currency"];
+    let below = ["/job_id", "/timestamp_utc", "/currency"];
     let family = (rules::RULES, &rules::CLIENT_SCHEMA_JOB_REQUEST);
     for mut f in schema_findings(&ctx.shared.schemas, "chorus/job-request", family, job) {
-        if below.iter().any(|b| f.key.ends_with(b)) {
+        if below.contains(&f.detail()) {
             continue;
         }
         f.summary = format!("the client's job request: {}", f.summary);
@@ -2043,10 +2043,10 @@ pub fn check_paid(
 /// The transfer's members: its schema (CHO-039) and a UUID transfer_id.
 fn check_transfer_members(ctx: &mut Ctx, t: &Value) {
     // transfer_id, job_id and amount are judged below, once.
-    let below = [":/transfer_id", ":/job_id", ":/amount"];
+    let below = ["/transfer_id", "/job_id", "/amount"];
     let family = (rules::RULES, &rules::CLIENT_SCHEMA_TRANSFER_REQUEST);
     for mut f in schema_findings(&ctx.shared.schemas, "chorus/transfer-request", family, t) {
-        if below.iter().any(|b| f.key.ends_with(b)) {
+        if below.contains(&f.detail()) {
             continue;
         }
         f.summary = format!("the client's transfer: {}", f.summary);
