@@ -335,18 +335,19 @@ pub const CASES: &[Case] = &[
         let min_len = ids.iter().map(|s| s.chars().count()).min().unwrap_or(0);
         let alphabet: BTreeSet<char> = ids.iter().flat_map(|s| s.chars()).collect();
         let bits = min_len as f64 * (alphabet.len().max(1) as f64).log2();
+        let mut wrong = Vec::new();
         if bits < 64.0 {
-            return fail(format!("ids carry at most {bits:.0} bits ({min_len} characters over {} symbols)", alphabet.len()));
+            wrong.push(format!("ids carry at most {bits:.0} bits ({min_len} characters over {} symbols)", alphabet.len()));
         }
         let prefix = common_prefix(&ids);
         if prefix * 2 > min_len {
-            return fail(format!("all ids share a {prefix}-character prefix: predictable (timestamp or counter)"));
+            wrong.push(format!("all ids share a {prefix}-character prefix: predictable (timestamp or counter)"));
         }
         let numbers: Vec<u128> = ids.iter().filter_map(|s| s.parse().ok()).collect();
         if numbers.len() == ids.len() && numbers.windows(2).all(|w| w[1] > w[0] && w[1] - w[0] < 1000) {
-            return fail("ids are sequential numbers");
+            wrong.push("ids are sequential numbers".to_string());
         }
-        Ok(())
+        fail_rows("conversation ids are predictable", &wrong)
     }),
     case!("follow-up", "a follow-up POSTed to /conversations/{id} succeeds and names the conversation", ["AEX-021", "AEX-029"], Must, false, |ctx| {
         // The conversation runs under the target's protocol when there is one; the
