@@ -412,12 +412,8 @@ impl Ctx {
     /// one finding of `rule` (none when it got every row right), its summary `lead`
     /// then every wrong row. The case goes on, so a row never hides the next.
     pub fn rows_wrong(&mut self, rule: &'static crate::rules::Rule, lead: &str, wrong: &[String]) {
-        if !wrong.is_empty() {
-            self.deviation(rule.found(format!(
-                "{lead} ({} of them): {}",
-                wrong.len(),
-                wrong.join("; ")
-            )));
+        if let Some(said) = crate::verdict::rows_said(lead, wrong) {
+            self.deviation(rule.found(said));
         }
     }
 

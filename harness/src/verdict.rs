@@ -58,15 +58,13 @@ pub fn fail<T>(msg: impl Into<String>) -> Step<T> {
 /// [`crate::script::Ctx::row`] gives them): one failure of the case's own subject
 /// naming every row, or none when the list is empty.
 pub fn fail_rows(lead: &str, wrong: &[String]) -> Step<()> {
-    if wrong.is_empty() {
-        Ok(())
-    } else {
-        fail(format!(
-            "{lead} ({} of them): {}",
-            wrong.len(),
-            wrong.join("; ")
-        ))
-    }
+    rows_said(lead, wrong).map_or(Ok(()), fail)
+}
+
+/// `lead`, then every wrong row of a table ("… (2 of them): a; b"); `None` when
+/// no row was wrong.
+pub fn rows_said(lead: &str, wrong: &[String]) -> Option<String> {
+    (!wrong.is_empty()).then(|| format!("{lead} ({} of them): {}", wrong.len(), wrong.join("; ")))
 }
 
 pub fn skip<T>(msg: impl Into<String>) -> Step<T> {
