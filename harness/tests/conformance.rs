@@ -1477,6 +1477,20 @@ fn replays_only_against_fault(crash: &Path, suite: &str, fault: &str) -> Result<
         1,
         "REPRODUCED",
     )?;
+    // The same case against the same fault, in a file that records another
+    // signature: replay names what it saw and does not call it a reproduction.
+    let mut other: Value =
+        serde_json::from_slice(&std::fs::read(crash).map_err(|e| e.to_string())?)
+            .map_err(|e| e.to_string())?;
+    other["signature"] = Value::from(format!("{suite}/another:signature"));
+    other["shrunk"]["alone"] = Value::from(false);
+    let moved = crash.with_extension("other.json");
+    std::fs::write(&moved, other.to_string()).map_err(|e| e.to_string())?;
+    expect_code(
+        &["replay", &moved.to_string_lossy(), "--target", &url],
+        3,
+        &format!("not reproduced: it showed {suite}/"),
+    )?;
     let (_clean, clean_url) = serve(suite, &[])?;
     expect_code(
         &["replay", &crash.to_string_lossy(), "--target", &clean_url],

@@ -66,8 +66,14 @@ pub fn run(
     )
     .map_err(io)?;
     let alone = print_alone(&crash, replayed.alone, out)?;
-    let case = print_outcome(&crash, replayed.outcome, out)?;
-    Ok(alone.max(case))
+    let case = print_outcome(&crash, (replayed.outcome, replayed.signature), out)?;
+    // Either the smallest input or the case showing the file's own signature is a
+    // reproduction; another signature (3) outranks none (0).
+    Ok(if alone == 1 || case == 1 {
+        1
+    } else {
+        alone.max(case)
+    })
 }
 
 /// The smallest input sent alone, when the crash file has one: exit 1 when the
@@ -134,28 +140,38 @@ fn crash_target(
     }
 }
 
-/// The verdict of a replayed crash: exit 1 when an oracle fired again.
+/// Exit code of a replay whose case showed another signature than its file's.
+pub const OTHER_SIGNATURE: i32 = 3;
+
+/// The verdict of a replayed crash: exit 1 when the case shows the file's own
+/// signature again; another signature is named and is no reproduction (exit
+/// [`OTHER_SIGNATURE`]); none, exit 0.
 fn print_outcome(
     crash: &campaign::CrashFile,
-    outcome: Outcome,
+    (outcome, seen): (Outcome, Option<String>),
     out: &mut impl Write,
 ) -> Result<i32, CliError> {
     match outcome {
         Outcome::Finding(found) => {
+            let seen = seen.unwrap_or_default();
+            let want = crash.signature.as_deref();
+            if want.is_some_and(|w| w != seen) {
+                writeln!(
+                    out,
+                    "not reproduced: it showed {seen} (oracle {}: {}), not {}",
+                    found.oracle,
+                    found.detail,
+                    want.unwrap_or_default()
+                )
+                .map_err(io)?;
+                return Ok(OTHER_SIGNATURE);
+            }
             writeln!(
                 out,
-                "REPRODUCED: oracle {} fired: {}",
+                "REPRODUCED: {seen}: oracle {} fired: {}",
                 found.oracle, found.detail
             )
             .map_err(io)?;
-            if crash.oracle.as_deref() != Some(found.oracle.name()) {
-                writeln!(
-                    out,
-                    "(the crash file recorded oracle {})",
-                    crash.oracle.as_deref().unwrap_or("none")
-                )
-                .map_err(io)?;
-            }
             Ok(1)
         }
         Outcome::Skip(why) => {

@@ -210,6 +210,8 @@ pub struct Replayed {
     /// What the case drew.
     pub label: String,
     pub outcome: Outcome,
+    /// The signature its finding is filed under, as the campaign would file it.
+    pub signature: Option<String>,
     /// The smallest input sent alone: the signature the target's answer showed
     /// (`Some(None)`: none), when the crash file has such an input.
     pub alone: Option<Option<String>>,
@@ -237,6 +239,13 @@ pub async fn replay(
     let (shared, transport, url) = shared(c);
     let t = Target::new(suite, shared, transport, &url);
     let run = super::spec::run_case(spec, &t, crash.seed, crash.index).await;
+    let signature = match &run.outcome {
+        Outcome::Finding(f) => {
+            let at = (url.as_str(), transport, spec.kinds);
+            Some(super::corpus::filed_signature((suite, crash.role), at, f, &run).id(suite.id))
+        }
+        _ => None,
+    };
     let alone = match &crash.alone {
         Some((req, bytes)) => {
             // The request goes where the case's would: the replay's target.
@@ -251,6 +260,7 @@ pub async fn replay(
     Ok(Replayed {
         label: run.label,
         outcome: run.outcome,
+        signature,
         alone,
     })
 }

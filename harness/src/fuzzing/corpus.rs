@@ -381,6 +381,28 @@ pub fn signature(
     }
 }
 
+/// The signature a finding of `run` is filed under, as `record` files it and
+/// `replay` compares it: its crash class, else its rule key, else the one rule or
+/// case of `suite` whose requirements hold the ids the fuzz oracle cites, else the
+/// oracle and endpoint. `at` is the target's URL, its binding and the message types
+/// a frame's endpoint may name.
+pub fn filed_signature(
+    (suite, role): (&crate::case::Suite, Role),
+    (target, transport, kinds): (&str, Transport, &[&str]),
+    found: &FuzzFinding,
+    run: &CaseRun,
+) -> Signature {
+    let sig = signature(found, run, target, (transport, kinds), role);
+    // A fuzz oracle that cites a rule's requirements is that rule's finding.
+    if let Signature::Oracle { .. } = &sig {
+        let cited = cited_requirements(&found.detail);
+        if let Some(key) = rule_for(suite, role, &cited) {
+            return Signature::Rule(key);
+        }
+    }
+    sig
+}
+
 /// The one rule, else the one case, of `suite`'s `role` whose requirements hold
 /// every id in `cited` (the fewest of them when several do): the key `run` gives
 /// a deviation of those requirements. `None` when no id is cited or the choice is
@@ -635,24 +657,21 @@ impl Corpus {
     /// Files one finding of case `index`: a new signature gets its crash file at
     /// once; one seen before counts, and keeps the smaller input.
     pub fn record(&self, index: u64, run: &CaseRun, found: &FuzzFinding) -> Recorded {
-        let kinds = self.meta.kinds;
-        let mut sig = signature(
+        let m = &self.meta;
+        let sig = filed_signature(
+            (m.suite, m.role),
+            (&m.target, m.transport, m.kinds),
             found,
             run,
-            &self.meta.target,
-            (self.meta.transport, kinds),
-            self.meta.role,
         );
-        // A fuzz oracle that cites a rule's requirements is that rule's finding.
-        if let Signature::Oracle { .. } = &sig {
-            let cited = cited_requirements(&found.detail);
-            if let Some(key) = rule_for(self.meta.suite, self.meta.role, &cited) {
-                sig = Signature::Rule(key);
-            }
-        }
         let id = sig.id(self.meta.suite.id);
         let seen = upto(&run.transcript, found);
-        let request = last_request(seen, &self.meta.target, self.meta.transport, kinds);
+        let request = last_request(
+            seen,
+            &self.meta.target,
+            self.meta.transport,
+            self.meta.kinds,
+        );
         let fixed = is_fixed(request.as_ref(), &run.sent);
         // A fixed reply's input is the request that drew it.
         let bytes = match (&request, fixed) {
