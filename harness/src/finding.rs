@@ -76,7 +76,7 @@ impl Finding {
     ) -> Finding {
         let level = rule.level();
         Finding {
-            detail_at: u32::try_from(detail_at).unwrap_or(u32::MAX),
+            detail_at: offset(detail_at),
             key,
             requirements: rule.requirements.iter().map(|s| s.to_string()).collect(),
             level,
@@ -129,7 +129,7 @@ impl Finding {
         let level = inventory::level_for(&requirements, Level::Fact);
         let key: String = key.into();
         Finding {
-            detail_at: u32::try_from(key.len()).unwrap_or(u32::MAX),
+            detail_at: offset(key.len()),
             key,
             requirements,
             level,
@@ -173,7 +173,7 @@ impl Finding {
         };
         let level = inventory::level_for(&requirements, case_level);
         Finding {
-            detail_at: u32::try_from(case_id.len()).unwrap_or(u32::MAX),
+            detail_at: offset(case_id.len()),
             key: case_id.to_string(),
             requirements,
             level,
@@ -183,6 +183,12 @@ impl Finding {
             rule: None,
         }
     }
+}
+
+/// A byte offset into a key, kept small in `Finding` (a key past 4 GiB has no
+/// detail).
+fn offset(at: usize) -> u32 {
+    u32::try_from(at).unwrap_or(u32::MAX)
 }
 
 /// `text` reduced to what stays the same from one refusal to the next: lower case,

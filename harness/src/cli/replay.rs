@@ -77,7 +77,8 @@ pub fn run(
 }
 
 /// The smallest input sent alone, when the crash file has one: exit 1 when the
-/// target's answer shows the recorded signature again.
+/// target's answer shows the recorded signature again, [`OTHER_SIGNATURE`] when it
+/// shows another.
 fn print_alone(
     crash: &campaign::CrashFile,
     alone: Option<Option<String>>,
@@ -101,7 +102,7 @@ fn print_alone(
         }
         Some(sig) => {
             writeln!(out, "not reproduced: it showed {sig}, not {want}").map_err(io)?;
-            Ok(0)
+            Ok(OTHER_SIGNATURE)
         }
         None => {
             writeln!(out, "not reproduced: signature {want} did not show").map_err(io)?;
