@@ -192,7 +192,7 @@ pub fn rejudge(
     }
     for m in ctx.findings() {
         if !found.iter().any(|(k, _)| *k == m.finding.key) {
-            found.push((m.finding.key.clone(), m.finding.summary.clone()));
+            found.push((m.finding.key.to_string(), m.finding.summary.clone()));
         }
     }
     let missing = v

@@ -41,12 +41,123 @@ impl Verdict {
     }
 }
 
+/// A finding's key, kept as its three parts: the suite, the rule's fixed part and
+/// the detail its family added. It is made from them and never read back from its
+/// text; the text, `<suite>/<rule><detail>` (`chorus/schema:register-response:/agent_id`),
+/// is what reports, baselines and `explain` show, stable across runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Key {
+    text: String,
+    /// Where the rule's part begins (after `<suite>/`).
+    rule_at: u32,
+    /// Where the detail begins.
+    detail_at: u32,
+}
+
+impl Key {
+    /// The key of `rule` (its fixed part, without the suite) in `suite`, with
+    /// `detail` after it.
+    pub fn new(suite: &str, rule: &str, detail: &str) -> Key {
+        let text = format!("{suite}/{rule}{detail}");
+        Key {
+            rule_at: offset(suite.len() + 1),
+            detail_at: offset(suite.len() + 1 + rule.len()),
+            text,
+        }
+    }
+
+    /// The suite whose rule it is.
+    pub fn suite(&self) -> &str {
+        self.part(0, self.rule_at.saturating_sub(1))
+    }
+
+    /// The rule's fixed part (`register-rejects-invalid`, `schema:register-response:`).
+    pub fn rule(&self) -> &str {
+        self.part(self.rule_at, self.detail_at)
+    }
+
+    /// What the rule's family added (a JSON pointer, a transport failure's kind);
+    /// empty for an exact rule.
+    pub fn detail(&self) -> &str {
+        self.part(self.detail_at, u32::MAX)
+    }
+
+    /// The key as reports write it.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// The same rule with another detail.
+    pub fn with_detail(&self, detail: &str) -> Key {
+        Key::new(self.suite(), self.rule(), detail)
+    }
+
+    fn part(&self, from: u32, to: u32) -> &str {
+        let to = (to as usize).min(self.text.len());
+        self.text.get(from as usize..to).unwrap_or_default()
+    }
+}
+
+impl fmt::Display for Key {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+impl std::ops::Deref for Key {
+    type Target = str;
+    fn deref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl std::borrow::Borrow<str> for Key {
+    fn borrow(&self) -> &str {
+        &self.text
+    }
+}
+
+impl PartialEq<str> for Key {
+    fn eq(&self, other: &str) -> bool {
+        self.text == other
+    }
+}
+
+impl PartialEq<&str> for Key {
+    fn eq(&self, other: &&str) -> bool {
+        self.text == *other
+    }
+}
+
+impl PartialEq<String> for Key {
+    fn eq(&self, other: &String) -> bool {
+        &self.text == other
+    }
+}
+
+impl PartialEq<Key> for String {
+    fn eq(&self, other: &Key) -> bool {
+        *self == other.text
+    }
+}
+
+impl PartialEq<Key> for &str {
+    fn eq(&self, other: &Key) -> bool {
+        *self == other.text
+    }
+}
+
+impl Serialize for Key {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.text)
+    }
+}
+
 /// One deviation of the target.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Finding {
-    /// Stable across runs: `<suite>/<rule>` or `<suite>/<rule>:<detail>`. Baselines
-    /// and reports refer to it.
-    pub key: String,
+    /// Stable across runs ([`Key`]). Baselines and reports refer to it.
+    pub key: Key,
     /// The requirement and ambiguity ids the deviation breaks.
     pub requirements: Vec<String>,
     /// The level of those requirements in the inventory, not of the case that met it.
@@ -61,22 +172,13 @@ pub struct Finding {
     /// is the rule's, with a family's detail after its fixed part.
     #[serde(skip)]
     pub rule: Option<&'static Rule>,
-    /// Where in `key` the detail its family added begins (see [`Finding::detail`]).
-    #[serde(skip)]
-    detail_at: u32,
 }
 
 impl Finding {
     /// The finding of `rule` keyed `key`: its ids, level and owner the rule's.
-    /// `detail_at` is where in `key` the family's detail begins.
-    pub(crate) fn of(
-        rule: &'static Rule,
-        (key, detail_at): (String, usize),
-        summary: String,
-    ) -> Finding {
+    pub(crate) fn of(rule: &'static Rule, key: Key, summary: String) -> Finding {
         let level = rule.level();
         Finding {
-            detail_at: offset(detail_at),
             key,
             requirements: rule.requirements.iter().map(|s| s.to_string()).collect(),
             level,
@@ -91,7 +193,7 @@ impl Finding {
     /// pointer (`/agent_id`), a transport failure's kind (`no-answer`). Empty for a
     /// rule's exact finding, and for a case's own failure.
     pub fn detail(&self) -> &str {
-        self.key.get(self.detail_at as usize..).unwrap_or_default()
+        self.key.detail()
     }
 
     /// The finding of a rule that judges a change as a case does (a tamper of the
@@ -128,9 +230,9 @@ impl Finding {
         let requirements: Vec<String> = requirements.iter().map(|s| s.to_string()).collect();
         let level = inventory::level_for(&requirements, Level::Fact);
         let key: String = key.into();
+        let (suite, rule) = key.split_once('/').unwrap_or(("", &key));
         Finding {
-            detail_at: offset(key.len()),
-            key,
+            key: Key::new(suite, rule, ""),
             requirements,
             level,
             outcome: Verdict::of(level),
@@ -173,8 +275,7 @@ impl Finding {
         };
         let level = inventory::level_for(&requirements, case_level);
         Finding {
-            detail_at: offset(case_id.len()),
-            key: case_id.to_string(),
+            key: case_key(case_id, ""),
             requirements,
             level,
             outcome: Verdict::of(level),
@@ -183,6 +284,13 @@ impl Finding {
             rule: None,
         }
     }
+}
+
+/// The key of case `case_id` (`<suite>/<case>`, as a case names itself), with
+/// `detail` after it.
+pub fn case_key(case_id: &str, detail: &str) -> Key {
+    let (suite, case) = case_id.split_once('/').unwrap_or(("", case_id));
+    Key::new(suite, case, detail)
 }
 
 /// A byte offset into a key, kept small in `Finding` (a key past 4 GiB has no
@@ -417,6 +525,43 @@ mod tests {
         assert_ne!(
             refusal((&REFUSED, "s", &[]), "E1", "bad key", "x").key,
             refusal((&REFUSED, "s", &[]), "E2", "bad key", "x").key
+        );
+    }
+
+    #[test]
+    fn keys_keep_their_parts() {
+        use crate::rules::{found_among, TRANSPORT};
+        let f = TRANSPORT.found_in("chorus", "no-answer", "silent");
+        assert_eq!(f.key, "chorus/transport:no-answer");
+        assert_eq!(
+            (f.key.suite(), f.key.rule(), f.key.detail()),
+            ("chorus", "transport:", "no-answer")
+        );
+        assert_eq!(f.detail(), "no-answer");
+        // A suite or detail that holds the separators is still read back as made.
+        let k = Key::new("a/b", "c:", "/d:e");
+        assert_eq!((k.suite(), k.rule(), k.detail()), ("a/b", "c:", "/d:e"));
+        assert_eq!(k.with_detail("x").as_str(), "a/b/c:x");
+        // An exact member of a family keeps the family's detail.
+        static FAMILY: Rule = Rule {
+            key: "s/schema:reply:*",
+            ..Rule::UNSET
+        };
+        static MEMBER: Rule = Rule {
+            key: "s/schema:reply:/id",
+            ..Rule::UNSET
+        };
+        let m = found_among(&[&MEMBER], &FAMILY, "/id", "no id");
+        assert_eq!((m.key.rule(), m.detail()), ("schema:reply:", "/id"));
+        assert_eq!(m.rule, Some(&MEMBER));
+        let o = found_among(&[&MEMBER], &FAMILY, "/name", "no name");
+        assert_eq!(
+            (o.key.as_str(), o.rule),
+            ("s/schema:reply:/name", Some(&FAMILY))
+        );
+        assert_eq!(
+            serde_json::to_string(&o.key).ok().as_deref(),
+            Some("\"s/schema:reply:/name\"")
         );
     }
 

@@ -14,7 +14,7 @@
 //! belongs to every suite.
 
 pub use crate::finding::Rule;
-use crate::finding::{normalised, quote, Finding};
+use crate::finding::{normalised, quote, Finding, Key};
 use crate::inventory::{self, Level};
 
 /// Defines a suite's rules, each a `pub static` [`Rule`] named as written, and
@@ -53,6 +53,12 @@ impl Rule {
         }
     }
 
+    /// The rule's suite (`*` for a shared rule) and its key after `<suite>/`, as
+    /// its definition writes them.
+    pub fn parts(&self) -> (&'static str, &'static str) {
+        self.key.split_once('/').unwrap_or(("", self.key))
+    }
+
     /// The level a finding of this rule has.
     pub fn level(&self) -> Level {
         let ids: Vec<String> = self.requirements.iter().map(|s| s.to_string()).collect();
@@ -86,7 +92,8 @@ impl Rule {
             "{}: a family or shared rule takes a detail",
             self.key
         );
-        Finding::of(self, (self.key.to_string(), self.key.len()), summary.into())
+        let (suite, rule) = self.parts();
+        Finding::of(self, Key::new(suite, rule, ""), summary.into())
     }
 
     /// The finding of this family with `detail` after its fixed part (an exact
@@ -101,10 +108,10 @@ impl Rule {
             "{}: a shared rule takes a suite",
             self.key
         );
-        let detail = detail.to_string();
-        let key = match self.key.strip_suffix('*') {
-            Some(prefix) => (format!("{prefix}{detail}"), prefix.len()),
-            None => (self.key.to_string(), self.key.len()),
+        let (suite, rule) = self.parts();
+        let key = match rule.strip_suffix('*') {
+            Some(prefix) => Key::new(suite, prefix, &detail.to_string()),
+            None => Key::new(suite, rule, ""),
         };
         Finding::of(self, key, summary.into())
     }
@@ -117,17 +124,10 @@ impl Rule {
         detail: impl std::fmt::Display,
         summary: impl Into<String>,
     ) -> Finding {
-        let pattern = self.key.strip_prefix("*/").unwrap_or(self.key);
-        let detail = detail.to_string();
-        let key = match pattern.strip_suffix('*') {
-            Some(prefix) => (
-                format!("{suite}/{prefix}{detail}"),
-                suite.len() + 1 + prefix.len(),
-            ),
-            None => (
-                format!("{suite}/{pattern}"),
-                suite.len() + 1 + pattern.len(),
-            ),
+        let (_, rule) = self.parts();
+        let key = match rule.strip_suffix('*') {
+            Some(prefix) => Key::new(suite, prefix, &detail.to_string()),
+            None => Key::new(suite, rule, ""),
         };
         Finding::of(self, key, summary.into())
     }
@@ -148,7 +148,11 @@ pub fn found_among(
         .find(|r| !r.is_family() && r.key.strip_prefix(prefix) == Some(detail))
     {
         // The member's finding keeps the family's detail (a schema pointer).
-        Some(exact) => Finding::of(exact, (exact.key.to_string(), prefix.len()), summary.into()),
+        Some(exact) => {
+            let (suite, rule) = family.parts();
+            let fixed = rule.trim_end_matches('*');
+            Finding::of(exact, Key::new(suite, fixed, detail), summary.into())
+        }
         None => family.found_as(detail, summary),
     }
 }

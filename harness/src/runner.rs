@@ -2,7 +2,7 @@
 
 use crate::case::{Bindings, Case, CaseResult, Met, Outcome, Role, Stop, Suite, Untestable};
 use crate::drive::Transport;
-use crate::finding::{Finding, Verdict};
+use crate::finding::{Finding, Key, Verdict};
 use crate::script::{Ctx, RunShared};
 use crate::verdict::Claim;
 use globset::{Glob, GlobSet, GlobSetBuilder};
@@ -115,7 +115,7 @@ fn result_of(
         transport,
         outcome,
         message,
-        findings: met.iter().map(|m| m.finding.key.clone()).collect(),
+        findings: met.iter().map(|m| m.finding.key.to_string()).collect(),
         reproduce: None,
         duration_ms,
         transcript,
@@ -152,13 +152,14 @@ async fn run_one(
     let started = Instant::now();
     let mut ctx = Ctx::new(shared.clone(), transport, &url);
     ctx.case_id = Some(case.id);
+    ctx.suite_id = Some(case.suite);
     let budget = overall_budget(&shared, role);
     let ended = tokio::time::timeout(budget, (case.run)(&mut ctx)).await;
     ctx.close().await;
     let mut met = ctx.take_findings();
     let mut marks = ctx.take_claims();
     if let (Ok(Err(Stop::Blocked(key))), Some(last)) = (&ended, marks.last_mut()) {
-        last.blocked_by.get_or_insert_with(|| key.clone());
+        last.blocked_by.get_or_insert_with(|| key.to_string());
     }
     let (outcome, message) = match ended {
         Err(_) => {
@@ -372,14 +373,8 @@ fn add_warnings(case: &'static Case, warnings: &[String], met: &mut Vec<Met>) {
         if f.outcome == Verdict::Fail {
             f = f.at(crate::case::Level::Should);
         }
-        f.key = format!(
-            "{}~{}",
-            case.id,
-            f.requirements
-                .first()
-                .map(String::as_str)
-                .unwrap_or("warning")
-        );
+        let requirement = f.requirements.first().map_or("warning", String::as_str);
+        f.key = crate::finding::case_key(case.id, &format!("~{requirement}"));
         if let Some(m) = met.iter_mut().find(|m| m.finding.key == f.key) {
             m.finding.summary = format!("{}; {}", m.finding.summary, f.summary);
         } else {
@@ -456,10 +451,10 @@ fn escalate(o: Outcome, verdict: Verdict) -> Outcome {
 /// warn for a finding; every other case that met it lists it and is judged on its
 /// own subject (or is blocked).
 pub fn merge_findings(results: &mut [CaseResult]) -> Vec<ReportedFinding> {
-    let mut order: Vec<String> = Vec::new();
-    let mut by_key: std::collections::HashMap<String, Vec<(usize, bool)>> =
+    let mut order: Vec<Key> = Vec::new();
+    let mut by_key: std::collections::HashMap<Key, Vec<(usize, bool)>> =
         std::collections::HashMap::new();
-    let mut first: std::collections::HashMap<String, Finding> = std::collections::HashMap::new();
+    let mut first: std::collections::HashMap<Key, Finding> = std::collections::HashMap::new();
     for (i, r) in results.iter().enumerate() {
         for m in &r.met {
             let k = &m.finding.key;
@@ -658,7 +653,7 @@ mod tests {
             transport: Transport::Http,
             outcome,
             message: String::new(),
-            findings: met.iter().map(|m| m.finding.key.clone()).collect(),
+            findings: met.iter().map(|m| m.finding.key.to_string()).collect(),
             reproduce: None,
             duration_ms: 0,
             transcript: Vec::new(),
@@ -683,7 +678,7 @@ mod tests {
         let mark = |name: &str, from: usize, blocked: bool| ClaimMark {
             name: name.into(),
             from,
-            blocked_by: blocked.then(|| refused.key.clone()),
+            blocked_by: blocked.then(|| refused.key.to_string()),
             moot: None,
         };
         // The first claim is blocked by the refusal; the second judged its own.

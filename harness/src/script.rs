@@ -228,7 +228,8 @@ pub struct Ctx {
     pub sent_ids: HashSet<String>,
     /// Ids of messages the target sent in this case.
     pub reply_ids: HashSet<String>,
-    /// The suite, when the context runs no case of it (a fuzz case).
+    /// The suite whose rules the context judges by: the case's, the fuzzed or
+    /// proxied suite's.
     pub suite_id: Option<&'static str>,
     /// The time replies are judged at, when pinned (an offline vector is judged at
     /// the time its replies were received); else the clock.
@@ -512,7 +513,7 @@ impl Ctx {
                     "the claim is blocked by {key}; the case goes on to its other claims"
                 ));
                 if let Some(c) = self.claims.last_mut() {
-                    c.blocked_by.get_or_insert(key);
+                    c.blocked_by.get_or_insert(key.to_string());
                 }
                 Ok(false)
             }
@@ -594,12 +595,9 @@ impl Ctx {
         Err(self.block(crate::rules::CONTROL_NONE.found_in(suite, "", format!("{what} was refused, but no valid message was accepted beside it, so a refusal proves nothing"))))
     }
 
-    /// The suite of the case being run ("target" outside a case).
+    /// The suite of the case being run ("target" outside a suite).
     pub fn suite(&self) -> &'static str {
-        self.case_id
-            .and_then(|id| id.split('/').next())
-            .or(self.suite_id)
-            .unwrap_or("target")
+        self.suite_id.unwrap_or("target")
     }
 
     /// A transport failure as a finding, and the stop: whatever the case wanted, it

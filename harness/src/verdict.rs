@@ -32,7 +32,7 @@ pub enum Stop {
     Finding(Finding),
     /// The case cannot go on past an incidental finding (its key), which the
     /// context has recorded. Never a pass; the finding's owner fails for it.
-    Blocked(String),
+    Blocked(crate::finding::Key),
     /// The case could not run; the reason says why.
     Skip(String),
 }
@@ -167,7 +167,7 @@ impl ClaimMark {
             name: self.name.clone(),
             outcome,
             blocked_by: self.blocked_by.clone(),
-            findings: mine.iter().map(|m| m.finding.key.clone()).collect(),
+            findings: mine.iter().map(|m| m.finding.key.to_string()).collect(),
             reason: self.moot.clone(),
         }
     }

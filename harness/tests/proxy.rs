@@ -125,7 +125,7 @@ fn sides(out: &RunOutput) -> Vec<(String, String)> {
         .flat_map(|f| {
             f.owners
                 .iter()
-                .map(move |o| (f.finding.key.clone(), o.clone()))
+                .map(move |o| (f.finding.key.to_string(), o.clone()))
         })
         .collect()
 }

@@ -72,7 +72,7 @@ fn junit_validates() -> Result<(), Failed> {
         .iter()
         .find(|f| f.finding.outcome == agentconform::finding::Verdict::Fail)
         .ok_or("the sample has no failing finding")?;
-    if !xml.contains(&failing.finding.key) {
+    if !xml.contains(failing.finding.key.as_str()) {
         return Err(format!("no failure names {}", failing.finding.key).into());
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -83,7 +83,7 @@ fn summary_is_capped_and_has_reproducers() -> Result<(), Failed> {
     let (dir, report) = sample_report("summary")?;
     let md = std::fs::read_to_string(dir.join("summary.md")).map_err(|e| e.to_string())?;
     for f in &report.findings {
-        if !md.contains(&f.finding.key) {
+        if !md.contains(f.finding.key.as_str()) {
             return Err(format!("summary.md lacks {}", f.finding.key).into());
         }
     }

@@ -398,7 +398,7 @@ pub fn classify(result: FuzzStep<()>, met: &[Met]) -> Outcome {
         Outcome::Finding(FuzzFinding {
             oracle,
             detail,
-            key: f.map(|f| f.key.clone()),
+            key: f.map(|f| f.key.to_string()),
         })
     };
     match result {
@@ -428,7 +428,7 @@ pub fn classify(result: FuzzStep<()>, met: &[Met]) -> Outcome {
                 None => Outcome::Finding(FuzzFinding {
                     oracle: Oracle::ReplyCheck,
                     detail: format!("blocked by {key}"),
-                    key: Some(key),
+                    key: Some(key.to_string()),
                 }),
             }
         }

@@ -179,7 +179,7 @@ fn side(suite: &Suite, who: &str, met: Vec<Met>, transcript: Vec<Entry>) -> Case
         transport: Transport::Http,
         outcome: crate::runner::own_outcome(Outcome::Pass, &met),
         message: String::new(),
-        findings: met.iter().map(|m| m.finding.key.clone()).collect(),
+        findings: met.iter().map(|m| m.finding.key.to_string()).collect(),
         reproduce: None,
         duration_ms: 0,
         transcript,

@@ -53,7 +53,7 @@ pub fn verdict(suite: &'static Suite, t: &Tamper, passed: &[Passed], seen: Obser
         transport: Transport::Http,
         outcome: crate::runner::own_outcome(outcome, &met),
         message,
-        findings: met.iter().map(|m| m.finding.key.clone()).collect(),
+        findings: met.iter().map(|m| m.finding.key.to_string()).collect(),
         reproduce: None,
         duration_ms: 0,
         transcript: transcript(passed),
@@ -242,7 +242,7 @@ fn client_verdict(
             let said = match stop {
                 crate::case::Stop::Fail(m) | crate::case::Stop::Skip(m) => m,
                 crate::case::Stop::Finding(f) => f.summary,
-                crate::case::Stop::Blocked(k) => k,
+                crate::case::Stop::Blocked(k) => k.to_string(),
             };
             met.push(finding(format!("{scenario}: {}", clipped(&said, 600))));
         }

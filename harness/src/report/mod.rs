@@ -514,7 +514,7 @@ mod tests {
             transport: Transport::Http,
             outcome,
             message: message.into(),
-            findings: met.iter().map(|m| m.finding.key.clone()).collect(),
+            findings: met.iter().map(|m| m.finding.key.to_string()).collect(),
             reproduce: None,
             duration_ms: 7,
             transcript: vec![

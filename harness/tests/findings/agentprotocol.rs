@@ -61,7 +61,7 @@ fn failing(out: &RunOutput) -> Vec<String> {
     out.findings
         .iter()
         .filter(|f| f.finding.outcome == Verdict::Fail)
-        .map(|f| f.finding.key.clone())
+        .map(|f| f.finding.key.to_string())
         .collect()
 }
 

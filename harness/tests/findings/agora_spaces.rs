@@ -242,7 +242,7 @@ fn frames_are_read_leniently() -> Result<(), Failed> {
         let got: Vec<String> = ctx
             .findings()
             .iter()
-            .map(|m| m.finding.key.clone())
+            .map(|m| m.finding.key.to_string())
             .collect();
         match read {
             Ok(v) if got == want && v.pointer(at) == Some(&value) => {}

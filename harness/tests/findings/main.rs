@@ -68,7 +68,7 @@ fn failing_keys(out: &RunOutput) -> BTreeSet<String> {
     out.findings
         .iter()
         .filter(|f| f.finding.outcome == Verdict::Fail)
-        .map(|f| f.finding.key.clone())
+        .map(|f| f.finding.key.to_string())
         .collect()
 }
 
@@ -77,7 +77,7 @@ fn only_owners_fail(out: &RunOutput, keys: &BTreeSet<String>) -> Result<(), Stri
     let owners: BTreeSet<String> = out
         .findings
         .iter()
-        .filter(|f| keys.contains(&f.finding.key))
+        .filter(|f| keys.contains(f.finding.key.as_str()))
         .flat_map(|f| f.owners.iter().cloned())
         .collect();
     let stray: Vec<&CaseResult> = out

@@ -241,7 +241,7 @@ fn transport_block(ctx: &mut Ctx, who: &str, e: &DriveError) -> Stop {
 /// How a connection attempt ended.
 pub enum Attempt {
     /// The upgrade completed.
-    Open(Peer),
+    Open(Box<Peer>),
     /// The upgrade was answered with this HTTP status instead of 101.
     Refused(u16),
     /// No answer, a reset or another failure: not a refusal.
@@ -382,7 +382,7 @@ impl Peer {
         token: Option<&str>,
     ) -> Step<Attempt> {
         Ok(match Peer::connect_raw(ctx, agent_id, token).await? {
-            Ok(p) => Attempt::Open(p),
+            Ok(p) => Attempt::Open(Box::new(p)),
             Err(e) => match refused_status(&e) {
                 Some(s) => Attempt::Refused(s),
                 None => Attempt::Failed(e),
@@ -803,7 +803,7 @@ impl Peer {
                     describe_drive_error(&e)
                 ));
             }
-            Attempt::Open(p) => p,
+            Attempt::Open(p) => *p,
         };
         let got = p.registration(ctx, register).await?;
         let out = match got {

@@ -149,7 +149,7 @@ async fn public_space(ctx: &mut Ctx, p: &mut Peer, out: &mut Vec<Entry>) {
     let token = ctx.profile().target.token.clone();
     let id = format!("init-{}", &reference_impl::wire::new_id()[..8]);
     let mut q = match Peer::attempt(ctx, Some(&id), token.as_deref()).await {
-        Ok(Attempt::Open(q)) => q,
+        Ok(Attempt::Open(q)) => *q,
         _ => {
             out.push(Entry::missing(S, "public_space", format!("a second connection could not be opened to try a space with two members; the default {default:?} is used ({creates}).")));
             return;

@@ -605,7 +605,10 @@ pub const CLIENT_CASES: &[Case] = &[
             let twin = drive_requester(ctx, &ask, within).await?;
             if !accepted_offer(&twin) || twin.failed() || !took_result(&twin, &ask["params"]) {
                 ctx.note("the requester did not complete a task with an OFFER within its budget either (client-negotiated judges that)");
-                return Err(Stop::Blocked("agora-v1/client-negotiated".into()));
+                return Err(Stop::Blocked(crate::finding::case_key(
+                    "agora-v1/client-negotiated",
+                    "",
+                )));
             }
             ctx.control(format!("an OFFER costing {}, within its budget", budget / 2.0));
             let at_budget = Provide::Offer {
