@@ -6,6 +6,16 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use std::path::Path;
 
+/// A profile file as a campaign read it: crash files record it, so that `replay`
+/// reads the same settings without being told.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProfileFile {
+    /// Where it was read (absolute where it could be made so).
+    pub path: String,
+    /// Its TOML text.
+    pub text: String,
+}
+
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Profile {
@@ -429,11 +439,21 @@ impl Profile {
     }
 
     pub fn load(path: &Path) -> Result<Profile, ProfileError> {
+        Profile::load_file(path).map(|(p, _)| p)
+    }
+
+    /// The profile at `path`, and the file as read (which a crash file records).
+    pub fn load_file(path: &Path) -> Result<(Profile, ProfileFile), ProfileError> {
         let text = std::fs::read_to_string(path).map_err(|source| ProfileError::Io {
             path: path.display().to_string(),
             source,
         })?;
-        Profile::from_toml(&text, &path.display().to_string())
+        let shown = std::fs::canonicalize(path)
+            .unwrap_or_else(|_| path.to_path_buf())
+            .display()
+            .to_string();
+        let profile = Profile::from_toml(&text, &path.display().to_string())?;
+        Ok((profile, ProfileFile { path: shown, text }))
     }
 
     fn validate(&self) -> Result<(), String> {

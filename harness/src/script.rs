@@ -221,8 +221,8 @@ pub struct Ctx {
     findings: Vec<Met>,
     /// The case being run (its id), when the context runs a conformance case.
     pub case_id: Option<&'static str>,
-    /// Fuzzing: a blocking finding stops the script as a failure with the finding's
-    /// summary, which the fuzz engine judges like any other failure.
+    /// Fuzzing: a blocking finding stops the script as that finding, which the
+    /// fuzz engine files under its rule's key.
     pub fuzzing: bool,
     /// Ids of messages the harness sent in this case.
     pub sent_ids: HashSet<String>,
@@ -449,13 +449,15 @@ impl Ctx {
 
     /// Records an incidental finding the case cannot read past, and the stop that
     /// says so: `return Err(ctx.block(f))`.
+    /// Fuzzing, the stop is the finding itself: the case failed for it, under its
+    /// rule's key.
     pub fn block(&mut self, f: Finding) -> Stop {
         let key = f.key.clone();
-        let summary = f.summary.clone();
-        self.finding(f);
         if self.fuzzing {
-            Stop::Fail(summary)
+            self.finding(f.clone());
+            Stop::Finding(f)
         } else {
+            self.finding(f);
             Stop::Blocked(key)
         }
     }

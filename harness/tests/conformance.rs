@@ -1500,6 +1500,82 @@ fn replays_only_against_fault(crash: &Path, suite: &str, fault: &str) -> Result<
     Ok(())
 }
 
+/// A crash file records the profile its campaign ran with, and a replay without
+/// `--profile` runs with it and reproduces; a replay whose profile names a fixture
+/// the target lacks reproduces nothing, names the setting and exits 2.
+fn cli_replay_takes_the_campaigns_profile() -> Result<(), Failed> {
+    let dir = tempdir("replay-profile");
+    let (_serve, url) = serve("chorus", &["--fault", "validates-nothing"])?;
+    let write = |name: &str, text: &str| -> Result<String, Failed> {
+        let p = dir.join(name);
+        std::fs::write(&p, text).map_err(|e| e.to_string())?;
+        Ok(p.to_string_lossy().into_owned())
+    };
+    let prof = write("profile.toml", "[chorus]\nfixture_skill = \"echo_text\"\n")?;
+    let out = dir.join("out").to_string_lossy().into_owned();
+    let fuzz = [
+        "fuzz",
+        "--suite",
+        "chorus",
+        "--target",
+        &url,
+        "--profile",
+        &prof,
+        "--cases",
+        "2000",
+        "--seed",
+        "7",
+        "--out",
+        &out,
+    ];
+    expect_code(&fuzz, 1, "chorus/job-rejects-invalid")?;
+    let mut crash = None;
+    for e in std::fs::read_dir(dir.join("out/crashes")).map_err(|e| e.to_string())? {
+        let path = e.map_err(|e| e.to_string())?.path();
+        if path.extension().is_some_and(|x| x == "json") {
+            let rec: Value =
+                serde_json::from_slice(&std::fs::read(&path).map_err(|e| e.to_string())?)
+                    .map_err(|e| e.to_string())?;
+            if rec["signature"] == "chorus/job-rejects-invalid" {
+                crash = Some((path, rec));
+            }
+        }
+    }
+    let (crash, rec) = crash.ok_or("no crash file of chorus/job-rejects-invalid")?;
+    let recorded = &rec["profile"];
+    if !recorded["toml"]
+        .as_str()
+        .is_some_and(|t| t.contains("echo_text"))
+        || !recorded["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("profile.toml"))
+    {
+        return Err(format!("the crash file does not record its profile: {recorded}").into());
+    }
+    let crash = crash.to_string_lossy().into_owned();
+    let replayed = expect_code(
+        &["replay", &crash],
+        1,
+        "REPRODUCED: chorus/job-rejects-invalid",
+    )?;
+    if !replayed.contains("with the profile the campaign ran with") {
+        return Err(
+            format!("the replay does not say it took the recorded profile:\n{replayed}").into(),
+        );
+    }
+    let wrong = write(
+        "wrong.toml",
+        "[chorus]\nfixture_skill = \"no_such_skill\"\n",
+    )?;
+    expect_code(
+        &["replay", &crash, "--profile", &wrong],
+        2,
+        "set [chorus] fixture_skill",
+    )?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 const CHORUS_FAMILIES: &[&str] = &[
     "initial reputation",
     "ranking",
@@ -1947,6 +2023,10 @@ fn main() {
             move || cli_fuzz_and_replay(suite, fault, oracle),
         ));
     }
+    trials.push(Trial::test(
+        "cli::replay_takes_the_campaigns_profile",
+        cli_replay_takes_the_campaigns_profile,
+    ));
     let suites: [(&'static Suite, &'static [&'static str]); 5] = [
         (&suites::agentprotocol::SUITE, AGENTPROTOCOL_FAMILIES),
         (&suites::agora_v1::SUITE, AGORA_V1_FAMILIES),

@@ -164,16 +164,19 @@ pub(super) fn fuzz_profile(
     path: Option<&PathBuf>,
     embedded: bool,
     timeout_ms: u64,
-) -> Result<Profile, CliError> {
-    let mut prof = match path {
-        Some(p) => Profile::load(p)?,
-        None => Profile::default(),
+) -> Result<(Profile, Option<crate::profile::ProfileFile>), CliError> {
+    let (mut prof, file) = match path {
+        Some(p) => {
+            let (prof, file) = Profile::load_file(p)?;
+            (prof, Some(file))
+        }
+        None => (Profile::default(), None),
     };
     prof.timing.case_timeout_ms = timeout_ms;
     if embedded {
         embedded_fixtures(&mut prof);
     }
-    Ok(prof)
+    Ok((prof, file))
 }
 
 /// What the profile says of the embedded agents, where it says nothing: the

@@ -89,7 +89,8 @@ pub fn run(mut a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
         (None, None) => Some(std::time::Duration::from_secs(60)),
     };
     check_timeout(a.timeout_ms)?;
-    let mut prof = fuzz_profile(a.profile.as_ref(), a.target.is_none(), a.timeout_ms)?;
+    let (mut prof, profile_file) =
+        fuzz_profile(a.profile.as_ref(), a.target.is_none(), a.timeout_ms)?;
     let transport = target_binding(&a, speaks)?;
     if a.role == Role::Client {
         set_client_driver(&mut prof, a.client.as_ref())?;
@@ -112,6 +113,7 @@ pub fn run(mut a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
             url: url.clone(),
             transport,
             profile: prof,
+            profile_file,
             schemas,
             http,
             tls: client_tls,

@@ -41,7 +41,7 @@ pub fn run(
         .fuzzer_of(crash.role)
         .ok_or_else(|| campaign::FuzzError::NoClientFuzzer(crash.suite.clone()))?;
     let fuzzed = (parts.suite, spec);
-    let mut prof = fuzz_profile(profile.as_ref(), false, 5000)?;
+    let (mut prof, profile_file) = replay_profile(file, &crash, profile.as_ref())?;
     let (url, transport) = crash_target(&crash, target, &mut prof)?;
     let schemas = Schemas::load().map_err(CliError::Harness)?;
     let client_tls = tls_args.client_tls(None)?;
@@ -54,6 +54,7 @@ pub fn run(
             url: url.clone(),
             transport,
             profile: prof,
+            profile_file: profile_file.clone(),
             schemas,
             http,
             tls: client_tls,
@@ -65,12 +66,23 @@ pub fn run(
         crash.suite, crash.index, crash.seed, replayed.label
     )
     .map_err(io)?;
+    if let (None, Some(p)) = (&profile, &profile_file) {
+        writeln!(
+            out,
+            "with the profile the campaign ran with, as the crash file records it ({})",
+            p.path
+        )
+        .map_err(io)?;
+    }
     let alone = print_alone(&crash, replayed.alone, out)?;
     let case = print_outcome(&crash, (replayed.outcome, replayed.signature), out)?;
     // Either the smallest input or the case showing the file's own signature is a
-    // reproduction; another signature (3) outranks none (0).
+    // reproduction; a setting the replay lacks (2) says what to set; another
+    // signature (3) outranks none (0).
     Ok(if alone == 1 || case == 1 {
         1
+    } else if case == SETUP {
+        SETUP
     } else {
         alone.max(case)
     })
@@ -108,6 +120,37 @@ fn print_alone(
             writeln!(out, "not reproduced: signature {want} did not show").map_err(io)?;
             Ok(0)
         }
+    }
+}
+
+/// The profile a replay runs with: `--profile`, else the one the crash file
+/// records (the campaign's), else the defaults.
+fn replay_profile(
+    file: &Path,
+    crash: &campaign::CrashFile,
+    given: Option<&PathBuf>,
+) -> Result<(Profile, Option<crate::profile::ProfileFile>), CliError> {
+    match (given, &crash.profile) {
+        (None, Some(recorded)) => {
+            let at = format!("{} (the profile it records)", file.display());
+            let mut prof = Profile::from_toml(&recorded.text, &at)?;
+            prof.timing.case_timeout_ms = 5000;
+            Ok((prof, Some(recorded.clone())))
+        }
+        _ => fuzz_profile(given, false, 5000),
+    }
+}
+
+/// Exit code of a replay that met a setting the run lacks rather than the target's
+/// deviation: nothing was reproduced, and the message says what to set.
+pub const SETUP: i32 = 2;
+
+/// The profile key `key`'s rule says the run lacks, when the finding is a setting
+/// ([`crate::rules::Rule::setting`]).
+fn setting_of(key: Option<&str>) -> Option<&'static str> {
+    match crate::explain::lookup(&crate::suites::all(), key?)? {
+        crate::explain::Named::Rule(_, r) => r.setting,
+        crate::explain::Named::Case(..) => None,
     }
 }
 
@@ -153,6 +196,16 @@ fn print_outcome(
     out: &mut impl Write,
 ) -> Result<i32, CliError> {
     match outcome {
+        Outcome::Finding(found) if setting_of(found.key.as_deref()).is_some() => {
+            let setting = setting_of(found.key.as_deref()).unwrap_or_default();
+            writeln!(
+                out,
+                "not reproduced: the replay lacks a setting: {}\nset {setting} in a profile and pass it with --profile FILE",
+                found.detail
+            )
+            .map_err(io)?;
+            Ok(SETUP)
+        }
         Outcome::Finding(found) => {
             let seen = seen.unwrap_or_default();
             let want = crash.signature.as_deref();

@@ -41,6 +41,8 @@ pub struct Connection {
     pub url: String,
     pub transport: Transport,
     pub profile: Profile,
+    /// The file `profile` was read from, which crash files record.
+    pub profile_file: Option<crate::profile::ProfileFile>,
     pub schemas: Schemas,
     pub http: reqwest::Client,
     pub tls: Tls,
@@ -114,6 +116,7 @@ pub async fn campaign_with(
     if c.role == Role::Server {
         check_binding(suite, spec, c.connection.transport)?;
     }
+    let profile_file = c.connection.profile_file.clone();
     let (shared, transport, url) = shared(c.connection);
     Ok(engine::fuzz(engine::Run {
         suite,
@@ -126,6 +129,7 @@ pub async fn campaign_with(
         workers: c.workers.unwrap_or(spec.workers),
         known: c.known,
         previous: c.previous,
+        profile_file,
         progress,
     })
     .await)
@@ -141,6 +145,8 @@ pub struct CrashFile {
     pub index: u64,
     /// The target the finding was made against.
     pub target: Option<String>,
+    /// The profile file the campaign ran with, when it ran with one.
+    pub profile: Option<crate::profile::ProfileFile>,
     /// The oracle the crash file records.
     pub oracle: Option<String>,
     /// The signature it records.
@@ -197,6 +203,16 @@ impl CrashFile {
             seed,
             index,
             target: rec["target"].as_str().map(String::from),
+            profile: match (
+                rec["profile"]["path"].as_str(),
+                rec["profile"]["toml"].as_str(),
+            ) {
+                (Some(path), Some(text)) => Some(crate::profile::ProfileFile {
+                    path: path.to_string(),
+                    text: text.to_string(),
+                }),
+                _ => None,
+            },
             oracle: rec["oracle"].as_str().map(String::from),
             signature: rec["signature"].as_str().map(String::from),
             alone,

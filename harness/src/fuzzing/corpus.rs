@@ -535,6 +535,14 @@ impl Known {
         })
     }
 
+    /// What a baseline of these finding keys or signatures knows.
+    pub fn of<S: Into<String>>(ids: impl IntoIterator<Item = S>, source: &str) -> Known {
+        Known {
+            ids: ids.into_iter().map(Into::into).collect(),
+            source: Some(source.to_string()),
+        }
+    }
+
     /// Adds what `other` knows.
     pub fn extend(&mut self, other: Known) {
         self.ids.extend(other.ids);
@@ -622,6 +630,8 @@ pub struct Meta {
     /// The signatures an earlier campaign filed in `out` (its findings.json), when
     /// this one resumes it.
     pub previous: Vec<Value>,
+    /// The profile file the campaign ran with, recorded in every crash file.
+    pub profile_file: Option<crate::profile::ProfileFile>,
 }
 
 /// The corpus of one campaign.
@@ -874,6 +884,9 @@ pub fn write_crash(meta: &Meta, e: &Filed) -> std::io::Result<PathBuf> {
     }
     if meta.role == crate::verdict::Role::Client {
         record["role"] = json!("client");
+    }
+    if let Some(p) = &meta.profile_file {
+        record["profile"] = json!({"path": p.path, "toml": p.text});
     }
     record["replay"] = json!(format!(
         "agentconform replay {} --target {}",
@@ -1143,6 +1156,7 @@ mod tests {
                 transport: Transport::Http,
                 seed: 1,
                 previous: Vec::new(),
+                profile_file: None,
             },
             Known::default(),
         );

@@ -100,6 +100,8 @@ pub struct Run<'a> {
     /// The signatures an earlier campaign filed in `out`, which this one resumes:
     /// kept in findings.json, and new crash files numbered after them.
     pub previous: Vec<serde_json::Value>,
+    /// The profile file the campaign ran with, which crash files record.
+    pub profile_file: Option<crate::profile::ProfileFile>,
     /// Called now and then with the progress so far (the command's progress line).
     pub progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
 }
@@ -185,6 +187,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         transport: run.target.transport,
         seed: run.seed,
         previous: run.previous,
+        profile_file: run.profile_file,
     };
     let shared = Arc::new(Shared {
         next: AtomicU64::new(run.bounds.first),

@@ -522,6 +522,7 @@ pub async fn fuzz_campaign(f: Fuzzing<'_>) -> agentconform::fuzzing::engine::Sum
             url,
             transport,
             profile: f.profile,
+            profile_file: None,
             schemas: Schemas::load().expect("schemas"),
             http: agentconform::drive::http::client().expect("client"),
             tls: agentconform::drive::Tls::platform().expect("tls"),

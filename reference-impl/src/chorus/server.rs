@@ -315,8 +315,10 @@ impl Chorus {
             let mut st = self.lock();
             let reputation = match st.agents.get(agent_id) {
                 Some(existing) => existing.reputation,
+                // A full registry is no bad registration: answered 503 even
+                // under the fault "validates-nothing".
                 None if st.agents.len() >= self.cfg.max_agents => {
-                    return Err(err(503, "validation", "the registry is full"))
+                    return Ok(err(503, "validation", "the registry is full"))
                 }
                 None => self.initial_reputation(),
             };
@@ -634,13 +636,16 @@ impl Chorus {
                 return Err(err(409, "TRANSFER_FAILED", message));
             }
             let to_balance = self.balance(&st, &to);
-            st.balances.insert(from.clone(), from_balance - cents);
+            // Saturating: an overdraft of any amount (the fault "allow-overdraft")
+            // is taken, never a crash.
+            st.balances
+                .insert(from.clone(), from_balance.saturating_sub(cents));
             let to_new = if from == to {
                 from_balance
             } else if self.fault("transfer-recipient-not-credited") {
                 to_balance
             } else {
-                to_balance + cents
+                to_balance.saturating_add(cents)
             };
             st.balances.insert(to.clone(), to_new);
             let body = json!({"status": "completed", "transfer_id": id, "from_owner": from, "to_owner": to, "amount": cents as f64 / 100.0});

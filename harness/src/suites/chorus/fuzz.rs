@@ -67,11 +67,13 @@ use crate::fuzzing::verdict::{
 
 use crate::drive::Transport;
 use crate::suites::chorus::expect::{
-    agent_missing, call, check_score, contains, discover, entry_skill_finding, expected_after,
-    fixture_agent, fixture_input, fixture_output, funded_owner, job, judge_cost, judge_registered,
-    judge_result_ids, need_json, now_utc, post, read_result, registration, report_outcome, run_job,
-    same_id, score, transfer, two_decimals, unique_skill, Base, JobOutcome, Report, Resp,
+    agent_missing, call, check_score, contains, discover, entry_skill_finding, expect_code,
+    expected_after, fixture_agent, fixture_input, fixture_output, funded_owner, job, judge_cost,
+    judge_registered, judge_result_ids, need_json, now_utc, post, read_result, registration,
+    rejected_row, report_outcome, run_job, same_id, score, transfer, two_decimals, unique_skill,
+    Base, JobOutcome, Report, Resp,
 };
+use crate::suites::chorus::rules;
 use arbitrary::Arbitrary;
 use reference_impl::wire::{is_uuid, json as wire_json, new_id};
 use serde_json::{json, Value};
@@ -394,9 +396,61 @@ enum Class {
     Reject,
 }
 
+/// The message a model judges: it names the rule (or case) of `run` whose finding
+/// each way of getting it wrong is, so that the fuzzer files a deviation under the
+/// key `run` gives it.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+enum Subject {
+    #[default]
+    Registration,
+    Job,
+    Transfer,
+}
+
+impl Subject {
+    /// A message the model rejects, carried out (the first reason to reject it
+    /// names a rule of its own where it has one: [`Model::note_as`]).
+    fn taken(self) -> &'static str {
+        match self {
+            Subject::Registration => rules::REGISTER_REJECTS_INVALID.key,
+            Subject::Job => rules::JOB_REJECTS_INVALID.key,
+            Subject::Transfer => rules::TRANSFER_INCOMPLETE_TAKEN.key,
+        }
+    }
+
+    /// A valid message refused.
+    fn refused(self) -> &'static str {
+        match self {
+            Subject::Registration => rules::REGISTER_REFUSED.key,
+            // A valid job for the fixture refused: the fixture's input is the
+            // profile's to set, as `run`'s job-echo reads it.
+            Subject::Job => rules::PROFILE_FIXTURE_INPUT.key,
+            Subject::Transfer => rules::TRANSFER_REFUSED.key,
+        }
+    }
+
+    /// A reply neither carried out nor a refusal.
+    fn odd(self) -> &'static str {
+        match self {
+            Subject::Registration => rules::REGISTER_STATUS.key,
+            other => other.refused(),
+        }
+    }
+}
+
+/// The case of `run` that judges a refusal carrying `code` (chorus.md §5).
+fn coded_case(code: &str) -> &'static str {
+    match code {
+        "SKILL_MISMATCH" => "chorus/job-skill-mismatch",
+        "BUDGET_INSUFFICIENT" => "chorus/job-budget-insufficient",
+        _ => "chorus/transfer-insufficient",
+    }
+}
+
 /// What the spec fixes for one message.
 #[derive(Debug, Default, Clone)]
 struct Model {
+    subject: Subject,
     /// A reason to reject that carries no code.
     reject: bool,
     /// The spec leaves part of the message open.
@@ -404,6 +458,8 @@ struct Model {
     /// Reasons to reject that carry a code.
     coded: Vec<&'static str>,
     why: Vec<String>,
+    /// The key of the first reason to reject, where it names one of its own.
+    taken: Option<&'static str>,
 }
 
 /// What the spec fixes for a chorus message (no success shape beyond the
@@ -411,16 +467,44 @@ struct Model {
 type Verdict = Expected<(), &'static str>;
 
 impl Model {
-    fn rejecting() -> Model {
-        let mut m = Model::default();
+    fn of(subject: Subject) -> Model {
+        Model {
+            subject,
+            ..Model::default()
+        }
+    }
+
+    fn rejecting(subject: Subject) -> Model {
+        let mut m = Model::of(subject);
         m.note(Class::Reject, "the body is no JSON object");
         m
     }
 
-    fn unsure() -> Model {
-        let mut m = Model::default();
+    fn unsure(subject: Subject) -> Model {
+        let mut m = Model::of(subject);
         m.note(Class::Open, "JSON readers disagree on the body");
         m
+    }
+
+    /// A reason to reject whose deviation is rule `key`'s, not the subject's.
+    fn note_as(&mut self, c: Class, key: &'static str, why: impl Into<String>) {
+        if c == Class::Reject && !self.reject {
+            self.taken = Some(key);
+        }
+        self.note(c, why);
+    }
+
+    /// The key of `run` a reply that broke the verdict `want` is filed under.
+    fn key_for(&self, got: &Observed<&str>) -> &'static str {
+        let coded = self.coded.first().map(|c| coded_case(c));
+        match got {
+            Observed::Carried if self.reject => self.taken.unwrap_or(self.subject.taken()),
+            Observed::Carried => coded.unwrap_or(self.subject.taken()),
+            Observed::Refused(_) if self.reject || !self.coded.is_empty() => {
+                coded.unwrap_or(self.subject.refused())
+            }
+            Observed::Refused(_) => self.subject.refused(),
+        }
     }
 
     fn note(&mut self, c: Class, why: impl Into<String>) {
@@ -519,9 +603,9 @@ fn cost_class(v: Option<&Value>) -> Class {
 
 fn register_model(v: &Value) -> Model {
     let Some(o) = v.as_object() else {
-        return Model::rejecting();
+        return Model::rejecting(Subject::Registration);
     };
-    let mut m = Model::default();
+    let mut m = Model::of(Subject::Registration);
     extras(
         &mut m,
         o,
@@ -619,13 +703,15 @@ enum AmountRead {
     Ambiguous,
     /// Far above any balance.
     Huge,
+    /// Zero or below (CHO-047).
+    NotPositive,
     Invalid,
 }
 
 fn amount_read(v: Option<&Value>) -> AmountRead {
     match v {
         Some(Value::Number(n)) => match n.as_f64() {
-            Some(x) if x <= 0.0 => AmountRead::Invalid,
+            Some(x) if x <= 0.0 => AmountRead::NotPositive,
             Some(x) if x > 1e9 => AmountRead::Huge,
             Some(x) if two_decimals(x) => AmountRead::Cents((x * 100.0).round() as i64),
             Some(_) => AmountRead::Ambiguous,
@@ -678,9 +764,12 @@ impl Books {
 
 fn transfer_model(v: &Value, books: &Books) -> (Model, Effect) {
     let Some(o) = v.as_object() else {
-        return (Model::rejecting(), Effect::Unknown(Vec::new()));
+        return (
+            Model::rejecting(Subject::Transfer),
+            Effect::Unknown(Vec::new()),
+        );
     };
-    let mut m = Model::default();
+    let mut m = Model::of(Subject::Transfer);
     let owners = note_transfer_members(&mut m, o);
     let from = o
         .get("from_owner")
@@ -752,9 +841,14 @@ fn note_transfer_members(m: &mut Model, o: &serde_json::Map<String, Value>) -> V
 /// (CHO-040).
 fn note_amount(m: &mut Model, read: AmountRead, balance: Option<i64>) {
     match read {
+        AmountRead::NotPositive => m.note_as(
+            Class::Reject,
+            rules::TRANSFER_AMOUNT_POSITIVE_TAKEN.key,
+            "an amount of zero or below (CHO-005, CHO-047)",
+        ),
         AmountRead::Invalid => m.note(
             Class::Reject,
-            "amount missing or not a positive number (CHO-005, CHO-039)",
+            "amount missing or not a number (CHO-005, CHO-039)",
         ),
         AmountRead::Ambiguous => {
             m.note(
@@ -762,9 +856,11 @@ fn note_amount(m: &mut Model, read: AmountRead, balance: Option<i64>) {
                 "amount with more than two decimals or as a string (CHO-A10)",
             );
         }
-        AmountRead::Huge => {
-            m.note(Class::Reject, "an amount above any balance");
-        }
+        AmountRead::Huge => m.note_as(
+            Class::Reject,
+            coded_case("TRANSFER_FAILED"),
+            "an amount above any balance (CHO-040)",
+        ),
         AmountRead::Cents(c) => match balance {
             Some(b) if c > b => m.code(
                 "TRANSFER_FAILED",
@@ -788,9 +884,9 @@ struct Fixture {
 
 fn job_model(v: &Value, fx: &Fixture) -> Model {
     let Some(o) = v.as_object() else {
-        return Model::rejecting();
+        return Model::rejecting(Subject::Job);
     };
-    let mut m = Model::default();
+    let mut m = Model::of(Subject::Job);
     extras(
         &mut m,
         o,
@@ -1205,8 +1301,10 @@ fn status_of(r: &Resp) -> Option<&str> {
     r.get("status").and_then(Value::as_str)
 }
 
+/// A refusal as `run` reads it: a 4xx, a FAILURE result, or a 2xx that says no
+/// (whose status is the rule refusal-http-200's to judge).
 fn is_rejection(r: &Resp) -> bool {
-    (400..500).contains(&r.http) || (r.http == 200 && status_of(r) == Some("FAILURE"))
+    (400..500).contains(&r.http) || (r.ok() && (r.is_failure_result() || r.refusal_in_2xx()))
 }
 
 fn no_server_error(r: &Resp, what: &str) -> FuzzStep<()> {
@@ -1216,10 +1314,31 @@ fn no_server_error(r: &Resp, what: &str) -> FuzzStep<()> {
     Ok(())
 }
 
-/// The verdict checks every reply gets.
-fn judge(r: &Resp, m: &Model, what: &str, oracle: Oracle) -> FuzzStep<()> {
+/// The verdict checks every reply gets. A reply that breaks the verdict is filed
+/// under the key `run` gives the same deviation ([`Model::key_for`]).
+fn judge(f: &mut FuzzCtx, r: &Resp, m: &Model, what: &str, oracle: Oracle) -> FuzzStep<()> {
     no_server_error(r, what)?;
     let want = m.verdict();
+    if is_rejection(r) && !matches!(want, Expected::Accept(..)) {
+        // A refusal due: its code and its status judged by `run`'s own checks
+        // (refusal-without-code, refusal-http-200), their findings under their keys.
+        let from = f.ctx.findings().len();
+        match (&want, m.reject) {
+            (Expected::Reject(Codes::OneOf(codes)), false) if !codes.is_empty() => {
+                // The code the reply carries, else the first the model names.
+                let carried = r.codes();
+                let code = codes
+                    .iter()
+                    .find(|c| carried.iter().any(|x| x == *c))
+                    .unwrap_or(&codes[0]);
+                expect_code(&mut f.ctx, r, code, what)?;
+            }
+            _ => {
+                rejected_row(&mut f.ctx, r, what);
+            }
+        }
+        verdict::rules_since(&f.ctx, from)?;
+    }
     let context = format!("{what} ({})", m.explain());
     let codes = r.codes();
     let got = if !is_rejection(r) && r.ok() {
@@ -1228,13 +1347,14 @@ fn judge(r: &Resp, m: &Model, what: &str, oracle: Oracle) -> FuzzStep<()> {
         if matches!(want, Expected::Open(_)) {
             return Ok(());
         }
-        return finding(
+        let odd = finding(
             oracle,
             format!(
                 "{context}: neither carried out nor refused: {}",
                 r.describe()
             ),
         );
+        return verdict::under(Some(m.subject.odd()), odd);
     } else {
         // Of the codes the reply carries, the one the verdict names, if any.
         let code = match &want {
@@ -1251,10 +1371,8 @@ fn judge(r: &Resp, m: &Model, what: &str, oracle: Oracle) -> FuzzStep<()> {
     // Which of chorus.md §5's codes a refusal carries is judged where the verdict
     // names one; beyond that, CHO-046 asks only that codes come from the table (a
     // warning of the reply checks).
-    about(
-        &context,
-        verdict::judge(&want, &got, (oracle, oracle), || r.describe()),
-    )?;
+    let judged = verdict::judge(&want, &got, (oracle, oracle), || r.describe());
+    verdict::under(Some(m.key_for(&got)), about(&context, judged))?;
     Ok(())
 }
 
@@ -1327,8 +1445,9 @@ async fn fresh_agent(f: &mut FuzzCtx, skills: &[(&str, f64)]) -> FuzzStep<String
         return skip("the registry is full (HTTP 503 to a valid registration)");
     }
     judge(
+        f,
         &r,
-        &Model::default(),
+        &Model::of(Subject::Registration),
         "a valid registration",
         Oracle::Verdict,
     )?;
@@ -1481,27 +1600,37 @@ fn check_listing(
     let mut seen: Vec<&str> = Vec::new();
     for e in entries {
         let id = e["agent_id"].as_str().unwrap_or_default();
+        let by_skill = Some(rules::DISCOVER_BY_SKILL.key);
         let Some(k) = known.iter().find(|k| k.id == id) else {
-            return finding(
+            let stray = finding(
                 Oracle::Discovery,
                 format!("{what}: agent {id} is listed under skill {skill}, which it does not have (CHO-018)"),
             );
+            return verdict::under(by_skill, stray);
         };
         if seen.contains(&id) {
-            return finding(
+            let twice = finding(
                 Oracle::Discovery,
                 format!("{what}: agent {id} is listed twice"),
             );
+            return verdict::under(by_skill, twice);
         }
         seen.push(id);
         // Highest first (CHO-021) is the rule discover:ranking, judged in `listing`.
         check_entry(e, k, id, skill, what)?;
         let want = k.score_cents as f64 / 100.0;
         if exact && !passes(k) {
-            return finding(
+            // The filter that leaves it out is the one the target did not apply.
+            let ignored = if min.is_some_and(|m| k.score_cents < m) {
+                MIN_REPUTATION
+            } else {
+                MAX_COST
+            };
+            let listed = finding(
                 Oracle::Discovery,
                 format!("{what}: agent {id} (reputation {want}, cost {}) is listed though the filters leave it out (CHO-019, CHO-020)", k.cost_cents as f64 / 100.0),
             );
+            return verdict::under(Some(ignored), listed);
         }
     }
     if exact {
@@ -1513,15 +1642,29 @@ fn check_listing(
             if min.is_none() && max.is_none() {
                 return verdict::first_failing(vec![agent_missing(&k.id, skill, entries.len())]);
             }
-            return finding(
+            // The filter that left it out: the one at its bound (inclusive,
+            // CHO-A12), else the one given.
+            let at_min = min == Some(k.score_cents);
+            let at_max = max == Some(k.cost_cents);
+            let filter = if at_min || (!at_max && max.is_none()) {
+                MIN_REPUTATION
+            } else {
+                MAX_COST
+            };
+            let missing = finding(
                 Oracle::Discovery,
                 format!("{what}: agent {} (reputation {}, cost {}) passes the filters but is not listed (CHO-015, CHO-019, CHO-020)",
                     k.id, k.score_cents as f64 / 100.0, k.cost_cents as f64 / 100.0),
             );
+            return verdict::under(Some(filter), missing);
         }
     }
     Ok(())
 }
+
+/// The cases of `run` that judge discovery's filters (CHO-019, CHO-020).
+const MIN_REPUTATION: &str = "chorus/discover-min-reputation";
+const MAX_COST: &str = "chorus/discover-max-cost";
 
 /// Checks one listed entry of agent `id` (known as `k`): it shows the queried skill
 /// (CHO-018), the cost it was registered with (CHO-017) and the score the formula of
@@ -1530,25 +1673,42 @@ fn check_entry(e: &Value, k: &Known, id: &str, skill: &str, what: &str) -> FuzzS
     verdict::first_failing(entry_skill_finding(e, skill).into_iter().collect())?;
     let cost = e["skill"]["cost_per_call"].as_f64().unwrap_or(-1.0);
     if (cost - k.cost_cents as f64 / 100.0).abs() > 1e-9 {
-        return finding(
+        let other = finding(
             Oracle::Discovery,
             format!(
                 "{what}: agent {id} shows cost {cost}, registered with {} (CHO-017)",
                 k.cost_cents as f64 / 100.0
             ),
         );
+        return verdict::under(Some(rules::DISCOVER_BY_SKILL.key), other);
     }
     let s = e["reputation_score"].as_f64().unwrap_or(-1.0);
     let want = k.score_cents as f64 / 100.0;
     if (s - want).abs() > 0.005 + 1e-9 {
-        return finding(
+        let wrong = finding(
             Oracle::Reputation,
             format!(
                 "{what}: agent {id} shows reputation {s}, the formula of chorus.md §4 gives {want}"
             ),
         );
+        return verdict::under(Some(score_rule(want, s)), wrong);
     }
     Ok(s)
+}
+
+/// The rule of `run` a score `shown` where the formula gives `want` breaks: a pool
+/// agent's score says which outcomes made it (above 50.0 successes, below it
+/// failures, 50.0 none); a score past [0, 100] is the clamp's.
+fn score_rule(want: f64, shown: f64) -> &'static str {
+    if !(0.0..=100.0).contains(&shown) {
+        rules::REPUTATION_CLAMP.key
+    } else if want > 50.0 {
+        rules::REPUTATION_SUCCESS_GAIN.key
+    } else if want < 50.0 {
+        rules::REPUTATION_FAILURE_PENALTY.key
+    } else {
+        rules::REPUTATION_INITIAL.key
+    }
 }
 
 enum FilterVal {
@@ -1720,14 +1880,14 @@ async fn register_case(f: &mut FuzzCtx, c: RegisterCase) -> FuzzStep<()> {
     let (bytes, parsed) = encode(&body, &c.wire);
     let (model, sent) = match parsed {
         Parsed::Json(v) => (register_model(&v), Some(v)),
-        Parsed::NotJson => (Model::rejecting(), None),
-        Parsed::Unsure => (Model::unsure(), None),
+        Parsed::NotJson => (Model::rejecting(Subject::Registration), None),
+        Parsed::Unsure => (Model::unsure(Subject::Registration), None),
     };
     let r = post_bytes(f, Base::Registry, "register", bytes).await?;
     if r.http == 503 && model.verdict() != Expected::Reject(Codes::Any) {
         return skip("the registry is full (HTTP 503 to a registration)");
     }
-    judge(&r, &model, "the registration", oracle_for(&c.wire))?;
+    judge(f, &r, &model, "the registration", oracle_for(&c.wire))?;
     if !r.ok() {
         return Ok(());
     }
@@ -1795,6 +1955,7 @@ async fn reputation_case(f: &mut FuzzCtx, c: Reputation) -> FuzzStep<()> {
     };
     let mut want = 50.0;
     let n = steps.len();
+    let steps_alike = steps.iter().all(|(s, _)| *s == steps[0].0);
     for (i, (success, h)) in steps.into_iter().enumerate() {
         let hirer = &p.agents[usize::from(h) % p.agents.len()];
         let hirer_score = hirer.score_cents as f64 / 100.0;
@@ -1804,17 +1965,26 @@ async fn reputation_case(f: &mut FuzzCtx, c: Reputation) -> FuzzStep<()> {
             outcome(f, &t, want, &hid, hirer_score, success).await,
         )?;
         want = expected_after(want, success, hirer_score);
-        if c.check_each || i + 1 == n {
+        // A mixed sequence is checked after each outcome, so that a wrong score is
+        // the finding of the rule for the outcome that made it.
+        let mixed = !steps_alike;
+        if c.check_each || mixed || i + 1 == n {
             let got = tagged(Oracle::Discovery, score(&mut f.ctx, &t, &skill).await)?;
             let what = format!(
                 "after outcome {} ({}, hirer at {hirer_score}) (CHO-042 to CHO-045)",
                 i + 1,
                 if success { "SUCCESS" } else { "FAILURE" }
             );
-            tagged(
+            let rule = if success {
+                &rules::REPUTATION_SUCCESS_GAIN
+            } else {
+                &rules::REPUTATION_FAILURE_PENALTY
+            };
+            let judged = tagged(
                 Oracle::Reputation,
                 check_score(&mut f.ctx, got, want, &what),
-            )?;
+            );
+            verdict::under(Some(rule.key), judged)?;
         }
     }
     Ok(())
@@ -1882,16 +2052,17 @@ fn judge_result(
             .as_str()
             .is_some_and(|got| same_id(got, jid))
         {
-            return finding(
+            let other = finding(
                 Oracle::Job,
                 format!(
                     "the result names job {}, not the request's {jid} (CHO-030)",
                     result["job_id"]
                 ),
             );
+            return verdict::under(Some(rules::JOB_RESULT_JOB_ID.key), other);
         }
     }
-    match (result["status"].as_str(), m.verdict()) {
+    let judged = match (result["status"].as_str(), m.verdict()) {
         (Some("SUCCESS"), Expected::Reject(_)) => finding(
             oracle,
             format!(
@@ -1899,7 +2070,9 @@ fn judge_result(
                 m.explain()
             ),
         ),
-        (Some("SUCCESS"), Expected::Accept(..)) => check_success(f, result, (sent, text), fx),
+        (Some("SUCCESS"), Expected::Accept(..)) => {
+            return check_success(f, result, (sent, text), fx)
+        }
         (Some("FAILURE"), Expected::Accept(..)) => {
             finding(oracle, format!("a valid job ended in FAILURE: {result}"))
         }
@@ -1918,7 +2091,13 @@ fn judge_result(
             }
         }
         _ => Ok(()),
-    }
+    };
+    let got = if result["status"] == "SUCCESS" {
+        Observed::Carried
+    } else {
+        Observed::Refused(None)
+    };
+    verdict::under(Some(m.key_for(&got)), judged)
 }
 
 /// Checks the SUCCESS result of a valid job: its ids by the job-echo case's rule
@@ -1988,7 +2167,7 @@ async fn canonical_job(
     f.fuzzed(&serde_json::to_vec(&sent).unwrap_or_default());
     let m = job_model(&sent, fx);
     match outcome {
-        JobOutcome::Rejected(r) => judge(&r, &m, "the job", oracle),
+        JobOutcome::Rejected(r) => judge(f, &r, &m, "the job", oracle),
         JobOutcome::Result { result, .. } => {
             judge_result(f, &result, (&sent, text), &m, fx, oracle)
         }
@@ -2017,8 +2196,8 @@ async fn raw_job(
     let (bytes, parsed) = encode(&body, wire);
     let (m, sent) = match parsed {
         Parsed::Json(v) => (job_model(&v, fx), v),
-        Parsed::NotJson => (Model::rejecting(), Value::Null),
-        Parsed::Unsure => (Model::unsure(), Value::Null),
+        Parsed::NotJson => (Model::rejecting(Subject::Job), Value::Null),
+        Parsed::Unsure => (Model::unsure(Subject::Job), Value::Null),
     };
     let r = post_bytes(f, Base::Url(fx.url.clone()), "", bytes).await?;
     let fin = r.ok() && matches!(status_of(&r), Some("SUCCESS" | "FAILURE"));
@@ -2033,7 +2212,7 @@ async fn raw_job(
         no_server_error(&r, "the job")?;
         return Ok(());
     }
-    judge(&r, &m, "the job", oracle)?;
+    judge(f, &r, &m, "the job", oracle)?;
     if fin {
         let result = read_result(&mut f.ctx, &r.json.clone().unwrap_or_default(), &sent);
         judge_result(f, &result, (&sent, text), &m, fx, oracle)?;
@@ -2060,7 +2239,34 @@ struct LedgerState {
     idempotent: bool,
     books: Books,
     history: Vec<Sent>,
+    /// Owners an accepted transfer of this case credited: a shortfall of theirs
+    /// may be a credit never made (the rule of transfer-credits-recipient).
+    received: std::collections::HashSet<String>,
 }
+
+impl LedgerState {
+    /// Applies an accepted transfer's effect to the model.
+    fn apply(&mut self, e: &Effect) {
+        if let Effect::Move { to, .. } = e {
+            self.received.insert(to.clone());
+        }
+        self.books.apply(e);
+    }
+
+    /// Files a refusal for want of funds of `owner`, whose balance the model knows,
+    /// under transfer-credits-recipient when a transfer of this case credited it.
+    fn short(&self, owner: &str, r: &Resp, judged: FuzzStep<()>) -> FuzzStep<()> {
+        let funds = r.codes().iter().any(|c| c == "TRANSFER_FAILED");
+        if funds && self.received.contains(owner) {
+            refile(CREDITS_RECIPIENT, judged)
+        } else {
+            judged
+        }
+    }
+}
+
+/// The case of `run` that judges that a transfer credits its recipient (CHO-038).
+const CREDITS_RECIPIENT: &str = "chorus/transfer-credits-recipient";
 
 async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> FuzzStep<()> {
     let mut st = ledger_setup(f).await?;
@@ -2072,7 +2278,14 @@ async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> FuzzStep<()> {
     for (i, step) in steps.into_iter().enumerate() {
         let what = format!("transfer {}", i + 1);
         match step {
-            TransferStep::Repeat(form) => repeat_transfer(f, &mut st, form, &what).await?,
+            TransferStep::Repeat(form) => {
+                if let Some(sender) = repeat_transfer(f, &mut st, form, &what).await? {
+                    // A balance other than the model's is the repeat applied again
+                    // (CHO-039, as the transfer-idempotent case reads it).
+                    let idempotent = Some(rules::TRANSFER_IDEMPOTENT.key);
+                    return drain_and_overdraw(f, &st, sender == st.b, idempotent).await;
+                }
+            }
             TransferStep::Plain | TransferStep::Send { .. } => {
                 let (amount, reverse, muts, wire) = match step {
                     TransferStep::Send {
@@ -2087,7 +2300,19 @@ async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> FuzzStep<()> {
             }
         }
     }
-    drain_and_overdraw(f, &st, c.check_second).await
+    drain_and_overdraw(f, &st, c.check_second, None).await
+}
+
+/// Files a fuzz finding of `r` under `key`, whatever key it had: the deviation
+/// that made the model's balance wrong, not the check that noticed it.
+fn refile(key: &'static str, r: FuzzStep<()>) -> FuzzStep<()> {
+    match r {
+        Err(verdict::FuzzStop::Found(mut found)) => {
+            found.key = Some(key.to_string());
+            Err(verdict::FuzzStop::Found(found))
+        }
+        other => other,
+    }
 }
 
 /// Sets up two fresh owners through the profile's `owner` setup requests, each at
@@ -2107,6 +2332,7 @@ async fn ledger_setup(f: &mut FuzzCtx) -> FuzzStep<LedgerState> {
         idempotent,
         books,
         history: Vec::new(),
+        received: Default::default(),
     })
 }
 
@@ -2118,7 +2344,7 @@ async fn repeat_transfer(
     st: &mut LedgerState,
     form: Option<WireForm>,
     what: &str,
-) -> FuzzStep<()> {
+) -> FuzzStep<Option<String>> {
     let Some(prev) = st
         .history
         .iter()
@@ -2126,7 +2352,7 @@ async fn repeat_transfer(
         .find(|s| s.accepted)
         .or(st.history.last())
     else {
-        return Ok(());
+        return Ok(None);
     };
     let (value, was_accepted) = (prev.value.clone(), prev.accepted);
     let bytes = match form {
@@ -2135,22 +2361,44 @@ async fn repeat_transfer(
     };
     let (m, effect) = repeat_model(st, &value, was_accepted);
     let r = post_bytes(f, Base::Ledger, "transfer", bytes.clone()).await?;
-    judge(
+    let judged = judge(
+        f,
         &r,
         &m,
         &format!("{what}, a repeat of an earlier transfer_id"),
         Oracle::Ledger,
-    )?;
+    );
+    if was_accepted && st.idempotent {
+        // A repeat of an applied transfer that is not taken as applied once is the
+        // rule transfer-idempotent's (CHO-039), whatever the reply.
+        refile(rules::TRANSFER_IDEMPOTENT.key, judged)?;
+    } else {
+        judged?;
+    }
     let ok = r.ok() && !is_rejection(&r);
     if ok && (!was_accepted || !st.idempotent) {
-        st.books.apply(&effect);
+        st.apply(&effect);
     }
+    let owner = |k: &str| value[k].as_str().unwrap_or_default().to_string();
+    let (sender, recipient) = (owner("from_owner"), owner("to_owner"));
     st.history.push(Sent {
         value,
         bytes,
         accepted: ok || was_accepted,
     });
-    Ok(())
+    // A repeat the ledger took of a transfer it applied: whether it was applied
+    // once is the sender's balance, checked now, where nothing else of the case
+    // could have made it wrong (no credit to it); else its balance is no longer
+    // known.
+    if !(ok && was_accepted && st.idempotent) {
+        return Ok(None);
+    }
+    let ours = sender == st.a || sender == st.b;
+    if ours && !st.received.contains(&sender) {
+        return Ok(Some(sender));
+    }
+    st.books.apply(&Effect::Unknown(vec![sender, recipient]));
+    Ok(None)
 }
 
 /// The model of a repeated transfer and what it does: nothing moves for a repeat of
@@ -2169,7 +2417,7 @@ fn repeat_model(st: &LedgerState, value: &Value, was_accepted: bool) -> (Model, 
         effect = Effect::Unknown(vec![st.a.clone(), st.b.clone()]);
     } else if was_accepted {
         // Applied once: accepted again, nothing moves (CHO-039).
-        m = Model::default();
+        m = Model::of(Subject::Transfer);
     } else if matches!(m.verdict(), Expected::Accept(..)) {
         m.note(Class::Open, "a retry of a transfer that was refused before");
     }
@@ -2196,21 +2444,23 @@ async fn send_transfer(
             (m, e, v)
         }
         Parsed::NotJson => (
-            Model::rejecting(),
+            Model::rejecting(Subject::Transfer),
             Effect::Unknown(vec![st.a.clone(), st.b.clone()]),
             Value::Null,
         ),
         Parsed::Unsure => (
-            Model::unsure(),
+            Model::unsure(Subject::Transfer),
             Effect::Unknown(vec![st.a.clone(), st.b.clone()]),
             Value::Null,
         ),
     };
     let r = post_bytes(f, Base::Ledger, "transfer", bytes.clone()).await?;
-    judge(&r, &m, what, oracle_for(wire))?;
+    let judged = judge(f, &r, &m, what, oracle_for(wire));
+    let sender = value["from_owner"].as_str().unwrap_or_default();
+    st.short(sender, &r, judged)?;
     let ok = r.ok() && !is_rejection(&r);
     if ok {
-        st.books.apply(&effect);
+        st.apply(&effect);
     }
     if value.is_object() {
         st.history.push(Sent {
@@ -2248,7 +2498,14 @@ fn transfer_body(st: &LedgerState, amount: Amount, reverse: bool, muts: &[Transf
 
 /// The closing check of a ledger case on the first owner, or the second where
 /// `check_second` (CHO-039, CHO-040).
-async fn drain_and_overdraw(f: &mut FuzzCtx, st: &LedgerState, check_second: bool) -> FuzzStep<()> {
+/// `drained_as`: the rule a failed drain is filed under, where a step before it
+/// (a repeat) is what made the model's balance wrong.
+async fn drain_and_overdraw(
+    f: &mut FuzzCtx,
+    st: &LedgerState,
+    check_second: bool,
+    drained_as: Option<&'static str>,
+) -> FuzzStep<()> {
     // The balance is where the model says: drained exactly, then one cent more fails.
     let (owner, other) = if check_second {
         (&st.b, &st.a)
@@ -2267,15 +2524,20 @@ async fn drain_and_overdraw(f: &mut FuzzCtx, st: &LedgerState, check_second: boo
             serde_json::to_vec(&body).unwrap_or_default(),
         )
         .await?;
-        judge(
+        let drained = judge(
+            f,
             &r,
-            &Model::default(),
+            &Model::of(Subject::Transfer),
             &format!(
                 "draining the {} credits the model says {owner} holds (CHO-039, CHO-040)",
                 bal as f64 / 100.0
             ),
             Oracle::Ledger,
-        )?;
+        );
+        match drained_as {
+            Some(key) => refile(key, drained)?,
+            None => st.short(owner, &r, drained)?,
+        }
     }
     let body = transfer(owner, other, 0.01);
     let r = post_bytes(
@@ -2285,12 +2547,13 @@ async fn drain_and_overdraw(f: &mut FuzzCtx, st: &LedgerState, check_second: boo
         serde_json::to_vec(&body).unwrap_or_default(),
     )
     .await?;
-    let mut m = Model::default();
+    let mut m = Model::of(Subject::Transfer);
     m.code(
         "TRANSFER_FAILED",
         "one cent from an empty balance (CHO-040)",
     );
     judge(
+        f,
         &r,
         &m,
         &format!("one cent from {owner}, whose balance the model says is 0"),
