@@ -143,6 +143,17 @@ impl fmt::Debug for Suite {
 pub use crate::verdict::Role;
 
 impl Suite {
+    /// The profile key a finding keyed `key` says the run lacks, when its rule (of
+    /// this suite, or shared) is a setting ([`crate::rules::Rule::setting`]).
+    pub fn setting_of(&self, key: &str) -> Option<&'static str> {
+        self.rules
+            .iter()
+            .chain(crate::rules::SHARED)
+            .filter(|r| r.matches(self.id, key))
+            .max_by_key(|r| r.specificity())
+            .and_then(|r| r.setting)
+    }
+
     /// The cases of `role`.
     pub fn cases_of(&self, role: Role) -> &'static [Case] {
         match role {

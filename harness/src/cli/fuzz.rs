@@ -331,7 +331,18 @@ fn print_summary(
         )
         .map_err(io)?;
     }
-    if let Some(why) = &summary.skip_reason {
+    if let (n @ 1.., Some(note)) = &summary.setup {
+        writeln!(
+            out,
+            "{n} cases skipped for a setting the run lacks (no finding of the target's): {note}"
+        )
+        .map_err(io)?;
+    }
+    if let Some(why) = summary
+        .skip_reason
+        .as_ref()
+        .filter(|w| **w != summary.setup.1.as_deref().unwrap_or_default())
+    {
         writeln!(out, "first skip: {why}").map_err(io)?;
     }
     for e in &summary.signatures {

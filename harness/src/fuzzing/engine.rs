@@ -37,6 +37,9 @@ pub struct Summary {
     pub busy: u64,
     /// The reason of the first skipped case.
     pub skip_reason: Option<String>,
+    /// Of the skipped, cases that met a setting the run lacks, and the first
+    /// such note (what to set): given once, never filed as a finding.
+    pub setup: (u64, Option<String>),
     /// The first finding.
     pub first_finding: Option<FuzzFinding>,
     /// Every signature filed, with its count and how its input was shrunk.
@@ -166,6 +169,8 @@ struct Tally {
     /// Skips because the target said it was busy.
     busy: u64,
     skip_reason: Option<String>,
+    /// Cases skipped for a setting the run lacks, and the first such note.
+    setup: (u64, Option<String>),
     first_finding: Option<FuzzFinding>,
 }
 
@@ -251,6 +256,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         skipped: t.skipped,
         busy: t.busy,
         skip_reason: t.skip_reason.clone(),
+        setup: t.setup.clone(),
         first_finding: t.first_finding.clone(),
         signatures: shared.corpus.entries(),
         ended,
@@ -328,13 +334,13 @@ impl Worker {
                 bytes: r.sent.clone(),
             });
         }
-        let busy = match &r.outcome {
-            Outcome::Finding(f) => super::corpus::busy(r, f),
-            _ => None,
+        let (busy, setup) = match &r.outcome {
+            Outcome::Finding(f) => (super::corpus::busy(r, f), self.setup(f)),
+            _ => (None, None),
         };
-        let skipped = match (&r.outcome, &busy) {
-            (_, Some(why)) => Some(why),
-            (Outcome::Skip(why), None) => Some(why),
+        let skipped = match (&r.outcome, &busy, &setup) {
+            (_, Some(why), _) | (_, None, Some(why)) => Some(why),
+            (Outcome::Skip(why), None, None) => Some(why),
             _ => None,
         };
         if let Some(why) = skipped {
@@ -342,6 +348,10 @@ impl Worker {
             t.skipped += 1;
             t.busy += u64::from(busy.is_some());
             t.skip_reason.get_or_insert_with(|| why.clone());
+            if let (None, Some(note)) = (&busy, &setup) {
+                t.setup.0 += 1;
+                t.setup.1.get_or_insert_with(|| note.clone());
+            }
         } else if let Outcome::Finding(f) = &r.outcome {
             if let Recorded::New(_) = sh.corpus.record(index, r, f) {
                 let mut t = sh.tally.lock().unwrap_or_else(|p| p.into_inner());
@@ -353,6 +363,14 @@ impl Worker {
             }
         }
         busy.is_some()
+    }
+
+    /// A finding of a setting the run lacks (a fixture, a route the profile does
+    /// not name) is no deviation of the target: the case is skipped, with what to
+    /// set as its reason, and never filed.
+    fn setup(&self, f: &FuzzFinding) -> Option<String> {
+        let setting = self.target.suite.setting_of(f.key.as_deref()?)?;
+        Some(format!("setup: set {setting} in the profile: {}", f.detail))
     }
 
     /// The target stopped answering after case `index`: the death is filed with the
