@@ -1577,12 +1577,23 @@ fn cli_replay_takes_the_campaigns_profile() -> Result<(), Failed> {
     let (_clean, clean_url) = serve("chorus", &[])?;
     let out = dir.join("setup").to_string_lossy().into_owned();
     let setup = [
-        "fuzz", "--suite", "chorus", "--target", &clean_url, "--profile", &wrong, "--cases",
-        "600", "--out", &out,
+        "fuzz",
+        "--suite",
+        "chorus",
+        "--target",
+        &clean_url,
+        "--profile",
+        &wrong,
+        "--cases",
+        "600",
+        "--out",
+        &out,
     ];
     let said = expect_code(&setup, 0, "skipped for a setting the run lacks")?;
     if !said.contains("set [chorus] fixture_skill") || said.matches("fixture_skill").count() > 2 {
-        return Err(format!("the setup note is not given once, naming the setting:\n{said}").into());
+        return Err(
+            format!("the setup note is not given once, naming the setting:\n{said}").into(),
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())

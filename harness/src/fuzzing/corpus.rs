@@ -1,6 +1,7 @@
 //! The crash corpus of a live campaign: every fuzz finding gets a [`Signature`], and
-//! the corpus keeps one crash file per signature (its first input, its smallest
-//! input, how many cases hit it), leaves out what a baseline already knows, and
+//! the corpus keeps one crash file per signature (the input of the case that showed
+//! it first, with that case's detail, request and reply; that input shrunk; how
+//! many cases hit it), leaves out what a baseline already knows, and
 //! lists the signatures in `OUT/findings.json`.
 //!
 //! A signature is what a user would call one bug:
@@ -596,6 +597,10 @@ pub struct Filed {
     /// (a fixture, discovery, a registration), attributed to that request.
     pub fixed: bool,
     pub smallest: Sample,
+    /// Every request the case sent up to its finding, in order (the last
+    /// [`MAX_STEPS`]): the case's reproducer where its input needs the case's
+    /// state.
+    pub steps: Vec<Request>,
     pub count: u64,
     /// How long into the campaign it was first filed.
     pub found_after: std::time::Duration,
@@ -696,12 +701,10 @@ impl Corpus {
             return Recorded::Known;
         }
         if let Some(&i) = st.by_id.get(&id) {
-            let e = &mut st.entries[i];
-            e.count += 1;
-            // A fixed request's input never stands in for a fuzzed one.
-            if !e.fixed && !fixed && !bytes.is_empty() && bytes.len() < e.smallest.bytes.len() {
-                e.smallest = Sample { index, bytes };
-            }
+            // Counted only: the file keeps the input, detail, request and reply of
+            // the case that showed its signature first, which shrinking makes
+            // smaller; another case's input never stands in for it.
+            st.entries[i].count += 1;
             return Recorded::Again;
         }
         let no = self.meta.previous.len() + st.entries.len() + 1;
@@ -716,6 +719,7 @@ impl Corpus {
             request,
             fixed,
             smallest: sample,
+            steps: steps_of(seen, &self.meta),
             count: 1,
             found_after: self.started.elapsed(),
             transcript: kept_transcript(&run.transcript),
@@ -811,6 +815,19 @@ const KEPT_TRANSCRIPT_BYTES: usize = 32 * 1024;
 
 /// The last entries of `t` within [`KEPT_TRANSCRIPT_BYTES`], after a note of how
 /// many earlier ones were left out.
+/// Requests a crash file lists as its case's steps, at most.
+pub const MAX_STEPS: usize = 64;
+
+/// The requests of `seen` (a case's transcript up to its finding), the last
+/// [`MAX_STEPS`] of them.
+fn steps_of(seen: &[Entry], m: &Meta) -> Vec<Request> {
+    let sent: Vec<&Entry> = seen.iter().filter(|e| e.kind == "send").collect();
+    sent[sent.len().saturating_sub(MAX_STEPS)..]
+        .iter()
+        .map(|e| read_request(&e.text, &m.target, m.transport, m.kinds))
+        .collect()
+}
+
 fn kept_transcript(t: &[Entry]) -> Vec<Entry> {
     let mut bytes = 0;
     let from = t
@@ -868,6 +885,7 @@ pub fn write_crash(meta: &Meta, e: &Filed) -> std::io::Result<PathBuf> {
         "shrunk": e.shrunk,
         "fixed_request": e.fixed,
         "request": e.request.as_ref().map(|r| json!({"method": r.method, "url": r.url, "endpoint": r.endpoint})),
+        "steps": e.steps.iter().map(|r| json!({"method": r.method, "url": r.url, "body": r.body})).collect::<Vec<_>>(),
         "reply": e.reply.as_ref().map(|r| json!({"http_status": r.http_status, "body": r.body})),
         "seed": meta.seed,
         "index": e.first_input.index,
@@ -1144,7 +1162,7 @@ mod tests {
     }
 
     #[test]
-    fn one_file_per_signature_with_the_smallest_input_and_a_count() {
+    fn one_file_per_signature_with_its_first_input_and_a_count() {
         let dir = std::env::temp_dir().join(format!("ac-corpus-{}", std::process::id()));
         let c = Corpus::new(
             Meta {
@@ -1177,8 +1195,20 @@ mod tests {
             .map(|d| d.count())
             .unwrap_or(0);
         assert_eq!(files, 4, "a .json and a .bin per signature");
+        // Another case's smaller input never stands in for the first's: the file's
+        // input, detail and request are one case's (shrinking makes it smaller).
         let e = &c.entries()[0];
-        assert_eq!((e.count, e.smallest.bytes.as_slice()), (2, &b"[1]"[..]));
+        assert_eq!((e.count, e.smallest.bytes.as_slice()), (2, &b"[1,2,3]"[..]));
+        let steps: Vec<(&str, &str)> = e
+            .steps
+            .iter()
+            .map(|r| (r.endpoint.as_str(), r.body.as_str()))
+            .collect();
+        assert_eq!(
+            steps,
+            [("POST /", "[1,2,3]")],
+            "the case's requests, in order"
+        );
         let _ = std::fs::remove_dir_all(dir);
     }
 }

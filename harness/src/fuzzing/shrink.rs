@@ -407,6 +407,7 @@ mod tests {
             reply: None,
             fixed: false,
             smallest: sample,
+            steps: Vec::new(),
             count: 1,
             found_after: Duration::ZERO,
             transcript: Vec::new(),
