@@ -31,6 +31,28 @@ pub enum Edit {
     Truncated(u16),
 }
 
+/// An edit as a finding's detail says it (never a debug form).
+impl std::fmt::Display for Edit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let place = |i: &u8, deep: &bool| {
+            if *deep {
+                format!("member {i} of the first object member")
+            } else {
+                format!("top-level member {i}")
+            }
+        };
+        match self {
+            Edit::None => f.write_str("the reply as planned"),
+            Edit::Respell(w) => write!(f, "the reply respelled with {w}"),
+            Edit::Bytes(b) => write!(f, "{} raw byte edits of the reply", b.len()),
+            Edit::Member(i, deep, v) => write!(f, "{} set to {}", place(i, deep), v.json()),
+            Edit::Drop(i, deep) => write!(f, "{} removed", place(i, deep)),
+            Edit::Padded(k) => write!(f, "{k} KiB of whitespace after the reply"),
+            Edit::Truncated(n) => write!(f, "the reply cut after {n} bytes"),
+        }
+    }
+}
+
 /// What an edit did to a reply.
 #[derive(Debug, Clone)]
 pub struct Edited {

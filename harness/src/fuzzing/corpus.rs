@@ -280,6 +280,11 @@ pub fn crash_class(found: &FuzzFinding, reply: Option<&Reply>, role: Role) -> Op
         Oracle::Hang => return Some(Class::ClientHang),
         _ => {}
     }
+    // A finding a rule made (of `run`, or the fuzzer's attribution) is that rule's,
+    // whatever the reply: only a finding of no rule is classed by its reply.
+    if found.key.is_some() {
+        return None;
+    }
     let r = reply?;
     if r.http_status.is_some_and(|s| s >= 500) {
         return Some(Class::ServerError);
@@ -991,7 +996,7 @@ mod tests {
     }
 
     #[test]
-    fn a_target_frame_that_is_not_json_is_a_crash_class_by_frame_and_input() {
+    fn a_target_frame_that_is_not_json_is_a_crash_class_unless_a_rule_made_it() {
         let t = vec![
             entry(
                 "send",
@@ -1000,20 +1005,32 @@ mod tests {
             ),
             entry("recv", "[alice] Traceback (most recent call last):", None),
         ];
-        let f = finding(
-            Oracle::ReplyCheck,
-            "a server frame is not JSON",
-            Some("s/frame:not-json"),
-        );
+        // A finding of no rule is classed by the reply it was made on.
+        let unruled = finding(Oracle::ReplyCheck, "a server frame is not JSON", None);
         let r = run(b"{\"type\":\"space.join\",\"space\":1}", t);
         let s = signature(
-            &f,
+            &unruled,
             &r,
             "ws://127.0.0.1:9/ws",
             (Transport::Ws, &[]),
             Role::Server,
         );
         assert_eq!(s.id("s"), "s/crash:not-json WS space.join (object)");
+        // A rule's finding is that rule's, as `run` files it: one file for it,
+        // whichever frame showed it.
+        let f = finding(
+            Oracle::ReplyCheck,
+            "a server frame is not JSON",
+            Some("s/frame:not-json"),
+        );
+        let ruled = signature(
+            &f,
+            &r,
+            "ws://127.0.0.1:9/ws",
+            (Transport::Ws, &[]),
+            Role::Server,
+        );
+        assert_eq!(ruled, Signature::Rule("s/frame:not-json".into()));
         // In the client role a frame without a status is the harness's log of the
         // client's run, never the client's crash by its form.
         let c = signature(

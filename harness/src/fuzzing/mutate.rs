@@ -78,6 +78,16 @@ pub enum WireForm {
     Escapes,
 }
 
+impl std::fmt::Display for WireForm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            WireForm::ReverseKeys => "its keys in reverse order",
+            WireForm::Spaces => "spaces around its tokens",
+            WireForm::Escapes => "its strings in \\u escapes",
+        })
+    }
+}
+
 /// A raw edit of a message's bytes.
 #[derive(Debug, Clone, Default, Arbitrary)]
 pub struct ByteEdit {

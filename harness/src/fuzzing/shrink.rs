@@ -191,6 +191,10 @@ pub async fn resend(spec: &Spec, target: &Target, req: &Request, bytes: &[u8]) -
         let mut run = super::spec::resend_frame(spec, target, bytes).await?;
         let outcome = std::mem::replace(&mut run.outcome, Outcome::Pass);
         (answered(outcome)?, run)
+    } else if spec.resend.is_some() && req.method == "POST" {
+        let mut run = super::spec::resend_request(spec, target, &req.url, bytes).await?;
+        let outcome = std::mem::replace(&mut run.outcome, Outcome::Pass);
+        (answered(outcome)?, run)
     } else {
         resend_http(target, req, bytes).await?
     };

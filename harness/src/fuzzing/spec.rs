@@ -20,6 +20,9 @@ pub struct FuzzCtx {
     drawn: Vec<Box<dyn std::fmt::Debug + Send>>,
     /// The fuzzed message: the exact bytes the case sent last as its input.
     pub sent: Vec<u8>,
+    /// Sending an input alone over HTTP ([`Spec::resend`]): the URL it goes to, the
+    /// request that carried it in its case.
+    pub resend_to: Option<String>,
     /// What the cases of one run learn once about the target (a fixture, a
     /// registered helper) and share.
     pub memo: Memo,
@@ -37,6 +40,7 @@ impl FuzzCtx {
             ),
             drawn: Vec::new(),
             sent: Vec::new(),
+            resend_to: None,
             memo,
         }
     }
@@ -93,9 +97,13 @@ pub struct Spec {
     pub case: FuzzFn,
     /// The liveness probe: a plain exchange the target must answer.
     pub probe: FuzzFn,
-    /// Sends [`FuzzCtx::sent`] again as the fuzzed frame of a fresh connection, in
-    /// the state its cases set up first (a WebSocket frame needs its connection's):
-    /// how a frame's input is sent alone to shrink it. `None`: frames are not shrunk.
+    /// Sends [`FuzzCtx::sent`] again alone and judges it as its case would: over
+    /// WebSocket as the fuzzed frame of a fresh connection, in the state its cases
+    /// set up first (a frame needs its connection's); over HTTP to
+    /// [`FuzzCtx::resend_to`], judged by the suite's model of the request (so that a
+    /// finding the model keys, not only a reply check's, shrinks). How an input is
+    /// sent alone to shrink it. `None`: frames are not shrunk, and an HTTP input is
+    /// judged by the reply checks alone.
     pub resend: Option<FuzzFn>,
     /// The message types a WebSocket frame's endpoint may name (`WS <type>`): a
     /// frame of any other type is `WS frame (unknown type)`, so that a type the
@@ -167,7 +175,24 @@ pub async fn run_case(spec: &Spec, target: &Target, seed: u64, index: u64) -> Ca
 /// suite has none.
 pub async fn resend_frame(spec: &Spec, target: &Target, bytes: &[u8]) -> Option<CaseRun> {
     let f = spec.resend?;
-    Some(run_fn(f, target, 0, 0, None, false, Some(bytes)).await.0)
+    Some(
+        run_fn(f, target, 0, 0, None, false, Some((bytes, None)))
+            .await
+            .0,
+    )
+}
+
+/// Sends `bytes` alone to `url` through the suite's [`Spec::resend`], when it has
+/// one for HTTP.
+pub async fn resend_request(
+    spec: &Spec,
+    target: &Target,
+    url: &str,
+    bytes: &[u8],
+) -> Option<CaseRun> {
+    let f = spec.resend?;
+    let input = Some((bytes, Some(url)));
+    Some(run_fn(f, target, 0, 0, None, false, input).await.0)
 }
 
 /// Runs the liveness probe once; `Err` holds the transport failure when the target
@@ -199,7 +224,7 @@ pub(super) async fn run_fn(
     index: u64,
     conn: Option<Driver>,
     keep_label: bool,
-    input: Option<&[u8]>,
+    input: Option<(&[u8], Option<&str>)>,
 ) -> (CaseRun, Option<Driver>) {
     let keep = conn.is_some();
     let mut ctx = match conn {
@@ -209,8 +234,9 @@ pub(super) async fn run_fn(
     ctx.fuzzing = true;
     ctx.suite_id = Some(target.suite.id);
     let mut fc = FuzzCtx::new(ctx, seed, index, target.memo.clone());
-    if let Some(bytes) = input {
+    if let Some((bytes, to)) = input {
         fc.sent = bytes.to_vec();
+        fc.resend_to = to.map(String::from);
     }
     let result = f(&mut fc).await;
     let outcome = classify(result, fc.ctx.findings());

@@ -533,3 +533,14 @@ pub async fn fuzz_campaign(f: Fuzzing<'_>) -> agentconform::fuzzing::engine::Sum
     .await
     .expect("a campaign")
 }
+
+/// Rust debug forms that must never reach a report or a crash file: values are
+/// shown as JSON.
+pub const DEBUG_FORMS: [&str; 7] = [
+    "Some(", "None", "Number(", "String(", "Object {", "Array [", "Bool(",
+];
+
+/// The debug form `text` shows, if any.
+pub fn debug_form(text: &str) -> Option<&'static str> {
+    DEBUG_FORMS.iter().copied().find(|d| text.contains(d))
+}

@@ -120,11 +120,6 @@ fn named_cases_fail(out: &RunOutput, caught_by: &[&str], keys: &[&str]) -> Resul
     Ok(())
 }
 
-/// Rust debug forms that must never reach a report: values are shown as JSON.
-const DEBUG_FORMS: [&str; 7] = [
-    "Some(", "None", "Number(", "String(", "Object {", "Array [", "Bool(",
-];
-
 /// Every finding is explained by its rule, and no finding and no case message shows
 /// a value in a Rust debug form.
 fn no_debug_forms(out: &RunOutput) -> Result<(), String> {
@@ -139,7 +134,7 @@ fn no_debug_forms(out: &RunOutput) -> Result<(), String> {
                 .map(|r| (r.id.as_str(), r.message.as_str())),
         );
     for (at, text) in texts {
-        if let Some(form) = DEBUG_FORMS.iter().find(|d| text.contains(**d)) {
+        if let Some(form) = debug_form(text) {
             return Err(format!("{at} shows a debug form ({form}): {text}"));
         }
     }

@@ -95,6 +95,14 @@ fn whole_duration_one_file_per_signature(s: &Summary, out: &Path) -> Result<(), 
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
     {
         let rec = read(f)?;
+        let detail = rec["detail"].as_str().unwrap_or_default();
+        if let Some(form) = super::common::debug_form(detail) {
+            return Err(format!(
+                "{}: the detail shows a debug form ({form}): {detail}",
+                f.display()
+            )
+            .into());
+        }
         let input = rec["smallest"]["input"]
             .as_str()
             .ok_or("no smallest input")?;
@@ -102,10 +110,7 @@ fn whole_duration_one_file_per_signature(s: &Summary, out: &Path) -> Result<(), 
         // A frame that is not JSON is sent as it stands: the .bin beside it holds
         // the same bytes.
         let bin = std::fs::read(f.with_extension("bin")).map_err(|e| e.to_string())?;
-        let frame = rec["signature"]
-            .as_str()
-            .is_some_and(|x| x.contains("/crash:") && x.contains(" WS "))
-            && bin == input.as_bytes();
+        let frame = rec["request"]["method"] == "WS" && bin == input.as_bytes();
         if serde_json::from_str::<Value>(input).is_err() && !request_line && !frame {
             return Err(format!("{}: input {input:?} is not the bytes sent", f.display()).into());
         }
@@ -113,14 +118,26 @@ fn whole_duration_one_file_per_signature(s: &Summary, out: &Path) -> Result<(), 
     Ok(())
 }
 
-/// The 500 with an HTML page: one signature per kind of input, each shrunk to the
-/// smallest input that still draws it, and replayed alone.
+/// The 500 with an HTML page: one signature per finding `run` gives it (a missing
+/// body, a JSON array), each shrunk to the smallest input that still draws it, and
+/// replayed alone.
 fn crash_500_html() -> Result<(), Failed> {
     let out = out_dir("crash-500");
     let s = against_fault("agora-exchange", "crash-500-html", &out, Known::default());
     whole_duration_one_file_per_signature(&s, &out)?;
+    // One file per finding `run` gives the fault, under its key.
+    let mut filed = ids(&s);
+    filed.sort();
+    if filed
+        != [
+            "agora-exchange/malformed-json:not-object",
+            "agora-exchange/missing-body",
+        ]
+    {
+        return Err(format!("the 500s are not run's two findings: {filed:?}").into());
+    }
     let by_id = |id: &str| s.signatures.iter().find(|e| e.id == id);
-    let object = by_id("agora-exchange/crash:server-error POST / (object)")
+    let object = by_id("agora-exchange/missing-body")
         .ok_or_else(|| format!("no 500 for an object: {:?}", ids(&s)))?;
     if object.smallest.bytes != b"{}" {
         return Err(format!(
@@ -129,7 +146,7 @@ fn crash_500_html() -> Result<(), Failed> {
         )
         .into());
     }
-    let other = by_id("agora-exchange/crash:server-error POST / (JSON, not an object)")
+    let other = by_id("agora-exchange/malformed-json:not-object")
         .ok_or_else(|| format!("no 500 for a JSON array: {:?}", ids(&s)))?;
     if other.smallest.bytes.len() > 4 {
         return Err(format!(
@@ -146,27 +163,18 @@ fn crash_500_html() -> Result<(), Failed> {
     Ok(())
 }
 
-/// A text frame of an internal error's words where agora-spaces answers JSON: the
-/// crash class not-json on the WebSocket, one signature per kind of input, each
-/// carrying the target's words and shrunk on a fresh connection to its smallest
+/// A text frame of an internal error's words where agora-spaces answers JSON: one
+/// signature, the rule frame:not-json that `run` gives it, carrying the target's
+/// words and shrunk on a fresh connection to its smallest
 /// input, and the campaign runs its duration.
 fn crash_text_frame() -> Result<(), Failed> {
     let out = out_dir("crash-text-frame");
     let s = against_fault("agora-spaces", "crash-text-frame", &out, Known::default());
     whole_duration_one_file_per_signature(&s, &out)?;
-    let crashes: Vec<_> = s
-        .signatures
-        .iter()
-        .filter(|e| e.id.starts_with("agora-spaces/crash:not-json WS "))
-        .collect();
-    if crashes.is_empty() {
-        return Err(format!("no not-json crash on the WebSocket: {:?}", ids(&s)).into());
-    }
-    if s.signatures
-        .iter()
-        .any(|e| e.id == "agora-spaces/frame:not-json")
-    {
-        return Err(format!("the crash also filed as the rule: {:?}", ids(&s)).into());
+    // One file, the finding `run` gives the fault, whichever frame showed it.
+    let crashes: Vec<_> = s.signatures.iter().collect();
+    if ids(&s) != ["agora-spaces/frame:not-json"] {
+        return Err(format!("the text frames are not run's one finding: {:?}", ids(&s)).into());
     }
     for e in &crashes {
         let said = e.reply.as_ref().map(|r| r.body.as_str()).unwrap_or("");

@@ -455,6 +455,19 @@ enum Shows {
     Success,
 }
 
+/// What a success shows, as a finding's detail says it.
+impl std::fmt::Display for Shows {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Shows::Nothing => f.write_str("no reply shape judged"),
+            Shows::Hello => f.write_str("a hello"),
+            Shows::Echo(Some(v)) => write!(f, "an echo of {v}"),
+            Shows::Echo(None) => f.write_str("an echo"),
+            Shows::Success => f.write_str("a success"),
+        }
+    }
+}
+
 impl Expect {
     fn hard(&mut self, codes: &[&'static str], why: impl Into<String>) {
         self.hard.extend_from_slice(codes);
@@ -521,13 +534,15 @@ impl Expect {
         codes.dedup();
         if self.hard.is_empty() {
             format!(
-                "expected it carried out ({:?}; allowed codes {codes:?}): {}",
+                "expected it carried out ({}; allowed codes {}): {}",
                 self.want,
+                crate::finding::json(&codes),
                 self.reasons.join("; ")
             )
         } else {
             format!(
-                "expected a rejection with one of {codes:?}{}: {}",
+                "expected a rejection with one of {}{}: {}",
+                crate::finding::json(&codes),
                 if self.may_be_silent() {
                     " or no reply"
                 } else {
@@ -2093,14 +2108,14 @@ fn client_verdict(
         return finding(
             oracle,
             format!(
-                "the requester took a response it must refuse ({:?}, edit {:?})",
-                plan, c.edit
+                "the requester took a response it must refuse ({plan:?}, {})",
+                c.edit
             ),
         );
     }
     if kind == 0 && hello_kept && !response_changed {
         let respelled = served.applied && !matches!(c.edit, crate::fuzzing::client::Edit::None);
-        return must_complete(run, respelled, &format!("a valid request ({:?})", c.edit));
+        return must_complete(run, respelled, &format!("a valid request ({})", c.edit));
     }
     Ok(())
 }

@@ -342,11 +342,11 @@ pub async fn post_bytes(
 /// the reply is read as a transport-level one whatever its status, so that a 2xx
 /// body, which answers no Agora request, is judged by its status alone (its shape
 /// would be a second finding of the same cause).
-pub async fn post_unreadable(ctx: &mut Ctx, bytes: Vec<u8>) -> Step<Reply> {
+pub async fn post_unreadable(ctx: &mut Ctx, path: &str, bytes: Vec<u8>) -> Step<Reply> {
     let r = ctx
         .http(
             reqwest::Method::POST,
-            "",
+            path,
             &[("content-type", "application/json")],
             Some(bytes),
         )

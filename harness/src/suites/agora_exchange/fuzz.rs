@@ -30,9 +30,10 @@ use crate::fuzzing::verdict::{
     Observed, Oracle,
 };
 use crate::suites::agora_exchange::expect::{
-    conversation_path, document_findings, fixture, follow_up_finding, post_bytes, random_hash,
-    unknown_conversation_finding, wellknown, Reply,
+    conversation_path, document_findings, fixture, follow_up_finding, post_bytes, post_unreadable,
+    random_hash, unknown_conversation_finding, wellknown, Reply,
 };
+use crate::suites::agora_exchange::rules;
 use arbitrary::Arbitrary;
 use reference_impl::agora_exchange::document::{is_sha1_hex, ECHO_DOCUMENT};
 use serde_json::{json, Value};
@@ -41,7 +42,7 @@ pub static SPEC: Spec = Spec {
     transports: &[Transport::Http],
     case: case_fn,
     probe: probe_fn,
-    resend: None,
+    resend: Some(resend_fn),
     kinds: &[],
     unreachable: &[
         (
@@ -59,6 +60,40 @@ pub static SPEC: Spec = Spec {
 
 fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(one_case(f))
+}
+
+/// Sends an input alone (to shrink it) and judges it as a fresh request: the
+/// verdict of what it says, or as a request the target cannot read. A follow-up's
+/// input, sent alone, is judged as a new exchange's would be at its URL; one that
+/// needs its conversation no longer shows its signature and is kept as sent.
+fn resend_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
+    Box::pin(async move {
+        let fx = fx(f).await?;
+        let bytes = f.sent.clone();
+        let path = f
+            .resend_to
+            .as_deref()
+            .and_then(|u| u.strip_prefix(f.ctx.url.trim_end_matches('/')))
+            .unwrap_or("")
+            .trim_start_matches('/')
+            .to_string();
+        match serde_json::from_slice::<Value>(&bytes) {
+            Ok(v) if v.is_object() && path.is_empty() => {
+                let r = post(f, "", bytes).await?;
+                judge(&r, expect_for(&v, &fx, None), "the input sent alone")
+            }
+            Ok(v) if v.is_object() => {
+                // A follow-up needs its conversation: only what the reply checks
+                // and the crash classes see is judged.
+                let r = post(f, &path, bytes).await?;
+                no_server_error(&r)
+            }
+            _ => {
+                post_unreadable_judged(f, &path, bytes, ("the input sent alone", path.is_empty()))
+                    .await
+            }
+        }
+    })
 }
 
 fn probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
@@ -256,12 +291,75 @@ enum Refusal {
 struct Expect {
     want: Expected<Success, Refusal>,
     subject: Option<&'static str>,
+    /// The request as sent, whose members name the rule a refusal of it breaks
+    /// when it is valid ([`refused_key`]).
+    request: Value,
 }
 
 fn expect_for(req: &Value, fx: &Fx, conversation_hash: Option<Option<&str>>) -> Expect {
     let (want, subject) = verdict_for(req, fx, conversation_hash);
-    Expect { want, subject }
+    Expect {
+        want,
+        subject,
+        request: req.clone(),
+    }
 }
+
+/// The rule of `run` a refusal of the valid `request` breaks when it names a member
+/// the request left out (protocolSources, protocolHash: both optional, AEX-015,
+/// AEX-016) or carried beyond the spec's (extra members are ignored, AEX-019).
+fn named_member(request: &Value, r: &Reply) -> Option<&'static str> {
+    // The reply's text without escapes, in lower case: a member is named when it
+    // stands quoted whole ("protocolHash", 'x-fuzz-0'), not inside another name.
+    let said = r
+        .json
+        .as_ref()
+        .map(|j| j.to_string().to_ascii_lowercase().replace('\\', ""))
+        .unwrap_or_default();
+    let names = |k: &str| {
+        let k = k.to_ascii_lowercase();
+        said.contains(&format!("\"{k}\"")) || said.contains(&format!("'{k}'"))
+    };
+    let lacks = |k: &str| request.get(k).is_none();
+    let extra = request
+        .as_object()
+        .into_iter()
+        .flatten()
+        .any(|(k, _)| !KNOWN_MEMBERS.contains(&k.as_str()) && names(k));
+    // A member left out that the refusal names is the stronger word: a refusal
+    // may quote the whole request, extra members and all.
+    if lacks("protocolSources") && names("protocolSources") {
+        return Some(rules::REQUEST_PROTOCOL_SOURCES_OPTIONAL.key);
+    }
+    if lacks("protocolHash") && names("protocolHash") {
+        return Some(rules::REQUEST_PROTOCOL_HASH_OPTIONAL.key);
+    }
+    extra.then_some(EXTRA_FIELDS_IGNORED)
+}
+
+/// A refusal of a valid request keyed by the target's words, as every case files
+/// a refused control (`expect::control`).
+fn refused_key(r: &Reply) -> String {
+    let status = r
+        .status()
+        .map(String::from)
+        .unwrap_or_else(|| format!("HTTP {}", r.http));
+    crate::rules::refusal(
+        (&rules::REFUSED, "agora-exchange", &[]),
+        &status,
+        r.error().unwrap_or_default(),
+        "a valid request",
+    )
+    .key
+    .to_string()
+}
+
+/// The members agora-exchange.txt gives a request (§6.1).
+const KNOWN_MEMBERS: [&str; 4] = ["protocolHash", "protocolSources", "body", "multiround"];
+/// The cases of `run` whose subject is the deviation.
+const EXTRA_FIELDS_IGNORED: &str = "agora-exchange/extra-fields-ignored";
+const PROTOCOL_LEVEL_ERROR: &str = "agora-exchange/protocol-level-error";
+const SINGLE_ROUND: &str = "agora-exchange/single-round";
 
 /// What a request draws, and the rule whose key names a refusal of it.
 type Verdict = (Expected<Success, Refusal>, Option<&'static str>);
@@ -331,6 +429,14 @@ fn verdict_for(req: &Value, fx: &Fx, conversation_hash: Option<Option<&str>>) ->
         return (Expected::Accept(success, Codes::none()), None);
     };
     if !is_sha1_hex(h) {
+        // The target's own published form (its /wellknown keys) that is no SHA1 hex
+        // is the rule protocol-hash:form's deviation, not the request's.
+        if fx.known.contains(&h.to_ascii_lowercase()) || fx.hash.eq_ignore_ascii_case(h) {
+            return (
+                Expected::Open("the target's own hash form".into()),
+                Some(rules::PROTOCOL_HASH_FORM.key),
+            );
+        }
         return rejected("agora-exchange/malformed-hash");
     }
     if !fx.known.contains(&h.to_ascii_lowercase()) {
@@ -355,20 +461,29 @@ fn verdict_for(req: &Value, fx: &Fx, conversation_hash: Option<Option<&str>>) ->
     (Expected::Accept(success, Codes::none()), None)
 }
 
-/// POSTs `bytes` and applies the oracles every reply gets: never a 5xx, and the
-/// reply checks `run` applies (`expect::check_reply`: its shape, a failure's string
-/// error, its Content-Type), whose first failing finding stops the case.
+/// POSTs `bytes` and applies the reply checks `run` applies (`expect::check_reply`:
+/// its shape, a failure's string error, its Content-Type), whose first failing
+/// finding stops the case. A 5xx is judged by the caller ([`judge`],
+/// [`no_server_error`]): to a request the spec rejects it is the rule of that
+/// request's subject, as in `run`; else a crash.
 async fn post(f: &mut FuzzCtx, path: &str, bytes: Vec<u8>) -> FuzzStep<Reply> {
     let from = f.ctx.findings().len();
     let r = post_bytes(&mut f.ctx, path, bytes, &[]).await?;
+    if r.http < 500 {
+        verdict::rules_since(&f.ctx, from)?;
+    }
+    Ok(r)
+}
+
+/// Never a 5xx.
+fn no_server_error(r: &Reply) -> FuzzStep<()> {
     if r.http >= 500 {
         return finding(
             Oracle::ServerError,
             format!("the target answered {}", r.describe()),
         );
     }
-    verdict::rules_since(&f.ctx, from)?;
-    Ok(r)
+    Ok(())
 }
 
 async fn send(f: &mut FuzzCtx, path: &str, req: Value) -> FuzzStep<Reply> {
@@ -380,7 +495,40 @@ async fn send(f: &mut FuzzCtx, path: &str, req: Value) -> FuzzStep<Reply> {
 /// Judges a reply against what the spec fixes for its request; a finding is filed
 /// under the request's subject.
 fn judge(r: &Reply, e: Expect, what: &str) -> FuzzStep<()> {
-    verdict::under(e.subject, judge_verdict(r, e.want, what))
+    if let (true, Some(subject), Expected::Reject(_)) = (r.http >= 500, e.subject, &e.want) {
+        let found = finding(
+            Oracle::Verdict,
+            format!(
+                "{what}, which the spec rejects, drew {}: an HTTP 4xx or an Agora failure is due",
+                r.describe()
+            ),
+        );
+        return verdict::under(Some(subject), found);
+    }
+    no_server_error(r)?;
+    let valid = match &e.want {
+        Expected::Accept(s, _) => Some(s.protocol_error),
+        _ => None,
+    };
+    let judged = judge_verdict(r, e.want, what);
+    if let (Some(protocol_error), false) = (valid, r.is_success()) {
+        // A valid request refused: a protocol-level error answered as a failure is
+        // the protocol-level-error case's (AEX-053); else the rule of what the
+        // refusal names.
+        let key = match named_member(&e.request, r) {
+            Some(rule) => rule.to_string(),
+            None if protocol_error => PROTOCOL_LEVEL_ERROR.to_string(),
+            None => refused_key(r),
+        };
+        return match judged {
+            Err(FuzzStop::Found(mut f)) if f.key.is_none() => {
+                f.key = Some(key);
+                Err(FuzzStop::Found(f))
+            }
+            other => other,
+        };
+    }
+    verdict::under(e.subject, judged)
 }
 
 fn judge_verdict(r: &Reply, want: Expected<Success, Refusal>, what: &str) -> FuzzStep<()> {
@@ -412,7 +560,9 @@ fn judge_verdict(r: &Reply, want: Expected<Success, Refusal>, what: &str) -> Fuz
                     "{} (HTTP 200 with status failure, AEX-040, AEX-052)",
                     f.detail
                 ),
-                key: None,
+                // The one coded refusal is of an unsupported protocol: its reply's
+                // form is that rule's (AEX-041, AEX-052).
+                key: Some(rules::UNSUPPORTED_PROTOCOL_REPLY.key.into()),
             }))
         }
         other => other,
@@ -427,22 +577,24 @@ fn judge_verdict(r: &Reply, want: Expected<Success, Refusal>, what: &str) -> Fuz
     let verdict = || format!("{what}: {}", r.describe());
     let body = r.get("body").cloned().unwrap_or(Value::Null);
     if protocol_error && !body["error"].is_string() {
-        return finding(
+        let found = finding(
             Oracle::Verdict,
             format!("the echo protocol puts a protocol-level error in body.error (AEX-053, AEX-054); {}", verdict()),
         );
+        return verdict::under(Some(PROTOCOL_LEVEL_ERROR), found);
     }
     // conversationExpires beside a conversationId is the reply checks' rule
     // (`reply:conversation-expires`, judged in `post`).
     let conv = r.get("conversationId").is_some();
     if !multiround && (conv || r.get("conversationExpires").is_some()) {
-        return finding(
+        let found = finding(
             Oracle::Verdict,
             format!(
                 "a single-round reply carries conversation fields (AEX-022, AEX-025); {}",
                 verdict()
             ),
         );
+        return verdict::under(Some(SINGLE_ROUND), found);
     }
     Ok(())
 }
@@ -460,6 +612,12 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             for m in muts.iter().take(3) {
                 mutate(&mut req, m, &fx);
             }
+            if !req.is_object() {
+                let bytes = serde_json::to_vec(&req).unwrap_or_default();
+                f.fuzzed(&bytes);
+                let what = ("a JSON request that is not an object", true);
+                return post_unreadable_judged(f, "", bytes, what).await;
+            }
             let want = expect_for(&req, &fx, None);
             let r = send(f, "", req).await?;
             judge(&r, want, "the mutated request")
@@ -468,16 +626,19 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             let bytes = serde_json::to_vec(&template(t, &fx)).unwrap_or_default();
             let bytes = edit_bytes(bytes, &edits);
             f.fuzzed(&bytes);
-            let r = post(f, "", bytes.clone()).await?;
             match serde_json::from_slice::<Value>(&bytes) {
-                // Still JSON: the verdict of what it now says.
-                Ok(v) => judge(&r, expect_for(&v, &fx, None), "the edited request"),
-                Err(_) => malformed_json(&r, "malformed JSON", true),
+                // Still a JSON object: the verdict of what it now says.
+                Ok(v) if v.is_object() => {
+                    let r = post(f, "", bytes).await?;
+                    judge(&r, expect_for(&v, &fx, None), "the edited request")
+                }
+                _ => post_unreadable_judged(f, "", bytes, ("malformed JSON", true)).await,
             }
         }
         Kind::Spelling(t, w) => {
             let req = template(t, &fx);
             let first = send(f, "", req.clone()).await?;
+            no_server_error(&first)?;
             let bytes = respell(&req, w);
             f.fuzzed(&bytes);
             let second = post(f, "", bytes).await?;
@@ -549,6 +710,7 @@ async fn follow_up(f: &mut FuzzCtx, fx: &Fx, echo: bool, m: FollowUp) -> FuzzSte
 async fn unknown_conversation(f: &mut FuzzCtx, req: Value) -> FuzzStep<()> {
     let path = conversation_path(&format!("fz-never-issued-{}", random_hash()));
     let r = send(f, &path, req).await?;
+    no_server_error(&r)?;
     verdict::first_failing(unknown_conversation_finding(&r).into_iter().collect())
 }
 
@@ -564,30 +726,52 @@ async fn raw_follow_up(
 ) -> FuzzStep<()> {
     let bytes = edit_bytes(serde_json::to_vec(req).unwrap_or_default(), edits);
     f.fuzzed(&bytes);
-    let r = post(f, path, bytes.clone()).await?;
     match serde_json::from_slice::<Value>(&bytes) {
-        Ok(v) => judge(
-            &r,
-            expect_for(&v, fx, Some(conv_hash.as_deref())),
-            "the edited follow-up",
-        ),
-        Err(_) => malformed_json(&r, "a malformed follow-up", false),
+        Ok(v) if v.is_object() => {
+            let r = post(f, path, bytes).await?;
+            let want = expect_for(&v, fx, Some(conv_hash.as_deref()));
+            judge(&r, want, "the edited follow-up")
+        }
+        _ => post_unreadable_judged(f, path, bytes, ("a malformed follow-up", false)).await,
     }
 }
 
-/// The reply to `what`, bytes that are no JSON: never a success (AEX-048), and HTTP
-/// 400 when a 4xx (§10.1, AEX-049; `status_too`), filed under the rule `run`
-/// holds malformed JSON to (`malformed-json:2xx` for a 2xx, else `:status`).
-fn malformed_json(r: &Reply, what: &str, status_too: bool) -> FuzzStep<()> {
-    let found = if r.is_success() {
-        finding(
+/// POSTs bytes the target cannot read as a request (no JSON, or JSON that is not an
+/// object) as `run`'s malformed-json case does (`expect::post_unreadable`: the reply
+/// judged by its status alone) and judges it as that case does ([`malformed_json`]).
+async fn post_unreadable_judged(
+    f: &mut FuzzCtx,
+    path: &str,
+    bytes: Vec<u8>,
+    (what, status_too): (&str, bool),
+) -> FuzzStep<()> {
+    let from = f.ctx.findings().len();
+    let syntax = serde_json::from_slice::<Value>(&bytes).is_err();
+    let r = post_unreadable(&mut f.ctx, path, bytes).await?;
+    malformed_json(&r, what, (syntax, status_too))?;
+    verdict::rules_since(&f.ctx, from)
+}
+
+/// The reply to `what`, a request the target cannot read: never a 2xx (AEX-048,
+/// the rule `malformed-json:2xx`); malformed JSON (`syntax`) draws HTTP 400
+/// (§10.1, AEX-049; judged where `status_too`, and a 5xx always:
+/// `malformed-json:status`); JSON that is not an object draws a 4xx
+/// (`malformed-json:not-object`).
+fn malformed_json(r: &Reply, what: &str, (syntax, status_too): (bool, bool)) -> FuzzStep<()> {
+    if !syntax {
+        if (200..300).contains(&r.http) || r.is_client_error() {
+            return malformed_2xx(r, what);
+        }
+        let found = finding(
             Oracle::Verdict,
-            format!(
-                "{what} was answered with success (AEX-048): {}",
-                r.describe()
-            ),
-        )
-    } else if status_too && r.is_client_error() && r.http != 400 {
+            format!("{what} drew {}, not an HTTP 4xx", r.describe()),
+        );
+        return verdict::under(Some(rules::MALFORMED_JSON_NOT_OBJECT.key), found);
+    }
+    if (200..300).contains(&r.http) {
+        return malformed_2xx(r, what);
+    }
+    let found = if r.http >= 500 || (status_too && r.is_client_error() && r.http != 400) {
         finding(
             Oracle::Verdict,
             format!("{what} drew {}, not HTTP 400 (AEX-049)", r.describe()),
@@ -595,12 +779,23 @@ fn malformed_json(r: &Reply, what: &str, status_too: bool) -> FuzzStep<()> {
     } else {
         Ok(())
     };
-    let rule = if (200..300).contains(&r.http) {
-        "agora-exchange/malformed-json:2xx"
-    } else {
-        "agora-exchange/malformed-json:status"
-    };
-    verdict::under(Some(rule), found)
+    verdict::under(Some(rules::MALFORMED_JSON_STATUS.key), found)
+}
+
+/// A request the target cannot read, answered with a 2xx (`malformed-json:2xx`);
+/// a 4xx passes.
+fn malformed_2xx(r: &Reply, what: &str) -> FuzzStep<()> {
+    if !(200..300).contains(&r.http) {
+        return Ok(());
+    }
+    let found = finding(
+        Oracle::Verdict,
+        format!(
+            "{what} was answered with a 2xx, not an HTTP 4xx (AEX-048): {}",
+            r.describe()
+        ),
+    );
+    verdict::under(Some(rules::MALFORMED_JSON_2XX.key), found)
 }
 
 async fn check_wellknown(f: &mut FuzzCtx) -> FuzzStep<()> {
@@ -767,7 +962,7 @@ fn judge_client_outcome(
         return finding(
             Oracle::Verdict,
             format!(
-                "the client reported success after a failure reply ({:?})",
+                "the client reported success after a failure reply ({})",
                 c.edit
             ),
         );
@@ -776,7 +971,7 @@ fn judge_client_outcome(
         return finding(
             Oracle::Verdict,
             format!(
-                "the client reported success after a reply whose status is not \"success\" ({plan:?}, {:?}; AEX-009)",
+                "the client reported success after a reply whose status is not \"success\" ({plan:?}, {}; AEX-009)",
                 c.edit
             ),
         );
@@ -790,7 +985,7 @@ fn judge_client_outcome(
             return finding(
                 Oracle::Verdict,
                 format!(
-                    "the client POSTed to {} after the conversationExpires of the reply that opened it ({:?}; AEX-034)",
+                    "the client POSTed to {} after the conversationExpires of the reply that opened it ({}; AEX-034)",
                     x.path, c.edit
                 ),
             );
@@ -799,16 +994,15 @@ fn judge_client_outcome(
     if plan == Serve::ExpireOnFollowUp && c.conversation && kept && took(run) {
         return finding(
             Oracle::Verdict,
-            format!("the client reported success after its conversation expired ({:?}; AEX-033, AEX-034)", c.edit),
+            format!(
+                "the client reported success after its conversation expired ({}; AEX-033, AEX-034)",
+                c.edit
+            ),
         );
     }
     if plan == Serve::Plain && kept {
         let respelled = applied && !matches!(c.edit, crate::fuzzing::client::Edit::None);
-        return must_complete(
-            run,
-            respelled,
-            &format!("a valid {scenario} ({:?})", c.edit),
-        );
+        return must_complete(run, respelled, &format!("a valid {scenario} ({})", c.edit));
     }
     Ok(())
 }

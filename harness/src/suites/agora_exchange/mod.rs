@@ -440,8 +440,8 @@ pub const CASES: &[Case] = &[
         Ok(())
     }),
     case!("malformed-json", "malformed JSON draws HTTP 400; a JSON request that is not an object draws an HTTP 4xx", ["AEX-048", "AEX-049"], Must, false, |ctx| {
-        let array = post_unreadable(ctx, b"[]".to_vec()).await?;
-        let syntax = post_unreadable(ctx, b"{not json".to_vec()).await?;
+        let array = post_unreadable(ctx, "", b"[]".to_vec()).await?;
+        let syntax = post_unreadable(ctx, "", b"{not json".to_vec()).await?;
         let is_2xx = |r: &Reply| (200..300).contains(&r.http);
         // One finding per thing the target did: both answered with a 2xx is one
         // deviation (a request it cannot read taken as read), not two.

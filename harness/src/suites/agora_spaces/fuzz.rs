@@ -2300,7 +2300,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         if let Some(partial) = got.iter().find(|t| t.starts_with(&first)) {
             return finding(
                 Oracle::Cancel,
-                format!("the client presented the partial text of a cancelled stream: {partial:?} (ASP-037; edit {:?} of frame {target})", c.edit),
+                format!("the client presented the partial text of a cancelled stream: {partial:?} (ASP-037; {} of frame {target})", c.edit),
             );
         }
     }
@@ -2319,7 +2319,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             return finding(
                 oracle,
                 format!(
-                    "the client printed {} for the events {} (edit {:?} of frame {target}; ASP-033, ASP-034)",
+                    "the client printed {} for the events {} ({} of frame {target}; ASP-033, ASP-034)",
                     crate::finding::clipped(&format!("{got:?}"), 300),
                     crate::finding::clipped(&format!("{want:?}"), 300),
                     c.edit

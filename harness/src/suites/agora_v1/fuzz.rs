@@ -686,6 +686,34 @@ impl ReplyMut {
     }
 }
 
+/// A reply's edit as a finding's detail says it (never a debug form).
+impl std::fmt::Display for ReplyMut {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ReplyMut::None => f.write_str("the reply as planned"),
+            ReplyMut::BadSignature => f.write_str("a signature that does not verify"),
+            ReplyMut::NoSignature => f.write_str("no signature"),
+            ReplyMut::PythonSigned(compact) => write!(
+                f,
+                "signed over Python's json.dumps(sort_keys=True){}, not RFC 8785",
+                if *compact { " compact" } else { "" }
+            ),
+            ReplyMut::Stale(s, future) => write!(
+                f,
+                "stamped {s} s {} the replay window",
+                if *future { "ahead of" } else { "behind" }
+            ),
+            ReplyMut::OtherRequest => f.write_str("naming another request"),
+            ReplyMut::OtherProtocol => f.write_str("protocol agora/1.1"),
+            ReplyMut::ReusedId => f.write_str("the REQUEST's id"),
+            ReplyMut::LapsedTtl => f.write_str("an OFFER whose ttl has lapsed"),
+            ReplyMut::Respell(w) => write!(f, "respelled with {w}"),
+            ReplyMut::Bytes(b) => write!(f, "{} raw byte edits", b.len()),
+            ReplyMut::Member(i, v) => write!(f, "payload member {i} set to {}", v.json()),
+        }
+    }
+}
+
 /// An OFFER's cost against the REQUEST's budget of 10.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Arbitrary)]
 enum CostDraw {
@@ -865,7 +893,7 @@ async fn client_case(f: &mut FuzzCtx) -> FuzzStep<()> {
                 };
                 return finding(
                     oracle,
-                    format!("the requester ACCEPTed an OFFER it must refuse ({:?}, cost {cost} for a budget of {budget})", c.how),
+                    format!("the requester ACCEPTed an OFFER it must refuse ({}, cost {cost} for a budget of {budget})", c.how),
                 );
             }
             let named = accept_finding(&env, &offer).filter(|_| matches!(c.how, ReplyMut::None));
@@ -889,7 +917,7 @@ fn judge_outcome(
         return finding(
             Oracle::Verdict,
             format!(
-                "the requester reported success for a RESULT it must refuse ({:?})",
+                "the requester reported success for a RESULT it must refuse ({})",
                 c.how
             ),
         );
@@ -912,7 +940,7 @@ fn judge_outcome(
         return finding(
             oracle,
             format!(
-                "the requester did not complete a valid exchange ({:?}){at_budget}: {}; stdout: {}",
+                "the requester did not complete a valid exchange ({}){at_budget}: {}; stdout: {}",
                 c.how,
                 run.ended(),
                 crate::finding::clipped(run.stdout.trim(), 300)

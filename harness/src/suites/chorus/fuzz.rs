@@ -2843,7 +2843,7 @@ fn check_payment(
         must_complete(
             run,
             respelled,
-            &format!("a hire answered {plan:?} ({:?})", c.edit),
+            &format!("a hire answered {plan:?} ({})", c.edit),
         )?;
     }
     // The payment's verdict is the one `run` gives (`judge_payment`): another
