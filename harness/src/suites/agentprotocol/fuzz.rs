@@ -80,12 +80,16 @@ use crate::drive::{DriveError, Driver, Limits, Received, Transport};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
 use crate::fuzzing::spec::{FuzzCtx, Spec};
 use crate::fuzzing::verdict::{
-    self, about, fail, finding, skip, Codes, Expected, FuzzFuture, FuzzStep, Observed, Oracle,
+    self, about, fail, finding, skip, Codes, Expected, FuzzFinding, FuzzFuture, FuzzStep, FuzzStop,
+    Observed, Oracle,
 };
+use crate::rules::Rule;
 use crate::script::describe_drive_error;
 use crate::suites::agentprotocol::expect::{
-    cns_details_finding, echo_finding, hello_findings, read_reply, strings, Answer, Asked, Me,
+    cns_details_finding, echo_finding, hello_findings, read_reply, refused, strings, Answer, Asked,
+    Me,
 };
+use crate::suites::agentprotocol::rules;
 use arbitrary::Arbitrary;
 use reference_impl::agentprotocol::message::{self, SigProblem, PROTOCOL, TYPES};
 use reference_impl::wire::json::Value as Tree;
@@ -431,6 +435,9 @@ struct Expect {
     reasons: Vec<String>,
     /// A hard problem is the signature's.
     sig_bad: bool,
+    /// The rules of `run` the first hard problem breaks: carried out, and refused
+    /// with another code (`None`: any refusal passes, as in `run`).
+    subject: Option<Subject>,
     /// Any code is an acceptable rejection.
     any_code: bool,
     /// Nothing fixed beyond the rejection a hard problem requires.
@@ -468,10 +475,78 @@ impl std::fmt::Display for Shows {
     }
 }
 
+/// The rules of `run` a message that must be refused breaks: carried out, and
+/// refused with another code than the one due.
+type Subject = (&'static Rule, Option<&'static Rule>);
+
+/// An invalid message answered otherwise than with INVALID_MESSAGE (the
+/// invalid-message case's table: a wrong code is that rule's too).
+const INVALID: Subject = (
+    &rules::INVALID_MESSAGE_ACCEPTED,
+    Some(&rules::INVALID_MESSAGE_ACCEPTED),
+);
+/// A signature that does not verify (reject-tampered).
+const TAMPERED: Subject = (
+    &rules::REJECT_TAMPERED_CARRIED_OUT,
+    Some(&rules::REJECT_TAMPERED_CODE),
+);
+/// A signature by another key than the sender's (reject-wrong-key).
+const WRONG_KEY: Subject = (
+    &rules::REJECT_WRONG_KEY_CARRIED_OUT,
+    Some(&rules::REJECT_WRONG_KEY_CODE),
+);
+/// An unsigned request to a target that advertises signed-messages: `run` judges
+/// only that it is not carried out.
+const UNSIGNED: Subject = (&rules::UNSIGNED_REQUEST_CARRIED_OUT, None);
+
+/// Files a fuzz finding of `r` under `subject`'s rule for what the target did,
+/// whatever rule the model gave it: the message's edit says which case's subject it
+/// is (a wrong code where `run` takes any refusal is no finding).
+fn filed_as<T: Default>(subject: Subject, r: FuzzStep<T>) -> FuzzStep<T> {
+    match r {
+        Err(FuzzStop::Found(mut f)) => match (f.oracle, subject) {
+            (Oracle::ErrorCode, (_, None)) => Ok(T::default()),
+            (Oracle::ErrorCode, (_, Some(code))) => {
+                f.key = Some(code.key.to_string());
+                Err(FuzzStop::Found(f))
+            }
+            (_, (carried, _)) => {
+                f.key = Some(carried.key.to_string());
+                Err(FuzzStop::Found(f))
+            }
+        },
+        other => other,
+    }
+}
+
 impl Expect {
+    /// A problem that requires a rejection: an invalid message's.
     fn hard(&mut self, codes: &[&'static str], why: impl Into<String>) {
+        self.hard_as(INVALID, codes, why);
+    }
+
+    /// A problem that requires a rejection, judged by the rules `subject`.
+    fn hard_as(&mut self, subject: Subject, codes: &[&'static str], why: impl Into<String>) {
+        if self.hard.is_empty() {
+            self.subject = Some(subject);
+        }
         self.hard.extend_from_slice(codes);
         self.reasons.push(why.into());
+    }
+
+    /// The key of `run` a reply that broke the verdict is filed under: the first
+    /// hard problem's rule for what the target did; a valid message refused, the
+    /// refusal keyed by the target's words.
+    fn key_for(&self, oracle: Oracle, reply: Option<&Value>) -> Option<String> {
+        match (self.subject, oracle) {
+            (Some((_, Some(code))), Oracle::ErrorCode) => Some(code.key.to_string()),
+            (Some((_, None)), Oracle::ErrorCode) => None,
+            (Some((carried, _)), _) => Some(carried.key.to_string()),
+            (None, _) => {
+                let r = reply.filter(|v| v["type"] == "error")?;
+                Some(refused(r, "a valid message", &[]).key.to_string())
+            }
+        }
     }
 
     fn soft(&mut self, codes: &[&'static str], why: impl Into<String>) {
@@ -711,7 +786,15 @@ fn to_agent(to: &Map<String, Value>, c: &Case, e: &mut Expect) {
         // hub or relay), as the unknown-agent case judges it; for a single agent what
         // it does is informational.
         Some(Value::String(_)) if c.unknown_agent_error => {
-            e.hard(&[UA], "to.agentId names another agent (AGP-008, AGP-025)");
+            let subject = (
+                &rules::UNKNOWN_AGENT_CARRIED_OUT,
+                Some(&rules::UNKNOWN_AGENT_CODE),
+            );
+            e.hard_as(
+                subject,
+                &[UA],
+                "to.agentId names another agent (AGP-008, AGP-025)",
+            );
             e.silence_ok = true;
         }
         Some(Value::String(_)) => {
@@ -827,14 +910,16 @@ fn signature(v: &Value, c: &Case, e: &mut Expect) {
                 ),
                 Err(SigProblem::Mismatch) => {
                     e.sig_bad = true;
-                    e.hard(
+                    e.hard_as(
+                        TAMPERED,
                         &[IS],
                         "the signature does not verify (AGP-024, AGP-033, AGP-034)",
                     );
                 }
                 Err(p) => {
                     e.sig_bad = true;
-                    e.hard(
+                    e.hard_as(
+                        TAMPERED,
                         &[IS, IM],
                         format!("the signature cannot be verified: {p} (AGP-012, AGP-024)"),
                     );
@@ -843,7 +928,7 @@ fn signature(v: &Value, c: &Case, e: &mut Expect) {
         }
         Some(_) => {
             e.sig_bad = true;
-            e.hard(&[IS, IM], "signature is not a string (AGP-012)");
+            e.hard_as(TAMPERED, &[IS, IM], "signature is not a string (AGP-012)");
         }
     }
 }
@@ -851,7 +936,8 @@ fn signature(v: &Value, c: &Case, e: &mut Expect) {
 fn unsigned(c: &Case, e: &mut Expect) {
     if c.signed_messages {
         e.sig_bad = true;
-        e.hard(
+        e.hard_as(
+            UNSIGNED,
             &[IS, IM],
             "unsigned, and the target advertises signed-messages (AGP-030, AGP-A3)",
         );
@@ -887,7 +973,12 @@ fn request(p: &Map<String, Value>, c: &Case, e: &mut Expect) {
     } else if action == c.delay {
         delay_request(params, timeout, c.timeout_error, e);
     } else if action.starts_with("fz-") || action.is_empty() {
-        e.hard(
+        let lacks = (
+            &rules::UNKNOWN_ACTION_CODE,
+            Some(&rules::UNKNOWN_ACTION_CODE),
+        );
+        e.hard_as(
+            lacks,
             &[CNS],
             format!("no target offers action {action:?} (AGP-020, AGP-026)"),
         );
@@ -963,7 +1054,12 @@ fn delay_request(params: Option<Value>, timeout: Option<u64>, timeout_error: boo
             e.timing_open = true;
         }
         (Some(Some(ms)), Some(t)) if t.saturating_mul(2).saturating_add(50) <= ms => {
-            e.hard(
+            let late = (
+                &rules::TIMEOUT_NOT_TIMED_OUT,
+                Some(&rules::TIMEOUT_NOT_TIMED_OUT),
+            );
+            e.hard_as(
+                late,
                 &[TIMEOUT],
                 format!("a delay of {ms} ms with a timeout of {t} ms (AGP-027, AGP-A18)"),
             );
@@ -1435,6 +1531,14 @@ fn reply_oracles(v: &Value, e: &Expect) -> FuzzStep<()> {
         // records it as a warning (AGP-022).
         let code = p["code"].as_str().unwrap_or_default();
         if code == "INTERNAL_ERROR" {
+            // To a message `run` judges a refusal of, it is that rule's wrong code.
+            if let Some((_, Some(rule))) = e.subject {
+                return Err(FuzzStop::Found(FuzzFinding {
+                    oracle: Oracle::ErrorCode,
+                    detail: format!("client input drew INTERNAL_ERROR (AGP-038): {p}"),
+                    key: Some(rule.key.to_string()),
+                }));
+            }
             return finding(
                 Oracle::ServerError,
                 format!("client input drew INTERNAL_ERROR (AGP-038): {p}"),
@@ -1508,10 +1612,21 @@ fn judge(g: &Got, e: &Expect, what: &str) -> FuzzStep<()> {
     };
     let want = e.verdict();
     let context = format!("{what} ({})", e.describe());
-    let shows = about(
-        &context,
-        verdict::judge(&want, &got, (Oracle::Verdict, carried), || said.clone()),
-    )?;
+    let judged = verdict::judge(&want, &got, (Oracle::Verdict, carried), || said.clone());
+    let judged = match judged {
+        // A wrong code where `run` takes any refusal is no finding.
+        Err(FuzzStop::Found(f))
+            if f.oracle == Oracle::ErrorCode && e.key_for(f.oracle, Some(v)).is_none() =>
+        {
+            Ok(None)
+        }
+        Err(FuzzStop::Found(mut f)) if f.key.is_none() => {
+            f.key = e.key_for(f.oracle, Some(v));
+            Err(FuzzStop::Found(f))
+        }
+        other => other,
+    };
+    let shows = about(&context, judged)?;
     shows_oracles(shows, v, &context, &said)
 }
 
@@ -1573,14 +1688,19 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
                 apply(&mut m, mu, c);
             }
             let judged = send_judged(f, c, &m, "the message changed after signing").await;
-            verdict::under(Some("agentprotocol/reject-tampered"), judged)?;
+            filed_as(TAMPERED, judged.map(|_| ()))?;
         }
         Kind::Signature(t, s) => {
             let mut m = c.template(t);
             c.me.sign(&mut m);
             apply_sig(&mut m, &s, &c.me);
             let judged = send_judged(f, c, &m, "the message with an edited signature").await;
-            verdict::under(signature_subject(&s), judged)?;
+            match signature_subject(&s) {
+                Some(subject) => filed_as(subject, judged.map(|_| ()))?,
+                None => {
+                    judged?;
+                }
+            }
         }
         Kind::Raw(t, first, edits) => raw_case(f, c, t, first, edits).await?,
         Kind::Spelling(t, mu, w) => spelling_case(f, c, t, mu, w).await?,
@@ -1592,11 +1712,11 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
 /// The conformance case whose subject a signature edit is: a fuzz finding on it is
 /// filed under that case's key, the key `run` gives the same deviation; `None` for
 /// an edit no one case owns.
-fn signature_subject(s: &SigMut) -> Option<&'static str> {
+fn signature_subject(s: &SigMut) -> Option<Subject> {
     match s {
-        SigMut::Remove | SigMut::Empty => Some("agentprotocol/unsigned-request"),
-        SigMut::WrongKey | SigMut::ClaimOther => Some("agentprotocol/reject-wrong-key"),
-        SigMut::Truncate(_) | SigMut::Flip(_) => Some("agentprotocol/reject-tampered"),
+        SigMut::Remove | SigMut::Empty => Some(UNSIGNED),
+        SigMut::WrongKey | SigMut::ClaimOther => Some(WRONG_KEY),
+        SigMut::Truncate(_) | SigMut::Flip(_) => Some(TAMPERED),
         _ => None,
     }
 }
