@@ -238,15 +238,11 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
     let cases = shared.next.load(Ordering::Relaxed).min(end) - first;
     let _ = shared.corpus.write_findings(first + cases);
     let (signatures, hits, known) = shared.corpus.counts();
-    let ended = if died {
-        Ended::Death
-    } else if signatures as u64 >= run.bounds.max_findings {
-        Ended::MaxFindings
-    } else if first + cases >= end {
-        Ended::Cases
-    } else {
-        Ended::Duration
-    };
+    let ended = ended_by(
+        died,
+        signatures as u64 >= run.bounds.max_findings,
+        first + cases >= end,
+    );
     let t = shared.tally.lock().unwrap_or_else(|p| p.into_inner());
     Summary {
         cases,
@@ -261,6 +257,20 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         signatures: shared.corpus.entries(),
         ended,
         elapsed: started.elapsed(),
+    }
+}
+
+/// What ended a run: the target's death, else its signatures, else its case
+/// count, else its duration.
+fn ended_by(died: bool, max_findings: bool, all_cases: bool) -> Ended {
+    if died {
+        Ended::Death
+    } else if max_findings {
+        Ended::MaxFindings
+    } else if all_cases {
+        Ended::Cases
+    } else {
+        Ended::Duration
     }
 }
 
