@@ -33,6 +33,7 @@ use crate::suites::agora_v1::expect::{
     accept_finding, accept_offer, check_client_message, check_offer, check_reply, check_result,
     message_at, now, request_payload, send, sign_with, wire, Env,
 };
+use crate::suites::agora_v1::rules;
 use arbitrary::Arbitrary;
 use reference_impl::agora_v1::envelope::{self, SigVariant};
 use reference_impl::wire::clock::{format_timestamp, parse_timestamp};
@@ -364,12 +365,44 @@ const ANY: Codes<i64> = Codes::Any;
 /// filed under that case's key, the key `run` gives the same deviation.
 fn subject(kind: &Kind) -> Option<&'static str> {
     match kind {
+        Kind::Resigned(_, mu) => field_subject(mu),
         Kind::Strip(..) => Some("agora-v1/reject-unsigned"),
         Kind::Unsigned(..) => Some("agora-v1/reject-tampered-payload"),
         Kind::Stale(..) => Some("agora-v1/reject-stale-timestamp"),
         Kind::Valid(Template::Hello) => Some("agora-v1/hello-welcome"),
         Kind::Valid(Template::Echo) => Some("agora-v1/echo-direct"),
         Kind::Valid(Template::UnknownResource) => Some("agora-v1/error-unknown-resource"),
+        _ => None,
+    }
+}
+
+/// The conformance case whose subject a re-signed field change is, where one case
+/// sends that field wrong: a protocol other than agora/1.0, a type the spec does not
+/// name, a payload member of the wrong kind.
+fn field_subject(mu: &FieldMut) -> Option<&'static str> {
+    let payload = |k: &str| match k {
+        "resource" => Some("agora-v1/reject-bad-resource"),
+        "params" => Some("agora-v1/reject-params-string"),
+        "budget" => Some("agora-v1/reject-budget-number"),
+        "timeout" => Some(rules::REJECT_BAD_TIMEOUT.key),
+        _ => None,
+    };
+    // RemoveTop(i) removes ["protocol", "id", "timestamp", "type", "payload"][i % 5].
+    let removed = |want: u8| matches!(mu, FieldMut::RemoveTop(i) if i % 5 == want);
+    match mu {
+        FieldMut::Protocol(_) => Some("agora-v1/reject-wrong-protocol"),
+        _ if removed(0) => Some("agora-v1/reject-wrong-protocol"),
+        FieldMut::Type(_) | FieldMut::LowercaseType => Some(rules::REJECT_UNKNOWN_TYPE.key),
+        _ if removed(3) => Some(rules::REJECT_UNKNOWN_TYPE.key),
+        _ if removed(4) => Some("agora-v1/reject-missing-payload"),
+        FieldMut::SetPayload(i, _) | FieldMut::RemovePayload(i) => {
+            payload(PAYLOAD_KEYS[usize::from(*i) % PAYLOAD_KEYS.len()])
+        }
+        FieldMut::SetParams(_) => payload("params"),
+        // A P-256 did:key (the first of the drawn ids) is reject-ecdsa-sender's
+        // subject; another id than the signing key's, reject-wrong-key's.
+        FieldMut::SenderId(i) if i % 4 == 0 => Some("agora-v1/reject-ecdsa-sender"),
+        FieldMut::SenderId(_) => Some("agora-v1/reject-wrong-key"),
         _ => None,
     }
 }
