@@ -441,16 +441,40 @@ async fn planned_case(f: &mut FuzzCtx, kind: Kind) -> FuzzStep<()> {
         Kind::Negotiate(n) => return negotiate(f, n).await,
         Kind::Raw(t, edits) => {
             let m = signed(f, t)?;
+            let bytes = edit_bytes(wire(&m), &edits);
+            if serde_json::from_slice::<Value>(&bytes).is_err() {
+                // Malformed JSON: ERROR 400, as the reject-malformed-json case holds.
+                let want = Expected::Reject(Codes::OneOf(vec![400]));
+                let plain = (Oracle::Verdict, Oracle::Verdict);
+                let sent = server_error_as_answer(&want, exchange(f, bytes).await);
+                let judged = match sent {
+                    Ok((v, env)) => judge_reply("malformed JSON", &want, &v, env.as_ref(), plain),
+                    Err(e) => Err(e),
+                };
+                return under(Some("agora-v1/reject-malformed-json"), judged);
+            }
             let want = Expected::Open("byte edits leave the verdict open".into());
-            (
-                edit_bytes(wire(&m), &edits),
-                want,
-                (Oracle::Verdict, Oracle::Verdict),
-            )
+            (bytes, want, (Oracle::Verdict, Oracle::Verdict))
         }
     };
-    let (v, env) = exchange(f, bytes).await?;
+    let (v, env) = server_error_as_answer(&want, exchange(f, bytes).await)?;
     judge_reply("the fuzzed message", &want, &v, env.as_ref(), oracles)
+}
+
+/// A 5xx or ERROR 500 to a message the spec rejects with a code is the wrong answer
+/// to it, as the case whose subject the message is judges it (its key), not a
+/// crash.
+fn server_error_as_answer<T>(want: &Want, r: FuzzStep<T>) -> FuzzStep<T> {
+    match r {
+        Err(crate::fuzzing::verdict::FuzzStop::Found(mut found))
+            if found.oracle == Oracle::ServerError
+                && matches!(want, Expected::Reject(Codes::OneOf(_))) =>
+        {
+            found.oracle = Oracle::ErrorCode;
+            Err(crate::fuzzing::verdict::FuzzStop::Found(found))
+        }
+        other => other,
+    }
 }
 
 /// A message to send: its bytes, what the spec fixes for it, and the oracles of a
@@ -515,7 +539,7 @@ async fn wire_form(f: &mut FuzzCtx, t: Template, w: WireForm) -> FuzzStep<()> {
     let (first, first_env) = exchange(f, wire(&twin)).await?;
     let (v, env) = exchange(f, respell(&m, w)).await?;
     if v != first {
-        return finding(
+        let other = finding(
             Oracle::WireForm,
             format!(
                 "the canonical form drew {}, this spelling {}",
@@ -523,6 +547,7 @@ async fn wire_form(f: &mut FuzzCtx, t: Template, w: WireForm) -> FuzzStep<()> {
                 v.said(env.as_ref())
             ),
         );
+        return under(Some("agora-v1/accept-noncanonical-spelling"), other);
     }
     Ok(())
 }
@@ -581,13 +606,14 @@ async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
             if matches!(n, Negotiation::AcceptTwice) {
                 let r = accept_offer(&mut f.ctx, &mut offer, json!({})).await?;
                 let (v, env) = read(f, &r)?;
-                judge_reply(
+                let judged = judge_reply(
                     "a second ACCEPT of one offer",
                     &refused,
                     &v,
                     env.as_ref(),
                     plain,
-                )?;
+                );
+                under(Some("agora-v1/accept-twice"), judged)?;
             }
             Ok(())
         }
@@ -595,7 +621,8 @@ async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
             let (v, env) = exchange(f, request).await?;
             let oracles = (Oracle::Verdict, Oracle::Replay);
             let what = "the same signed REQUEST sent again, AV1-012";
-            judge_reply(what, &refused, &v, env.as_ref(), oracles)
+            let judged = judge_reply(what, &refused, &v, env.as_ref(), oracles);
+            under(Some("agora-v1/reject-replayed-id"), judged)
         }
         Negotiation::BudgetBelowCost => {
             let Some(cost) = offer.payload["cost"].as_f64().filter(|c| *c > 0.0) else {
@@ -611,7 +638,8 @@ async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
             let (v, env) = exchange(f, wire(&low)).await?;
             let want = Expected::Reject(Codes::OneOf(vec![402]));
             let what = format!("a budget of half the offered cost {cost}");
-            judge_reply(&what, &want, &v, env.as_ref(), plain)
+            let judged = judge_reply(&what, &want, &v, env.as_ref(), plain);
+            under(Some("agora-v1/budget-too-low"), judged)
         }
     }
 }
