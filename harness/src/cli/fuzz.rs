@@ -385,9 +385,13 @@ fn print_signature(
     )
     .map_err(io)?;
     writeln!(out, "      {}", crate::script::clip_entry(&e.first.detail)).map_err(io)?;
-    if let (Some(_), Some(r)) = (e.signature.class(), &e.reply) {
+    // The target's words, where the detail does not quote them already.
+    if let Some(r) = &e.reply {
         let said: String = r.body.chars().take(160).collect();
-        writeln!(out, "      the target said: {}", said.replace('\n', " ")).map_err(io)?;
+        let head: String = said.trim().chars().take(40).collect();
+        if !head.is_empty() && !e.first.detail.contains(&head) {
+            writeln!(out, "      the target said: {}", said.replace('\n', " ")).map_err(io)?;
+        }
     }
     let input = crate::script::clip_entry(&shown(&e.smallest.bytes));
     match &e.shrunk {

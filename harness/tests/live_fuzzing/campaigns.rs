@@ -203,9 +203,9 @@ fn crash_text_frame() -> Result<(), Failed> {
 }
 
 /// A signed protocol over WebSocket: agora-v1 answering a frame that is not JSON
-/// with ERROR 500 is one signature, a server error of a frame, however the fuzzer
-/// garbled the frame's type; sent alone on a connection of its own, it shrinks to a
-/// character or two.
+/// with ERROR 500 is one signature, the case `run` gives it (reject-malformed-json),
+/// however the fuzzer garbled the frame; sent alone on a connection of its own, it
+/// shrinks to a character or two.
 fn crash_signed_frame() -> Result<(), Failed> {
     let out = out_dir("crash-signed-frame");
     let s = rt().block_on(async {
@@ -216,7 +216,7 @@ fn crash_signed_frame() -> Result<(), Failed> {
         s
     });
     whole_duration_one_file_per_signature(&s, &out)?;
-    let want = "agora-v1/crash:server-error WS frame (not JSON)";
+    let want = "agora-v1/reject-malformed-json";
     if ids(&s) != [want] {
         return Err(format!("signatures {:?}, not only {want:?}", ids(&s)).into());
     }

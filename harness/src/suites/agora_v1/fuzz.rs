@@ -87,8 +87,23 @@ fn case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
 fn resend_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(async move {
         let bytes = f.sent.clone();
+        if serde_json::from_slice::<Value>(&bytes).is_err() {
+            return malformed(f, bytes).await;
+        }
         exchange(f, bytes).await.map(|_| ())
     })
+}
+
+/// Sends bytes that are no JSON: ERROR 400, as the reject-malformed-json case
+/// holds; a 5xx or ERROR 500 to them is that case's wrong answer.
+async fn malformed(f: &mut FuzzCtx, bytes: Vec<u8>) -> FuzzStep<()> {
+    let want = Expected::Reject(Codes::OneOf(vec![400]));
+    let plain = (Oracle::Verdict, Oracle::Verdict);
+    let judged = match server_error_as_answer(&want, exchange(f, bytes).await) {
+        Ok((v, env)) => judge_reply("malformed JSON", &want, &v, env.as_ref(), plain),
+        Err(e) => Err(e),
+    };
+    under(Some("agora-v1/reject-malformed-json"), judged)
 }
 
 /// A HELLO must be answered.
@@ -443,15 +458,7 @@ async fn planned_case(f: &mut FuzzCtx, kind: Kind) -> FuzzStep<()> {
             let m = signed(f, t)?;
             let bytes = edit_bytes(wire(&m), &edits);
             if serde_json::from_slice::<Value>(&bytes).is_err() {
-                // Malformed JSON: ERROR 400, as the reject-malformed-json case holds.
-                let want = Expected::Reject(Codes::OneOf(vec![400]));
-                let plain = (Oracle::Verdict, Oracle::Verdict);
-                let sent = server_error_as_answer(&want, exchange(f, bytes).await);
-                let judged = match sent {
-                    Ok((v, env)) => judge_reply("malformed JSON", &want, &v, env.as_ref(), plain),
-                    Err(e) => Err(e),
-                };
-                return under(Some("agora-v1/reject-malformed-json"), judged);
+                return malformed(f, bytes).await;
             }
             let want = Expected::Open("byte edits leave the verdict open".into());
             (bytes, want, (Oracle::Verdict, Oracle::Verdict))
