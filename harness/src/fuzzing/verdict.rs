@@ -377,6 +377,19 @@ pub fn under<T>(key: Option<&str>, r: FuzzStep<T>) -> FuzzStep<T> {
     })
 }
 
+/// Files a fuzz finding of `r` under `key`, whatever key it had: where the deviation
+/// that caused it is another rule's than the check that noticed it (a balance a
+/// repeated transfer made wrong, noticed by a later transfer).
+pub fn refile<T>(key: &str, r: FuzzStep<T>) -> FuzzStep<T> {
+    r.map_err(|e| match e {
+        FuzzStop::Found(mut f) => {
+            f.key = Some(key.to_string());
+            FuzzStop::Found(f)
+        }
+        other => other,
+    })
+}
+
 /// What a case ended in, for the engine.
 #[derive(Debug)]
 pub enum Outcome {

@@ -520,13 +520,7 @@ fn judge(r: &Reply, e: Expect, what: &str) -> FuzzStep<()> {
             None if protocol_error => PROTOCOL_LEVEL_ERROR.to_string(),
             None => refused_key(r),
         };
-        return match judged {
-            Err(FuzzStop::Found(mut f)) if f.key.is_none() => {
-                f.key = Some(key);
-                Err(FuzzStop::Found(f))
-            }
-            other => other,
-        };
+        return verdict::under(Some(&key), judged);
     }
     verdict::under(e.subject, judged)
 }

@@ -2258,7 +2258,7 @@ impl LedgerState {
     fn short(&self, owner: &str, r: &Resp, judged: FuzzStep<()>) -> FuzzStep<()> {
         let funds = r.codes().iter().any(|c| c == "TRANSFER_FAILED");
         if funds && self.received.contains(owner) {
-            refile(CREDITS_RECIPIENT, judged)
+            verdict::refile(CREDITS_RECIPIENT, judged)
         } else {
             judged
         }
@@ -2301,18 +2301,6 @@ async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> FuzzStep<()> {
         }
     }
     drain_and_overdraw(f, &st, c.check_second, None).await
-}
-
-/// Files a fuzz finding of `r` under `key`, whatever key it had: the deviation
-/// that made the model's balance wrong, not the check that noticed it.
-fn refile(key: &'static str, r: FuzzStep<()>) -> FuzzStep<()> {
-    match r {
-        Err(verdict::FuzzStop::Found(mut found)) => {
-            found.key = Some(key.to_string());
-            Err(verdict::FuzzStop::Found(found))
-        }
-        other => other,
-    }
 }
 
 /// Sets up two fresh owners through the profile's `owner` setup requests, each at
@@ -2371,7 +2359,7 @@ async fn repeat_transfer(
     if was_accepted && st.idempotent {
         // A repeat of an applied transfer that is not taken as applied once is the
         // rule transfer-idempotent's (CHO-039), whatever the reply.
-        refile(rules::TRANSFER_IDEMPOTENT.key, judged)?;
+        verdict::refile(rules::TRANSFER_IDEMPOTENT.key, judged)?;
     } else {
         judged?;
     }
@@ -2535,7 +2523,7 @@ async fn drain_and_overdraw(
             Oracle::Ledger,
         );
         match drained_as {
-            Some(key) => refile(key, drained)?,
+            Some(key) => verdict::refile(key, drained)?,
             None => st.short(owner, &r, drained)?,
         }
     }
