@@ -504,18 +504,20 @@ const UNSIGNED: Subject = (&rules::UNSIGNED_REQUEST_CARRIED_OUT, None);
 /// is (a wrong code where `run` takes any refusal is no finding).
 fn filed_as<T: Default>(subject: Subject, r: FuzzStep<T>) -> FuzzStep<T> {
     match r {
-        Err(FuzzStop::Found(mut f)) => match (f.oracle, subject) {
-            (Oracle::ErrorCode, (_, None)) => Ok(T::default()),
-            (Oracle::ErrorCode, (_, Some(code))) => {
-                f.key = Some(code.key.to_string());
-                Err(FuzzStop::Found(f))
-            }
-            (_, (carried, _)) => {
-                f.key = Some(carried.key.to_string());
-                Err(FuzzStop::Found(f))
-            }
+        Err(FuzzStop::Found(f)) => match rule_of(subject, f.oracle) {
+            Some(rule) => verdict::refile(rule.key, Err(FuzzStop::Found(f))),
+            None => Ok(T::default()),
         },
         other => other,
+    }
+}
+
+/// The rule of `subject` a finding of `oracle` breaks: a wrong code its code rule
+/// (`None`: `run` takes any refusal), anything else its carried-out rule.
+fn rule_of(subject: Subject, oracle: Oracle) -> Option<&'static Rule> {
+    match (oracle, subject) {
+        (Oracle::ErrorCode, (_, code)) => code,
+        (_, (carried, _)) => Some(carried),
     }
 }
 
@@ -538,11 +540,9 @@ impl Expect {
     /// hard problem's rule for what the target did; a valid message refused, the
     /// refusal keyed by the target's words.
     fn key_for(&self, oracle: Oracle, reply: Option<&Value>) -> Option<String> {
-        match (self.subject, oracle) {
-            (Some((_, Some(code))), Oracle::ErrorCode) => Some(code.key.to_string()),
-            (Some((_, None)), Oracle::ErrorCode) => None,
-            (Some((carried, _)), _) => Some(carried.key.to_string()),
-            (None, _) => {
+        match self.subject {
+            Some(subject) => rule_of(subject, oracle).map(|r| r.key.to_string()),
+            None => {
                 let r = reply.filter(|v| v["type"] == "error")?;
                 Some(refused(r, "a valid message", &[]).key.to_string())
             }
