@@ -143,6 +143,21 @@ impl fmt::Debug for Suite {
 pub use crate::verdict::Role;
 
 impl Suite {
+    /// Whether `key` names a rule of this suite (its own or shared) or one of its
+    /// cases: the keys its findings, and its fuzzers' signatures, may carry.
+    pub fn names(&self, key: &str) -> bool {
+        let rule = self
+            .rules
+            .iter()
+            .chain(crate::rules::SHARED)
+            .any(|r| r.matches(self.id, key));
+        rule || self
+            .cases
+            .iter()
+            .chain(self.client_cases)
+            .any(|c| c.id == key)
+    }
+
     /// The profile key a finding keyed `key` says the run lacks, when its rule (of
     /// this suite, or shared) is a setting ([`crate::rules::Rule::setting`]).
     pub fn setting_of(&self, key: &str) -> Option<&'static str> {

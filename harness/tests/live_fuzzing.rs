@@ -193,11 +193,22 @@ fn fault_found(suite: &'static str, fault: &'static str) -> Result<(), Failed> {
         )
         .into());
     }
-    no_debug_form(fault, &s)
+    no_debug_form(suite, fault, &s)
 }
 
-/// No signature's detail shows a value in a Rust debug form: details are JSON text.
-fn no_debug_form(fault: &str, s: &engine::Summary) -> Result<(), Failed> {
+/// No signature's detail shows a value in a Rust debug form (details are JSON
+/// text), and every rule signature names a rule or case of the suite (`run`'s key,
+/// which `explain` knows).
+fn no_debug_form(suite: &str, fault: &str, s: &engine::Summary) -> Result<(), Failed> {
+    use agentconform::fuzzing::corpus::Signature;
+    let parts = suites::parts(suite).ok_or("no such suite")?;
+    for e in &s.signatures {
+        if let Signature::Rule(k) = &e.signature {
+            if !parts.suite.names(k) {
+                return Err(format!("fault {fault}: {k} names no rule or case").into());
+            }
+        }
+    }
     match s
         .signatures
         .iter()
@@ -230,7 +241,7 @@ fn filed_as_run(suite: &'static str, fault: &'static str) -> Result<(), Failed> 
             .collect()
     };
     let first = fuzz_knowing(suite, fault, Known::default());
-    no_debug_form(fault, &first)?;
+    no_debug_form(suite, fault, &first)?;
     let got: BTreeSet<String> = first.signatures.iter().map(|e| e.id.clone()).collect();
     if got.is_empty() {
         return Err(format!("fault {fault} not found in {FAULT_CASES} cases").into());
