@@ -253,6 +253,17 @@ impl Suite {
     }
 }
 
+/// The items of several slices as one, made at compile time: a suite's cases or
+/// rules gathered from its area files, in the order given.
+#[macro_export]
+macro_rules! joined {
+    ($t:ty; $($part:expr),+ $(,)?) => {{
+        const PARTS: &[&[$t]] = &[$($part),+];
+        const ALL: [$t; $crate::case::total(PARTS)] = $crate::case::join(PARTS);
+        &ALL
+    }};
+}
+
 /// Defines one [`Case`]: the suite files wrap it in a `case!` of their own that fills
 /// in the suite id, bindings and slowness they share.
 #[macro_export]
@@ -276,4 +287,35 @@ macro_rules! define_case {
             },
         }
     };
+}
+
+/// How many items `parts` hold together (for [`joined!`]).
+pub const fn total<T>(parts: &[&[T]]) -> usize {
+    let (mut n, mut i) = (0, 0);
+    while i < parts.len() {
+        n += parts[i].len();
+        i += 1;
+    }
+    n
+}
+
+/// The items of `parts` in order, as one array of `N` (for [`joined!`]; a part list
+/// with no item at all is a compile error, as a suite with no case is).
+pub const fn join<T: Copy, const N: usize>(parts: &[&[T]]) -> [T; N] {
+    let mut first = 0;
+    while parts[first].is_empty() {
+        first += 1;
+    }
+    let mut all = [parts[first][0]; N];
+    let (mut at, mut i) = (0, 0);
+    while i < parts.len() {
+        let mut j = 0;
+        while j < parts[i].len() {
+            all[at] = parts[i][j];
+            at += 1;
+            j += 1;
+        }
+        i += 1;
+    }
+    all
 }

@@ -758,7 +758,7 @@ fn chorus_trials() -> Vec<Trial> {
                 for (i, step) in v["steps"].as_array().ok_or("no steps")?.iter().enumerate() {
                     let success = step["outcome"] == "SUCCESS";
                     let hirer = step["hirer_reputation"].as_f64().unwrap_or(0.0);
-                    harness = agentconform::suites::chorus::expect::expected_after(
+                    harness = agentconform::suites::chorus::reputation::expected_after(
                         harness, success, hirer,
                     );
                     reference =

@@ -29,7 +29,7 @@ fn run<'a>(
 
 /// The scenarios `agentconform interop` plays, with their inputs.
 fn plays(p: &Profile) -> Vec<(&'static str, Value)> {
-    let mut input = super::expect::hire_input();
+    let mut input = super::counterpart::hire_input();
     input["skill"] = json!(p.chorus.fixture_skill);
     input["result_wait_ms"] = json!(p.timing.case_timeout_ms);
     vec![("hire", input)]

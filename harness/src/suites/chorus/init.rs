@@ -2,10 +2,10 @@
 //! lists (GET /discover), where its ledger takes transfers, and whether it takes
 //! job outcomes at POST /results.
 
+use super::registration::HARNESS_SKILL;
+use super::wire::{call, Base};
 use crate::init::{DiscoverFuture, Entry};
 use crate::script::Ctx;
-use crate::suites::chorus::expect::Base;
-use crate::suites::chorus::expect::{call, HARNESS_SKILL};
 use serde_json::{json, Value};
 
 const S: &str = "chorus";
