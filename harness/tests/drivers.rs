@@ -7,7 +7,7 @@
 use agentconform::drive::http::{client, request};
 use agentconform::drive::{DriveError, Limits};
 use agentconform::schemas::Schemas;
-use agentconform::suites::agora_exchange::expect::judge;
+use agentconform::suites::agora_exchange::replies::judge;
 use std::time::{Duration, Instant};
 use wiremock::matchers::{method, path};
 use wiremock::{Mock, MockServer, ResponseTemplate};

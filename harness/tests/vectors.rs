@@ -657,7 +657,7 @@ fn judge_request_vector(e: &Value, status: u16, reply: &Value) -> Result<(), Fai
 
 fn exchange_response_trials() -> Vec<Trial> {
     use agentconform::drive::http::HttpReply;
-    use agentconform::suites::agora_exchange::expect::judge;
+    use agentconform::suites::agora_exchange::replies::judge;
     let schemas = Arc::new(Schemas::load().expect("schemas compile"));
     files(&root().join("agora-exchange/responses"), "json")
         .into_iter()

@@ -2,9 +2,10 @@
 //! supports and its document (GET /wellknown), the hash's form, and the form of
 //! `protocolSources` it takes (text, or a reference the harness serves).
 
+use super::documents::wellknown;
+use super::wire::post_as_is;
 use crate::init::{DiscoverFuture, Entry};
 use crate::script::Ctx;
-use crate::suites::agora_exchange::expect::{post_as_is, wellknown};
 use reference_impl::agora_exchange::document::{self, hash_form};
 use serde_json::{json, Value};
 

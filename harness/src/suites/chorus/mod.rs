@@ -105,7 +105,6 @@ pub mod reputation;
 pub mod results;
 pub mod wire;
 
-use counterpart::*;
 use discovery::*;
 use jobs::*;
 use ledger::*;
