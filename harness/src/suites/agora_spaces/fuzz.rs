@@ -71,6 +71,7 @@ use crate::suites::agora_spaces::expect::{
     check_request_id, distinct_connections, is_system_name, joined_findings, judge_stream,
     list_finding, now_s, registered_finding, update_finding, Peer,
 };
+use crate::suites::agora_spaces::rules;
 use arbitrary::Arbitrary;
 use reference_impl::wire::new_id;
 use serde_json::{json, Value};
@@ -911,6 +912,17 @@ async fn barrier(ctx: &mut Ctx, p: &mut Peer, strict: bool) -> FuzzStep<(Vec<Val
                 frames.extend(p.drain(ctx, Duration::ZERO).await?);
                 return Ok((frames, true));
             }
+            // An error without request_id came, and none with it: the barrier's
+            // answer lacked its id (the rule `run` applies, error:request-id).
+            None if !early.is_empty() => {
+                return under(
+                    Some(rules::ERROR_REQUEST_ID.key),
+                    finding(
+                        Oracle::RequestId,
+                        format!("an event of unknown type {BARRIER_TYPE} with id {bid:?} drew no error with that request_id within {} ms, only an error without request_id (ASP-041): {}", wait.as_millis(), early[0]),
+                    ),
+                );
+            }
             None => {
                 return finding(
                     Oracle::Barrier,
@@ -931,10 +943,13 @@ async fn barrier(ctx: &mut Ctx, p: &mut Peer, strict: bool) -> FuzzStep<(Vec<Val
             // The event had no usable id, so its own error may lack request_id; a
             // second such error answers the barrier.
             Some(e) if strict || !early.is_empty() => {
-                return finding(
-                    Oracle::RequestId,
-                    format!("an error without request_id although the request carried an id (ASP-041): {e}"),
-                )
+                return under(
+                    Some(rules::ERROR_REQUEST_ID.key),
+                    finding(
+                        Oracle::RequestId,
+                        format!("an error without request_id although the request carried an id (ASP-041): {e}"),
+                    ),
+                );
             }
             Some(e) => early.push(e),
         }
@@ -1156,7 +1171,12 @@ fn expected_event(
 
 /// Connects as `me` and checks the handshake.
 async fn connect(ctx: &mut Ctx, me: &str) -> FuzzStep<(Peer, Value)> {
-    let (p, reg, _) = Peer::join_as(ctx, me).await?;
+    connect_taking(ctx, me, 0).await
+}
+
+/// [`connect`], taking messages of up to `cap` bytes (at least the profile's cap).
+async fn connect_taking(ctx: &mut Ctx, me: &str, cap: usize) -> FuzzStep<(Peer, Value)> {
+    let (p, reg, _) = Peer::join_as_taking(ctx, me, cap).await?;
     first_failing(registered_finding(&reg, me).into_iter().collect())?;
     Ok((p, reg))
 }
@@ -1209,11 +1229,19 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let token = f.ctx.profile().target.token.is_some();
     let key = subject(&kind, token);
     let connect = matches!(kind, Kind::Connect(..));
+    let from = f.ctx.findings().len();
     match run_kind(f, kind).await {
         // A registration that failed on the way to another subject is the
         // handshake's finding, whatever the kind.
         Err(FuzzStop::Found(x)) if x.oracle == Oracle::Handshake && !connect => {
             Err(FuzzStop::Found(x))
+        }
+        // A deviation the reply checks recorded on the way (an error without a
+        // code or a request_id) is the cause of a later verdict that trips over
+        // it: the case files the first, as `run` does, not the cascade.
+        Err(FuzzStop::Found(x)) => {
+            rules_since(&f.ctx, from)?;
+            under(key, Err(FuzzStop::Found(x)))
         }
         r => under(key, r),
     }
@@ -1234,23 +1262,33 @@ fn subject(kind: &Kind, token: bool) -> Option<&'static str> {
             Some("agora-spaces/unauthorized")
         }
         Kind::Stream(gate, _) if *gate < 16 => Some("agora-spaces/delta-cancel"),
-        Kind::Message(t, muts) if muts.iter().take(3).all(|m| matches!(m, Mutation::Keep)) => {
-            template_subject(t)
-        }
+        // A message's subject is that of the message as sent (`message`).
         _ => None,
     }
 }
 
-/// The case whose subject an unedited template is.
-fn template_subject(t: &Template) -> Option<&'static str> {
-    match t {
-        Template::JoinPublic => Some("agora-spaces/join-general"),
-        Template::JoinMissing => Some("agora-spaces/join-missing"),
-        Template::JoinFull => Some("agora-spaces/space-full"),
-        Template::JoinName(_) => Some("agora-spaces/space-names"),
-        Template::List => Some("agora-spaces/space-list"),
-        Template::Register => Some("agora-spaces/register-explicit"),
-        Template::Heartbeat => Some("agora-spaces/heartbeat-keepalive"),
+/// The case whose subject a message as sent is, when one case's is: a join by the
+/// space it names (the profile's public, full or missing space, a never-created
+/// system space, or a drawn name), a list, a registration, a heartbeat. A mutated,
+/// edited or respelled message is judged by what it became, so it is filed by it.
+fn value_subject(v: &Value, st: &St) -> Option<&'static str> {
+    let msg = v.as_object()?;
+    match msg.get("type")?.as_str()? {
+        "space.join" => {
+            let s = msg.get("space")?.as_str()?;
+            Some(if s == st.public {
+                "agora-spaces/join-general"
+            } else if st.full.as_deref() == Some(s) {
+                "agora-spaces/space-full"
+            } else if s == st.missing || (is_system_name(s) && s.contains(&st.tok)) {
+                "agora-spaces/join-missing"
+            } else {
+                "agora-spaces/space-names"
+            })
+        }
+        "space.list" => Some("agora-spaces/space-list"),
+        "agent.register" => Some("agora-spaces/register-explicit"),
+        "agent.heartbeat" => Some("agora-spaces/heartbeat-keepalive"),
         _ => None,
     }
 }
@@ -1325,33 +1363,46 @@ async fn message(f: &mut FuzzCtx, pool: &str, t: Template, shape: Shape) -> Fuzz
         st.joined.push(st.pool.clone());
     }
     let mut v = template(&t, &st);
-    let (text, want, rid, what) = match shape {
+    let (text, want, rid, what, subject) = match shape {
         Shape::Mutated(muts) => {
             for m in muts.iter().take(3) {
                 mutate(&mut v, m, &st);
             }
             let (want, rid) = want_for(&v, &st);
-            (v.to_string(), want, rid, "the mutated event")
+            let subject = value_subject(&v, &st);
+            (v.to_string(), want, rid, "the mutated event", subject)
         }
         Shape::Spelled(w) => {
             let (want, rid) = want_for(&v, &st);
             let text = String::from_utf8_lossy(&respell(&v, w)).into_owned();
-            (text, want, rid, "the respelled event")
+            (
+                text,
+                want,
+                rid,
+                "the respelled event",
+                value_subject(&v, &st),
+            )
         }
         Shape::Raw(edits) => {
             let bytes = edit_bytes(v.to_string().into_bytes(), &edits);
             // A text frame carries UTF-8: invalid bytes become U+FFFD.
             let text = String::from_utf8_lossy(&bytes).into_owned();
-            let (want, rid) = match parse(text.as_bytes()) {
-                Parsed::Json(v) => want_for(&v, &st),
-                Parsed::NotJson => (Expected::Reject(invalid()), None),
-                Parsed::Ambiguous => (open("JSON readers disagree on the event"), None),
+            let (want, rid, subject) = match parse(text.as_bytes()) {
+                Parsed::Json(v) => {
+                    let (want, rid) = want_for(&v, &st);
+                    (want, rid, value_subject(&v, &st))
+                }
+                Parsed::NotJson => (Expected::Reject(invalid()), None, None),
+                Parsed::Ambiguous => (open("JSON readers disagree on the event"), None, None),
             };
-            (text, want, rid, "the edited event")
+            (text, want, rid, "the edited event", subject)
         }
     };
     f.fuzzed(text.as_bytes());
-    exchange(f, &mut p, text, &want, rid.as_deref(), what).await?;
+    under(
+        subject,
+        exchange(f, &mut p, text, &want, rid.as_deref(), what).await,
+    )?;
     p.close().await;
     Ok(())
 }
@@ -1456,18 +1507,33 @@ async fn join_pool_or_public(ctx: &mut Ctx, a: &mut Peer, pool: &str) -> FuzzSte
 /// joined set to B, left null and B among the members (ASP-026).
 async fn joined_update(ctx: &mut Ctx, a: &mut Peer, space: &str, idb: &str) -> FuzzStep<()> {
     let want = idb.to_string();
-    let j = a
+    let got = a
         .expect(
             ctx,
             &format!("space.members announcing that {idb} joined"),
             move |v| v["type"] == "space.members" && v["joined"] == want.as_str(),
         )
-        .await?;
+        .await
+        .map_err(Into::into);
+    let j = missed_under(&rules::MEMBER_UPDATES, a.closed, got)?;
     first_failing(
         update_finding(&j, space, idb, true, &[idb])
             .into_iter()
             .collect(),
     )
+}
+
+/// A frame a reply check missed (it never came, or came wrong), filed under `rule`:
+/// `run`'s case of that rule fails the same way. A connection the target closed
+/// meanwhile (`closed`) is a crash of the transport, whatever it interrupted.
+fn missed_under<T>(rule: &'static crate::rules::Rule, closed: bool, r: FuzzStep<T>) -> FuzzStep<T> {
+    match r {
+        Err(FuzzStop::Case(crate::case::Stop::Fail(m))) if closed => finding(Oracle::Transport, m),
+        Err(FuzzStop::Case(crate::case::Stop::Fail(m))) => {
+            under(Some(rule.key), finding(Oracle::Members, m))
+        }
+        other => other,
+    }
 }
 
 /// A publishes `text` with id `pid`, data.from as drawn, and judges what reaches A
@@ -1535,10 +1601,7 @@ async fn receive_step(ctx: &mut Ctx, b: &mut Peer, fl: &Flow, text: &str) -> Fuz
 fn judge_whole(first: &Value, fl: &Flow, text: &str) -> FuzzStep<()> {
     let threshold = fl.threshold;
     if text.len() > threshold {
-        return finding(
-            Oracle::Delta,
-            format!("a {}-byte text above the profile's {threshold}-byte delta threshold arrived as one space.event (ASP-032)", text.len()),
-        );
+        return not_streamed(text.len(), threshold);
     }
     if first["data"]["text"] != text {
         return finding(
@@ -1644,13 +1707,15 @@ async fn leave_update(ctx: &mut Ctx, a: &mut Peer, b: &mut Peer, fl: &Flow) -> F
     )
     .await?;
     let want = idb.clone();
-    let l = a
+    let got = a
         .expect(
             ctx,
             &format!("space.members announcing that {idb} left"),
             move |v| v["type"] == "space.members" && v["left"] == want.as_str(),
         )
-        .await?;
+        .await
+        .map_err(Into::into);
+    let l = missed_under(&rules::MEMBER_UPDATES, a.closed, got)?;
     first_failing(
         update_finding(&l, space, idb, false, &[])
             .into_iter()
@@ -1746,7 +1811,9 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
     let threshold = f.ctx.profile().agora_spaces.delta_threshold_bytes;
     let ctx = &mut f.ctx;
     let (mut a, _) = connect(ctx, &ida).await?;
-    let (mut b, _) = connect(ctx, &idb).await?;
+    // A hub that does not stream sends the text as one event: B takes it whole, as
+    // `run`'s delta-cancel case does, so that its size is no crash of the harness's.
+    let (mut b, _) = connect_taking(ctx, &idb, 2 * stream_len(grace) + (64 << 10)).await?;
     let space = join_pool_or_public(ctx, &mut a, pool).await?;
     join_setup(ctx, &mut b, &space).await?;
     let ev = start_stream(f, &mut a, &mut b, &space, grace, threshold).await?;
@@ -1758,6 +1825,28 @@ async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
     a.close().await;
     b.close().await;
     Ok(())
+}
+
+/// A text above the delta threshold that arrived as one space.event: `run`'s
+/// delta-stream case fails on it, whichever case of the fuzzer saw it.
+fn not_streamed<T>(len: usize, threshold: usize) -> FuzzStep<T> {
+    under(
+        Some("agora-spaces/delta-stream"),
+        finding(
+            Oracle::Delta,
+            format!("a {len}-byte text above the profile's {threshold}-byte delta threshold arrived as one space.event (ASP-032)"),
+        ),
+    )
+}
+
+/// The length of the text a cancel case streams: long enough to outlast the grace
+/// at the reference's pace (4 KiB deltas, the first 32 KiB at once and the rest 2 ms
+/// apart): 3.5 MB for the default second, under the reference's 4 MiB frame limit;
+/// in proportion for a shorter grace.
+fn stream_len(grace: Duration) -> usize {
+    (grace.as_millis() as usize)
+        .saturating_mul(3500)
+        .clamp(64 * 1024, 3_500_000)
 }
 
 /// A publishes a text long enough to stream for longer than the grace, and B
@@ -1772,12 +1861,7 @@ async fn start_stream(
     grace: Duration,
     threshold: usize,
 ) -> FuzzStep<Value> {
-    // Long enough to outlast the grace at the reference's pace (4 KiB deltas, the
-    // first 32 KiB at once and the rest 2 ms apart): 3.5 MB for the default second,
-    // under the reference's 4 MiB frame limit; in proportion for a shorter grace.
-    let len = (grace.as_millis() as usize)
-        .saturating_mul(3500)
-        .clamp(64 * 1024, 3_500_000);
+    let len = stream_len(grace);
     let text = sized(len, false);
     f.fuzzed(format!("space.publish of {len} bytes, then space.event.cancel").as_bytes());
     let ctx = &mut f.ctx;
@@ -1791,7 +1875,7 @@ async fn start_stream(
         .await?;
     if first["type"] == "space.event" {
         return if text.len() > threshold {
-            finding(Oracle::Delta, format!("a {}-byte text above the profile's {threshold}-byte delta threshold arrived as one space.event (ASP-032)", text.len()))
+            not_streamed(text.len(), threshold)
         } else {
             skip("the text arrived whole; there is no stream to cancel")
         };
@@ -2336,7 +2420,6 @@ mod tests {
 
     /// Every kind drawn with a subject, and its key.
     fn subjects() -> Vec<(Kind, bool, &'static str)> {
-        let keep = vec![Mutation::Keep];
         vec![
             (Kind::Capacity, false, "agora-spaces/space-full"),
             (
@@ -2359,37 +2442,37 @@ mod tests {
                 false,
                 "agora-spaces/delta-cancel",
             ),
+        ]
+    }
+
+    /// Every template whose message as sent is one case's subject, and its key.
+    fn message_subjects() -> Vec<(Template, &'static str)> {
+        vec![
+            (Template::JoinPublic, "agora-spaces/join-general"),
+            (Template::JoinMissing, "agora-spaces/join-missing"),
             (
-                Kind::Message(Template::JoinPublic, keep.clone()),
-                false,
-                "agora-spaces/join-general",
-            ),
-            (
-                Kind::Message(Template::JoinMissing, keep.clone()),
-                false,
-                "agora-spaces/join-missing",
-            ),
-            (
-                Kind::Message(Template::JoinName(NameKind::Upper), keep.clone()),
-                false,
+                Template::JoinName(NameKind::Upper),
                 "agora-spaces/space-names",
             ),
-            (
-                Kind::Message(Template::List, keep.clone()),
-                false,
-                "agora-spaces/space-list",
-            ),
-            (
-                Kind::Message(Template::Register, keep.clone()),
-                false,
-                "agora-spaces/register-explicit",
-            ),
-            (
-                Kind::Message(Template::Heartbeat, keep),
-                false,
-                "agora-spaces/heartbeat-keepalive",
-            ),
+            (Template::List, "agora-spaces/space-list"),
+            (Template::Register, "agora-spaces/register-explicit"),
+            (Template::Heartbeat, "agora-spaces/heartbeat-keepalive"),
+            (Template::JoinFull, "agora-spaces/space-full"),
         ]
+    }
+
+    /// A case's state as a fuzz case sees it, from the default profile.
+    fn st() -> St {
+        let prof = crate::profile::Profile::default().agora_spaces;
+        St {
+            me: "fz-me".into(),
+            joined: Vec::new(),
+            public: prof.public_space,
+            full: Some("user.full".into()),
+            missing: prof.missing_space,
+            tok: "0123abcd".into(),
+            pool: "user.pool".into(),
+        }
     }
 
     #[test]
@@ -2402,12 +2485,23 @@ mod tests {
             assert_eq!(subject(&kind, token), Some(key), "{kind:?}");
             assert!(ids.contains(&key), "{key} is no agora-spaces case");
         }
+        // A message is filed by what it sends (a respelling sends the same value).
+        let st = st();
+        for (t, key) in message_subjects() {
+            let v = template(&t, &st);
+            assert_eq!(value_subject(&v, &st), Some(key), "{t:?}: {v}");
+            assert!(ids.contains(&key), "{key} is no agora-spaces case");
+        }
     }
 
     #[test]
     fn edited_events_flows_and_tokens_nobody_set_keep_their_cited_keys() {
-        let edited = Kind::Message(Template::JoinPublic, vec![Mutation::RemoveType]);
-        assert_eq!(subject(&edited, false), None);
+        let st = st();
+        let mut edited = template(&Template::JoinPublic, &st);
+        mutate(&mut edited, &Mutation::RemoveType, &st);
+        assert_eq!(value_subject(&edited, &st), None, "{edited}");
+        let message = Kind::Message(Template::JoinPublic, vec![Mutation::Keep]);
+        assert_eq!(subject(&message, false), None);
         assert_eq!(subject(&Kind::Flow(FlowSpec::default()), false), None);
         let no_token = Kind::Connect(AgentIdKind::Plain, TokenKind::Missing);
         assert_eq!(subject(&no_token, false), None);
