@@ -319,3 +319,28 @@ pub const fn join<T: Copy, const N: usize>(parts: &[&[T]]) -> [T; N] {
     }
     all
 }
+
+#[cfg(test)]
+mod tests {
+    const A: &[u8] = &[1, 2];
+    const NONE: &[u8] = &[];
+    const B: &[u8] = &[3];
+
+    #[test]
+    fn joined_keeps_every_item_in_order_past_empty_parts() {
+        let all: &[u8] = crate::joined!(u8; NONE, A, NONE, B);
+        assert_eq!(all, &[1, 2, 3]);
+        assert_eq!(super::total(&[A, NONE, B]), 3);
+    }
+
+    #[test]
+    fn a_suite_lists_each_area_case_once() {
+        let chorus = &crate::suites::chorus::SUITE;
+        let mut ids: Vec<&str> = chorus.cases.iter().map(|c| c.id).collect();
+        let n = ids.len();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), n, "a case id twice");
+        assert!(ids.contains(&"chorus/register") && ids.contains(&"chorus/reputation-sequence"));
+    }
+}
