@@ -802,7 +802,7 @@ fn cli_rules_and_explain() -> Result<(), Failed> {
         "Fails:",
         "Passes:",
         "owned by case agentprotocol/hello",
-        "defined as CAPABILITIES_NOT_A_LIST in harness/src/suites/agentprotocol/rules.rs",
+        "defined as CAPABILITIES_NOT_A_LIST in harness/src/suites/agentprotocol/replies.rs",
     ] {
         if !text.contains(want) {
             return Err(format!("explain lacks {want:?}:\n{text}").into());

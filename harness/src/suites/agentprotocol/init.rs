@@ -3,7 +3,7 @@
 
 use crate::init::{DiscoverFuture, Entry};
 use crate::script::Ctx;
-use crate::suites::agentprotocol::expect::Me;
+use crate::suites::agentprotocol::handshake::Me;
 use serde_json::json;
 
 const S: &str = "agentprotocol";
@@ -41,7 +41,7 @@ pub fn discover(ctx: &mut Ctx) -> DiscoverFuture<'_> {
             Ok(r) if r["type"] == "response" && r["payload"]["result"] == params => {
                 out.push(Entry::found_by_cases(S, "echo_action", echo, "a request for it was answered with its params as the result"));
             }
-            Ok(r) => out.push(Entry::missing(S, "echo_action", format!("a request for {echo:?} drew {}: set it to an action whose result is its params", crate::suites::agentprotocol::expect::describe(&r)))),
+            Ok(r) => out.push(Entry::missing(S, "echo_action", format!("a request for {echo:?} drew {}: set it to an action whose result is its params", crate::suites::agentprotocol::wire::describe(&r)))),
             Err(_) => out.push(Entry::missing(S, "echo_action", format!("a request for {echo:?} drew no reply the harness could read"))),
         }
         out
