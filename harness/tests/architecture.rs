@@ -414,6 +414,61 @@ fn a_planted_circle_is_caught() {
     );
 }
 
+// ---------- areas joined ----------
+
+/// The areas of a suite laid out by spec area (its mod.rs joins the areas' lists
+/// with `crate::joined!`) whose `rules!` block or `CASES` the joined lists leave
+/// out: a rule or case written in an area but never run or explained.
+fn unjoined(mod_rs: &str, areas: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (stem, text) in areas {
+        let code = code_of(text);
+        if code.contains("rules! {") && !mod_rs.contains(&format!("{stem}::RULES")) {
+            out.push(format!("{stem}::RULES"));
+        }
+        if code.contains("pub const CASES") && !mod_rs.contains(&format!("{stem}::CASES")) {
+            out.push(format!("{stem}::CASES"));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_areas_rules_and_cases_are_joined() {
+    for suite in SUITES {
+        let dir = root().join("harness/src/suites").join(suite);
+        let mod_rs = std::fs::read_to_string(dir.join("mod.rs")).expect("mod.rs");
+        if !mod_rs.contains("crate::joined!") {
+            continue;
+        }
+        let mut areas = Vec::new();
+        for e in std::fs::read_dir(&dir).expect("suite folder").flatten() {
+            let p = e.path();
+            let stem = p.file_stem().and_then(|s| s.to_str()).unwrap_or_default();
+            if stem != "mod" && p.extension().is_some_and(|x| x == "rs") {
+                let text = std::fs::read_to_string(&p).expect("area file");
+                areas.push((stem.to_string(), text));
+            }
+        }
+        let left = unjoined(&mod_rs, &areas);
+        assert!(left.is_empty(), "{suite}: not joined in mod.rs: {left:?}");
+    }
+}
+
+#[test]
+fn an_unjoined_area_is_caught() {
+    let mod_rs = "pub const CASES: &[Case] = crate::joined!(Case; a::CASES,);\nrules: crate::joined!(&Rule; a::RULES,),";
+    let areas = vec![
+        (
+            "a".to_string(),
+            "rules! {\n}\npub const CASES: &[Case] = &[];\n".to_string(),
+        ),
+        ("b".to_string(), "rules! {\n}\n".to_string()),
+        ("c".to_string(), "fn f() {}\n".to_string()),
+    ];
+    assert_eq!(unjoined(mod_rs, &areas), vec!["b::RULES".to_string()]);
+}
+
 // ---------- function length ----------
 
 /// The longest a function of harness/src may be, in lines from `fn` to its `}`.

@@ -12,10 +12,7 @@ use crate::case::{skip, Bindings, Case};
 use crate::drive::Transport;
 use crate::fuzzing::spec::FuzzCtx;
 use crate::fuzzing::verdict::{self, FuzzStep};
-use crate::rules::rules;
 use serde_json::json;
-
-rules! {}
 
 /// The cases of this area, in the order they run.
 pub const CASES: &[Case] = &[

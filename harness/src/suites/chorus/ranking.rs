@@ -11,11 +11,8 @@ use crate::case::{fail_rows, skip, Bindings, Case};
 use crate::drive::Transport;
 use crate::fuzzing::spec::FuzzCtx;
 use crate::fuzzing::verdict::FuzzStep;
-use crate::rules::rules;
 use arbitrary::Arbitrary;
 use serde_json::{json, Value};
-
-rules! {}
 
 /// The cases of this area, in the order they run.
 pub const CASES: &[Case] = &[
