@@ -797,7 +797,7 @@ fn spaces_trials() -> Vec<Trial> {
             move || {
                 let v: Value = serde_json::from_slice(&read(&path)).map_err(|e| e.to_string())?;
                 let frames = v["frames"].as_array().cloned().unwrap_or_default();
-                let got = agentconform::suites::agora_spaces::expect::judge_stream(
+                let got = agentconform::suites::agora_spaces::streaming::judge_stream(
                     &frames,
                     v["published_text"].as_str().unwrap_or(""),
                 );

@@ -146,7 +146,7 @@ fn hub_without_space_creation_falls_back() -> Result<(), Failed> {
 /// with its key (none for what the spec allows), and the frame reads on canonically.
 fn frames_are_read_leniently() -> Result<(), Failed> {
     use agentconform::script::Ctx;
-    use agentconform::suites::agora_spaces::expect::check_frame;
+    use agentconform::suites::agora_spaces::replies::check_frame;
     use serde_json::{json, Value};
     let shared = shared(Profile::default());
     let now = time::OffsetDateTime::now_utc().unix_timestamp();

@@ -31,7 +31,7 @@ fn run<'a>(
 /// as the client cases ask, then leave after half a second (a hub never closes on
 /// its own), well within the heartbeat timeout.
 fn plays(_: &Profile) -> Vec<(&'static str, Value)> {
-    let mut input = super::expect::client_input("interop");
+    let mut input = super::requester::client_input("interop");
     input["leave_after_ms"] = 500.into();
     vec![("join-publish", input)]
 }

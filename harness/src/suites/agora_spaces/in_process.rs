@@ -26,7 +26,7 @@ pub fn agora_spaces_server(data: &[u8]) -> Result<(), String> {
     for out in spaces().handle_detached(&agent, &frames) {
         let v: serde_json::Value = serde_json::from_str(&out)
             .map_err(|e| format!("a server frame is not JSON ({e}): {out}"))?;
-        let Some(schema) = super::expect::schema_for(&v) else {
+        let Some(schema) = super::replies::schema_for(&v) else {
             return Err(format!("a server frame of no known type: {out}"));
         };
         check_schema(&format!("agora-spaces/{schema}"), &v, "a server frame")?;

@@ -6,7 +6,8 @@
 
 use crate::init::{DiscoverFuture, Entry};
 use crate::script::Ctx;
-use crate::suites::agora_spaces::expect::{self, Attempt, Peer};
+use crate::suites::agora_spaces::connection::{Attempt, Peer};
+use crate::suites::agora_spaces::wire::{said_error, user_space};
 use serde_json::{json, Value};
 
 const S: &str = "agora-spaces";
@@ -95,7 +96,7 @@ async fn two_join(ctx: &mut Ctx, p: &mut Peer, q: &mut Peer, space: &str, i: usi
     let first = joins(ctx, p, space, &format!("init-a{i}"), false).await;
     match first {
         Some(v) if v["type"] == "space.joined" => {}
-        Some(v) => return Shared::Not(expect::said_error(&v)),
+        Some(v) => return Shared::Not(said_error(&v)),
         None => return Shared::Not("no answer".into()),
     }
     let second = joins(ctx, q, space, &format!("init-b{i}"), true).await;
@@ -108,7 +109,7 @@ async fn two_join(ctx: &mut Ctx, p: &mut Peer, q: &mut Peer, space: &str, i: usi
     match second {
         Some(v) if v["type"] == "space.joined" => Shared::Both,
         Some(v) if v["code"] == "SPACE_FULL" => Shared::Full,
-        Some(v) => Shared::Not(format!("a second member: {}", expect::said_error(&v))),
+        Some(v) => Shared::Not(format!("a second member: {}", said_error(&v))),
         None => Shared::Not("a second member: no answer".into()),
     }
 }
@@ -118,7 +119,7 @@ async fn two_join(ctx: &mut Ctx, p: &mut Peer, q: &mut Peer, space: &str, i: usi
 /// a second member cannot join for SPACE_FULL is the full space; and whether a
 /// join of a fresh name creates the space.
 async fn public_space(ctx: &mut Ctx, p: &mut Peer, out: &mut Vec<Entry>) {
-    let creates = match joins(ctx, p, &expect::user_space(), "init-join", true).await {
+    let creates = match joins(ctx, p, &user_space(), "init-join", true).await {
         Some(v) if v["type"] == "space.joined" => "the hub creates a space on join",
         Some(v) if v["code"] == "SPACE_NOT_FOUND" => "the hub does not create a space on join (SPACE_NOT_FOUND; ambiguity ASP-A8 allows it): the cases that need a space of their own skip, and the others run in this one",
         _ => "whether the hub creates a space on join is not known (no answer the harness could read)",

@@ -271,7 +271,7 @@ async fn join(s: &Shared, agent_id: &str) -> Option<Socket> {
     };
     let permit = s.connecting.acquire().await.ok()?;
     let token = l.profile.target.token.as_deref();
-    let base = super::expect::url_for(&l.url, None, token);
+    let base = super::wire::url_for(&l.url, None, token);
     let connect = client::connect(&base, agent_id);
     let mut ws = match tokio::time::timeout(l.timeout, connect).await {
         Err(_) => return fail("connect: no connection within the deadline".into()),
