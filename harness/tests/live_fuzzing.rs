@@ -178,7 +178,7 @@ fn clean_reference(suite: &'static str) -> Result<(), Failed> {
 
 /// Suites whose live fuzzer files what it finds under the keys `run` gives: a
 /// fault's campaign files each finding `run` gives that fault, and nothing else.
-const FILED_AS_RUN: &[&str] = &["chorus", "agora-exchange"];
+const FILED_AS_RUN: &[&str] = &["chorus", "agora-exchange", "agora-v1"];
 
 fn fault_found(suite: &'static str, fault: &'static str) -> Result<(), Failed> {
     has_fuzzer(suite)?;

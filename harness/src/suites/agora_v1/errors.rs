@@ -10,7 +10,9 @@ use super::wire::{
 };
 use crate::case::{fail, Bindings, Case, Step};
 use crate::drive::{Received, Transport};
+use crate::finding::Finding;
 use crate::fuzzing::spec::FuzzCtx;
+use crate::fuzzing::verdict::FuzzStop;
 use crate::fuzzing::verdict::{
     about, finding, judge, under, Codes, Expected, FuzzStep, Observed, Oracle,
 };
@@ -81,18 +83,38 @@ pub fn expect_baseline(ctx: &mut Ctx, r: &Received, types: &[&str], what: &str) 
 /// [`expect_baseline`] of a reply already read.
 fn baseline(ctx: &mut Ctx, env: Env, types: &[&str], what: &str) -> Step<Env> {
     if env.ty == "ERROR" && !types.contains(&"ERROR") {
-        let code = env.error_code().map(|c| c.to_string()).unwrap_or_default();
-        let f = crate::rules::refusal(
-            (&REFUSED, "agora-v1", &[]),
-            &code,
-            env.error_message().unwrap_or_default(),
-            what,
-        );
-        return Err(ctx.block(f));
+        return Err(ctx.block(refusal_of(&env, what)));
     }
     let env = env_of_type(ctx, env, types)?;
     ctx.control(what);
     Ok(env)
+}
+
+/// The refusal finding of an ERROR answering `what`, a message the harness built
+/// valid: `refused:<code>:<words>`, keyed by the target's code and message.
+pub(super) fn refusal_of(env: &Env, what: &str) -> Finding {
+    let code = env.error_code().map(|c| c.to_string()).unwrap_or_default();
+    crate::rules::refusal(
+        (&REFUSED, "agora-v1", &[]),
+        &code,
+        env.error_message().unwrap_or_default(),
+        what,
+    )
+}
+
+/// A valid message refused (`Oracle::ValidRejected` with an ERROR reply) is the
+/// refusal finding, `refused:<code>:<words>`, as each case's control files it in
+/// `run`; other verdicts are left as they are.
+pub(super) fn refused_valid(judged: FuzzStep<()>, env: Option<&Env>, what: &str) -> FuzzStep<()> {
+    match judged {
+        Err(FuzzStop::Found(mut found)) if found.oracle == Oracle::ValidRejected => {
+            if let Some(e) = env.filter(|e| e.ty == "ERROR") {
+                found.key = Some(refusal_of(e, what).key.to_string());
+            }
+            Err(FuzzStop::Found(found))
+        }
+        other => other,
+    }
 }
 
 /// The case's control: a valid message of the case the target processed already,
@@ -461,15 +483,35 @@ impl Verdict {
 /// Sends `bytes` as the fuzzed message and reads the reply with the suite's
 /// reply checks; a 5xx is a server-error finding.
 pub(super) async fn exchange(f: &mut FuzzCtx, bytes: Vec<u8>) -> FuzzStep<(Verdict, Option<Env>)> {
-    if let Some(id) = serde_json::from_slice::<Value>(&bytes)
-        .ok()
-        .and_then(|v| v["id"].as_str().map(String::from))
-    {
-        f.ctx.sent_ids.insert(id);
+    let sent = serde_json::from_slice::<Value>(&bytes).ok();
+    if let Some(id) = sent.as_ref().and_then(|v| v["id"].as_str()) {
+        f.ctx.sent_ids.insert(id.to_string());
     }
+    let unknown = sent.as_ref().is_some_and(|v| names_unknown_resource(f, v));
     f.fuzzed(&bytes);
     let r = f.ctx.send_bytes(bytes).await?;
-    read(f, &r)
+    match read(f, &r) {
+        // A 5xx or ERROR 500 to a REQUEST for a resource the target does not offer
+        // is the wrong answer to an unknown resource, as the error-unknown-resource
+        // case judges it (its key), not a crash.
+        Err(FuzzStop::Found(mut found)) if unknown && found.oracle == Oracle::ServerError => {
+            found.oracle = Oracle::ErrorCode;
+            found.key = Some("agora-v1/error-unknown-resource".into());
+            Err(FuzzStop::Found(found))
+        }
+        other => other,
+    }
+}
+
+/// Whether `v` is a REQUEST for a resource the profile does not name (the
+/// unknown-resource template, or a resource re-signed to a drawn string): one the
+/// target does not offer.
+fn names_unknown_resource(f: &FuzzCtx, v: &Value) -> bool {
+    let p = &f.ctx.profile().agora_v1;
+    v["type"] == "REQUEST"
+        && v["payload"]["resource"]
+            .as_str()
+            .is_some_and(|r| r != p.direct_resource && r != p.negotiated_resource)
 }
 
 pub(super) fn read(f: &mut FuzzCtx, r: &Received) -> FuzzStep<(Verdict, Option<Env>)> {

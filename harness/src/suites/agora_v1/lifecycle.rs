@@ -2,6 +2,7 @@
 //! (REQUEST, OFFER, ACCEPT, RESULT), offers accepted, expired, unknown or twice; their
 //! cases, and the fuzzer's negotiations.
 
+use super::errors::refused_valid;
 use super::errors::{
     exchange, expect_baseline, expect_error, expect_processed, expect_rejection, expect_reply,
     expect_type, judge_reply, read, refused_as_unknown, CodeRule, ANY_CODE,
@@ -369,13 +370,15 @@ pub(super) async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
     let (v, env) = exchange(f, request.clone()).await?;
     let offered = Expected::Accept(&["OFFER"][..], Codes::none());
     let plain = (Oracle::Verdict, Oracle::Verdict);
-    judge_reply(
-        "a valid REQUEST for the negotiated resource",
+    let what = "a valid REQUEST for the negotiated resource";
+    let judged = judge_reply(
+        what,
         &offered,
         &v,
         env.as_ref(),
-        plain,
-    )?;
+        (Oracle::ValidRejected, Oracle::Verdict),
+    );
+    refused_valid(judged, env.as_ref(), what)?;
     let Some(mut offer) = env else {
         return Ok(());
     };

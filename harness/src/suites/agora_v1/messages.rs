@@ -4,7 +4,9 @@
 //! changes, re-signing) with what the spec fixes for each.
 
 use super::errors::{expect_processed, expect_rejection, CodeRule, Want, ANY_CODE};
+use super::errors::{read, refusal_of, refused_valid};
 use super::lifecycle::{accept_offer, complete_request, obtain_offer};
+use super::wire::Env;
 use super::wire::{
     message, message_at, now, request_payload, request_with, send, sign_with, wire, ANY,
 };
@@ -12,6 +14,7 @@ use crate::case::{fail_rows, Case};
 use crate::fuzzing::mutate::Val;
 use crate::fuzzing::spec::FuzzCtx;
 use crate::fuzzing::verdict::{Codes, Expected, FuzzStep, Oracle};
+use crate::fuzzing::verdict::{FuzzFinding, FuzzStop};
 use crate::rules::rules;
 use arbitrary::Arbitrary;
 use reference_impl::agora_v1::envelope::{SigVariant, STATES};
@@ -225,7 +228,7 @@ pub(super) enum FieldMut {
     ShiftTimestamp(i16),
 }
 
-const PAYLOAD_KEYS: [&str; 6] = [
+pub(super) const PAYLOAD_KEYS: [&str; 6] = [
     "resource",
     "params",
     "budget",
@@ -392,4 +395,56 @@ pub(super) fn resigned(f: &mut FuzzCtx, t: Template, mu: &FieldMut) -> FuzzStep<
         Expected::Reject(ANY_CODE)
     };
     Ok((wire(&m), want, (Oracle::Verdict, Oracle::InvalidAccepted)))
+}
+
+/// Files a broken verdict as `run` files it where a refusal is involved. A valid
+/// echo REQUEST refused (`control`) is the refusal finding (`refused:<code>:<words>`,
+/// as each case's control files it), not echo-direct's. Any other refusal found
+/// wrong (a wrong code to a message due a coded refusal, a HELLO refused) counts
+/// only beside a control the target carries out: a valid REQUEST is sent now, and
+/// when that is refused too, its refusal is the finding, as a refused control blocks
+/// the case in `run`.
+pub(super) async fn controlled(
+    f: &mut FuzzCtx,
+    judged: FuzzStep<()>,
+    env: Option<&Env>,
+    control: bool,
+) -> FuzzStep<()> {
+    let judged = if control {
+        refused_valid(judged, env, "a valid REQUEST for the direct resource")
+    } else {
+        judged
+    };
+    let Err(FuzzStop::Found(found)) = judged else {
+        return judged;
+    };
+    let refusal = matches!(found.oracle, Oracle::ErrorCode | Oracle::ValidRejected);
+    if !refusal
+        || found
+            .key
+            .as_deref()
+            .is_some_and(|k| k.starts_with("agora-v1/refused:"))
+    {
+        return Err(FuzzStop::Found(found));
+    }
+    let probe = signed(f, Template::Echo)?;
+    if let Some(id) = probe["id"].as_str() {
+        f.ctx.sent_ids.insert(id.to_string());
+    }
+    let r = f.ctx.send_bytes(wire(&probe)).await?;
+    match read(f, &r)? {
+        (_, Some(e)) if e.ty == "ERROR" => {
+            let what = "a valid REQUEST for the direct resource (the control)";
+            let refusal = refusal_of(&e, what);
+            Err(FuzzStop::Found(FuzzFinding {
+                oracle: Oracle::ValidRejected,
+                detail: format!(
+                    "{}; the fuzzed message before it: {}",
+                    refusal.summary, found.detail
+                ),
+                key: Some(refusal.key.to_string()),
+            }))
+        }
+        _ => Err(FuzzStop::Found(found)),
+    }
 }

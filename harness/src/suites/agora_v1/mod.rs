@@ -31,6 +31,12 @@
 //!   HELLO draws WELCOME, an unknown resource ERROR 404; the negotiated flow links
 //!   OFFER and RESULT to the REQUEST, refuses a second ACCEPT and a replayed
 //!   REQUEST, and answers a budget below the cost with ERROR 402;
+//! - **refusals as `run` files them**: a valid echo REQUEST (or the negotiated one)
+//!   refused is the refusal finding `refused:<code>:<words>`, as each case's control
+//!   files it; any other refusal found wrong (a wrong code, a HELLO refused) counts
+//!   only beside a control the target carries out, sent then, and when the control
+//!   is refused too its refusal is the finding; a 5xx to a REQUEST for a resource
+//!   the profile does not name is error-unknown-resource's wrong answer;
 //! - **liveness**: a HELLO after every finding and every 500 cases is answered.
 
 pub mod client;
@@ -312,6 +318,8 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
 }
 
 async fn planned_case(f: &mut FuzzCtx, kind: Kind) -> FuzzStep<()> {
+    // A refused valid echo is the control's refusal; a refused HELLO is hello-welcome's.
+    let control_kind = matches!(kind, Kind::Valid(Template::Echo));
     // Each kind: the bytes, what the spec fixes for them, and the oracles of a
     // valid message refused and of an invalid one carried out.
     let (bytes, want, oracles) = match kind {
@@ -341,14 +349,16 @@ async fn planned_case(f: &mut FuzzCtx, kind: Kind) -> FuzzStep<()> {
             let m = signed(f, t)?;
             let bytes = edit_bytes(wire(&m), &edits);
             if serde_json::from_slice::<Value>(&bytes).is_err() {
-                return malformed(f, bytes).await;
+                let judged = malformed(f, bytes).await;
+                return controlled(f, judged, None, false).await;
             }
             let want = Expected::Open("byte edits leave the verdict open".into());
             (bytes, want, (Oracle::Verdict, Oracle::Verdict))
         }
     };
     let (v, env) = server_error_as_answer(&want, exchange(f, bytes).await)?;
-    judge_reply("the fuzzed message", &want, &v, env.as_ref(), oracles)
+    let judged = judge_reply("the fuzzed message", &want, &v, env.as_ref(), oracles);
+    controlled(f, judged, env.as_ref(), control_kind).await
 }
 
 #[cfg(test)]
