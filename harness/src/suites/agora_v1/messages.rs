@@ -4,9 +4,8 @@
 //! changes, re-signing) with what the spec fixes for each.
 
 use super::errors::{expect_processed, expect_rejection, CodeRule, Want, ANY_CODE};
-use super::errors::{read, refusal_of, refused_valid};
+use super::errors::{read, refusal_of, REFUSED};
 use super::lifecycle::{accept_offer, complete_request, obtain_offer};
-use super::wire::Env;
 use super::wire::{
     message, message_at, now, request_payload, request_with, send, sign_with, wire, ANY,
 };
@@ -228,7 +227,7 @@ pub(super) enum FieldMut {
     ShiftTimestamp(i16),
 }
 
-pub(super) const PAYLOAD_KEYS: [&str; 6] = [
+const PAYLOAD_KEYS: [&str; 6] = [
     "resource",
     "params",
     "budget",
@@ -397,36 +396,29 @@ pub(super) fn resigned(f: &mut FuzzCtx, t: Template, mu: &FieldMut) -> FuzzStep<
     Ok((wire(&m), want, (Oracle::Verdict, Oracle::InvalidAccepted)))
 }
 
-/// Files a broken verdict as `run` files it where a refusal is involved. A valid
-/// echo REQUEST refused (`control`) is the refusal finding (`refused:<code>:<words>`,
-/// as each case's control files it), not echo-direct's. Any other refusal found
-/// wrong (a wrong code to a message due a coded refusal, a HELLO refused) counts
-/// only beside a control the target carries out: a valid REQUEST is sent now, and
-/// when that is refused too, its refusal is the finding, as a refused control blocks
-/// the case in `run`.
-pub(super) async fn controlled(
-    f: &mut FuzzCtx,
-    judged: FuzzStep<()>,
-    env: Option<&Env>,
-    control: bool,
-) -> FuzzStep<()> {
-    let judged = if control {
-        refused_valid(judged, env, "a valid REQUEST for the direct resource")
-    } else {
-        judged
-    };
+/// A refusal found wrong (a wrong code to a message due a coded refusal, a HELLO
+/// refused) counts only beside a control the target carries out, as in `run`: a
+/// valid REQUEST is sent after it, and when that is refused too, its refusal is the
+/// finding (`refused:<code>:<words>`), as a refused control blocks the case in
+/// `run`. The finding is logged before the control goes out, so that its crash file
+/// keeps the fuzzed message, not the control, as its input. A refusal finding, or
+/// one no rule keys, is left as it is.
+pub(super) async fn controlled(f: &mut FuzzCtx, judged: FuzzStep<()>) -> FuzzStep<()> {
     let Err(FuzzStop::Found(found)) = judged else {
         return judged;
     };
     let refusal = matches!(found.oracle, Oracle::ErrorCode | Oracle::ValidRejected);
-    if !refusal
-        || found
-            .key
-            .as_deref()
-            .is_some_and(|k| k.starts_with("agora-v1/refused:"))
-    {
+    let Some(key) = found
+        .key
+        .clone()
+        .filter(|k| refusal && !REFUSED.matches("agora-v1", k))
+    else {
         return Err(FuzzStop::Found(found));
-    }
+    };
+    f.ctx.checked(format!(
+        "finding {key} (fail): {}; a valid REQUEST follows as the control",
+        found.detail
+    ));
     let probe = signed(f, Template::Echo)?;
     if let Some(id) = probe["id"].as_str() {
         f.ctx.sent_ids.insert(id.to_string());

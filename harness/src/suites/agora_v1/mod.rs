@@ -314,7 +314,8 @@ fn subject(kind: &Kind) -> Option<&'static str> {
 async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let kind: Kind = f.draw();
     let key = subject(&kind);
-    under(key, planned_case(f, kind).await)
+    let judged = under(key, planned_case(f, kind).await);
+    controlled(f, judged).await
 }
 
 async fn planned_case(f: &mut FuzzCtx, kind: Kind) -> FuzzStep<()> {
@@ -349,8 +350,7 @@ async fn planned_case(f: &mut FuzzCtx, kind: Kind) -> FuzzStep<()> {
             let m = signed(f, t)?;
             let bytes = edit_bytes(wire(&m), &edits);
             if serde_json::from_slice::<Value>(&bytes).is_err() {
-                let judged = malformed(f, bytes).await;
-                return controlled(f, judged, None, false).await;
+                return malformed(f, bytes).await;
             }
             let want = Expected::Open("byte edits leave the verdict open".into());
             (bytes, want, (Oracle::Verdict, Oracle::Verdict))
@@ -358,7 +358,15 @@ async fn planned_case(f: &mut FuzzCtx, kind: Kind) -> FuzzStep<()> {
     };
     let (v, env) = server_error_as_answer(&want, exchange(f, bytes).await)?;
     let judged = judge_reply("the fuzzed message", &want, &v, env.as_ref(), oracles);
-    controlled(f, judged, env.as_ref(), control_kind).await
+    if control_kind {
+        refused_valid(
+            judged,
+            env.as_ref(),
+            "a valid REQUEST for the direct resource",
+        )
+    } else {
+        judged
+    }
 }
 
 #[cfg(test)]

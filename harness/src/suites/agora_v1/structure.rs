@@ -14,8 +14,9 @@ use crate::case::{fail, Case};
 use crate::fuzzing::spec::FuzzCtx;
 use crate::fuzzing::verdict::{Expected, FuzzStep, Oracle};
 use crate::rules::rules;
+use crate::script::Ctx;
 use reference_impl::agora_v1::envelope::SigVariant;
-use serde_json::json;
+use serde_json::{json, Value};
 
 rules! {
     REJECT_UNKNOWN_TYPE {
@@ -27,6 +28,13 @@ rules! {
         fails: "one or both were processed (each named, with the answer)",
         passes: "an ERROR, a refusing status or silence from a live target for each",
     }
+}
+
+/// A REQUEST for the profile's direct resource stamped `secs` seconds ago.
+fn direct_request_aged(ctx: &Ctx, secs: i64) -> Value {
+    let resource = &ctx.profile().agora_v1.direct_resource;
+    let at = now() - time::Duration::seconds(secs);
+    message_at(ctx, "REQUEST", request_payload(resource, json!({})), at)
 }
 
 /// The cases of this area, in the order they run.
@@ -163,13 +171,7 @@ pub const CASES: &[Case] = &[
         ANY,
         false,
         |ctx| {
-            let resource = ctx.profile().agora_v1.direct_resource.clone();
-            let req = message_at(
-                ctx,
-                "REQUEST",
-                request_payload(&resource, json!({})),
-                now() - time::Duration::seconds(120),
-            );
+            let req = direct_request_aged(ctx, 120);
             let r = send(ctx, req).await?;
             expect_rejection(
                 ctx,
@@ -189,13 +191,7 @@ pub const CASES: &[Case] = &[
         ANY,
         false,
         |ctx| {
-            let resource = ctx.profile().agora_v1.direct_resource.clone();
-            let req = message_at(
-                ctx,
-                "REQUEST",
-                request_payload(&resource, json!({})),
-                now() - time::Duration::seconds(30),
-            );
+            let req = direct_request_aged(ctx, 30);
             let r = send(ctx, req).await?;
             expect_processed(ctx, &r, &["RESULT", "OFFER"])
                 .await
