@@ -400,7 +400,8 @@ pub(super) fn resigned(f: &mut FuzzCtx, t: Template, mu: &FieldMut) -> FuzzStep<
 /// refused) counts only beside a control the target carries out, as in `run`: a
 /// valid REQUEST is sent after it, and when that is refused too, its refusal is the
 /// finding (`refused:<code>:<words>`), as a refused control blocks the case in
-/// `run`. The finding is logged before the control goes out, so that its crash file
+/// `run` (a throttled control, ERROR 429, judges nothing: the case is skipped). The
+/// finding is logged before the control goes out, so that its crash file
 /// keeps the fuzzed message, not the control, as its input. A refusal finding, or
 /// one no rule keys, is left as it is.
 pub(super) async fn controlled(f: &mut FuzzCtx, judged: FuzzStep<()>) -> FuzzStep<()> {
@@ -425,6 +426,11 @@ pub(super) async fn controlled(f: &mut FuzzCtx, judged: FuzzStep<()>) -> FuzzSte
     }
     let r = f.ctx.send_bytes(wire(&probe)).await?;
     match read(f, &r)? {
+        // Throttled: the control proves nothing either way, so neither does the
+        // refusal before it.
+        (_, Some(e)) if e.ty == "ERROR" && e.error_code() == Some(429) => crate::fuzzing::verdict::skip(
+            "the control after a refusal found wrong was throttled (ERROR 429); the refusal cannot be judged",
+        ),
         (_, Some(e)) if e.ty == "ERROR" => {
             let what = "a valid REQUEST for the direct resource (the control)";
             let refusal = refusal_of(&e, what);
