@@ -6,15 +6,13 @@
 use super::handshake::{cns_details_finding, hello_findings, Me};
 use super::replies::{echo_finding, strings};
 use super::wire::{case_verdict, describe, echo, own, refused, Other};
-use crate::case::Level;
-use crate::case::{Bindings, Case, Stop};
+use crate::case::{Bindings, Case, Level, Stop};
 use crate::finding::Finding;
 use crate::fuzzing::verdict::{
     self, about, finding, skip as fuzz_skip, Codes, Expected, FuzzFinding, FuzzStep, FuzzStop,
     Observed, Oracle,
 };
-use crate::rules::rules;
-use crate::rules::Rule;
+use crate::rules::{rules, Rule};
 use serde_json::{json, Value};
 use std::time::Duration;
 

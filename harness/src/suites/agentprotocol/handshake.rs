@@ -11,8 +11,7 @@ use super::wire::{
     answer_text, case_verdict, case_wait, describe, endpoint_driver, no_answer, refused, shown,
     transport_finding, Answer, Asked, Other, REMEMBERED_SIGNATURES,
 };
-use crate::case::Level;
-use crate::case::{Bindings, Case, Step};
+use crate::case::{Bindings, Case, Level, Step};
 use crate::drive::{DriveError, Driver, Limits, Received};
 use crate::finding::Finding;
 use crate::rules::rules;

@@ -6,8 +6,7 @@ use super::errors::{reply_oracles, Expect, Got, Shows, IM, IS, QUIET, SILENT_OK,
 use super::handshake::Me;
 use super::replies::read_reply;
 use super::wire::{case_verdict, echo, fuzz_wait, limits, new_driver, Answer, Asked};
-use crate::case::{Bindings, Case};
-use crate::case::{Level, Stop};
+use crate::case::{Bindings, Case, Level, Stop};
 use crate::drive::{DriveError, Driver, Received, Transport};
 use crate::finding::Finding;
 use crate::fuzzing::mutate::Val;
@@ -17,7 +16,7 @@ use crate::rules::rules;
 use crate::script::describe_drive_error;
 use arbitrary::Arbitrary;
 use reference_impl::agentprotocol::message::{self, TYPES};
-use reference_impl::wire::clock::{self};
+use reference_impl::wire::clock;
 use reference_impl::wire::keys::{self, Keypair};
 use reference_impl::wire::{is_uuid, new_id};
 use serde_json::{json, Map, Value};

@@ -102,8 +102,7 @@ pub mod load;
 pub mod tamper;
 
 use crate::case::{Case, Suite, Untestable};
-use crate::drive::Transport;
-use crate::drive::{DriveError, Driver, Limits, Received};
+use crate::drive::{DriveError, Driver, Limits, Received, Transport};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, WireForm};
 use crate::fuzzing::spec::{FuzzCtx, Spec};
 use crate::fuzzing::verdict::{fail as fuzz_fail, finding, FuzzFuture, FuzzStep, Oracle};

@@ -5,8 +5,7 @@
 use super::wire::{shown, Asked};
 use crate::case::Level;
 use crate::finding::{quote, Finding};
-use crate::rules::rules;
-use crate::rules::schema_findings;
+use crate::rules::{rules, schema_findings};
 use crate::script::Ctx;
 use reference_impl::agentprotocol::message::CODES;
 use serde_json::{json, Map, Value};

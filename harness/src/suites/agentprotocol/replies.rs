@@ -5,8 +5,7 @@
 
 use super::payloads::read_payload;
 use super::wire::{describe, json_eq, shown, Asked};
-use crate::case::Level;
-use crate::case::Step;
+use crate::case::{Level, Step};
 use crate::finding::{quote, Finding};
 use crate::rules::rules;
 use crate::script::Ctx;

@@ -4,15 +4,14 @@
 use super::counterpart::{defined, peer, PeerPlan, PeerSpoil, CLIENT_PLAIN, PLAIN};
 use super::replies::read_reply;
 use super::wire::Asked;
-use crate::case::Level;
-use crate::case::{fail, fail_rows, Bindings, Case, Step};
+use crate::case::{fail, fail_rows, Bindings, Case, Level, Step};
 use crate::drive::Transport;
 use crate::fuzzing::spec::{FuzzCtx, Spec};
 use crate::fuzzing::verdict::{self, finding, FuzzFuture, FuzzStep, Oracle};
 use crate::rules::rules;
 use crate::script::Ctx;
 use arbitrary::Arbitrary;
-use reference_impl::agentprotocol::message::{self};
+use reference_impl::agentprotocol::message;
 use serde_json::{json, Value};
 use std::collections::HashSet;
 

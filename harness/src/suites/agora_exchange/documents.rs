@@ -6,15 +6,13 @@
 use super::errors::{expect_rejected, expect_success};
 use super::replies::{content_type_finding, is_json_media_type, said_bytes, Reply};
 use super::wire::{control, is_hex40, post};
-use crate::case::Level;
-use crate::case::{fail, skip, Bindings, Case, Step, Stop};
+use crate::case::{fail, skip, Bindings, Case, Level, Step, Stop};
 use crate::drive::Transport;
 use crate::finding::{quote, Finding};
 use crate::fuzzing::mutate::Val;
 use crate::fuzzing::spec::FuzzCtx;
 use crate::fuzzing::verdict::FuzzStep;
-use crate::rules::rules;
-use crate::rules::Rule;
+use crate::rules::{rules, Rule};
 use crate::script::Ctx;
 use arbitrary::Arbitrary;
 use reference_impl::agora_exchange::document::{

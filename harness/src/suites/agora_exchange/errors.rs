@@ -9,8 +9,7 @@ use crate::drive::Transport;
 use crate::finding::{Finding, Verdict};
 use crate::fuzzing::spec::FuzzCtx;
 use crate::fuzzing::verdict::{self, finding, FuzzStep, Oracle};
-use crate::rules::rules;
-use crate::rules::Rule;
+use crate::rules::{rules, Rule};
 use crate::script::Ctx;
 use serde_json::{json, Value};
 

@@ -3,12 +3,10 @@
 //! conversation members beside it, the response schema), judged in one place for
 //! every case, the fuzzer and a recorded exchange read again.
 
-use crate::case::Level;
-use crate::case::Step;
+use crate::case::{Level, Step};
 use crate::drive::http::HttpReply;
 use crate::finding::{quote, Finding, Verdict};
-use crate::rules::rules;
-use crate::rules::Rule;
+use crate::rules::{rules, Rule};
 use crate::schemas::Schemas;
 use crate::script::Ctx;
 use reference_impl::wire::{jcs, json};

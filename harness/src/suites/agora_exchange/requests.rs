@@ -13,16 +13,14 @@ use super::replies::{
     REPLY_STATUS_CASE,
 };
 use super::wire::{control, post, post_bytes, REQUEST_PROTOCOL_SOURCES_OPTIONAL};
-use crate::case::Level;
-use crate::case::{fail, skip, Bindings, Case, Stop};
+use crate::case::{fail, skip, Bindings, Case, Level, Stop};
 use crate::drive::Transport;
 use crate::finding::quote;
 use crate::fuzzing::mutate::Val;
 use crate::fuzzing::verdict::{
     self, about, finding, Codes, Expected, FuzzFinding, FuzzStep, FuzzStop, Observed, Oracle,
 };
-use crate::rules::rules;
-use crate::rules::Rule;
+use crate::rules::{rules, Rule};
 use arbitrary::Arbitrary;
 use reference_impl::agora_exchange::document::is_sha1_hex;
 use serde_json::{json, Value};

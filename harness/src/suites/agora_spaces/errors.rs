@@ -6,8 +6,7 @@
 use super::connection::Peer;
 use super::replies::{joined_findings, ERROR_CODE, ERROR_REQUEST_ID};
 use super::wire::{agent_id, hex, said_error, shown, timeout, user_space, RATE_LIMITED};
-use crate::case::Level;
-use crate::case::{fail, Bindings, Case, Step};
+use crate::case::{fail, Bindings, Case, Level, Step};
 use crate::drive::Transport;
 use crate::fuzzing::verdict::{
     finding, first_failing, rules_since, under, Codes, Expected, FuzzStep, Oracle,

@@ -4,11 +4,9 @@
 //! typed finding with one owner case.
 
 use super::wire::{code_like, first_of, nonempty_str, shown};
-use crate::case::Level;
-use crate::case::Step;
+use crate::case::{Level, Step};
 use crate::finding::{quote, Finding};
-use crate::rules::rules;
-use crate::rules::Rule;
+use crate::rules::{rules, Rule};
 use crate::script::Ctx;
 use reference_impl::wire::json;
 use serde_json::{json, Map, Value};

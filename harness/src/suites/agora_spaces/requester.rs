@@ -6,8 +6,7 @@ use super::counterpart::{
     WHOLE_TEXT,
 };
 use super::wire::agent_id;
-use crate::case::Level;
-use crate::case::{fail, fail_rows, Bindings, Case, Step, Stop};
+use crate::case::{fail, fail_rows, Bindings, Case, Level, Step, Stop};
 use crate::drive::Transport;
 use crate::finding::{quote, Finding};
 use crate::fuzzing::spec::{FuzzCtx, Spec};

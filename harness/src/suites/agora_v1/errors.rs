@@ -12,9 +12,8 @@ use crate::case::{fail, Bindings, Case, Step};
 use crate::drive::{Received, Transport};
 use crate::finding::Finding;
 use crate::fuzzing::spec::FuzzCtx;
-use crate::fuzzing::verdict::FuzzStop;
 use crate::fuzzing::verdict::{
-    about, finding, judge, under, Codes, Expected, FuzzStep, Observed, Oracle,
+    about, finding, judge, under, Codes, Expected, FuzzStep, FuzzStop, Observed, Oracle,
 };
 use crate::rules::rules;
 use crate::script::Ctx;

@@ -2,18 +2,16 @@
 //! (REQUEST, OFFER, ACCEPT, RESULT), offers accepted, expired, unknown or twice; their
 //! cases, and the fuzzer's negotiations.
 
-use super::errors::refused_valid;
 use super::errors::{
     exchange, expect_baseline, expect_error, expect_processed, expect_rejection, expect_reply,
-    expect_type, judge_reply, read, refused_as_unknown, CodeRule, ANY_CODE,
+    expect_type, judge_reply, read, refused_as_unknown, refused_valid, CodeRule, ANY_CODE,
 };
 use super::replies::SCHEMA_OFFER;
 use super::wire::{
     message, message_at, now, offer_ref, peek_error_code, request_payload, send, sign_with, wire,
     Env, ANY,
 };
-use crate::case::Level;
-use crate::case::{fail, skip, Bindings, Case, Step};
+use crate::case::{fail, skip, Bindings, Case, Level, Step};
 use crate::drive::{Received, Transport};
 use crate::fuzzing::spec::FuzzCtx;
 use crate::fuzzing::verdict::{under, Codes, Expected, FuzzStep, Oracle};

@@ -3,8 +3,9 @@
 //! payload members, HELLO and STATUS; and the fuzzer's messages (templates, field
 //! changes, re-signing) with what the spec fixes for each.
 
-use super::errors::{expect_processed, expect_rejection, CodeRule, Want, ANY_CODE};
-use super::errors::{read, refusal_of, REFUSED};
+use super::errors::{
+    expect_processed, expect_rejection, read, refusal_of, CodeRule, Want, ANY_CODE, REFUSED,
+};
 use super::lifecycle::{accept_offer, complete_request, obtain_offer};
 use super::wire::{
     message, message_at, now, request_payload, request_with, send, sign_with, wire, ANY,
@@ -12,8 +13,7 @@ use super::wire::{
 use crate::case::{fail_rows, Case};
 use crate::fuzzing::mutate::Val;
 use crate::fuzzing::spec::FuzzCtx;
-use crate::fuzzing::verdict::{Codes, Expected, FuzzStep, Oracle};
-use crate::fuzzing::verdict::{FuzzFinding, FuzzStop};
+use crate::fuzzing::verdict::{Codes, Expected, FuzzFinding, FuzzStep, FuzzStop, Oracle};
 use crate::rules::rules;
 use arbitrary::Arbitrary;
 use reference_impl::agora_v1::envelope::{SigVariant, STATES};

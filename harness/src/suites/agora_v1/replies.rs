@@ -5,13 +5,11 @@
 //! that each case still judges its own subject.
 
 use super::wire::{error_code_of, error_message_of, reply_bytes, Env, Read};
-use crate::case::Level;
-use crate::case::Step;
+use crate::case::{Level, Step};
 use crate::drive::Received;
 use crate::finding::{quote, Finding};
 use crate::profile::HttpStatusRule;
-use crate::rules::rules;
-use crate::rules::Rule;
+use crate::rules::{rules, Rule};
 use crate::script::Ctx;
 use reference_impl::agora_v1::envelope::{self, SigVariant, ERROR_CODES, PROTOCOL, TYPES};
 use reference_impl::wire::clock::{format_timestamp, parse_timestamp};

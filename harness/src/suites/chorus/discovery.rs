@@ -7,8 +7,7 @@ use super::wire::{
     call, canonical_id, need_json, note_id_encoding, same_id, shape_findings, short, Base, Resp,
     EXACT,
 };
-use crate::case::Level;
-use crate::case::{fail_rows, Bindings, Case, Step};
+use crate::case::{fail_rows, Bindings, Case, Level, Step};
 use crate::drive::Transport;
 use crate::finding::Finding;
 use crate::fuzzing::spec::FuzzCtx;

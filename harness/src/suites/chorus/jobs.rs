@@ -16,8 +16,7 @@ use super::wire::{
     now_utc, numeric_string, oracle_for, post, post_bytes, remove, set, setup, timestamp_class,
     timestamp_value, two_decimals, Base, Class, Credits, IdForm, Parsed, Resp, TsForm, Wire,
 };
-use crate::case::Level;
-use crate::case::{fail, skip, Bindings, Case, Step, Stop};
+use crate::case::{fail, skip, Bindings, Case, Level, Step, Stop};
 use crate::drive::callback::CallbackListener;
 use crate::drive::Transport;
 use crate::finding::Finding;

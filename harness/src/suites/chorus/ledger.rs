@@ -9,8 +9,7 @@ use super::wire::{
     oracle_for, post, post_bytes, remove, set, setup, timestamp_class, timestamp_value,
     two_decimals, Base, Class, Credits, IdForm, Parsed, Resp, TsForm, Wire,
 };
-use crate::case::Level;
-use crate::case::{fail, skip, Bindings, Case, Step, Stop};
+use crate::case::{fail, skip, Bindings, Case, Level, Step, Stop};
 use crate::drive::Transport;
 use crate::finding::Finding;
 use crate::fuzzing::mutate::{respell, Val, WireForm};

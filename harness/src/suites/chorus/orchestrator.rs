@@ -6,13 +6,11 @@ use super::counterpart::{
     transfers_sent, Hire, HIRED, HIRE_COST, OVER_BUDGET_BY,
 };
 use super::wire::{is_utc_timestamp, EXACT};
-use crate::case::Level;
-use crate::case::{fail, fail_rows, Bindings, Case, Step};
+use crate::case::{fail, fail_rows, Bindings, Case, Level, Step};
 use crate::drive::Transport;
 use crate::fuzzing::spec::{FuzzCtx, Spec};
 use crate::fuzzing::verdict::{finding, FuzzFuture, FuzzStep, Oracle};
-use crate::rules::rules;
-use crate::rules::schema_findings;
+use crate::rules::{rules, schema_findings};
 use crate::script::Ctx;
 use arbitrary::Arbitrary;
 use reference_impl::wire::is_uuid;

@@ -9,8 +9,7 @@ use super::discovery::{
 };
 use super::registration::{fresh_agent, register, unique_skill, TestAgent, REPUTATION_INITIAL};
 use super::wire::{block_on, call, memo_part, memo_set, now_utc, Base, EXACT, ROUNDED};
-use crate::case::Level;
-use crate::case::{fail, skip, Bindings, Case, Step};
+use crate::case::{fail, skip, Bindings, Case, Level, Step};
 use crate::drive::Transport;
 use crate::finding::Finding;
 use crate::fuzzing::spec::FuzzCtx;

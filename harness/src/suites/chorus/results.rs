@@ -3,8 +3,7 @@
 
 use super::errors::{rejected_row, Model};
 use super::wire::{same_id, shape_findings, two_decimals, Resp};
-use crate::case::Level;
-use crate::case::Step;
+use crate::case::{Level, Step};
 use crate::drive::callback::CallbackListener;
 use crate::finding::{quote, Finding};
 use crate::fuzzing::spec::FuzzCtx;

@@ -3,15 +3,13 @@
 //! fuzzer spells them, the error codes a reply may carry, the profile's setup requests,
 //! and the hooks `proxy` reads a recorded exchange with.
 
-use crate::case::Level;
-use crate::case::{skip, Step, Stop};
+use crate::case::{skip, Level, Step, Stop};
 use crate::finding::{quote, Finding};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, WireForm};
 use crate::fuzzing::spec::FuzzCtx;
 use crate::fuzzing::verdict::{FuzzStep, Oracle};
 use crate::profile::{SetupBase, SetupEvent};
-use crate::rules::rules;
-use crate::rules::schema_findings;
+use crate::rules::{rules, schema_findings};
 use crate::script::Ctx;
 use crate::template::{render, render_json};
 use arbitrary::Arbitrary;
