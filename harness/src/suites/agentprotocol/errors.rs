@@ -256,6 +256,13 @@ pub(super) struct Expect {
     pub(super) want: Shows,
     pub(super) correlation: Option<String>,
     pub(super) action: Option<String>,
+    /// The action is one the target may or may not offer (AGP-A8): an
+    /// INTERNAL_ERROR for it is the unknown-action case's wrong code.
+    pub(super) action_open: bool,
+    /// A valid message whose refusal with this code (or no answer in time) breaks
+    /// this rule rather than refusing the case's control: a delay within its
+    /// timeout answered TIMEOUT (timeout:within-timeout).
+    pub(super) refused_as: Option<(&'static str, &'static Rule)>,
 }
 
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -288,19 +295,6 @@ pub(super) type Subject = (&'static Rule, Option<&'static Rule>);
 /// invalid-message case's table: a wrong code is that rule's too).
 const INVALID: Subject = (&INVALID_MESSAGE_ACCEPTED, Some(&INVALID_MESSAGE_ACCEPTED));
 
-/// Files a fuzz finding of `r` under `subject`'s rule for what the target did,
-/// whatever rule the model gave it: the message's edit says which case's subject it
-/// is (a wrong code where `run` takes any refusal is no finding).
-pub(super) fn filed_as<T: Default>(subject: Subject, r: FuzzStep<T>) -> FuzzStep<T> {
-    match r {
-        Err(FuzzStop::Found(f)) => match rule_of(subject, f.oracle) {
-            Some(rule) => verdict::refile(rule.key, Err(FuzzStop::Found(f))),
-            None => Ok(T::default()),
-        },
-        other => other,
-    }
-}
-
 /// The rule of `subject` a finding of `oracle` breaks: a wrong code its code rule
 /// (`None`: `run` takes any refusal), anything else its carried-out rule.
 fn rule_of(subject: Subject, oracle: Oracle) -> Option<&'static Rule> {
@@ -330,15 +324,44 @@ impl Expect {
         self.reasons.push(why.into());
     }
 
+    /// A problem of the signature, which a message whose signature does not hold
+    /// is judged by whatever else is wrong with it: `subject` is its rules, and
+    /// the codes of the other problems stay acceptable refusals.
+    pub(super) fn signature_hard(
+        &mut self,
+        subject: Subject,
+        codes: &[&'static str],
+        why: impl Into<String>,
+    ) {
+        self.sig_bad = true;
+        self.hard_as(subject, codes, why);
+        self.subject = Some(subject);
+    }
+
+    /// The signature edit the case made names its subject more exactly than the
+    /// bytes can (another key, no signature): a message whose signature does not
+    /// hold is judged by `subject`.
+    pub(super) fn edited_signature(&mut self, subject: Subject) {
+        if self.sig_bad {
+            self.subject = Some(subject);
+        }
+    }
+
     /// The key of `run` a reply that broke the verdict is filed under: the first
-    /// hard problem's rule for what the target did; a valid message refused, the
-    /// refusal keyed by the target's words.
+    /// hard problem's rule for what the target did (the signature's first); a
+    /// valid message refused, the rule that refusal breaks, else the refusal keyed
+    /// by the target's words.
     fn key_for(&self, oracle: Oracle, reply: Option<&Value>) -> Option<String> {
         match self.subject {
             Some(subject) => rule_of(subject, oracle).map(|r| r.key.to_string()),
             None => {
                 let r = reply.filter(|v| v["type"] == "error")?;
-                Some(refused(r, "a valid message", &[]).key.to_string())
+                match self.refused_as {
+                    Some((code, rule)) if r["payload"]["code"] == code => {
+                        Some(rule.key.to_string())
+                    }
+                    _ => Some(refused(r, "a valid message", &[]).key.to_string()),
+                }
             }
         }
     }
@@ -452,7 +475,13 @@ pub(super) fn reply_oracles(v: &Value, e: &Expect) -> FuzzStep<()> {
         let code = p["code"].as_str().unwrap_or_default();
         if code == "INTERNAL_ERROR" {
             // To a message `run` judges a refusal of, it is that rule's wrong code.
-            if let Some((_, Some(rule))) = e.subject {
+            // So is it to an action the target may lack (the unknown-action case's).
+            let rule = match e.subject {
+                Some((_, Some(rule))) => Some(rule),
+                None if e.action_open => Some(&UNKNOWN_ACTION_CODE),
+                _ => None,
+            };
+            if let Some(rule) = rule {
                 return Err(FuzzStop::Found(FuzzFinding {
                     oracle: Oracle::ErrorCode,
                     detail: format!("client input drew INTERNAL_ERROR (AGP-038): {p}"),
@@ -502,6 +531,18 @@ pub(super) fn verdict_of(g: &Got) -> String {
 pub(super) fn judge(g: &Got, e: &Expect, what: &str) -> FuzzStep<()> {
     let v = match g {
         Got::Silence if e.may_be_silent() => return Ok(()),
+        // A message that must be refused, dropped: refused otherwise than with the
+        // code due, its subject's code rule (none: any refusal passes, as in `run`).
+        Got::Silence if e.subject.is_some() => {
+            return match e.key_for(Oracle::ErrorCode, None) {
+                Some(key) => Err(FuzzStop::Found(FuzzFinding {
+                    oracle: Oracle::ErrorCode,
+                    detail: format!("{what} drew no reply; {}", e.describe()),
+                    key: Some(key),
+                })),
+                None => Ok(()),
+            };
+        }
         Got::Silence => {
             return finding(
                 Oracle::Verdict,

@@ -141,6 +141,10 @@ const LONG_MS: u64 = 150;
 
 const SHORT_TIMEOUT_MS: u64 = 20;
 
+/// A generous timeout, as the timeout case gives its control, and well within the
+/// fuzzer's wait: a target that waits every timeout out still answers in time.
+const WITHIN_TIMEOUT_MS: u64 = 400;
+
 #[derive(Debug, Clone, Copy, Default, Arbitrary, PartialEq, Eq)]
 pub(super) enum Template {
     #[default]
@@ -560,7 +564,11 @@ fn template(t: Template, c: &FuzzCase) -> Value {
             json!({"version": "0.1", "features": ["signed-messages"]}),
         ),
         Template::Delay => req(&c.delay, json!({"ms": SHORT_MS}), json!({})),
-        Template::DelayWithin => req(&c.delay, json!({"ms": SHORT_MS}), json!({"timeout": 30000})),
+        Template::DelayWithin => req(
+            &c.delay,
+            json!({"ms": SHORT_MS}),
+            json!({"timeout": WITHIN_TIMEOUT_MS}),
+        ),
         Template::DelayTimeout => req(
             &c.delay,
             json!({"ms": LONG_MS}),
@@ -804,6 +812,9 @@ pub(super) async fn exchange(
                 Ok(Answer::Reply(v)) => Got::Reply(v),
                 Ok(Answer::Empty(_) | Answer::Silence) => Got::Silence,
                 Err(DriveError::Timeout(_)) if e.may_be_silent() => Got::Silence,
+                Err(DriveError::Timeout(t)) if e.refused_as.is_some() => {
+                    return late(e, t);
+                }
                 Err(err) => return fuzz_fail(describe_drive_error(&err)),
             }
         }
@@ -823,6 +834,19 @@ pub(super) async fn exchange(
     Ok(got)
 }
 
+/// No answer within `ms` to a valid message whose refusal breaks a rule of its
+/// own (a delay within its timeout): that rule's finding, not a crash.
+fn late(e: &Expect, ms: u128) -> FuzzStep<Got> {
+    let rule = e.refused_as.map(|(_, rule)| rule.key.to_string());
+    Err(verdict::FuzzStop::Found(verdict::FuzzFinding {
+        oracle: Oracle::Verdict,
+        detail: format!(
+            "a request the target must carry out within its timeout drew no answer within {ms} ms"
+        ),
+        key: rule,
+    }))
+}
+
 /// Reads one reply that came over the second connection with the shared reading
 /// of `Me` (minus the addressee when `sender` is unknown).
 pub(super) fn received(
@@ -838,6 +862,7 @@ pub(super) fn received(
     }
     let (status, body) = match r {
         Err(DriveError::Timeout(_)) if e.may_be_silent() => return Ok(Got::Silence),
+        Err(DriveError::Timeout(t)) if e.refused_as.is_some() => return late(e, t),
         Err(err) => return fuzz_fail(describe_drive_error(&err)),
         Ok(Received::Silence) => return Ok(Got::Silence),
         Ok(Received::Frame(b)) => (None, b),

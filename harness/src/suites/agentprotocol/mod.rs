@@ -35,6 +35,17 @@
 //! re-signed one is judged on its content alone; a respelling (key order, white
 //! space, `\u` escapes) gets the verdict of its canonical spelling.
 //!
+//! A deviation is filed under the key `run` gives it: a message that must be
+//! refused under the rules of its first hard problem (a signature that does not
+//! hold first: reject-tampered, reject-wrong-key, unsigned-request; then
+//! invalid-message, unknown-agent, unknown-action, timeout), for what the target
+//! did (carried out, or refused with another code or not at all); a valid message
+//! refused as `refused:<code>:<words>`, or under the rule that refusal breaks (a
+//! delay within its timeout answered TIMEOUT, timeout:within-timeout). Where `run`
+//! judges a rule only beside a valid request of the same sender carried out (its
+//! control), the fuzzer sends one after the finding (`controlled`): a refused
+//! control is the finding instead, as it blocks the case in `run`.
+//!
 //! Oracles (each reply also gets the shared reading of `replies::read_reply`, on both connections: envelope, protocol, UUID, timestamp,
 //! from.agentId, a verifying signature, `to` = the sender, `from` = the agent that
 //! said hello, the correlationId echoed, the payload of its type; AGP-001…005,
@@ -105,7 +116,10 @@ use crate::case::{Case, Suite, Untestable};
 use crate::drive::{DriveError, Driver, Limits, Received, Transport};
 use crate::fuzzing::mutate::{edit_bytes, respell, ByteEdit, WireForm};
 use crate::fuzzing::spec::{FuzzCtx, Spec};
-use crate::fuzzing::verdict::{fail as fuzz_fail, finding, FuzzFuture, FuzzStep, Oracle};
+use crate::fuzzing::verdict::{
+    fail as fuzz_fail, finding, skip as fuzz_skip, FuzzFinding, FuzzFuture, FuzzStep, FuzzStop,
+    Oracle,
+};
 use crate::script::{describe_drive_error, Ctx};
 use arbitrary::Arbitrary;
 use reference_impl::agentprotocol::message;
@@ -141,6 +155,7 @@ use counterpart::*;
 use errors::*;
 use handshake::*;
 use messages::*;
+use payloads::{CORRELATIONID_NOT_ECHOED, CORRELATIONID_NOT_ECHOED_IN_ERRORS};
 use replies::*;
 use requester::*;
 use requests::*;
@@ -362,20 +377,36 @@ fn expect_for(v: &Value, c: &FuzzCase) -> Expect {
     e
 }
 
-/// Sends `v` as serialized (or `bytes` when given), judged by its verdict.
+/// Sends `v` as serialized, judged by its verdict.
 async fn send_judged(f: &mut FuzzCtx, c: &mut FuzzCase, v: &Value, what: &str) -> FuzzStep<Got> {
     let e = expect_for(v, c);
+    send_expecting(f, c, v, &e, what).await
+}
+
+/// Sends `v` as serialized, judged by `e`.
+async fn send_expecting(
+    f: &mut FuzzCtx,
+    c: &mut FuzzCase,
+    v: &Value,
+    e: &Expect,
+    what: &str,
+) -> FuzzStep<Got> {
     let bytes = serde_json::to_vec(v).unwrap_or_default();
     f.fuzzed(&bytes);
-    let g = exchange(f, c, bytes, sender_of(v), &e).await?;
-    judge(&g, &e, what)?;
+    let g = exchange(f, c, bytes, sender_of(v), e).await?;
+    judge(&g, e, what)?;
     Ok(g)
 }
 
 async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
     let kind: Kind = f.draw();
     let mut c = open_case(f).await?;
-    let c = &mut c;
+    let judged = fuzzed(f, &mut c, kind).await;
+    controlled(f, &mut c, judged).await
+}
+
+/// Sends what `kind` draws and judges each reply.
+async fn fuzzed(f: &mut FuzzCtx, c: &mut FuzzCase, kind: Kind) -> FuzzStep<()> {
     match kind {
         Kind::Valid(t) => {
             let mut m = c.template(t);
@@ -397,26 +428,139 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
             for mu in std::iter::once(&first).chain(more.iter().take(2)) {
                 apply(&mut m, mu, c);
             }
-            let judged = send_judged(f, c, &m, "the message changed after signing").await;
-            filed_as(TAMPERED, judged.map(|_| ()))?;
+            send_judged(f, c, &m, "the message changed after signing").await?;
         }
         Kind::Signature(t, s) => {
             let mut m = c.template(t);
             c.me.sign(&mut m);
             apply_sig(&mut m, &s, &c.me);
-            let judged = send_judged(f, c, &m, "the message with an edited signature").await;
-            match signature_subject(&s) {
-                Some(subject) => filed_as(subject, judged.map(|_| ()))?,
-                None => {
-                    judged?;
-                }
+            let mut e = expect_for(&m, c);
+            if let Some(subject) = signature_subject(&s) {
+                e.edited_signature(subject);
             }
+            send_expecting(f, c, &m, &e, "the message with an edited signature").await?;
         }
         Kind::Raw(t, first, edits) => raw_case(f, c, t, first, edits).await?,
         Kind::Spelling(t, mu, w) => spelling_case(f, c, t, mu, w).await?,
         Kind::Flow(flow) => run_flow(f, c, flow).await?,
     }
     Ok(())
+}
+
+/// The rules `run` judges only beside a valid request of the same sender carried
+/// out (each case's control or twin): a message that must be refused, carried out
+/// or refused otherwise, and a burst throttled with another code. A malformed
+/// message carried out needs none: its response shows it.
+const CONTROLLED: &[&crate::rules::Rule] = &[
+    &INVALID_MESSAGE_ACCEPTED,
+    &REJECT_TAMPERED_CARRIED_OUT,
+    &REJECT_TAMPERED_CODE,
+    &REJECT_WRONG_KEY_CARRIED_OUT,
+    &REJECT_WRONG_KEY_CODE,
+    &UNSIGNED_REQUEST_CARRIED_OUT,
+    &UNKNOWN_AGENT_CARRIED_OUT,
+    &UNKNOWN_AGENT_CODE,
+    &UNKNOWN_ACTION_CODE,
+    &TIMEOUT_NOT_TIMED_OUT,
+    &RATE_LIMIT_CODE,
+];
+
+/// A finding of a rule `run` judges beside a control counts only when a valid
+/// echo request of the case's sender is carried out then. When that control is
+/// refused, its refusal is the finding (`refused:<code>:<words>`), as a refused
+/// control blocks the case in `run`; a forged message carried out is judged
+/// beside a sender that never said hello instead, as the signature cases do, and
+/// one from such a sender, while the same forgery from the sender that said hello
+/// is refused, is verify:before-hello. A throttled or unanswered control judges
+/// nothing (the case is skipped). The finding is logged before the control goes
+/// out, so that its crash file keeps the fuzzed message as its input.
+async fn controlled(f: &mut FuzzCtx, c: &mut FuzzCase, judged: FuzzStep<()>) -> FuzzStep<()> {
+    let Err(FuzzStop::Found(found)) = judged else {
+        return judged;
+    };
+    let Some(key) = found.key.clone().filter(|k| {
+        CONTROLLED.iter().any(|r| r.key == k.as_str())
+            && !(k.as_str() == INVALID_MESSAGE_ACCEPTED.key && found.oracle != Oracle::ErrorCode)
+    }) else {
+        return Err(FuzzStop::Found(found));
+    };
+    let forged = [
+        REJECT_TAMPERED_CARRIED_OUT.key,
+        REJECT_WRONG_KEY_CARRIED_OUT.key,
+    ]
+    .contains(&key.as_str());
+    f.ctx.checked(format!(
+        "finding {key} (fail): {}; a valid request follows as the control",
+        found.detail
+    ));
+    let what = "a valid echo request (the control)";
+    match control(f, c, None).await {
+        Some(Got::Reply(r)) if r["type"] == "response" => {}
+        Some(Got::Reply(r)) if r["payload"]["code"] == RATE_LIMITED => {
+            return fuzz_skip("the control after a refusal found wrong was throttled (RATE_LIMITED); the refusal cannot be judged");
+        }
+        Some(Got::Reply(r)) if r["type"] == "error" => {
+            let judged_apart = forged
+                && matches!(control(f, c, Some(Me::new(&f.ctx))).await, Some(Got::Reply(s)) if s["type"] == "response");
+            if judged_apart {
+                return Err(FuzzStop::Found(found));
+            }
+            let refusal = refused(&r, what, &[]);
+            return Err(FuzzStop::Found(FuzzFinding {
+                oracle: Oracle::ValidRejected,
+                detail: format!(
+                    "{}; the fuzzed message before it: {}",
+                    refusal.summary, found.detail
+                ),
+                key: Some(refusal.key.to_string()),
+            }));
+        }
+        _ => {
+            return fuzz_skip("the control after a refusal found wrong drew no response nor error; the refusal cannot be judged");
+        }
+    }
+    let stranger = serde_json::from_slice::<Value>(&f.sent)
+        .ok()
+        .and_then(|v| sender_of(&v))
+        .is_some_and(|s| s != c.me.id);
+    if forged && stranger {
+        // The same forgery from the sender that said hello.
+        let mut m = c.template(Template::Echo);
+        c.me.sign(&mut m);
+        m["payload"]["params"]["text"] = json!("changed after signing");
+        let bytes = serde_json::to_vec(&m).unwrap_or_default();
+        let e = expect_for(&m, c);
+        if let Ok(Got::Reply(r)) = exchange(f, c, bytes, sender_of(&m), &e).await {
+            if r["type"] == "error" {
+                return Err(FuzzStop::Found(FuzzFinding {
+                    oracle: Oracle::Signature,
+                    detail: format!("{}; from the sender that said hello, a payload changed after signing drew error {} (AGP-024, AGP-034)", found.detail, r["payload"]["code"]),
+                    key: Some(VERIFY_BEFORE_HELLO.key.to_string()),
+                }));
+            }
+        }
+    }
+    Err(FuzzStop::Found(found))
+}
+
+/// Sends a valid echo request as the case's control, from the case's sender, or
+/// from `other` (addressed to the same target) when given; what came back, or
+/// `None` when the exchange itself failed.
+async fn control(f: &mut FuzzCtx, c: &mut FuzzCase, other: Option<Me>) -> Option<Got> {
+    let mut saved = None;
+    if let Some(mut o) = other {
+        o.target = c.me.target.clone();
+        saved = Some(std::mem::replace(&mut c.me, o));
+    }
+    let mut m = c.template(Template::Echo);
+    c.me.sign(&mut m);
+    let e = expect_for(&m, c);
+    let bytes = serde_json::to_vec(&m).unwrap_or_default();
+    let got = exchange(f, c, bytes, sender_of(&m), &e).await.ok();
+    if let Some(me) = saved {
+        c.me = me;
+    }
+    got
 }
 
 /// Opens a case: a fresh identity says hello, the hello reply gets its oracles
@@ -527,10 +671,11 @@ async fn run_flow(f: &mut FuzzCtx, c: &mut FuzzCase, flow: Flow) -> FuzzStep<()>
                 let g = exchange(f, c, bytes, sender_of(&m), &e).await?;
                 if let Got::Reply(v) = &g {
                     if v["type"] == "error" && v["payload"]["code"] != RATE_LIMITED {
-                        return finding(
-                            Oracle::RateLimit,
-                            format!("request {} of a burst drew error {}; throttling must use RATE_LIMITED (AGP-028)", i + 1, v["payload"]["code"]),
-                        );
+                        return Err(FuzzStop::Found(FuzzFinding {
+                            oracle: Oracle::RateLimit,
+                            detail: format!("request {} of a burst drew error {}; throttling must use RATE_LIMITED (AGP-028)", i + 1, v["payload"]["code"]),
+                            key: Some(RATE_LIMIT_CODE.key.to_string()),
+                        }));
                     }
                 }
                 judge(&g, &e, &format!("request {} of a burst", i + 1))?;
@@ -680,14 +825,11 @@ fn pipelined_replies(
             .iter()
             .position(|(_, e)| e.correlation.as_deref() == Some(corr))
         else {
-            return finding(
-                Oracle::Correlation,
-                format!("a reply to pipelined requests carries correlationId {corr:?}, which neither had (AGP-019)"),
-            );
+            return not_echoed(&v, format!("a reply to pipelined requests carries correlationId {corr:?}, which neither had (AGP-019)"));
         };
         if std::mem::replace(&mut answered[i], true) {
-            return finding(
-                Oracle::Correlation,
+            return not_echoed(
+                &v,
                 format!("two replies carry correlationId {corr:?} (AGP-019)"),
             );
         }
@@ -696,6 +838,21 @@ fn pipelined_replies(
         judge(&Got::Reply(v), e, "a pipelined request")?;
     }
     Ok(())
+}
+
+/// A reply to one of two pipelined requests that echoes neither one's
+/// correlationId: the reply checks' rule for its type (AGP-019, AGP-020).
+fn not_echoed(v: &Value, detail: String) -> FuzzStep<()> {
+    let rule = if v["type"] == "error" {
+        &CORRELATIONID_NOT_ECHOED_IN_ERRORS
+    } else {
+        &CORRELATIONID_NOT_ECHOED
+    };
+    Err(FuzzStop::Found(FuzzFinding {
+        oracle: Oracle::Correlation,
+        detail,
+        key: Some(rule.key.to_string()),
+    }))
 }
 
 /// Requests in a burst (the rate-limit flow).

@@ -172,8 +172,10 @@ pub(super) fn by_type(
 }
 
 fn request(p: &Map<String, Value>, c: &FuzzCase, e: &mut Expect) {
-    if !p.get("correlationId").is_none_or(Value::is_string) {
-        e.soft(&[IM], "correlationId is not a string (AGP-018)");
+    match p.get("correlationId") {
+        Some(Value::String(_)) => {}
+        Some(_) => e.soft(&[IM], "correlationId is not a string (AGP-018)"),
+        None => e.soft(&[IM], "no correlationId (AGP-018)"),
     }
     let params = request_params(p, e);
     let timeout = request_timeout(p, e);
@@ -208,8 +210,14 @@ fn request(p: &Map<String, Value>, c: &FuzzCase, e: &mut Expect) {
             e.soft(&[IM], "an empty action (AGP-018)");
         }
     } else {
-        // An action the target may or may not offer (AGP-A8).
+        // An action the target may or may not offer (AGP-A8): CAPABILITY_NOT_SUPPORTED
+        // says it does not.
         e.open = true;
+        e.action_open = true;
+        e.soft(
+            &[CNS],
+            format!("the target may not offer action {action:?} (AGP-A8)"),
+        );
     }
 }
 
@@ -284,7 +292,11 @@ fn delay_request(params: Option<Value>, timeout: Option<u64>, timeout_error: boo
             );
             e.silence_ok = true;
         }
-        (Some(Some(ms)), Some(t)) if t >= ms.saturating_add(200) => {}
+        // Carried out: TIMEOUT, or no answer in time, is the timeout case's
+        // within-timeout rule.
+        (Some(Some(ms)), Some(t)) if t >= ms.saturating_add(200) => {
+            e.refused_as = Some((TIMEOUT, &TIMEOUT_WITHIN_TIMEOUT));
+        }
         (Some(Some(_)), None) => {}
         (None, None) => {}
         (Some(Some(_)), Some(_)) => {

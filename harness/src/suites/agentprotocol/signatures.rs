@@ -302,8 +302,13 @@ fn standard_b64(s: &str, len: usize) -> bool {
 
 pub(super) fn signature(v: &Value, c: &FuzzCase, e: &mut Expect) {
     match v.get("signature") {
-        None => unsigned_expect(c, e),
-        Some(Value::String(s)) if s.is_empty() => unsigned_expect(c, e),
+        None => unsigned_expect(v, c, e),
+        // An empty signature is one that does not verify, not none.
+        Some(Value::String(s)) if s.is_empty() => e.signature_hard(
+            TAMPERED,
+            &[IS, IM],
+            "the signature is empty (AGP-012, AGP-024)",
+        ),
         Some(Value::String(s)) => {
             let agent = v["from"]["agentId"].as_str().unwrap_or_default();
             // A message as this case's identity signed it needs no second check.
@@ -321,16 +326,14 @@ pub(super) fn signature(v: &Value, c: &FuzzCase, e: &mut Expect) {
                     "signature or from.agentId not in standard padded base64 (AGP-A4)",
                 ),
                 Err(SigProblem::Mismatch) => {
-                    e.sig_bad = true;
-                    e.hard_as(
+                    e.signature_hard(
                         TAMPERED,
                         &[IS],
                         "the signature does not verify (AGP-024, AGP-033, AGP-034)",
                     );
                 }
                 Err(p) => {
-                    e.sig_bad = true;
-                    e.hard_as(
+                    e.signature_hard(
                         TAMPERED,
                         &[IS, IM],
                         format!("the signature cannot be verified: {p} (AGP-012, AGP-024)"),
@@ -339,16 +342,16 @@ pub(super) fn signature(v: &Value, c: &FuzzCase, e: &mut Expect) {
             }
         }
         Some(_) => {
-            e.sig_bad = true;
-            e.hard_as(TAMPERED, &[IS, IM], "signature is not a string (AGP-012)");
+            e.signature_hard(TAMPERED, &[IS, IM], "signature is not a string (AGP-012)");
         }
     }
 }
 
-fn unsigned_expect(c: &FuzzCase, e: &mut Expect) {
-    if c.signed_messages {
-        e.sig_bad = true;
-        e.hard_as(
+/// An unsigned message: a request to a target that advertises signed-messages
+/// must be refused (the unsigned-request case); any other may be.
+fn unsigned_expect(v: &Value, c: &FuzzCase, e: &mut Expect) {
+    if c.signed_messages && v["type"] == "request" {
+        e.signature_hard(
             UNSIGNED,
             &[IS, IM],
             "unsigned, and the target advertises signed-messages (AGP-030, AGP-A3)",
@@ -411,7 +414,8 @@ pub(super) fn apply_sig(m: &mut Value, s: &SigMut, me: &Me) {
 /// an edit no one case owns.
 pub(super) fn signature_subject(s: &SigMut) -> Option<Subject> {
     match s {
-        SigMut::Remove | SigMut::Empty => Some(UNSIGNED),
+        SigMut::Remove => Some(UNSIGNED),
+        SigMut::Empty => Some(TAMPERED),
         SigMut::WrongKey | SigMut::ClaimOther => Some(WRONG_KEY),
         SigMut::Truncate(_) | SigMut::Flip(_) => Some(TAMPERED),
         _ => None,
