@@ -926,6 +926,11 @@ fn cli_fuzz_and_replay(suite: &str, fault: &str, oracle: &str) -> Result<(), Fai
     if rec["transcript"].as_array().is_none_or(|t| t.is_empty()) || !rec["replay"].is_string() {
         return Err(format!("the crash file lacks a transcript or a replay line: {rec}").into());
     }
+    // A suite that signs records the campaign's signing keys, for the replay.
+    let signs = agentconform::suites::parts(suite).is_some_and(|p| p.suite.signing.is_some());
+    if rec["keys"]["key"].is_string() != signs || rec["keys"]["other_key"].is_string() != signs {
+        return Err(format!("the crash file of {suite} records keys {}", rec["keys"]).into());
+    }
     replays_only_against_fault(&crash, suite, fault)?;
     // This oracle judges the whole exchange: no offline vector can show it.
     expect_code(
@@ -1472,11 +1477,17 @@ if close:
 /// `replay` of `crash` reproduces against `serve --fault` and not against a clean server.
 fn replays_only_against_fault(crash: &Path, suite: &str, fault: &str) -> Result<(), Failed> {
     let (_serve, url) = serve(suite, &["--fault", fault])?;
-    expect_code(
+    let replayed = expect_code(
         &["replay", &crash.to_string_lossy(), "--target", &url],
         1,
         "REPRODUCED",
     )?;
+    let recorded: Value = serde_json::from_slice(&std::fs::read(crash).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    if recorded["keys"].is_object() && !replayed.contains("signing with the keys the campaign used")
+    {
+        return Err(format!("the replay does not sign with the recorded keys:\n{replayed}").into());
+    }
     // The same case against the same fault, in a file that records another
     // signature: replay names what it saw and does not call it a reproduction.
     let mut other: Value =

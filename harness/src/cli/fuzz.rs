@@ -117,6 +117,7 @@ pub fn run(mut a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
             schemas,
             http,
             tls: client_tls,
+            keys: None,
         };
         let progress = |p: &crate::fuzzing::engine::Progress| {
             let secs = p.elapsed.as_secs_f64().max(1e-9);

@@ -58,6 +58,7 @@ pub fn run(
             schemas,
             http,
             tls: client_tls,
+            keys: crash.keys,
         },
     ))?;
     writeln!(
@@ -71,6 +72,13 @@ pub fn run(
             out,
             "with the profile the campaign ran with, as the crash file records it ({})",
             p.path
+        )
+        .map_err(io)?;
+    }
+    if crash.keys.is_some() {
+        writeln!(
+            out,
+            "signing with the keys the campaign used, as the crash file records them"
         )
         .map_err(io)?;
     }

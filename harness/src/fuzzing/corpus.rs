@@ -642,6 +642,9 @@ pub struct Meta {
     pub previous: Vec<Value>,
     /// The profile file the campaign ran with, recorded in every crash file.
     pub profile_file: Option<crate::profile::ProfileFile>,
+    /// The signing keys the campaign used (a suite that signs), recorded in every
+    /// crash file so that a replay signs with them.
+    pub keys: Option<super::campaign::Keys>,
 }
 
 /// The corpus of one campaign.
@@ -910,6 +913,9 @@ pub fn write_crash(meta: &Meta, e: &Filed) -> std::io::Result<PathBuf> {
     }
     if let Some(p) = &meta.profile_file {
         record["profile"] = json!({"path": p.path, "toml": p.text});
+    }
+    if let Some(k) = meta.keys {
+        record["keys"] = k.to_json();
     }
     record["replay"] = json!(format!(
         "agentconform replay {} --target {}",
@@ -1192,6 +1198,7 @@ mod tests {
                 seed: 1,
                 previous: Vec::new(),
                 profile_file: None,
+                keys: None,
             },
             Known::default(),
         );

@@ -526,6 +526,7 @@ pub async fn fuzz_campaign(f: Fuzzing<'_>) -> agentconform::fuzzing::engine::Sum
             schemas: Schemas::load().expect("schemas"),
             http: agentconform::drive::http::client().expect("client"),
             tls: agentconform::drive::Tls::platform().expect("tls"),
+            keys: None,
         },
         known: f.known,
         previous: Vec::new(),
