@@ -376,6 +376,13 @@ impl Ctx {
         ));
     }
 
+    /// Records an HTTP reply received on a side connection, with its status, as the
+    /// case's own replies are recorded (so the reply a finding was made on reads
+    /// as the target's body and status).
+    pub fn log_http_reply(&mut self, status: u16, body: &[u8]) {
+        self.log("recv", &clip_bytes(body), Some(status));
+    }
+
     /// Records a frame sent or received on a side connection (`who` names it).
     pub fn log_frame(&mut self, kind: &'static str, who: &str, text: &str) {
         self.log(kind, &format!("[{who}] {text}"), None);

@@ -867,11 +867,7 @@ pub(super) fn received(
         Ok(Received::Silence) => return Ok(Got::Silence),
         Ok(Received::Frame(b)) => (None, b),
         Ok(Received::Http { status, body, .. }) => {
-            f.ctx.log_frame(
-                "recv",
-                &who,
-                &format!("HTTP {status}: {}", String::from_utf8_lossy(&body)),
-            );
+            f.ctx.log_http_reply(status, &body);
             if body.is_empty() && status < 400 {
                 return Ok(Got::Silence);
             }
