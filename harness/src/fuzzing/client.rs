@@ -1,13 +1,15 @@
 //! What the client fuzzers of every suite share (`fuzz --role client`): the edits
 //! of one reply or hub frame the harness serves, the wrapping of a scripted
 //! counterparty so that exactly one of its answers is edited, and the oracles on
-//! how the client driver ended. Each suite's fuzz module holds its client spec: the
-//! scenario, the counterparty, and what the client must or must not do after the
-//! edit.
+//! how the client driver ended, and the client spec's shape (`spec`). Each suite's
+//! requester (or orchestrator) holds its client spec: the scenario, the
+//! counterparty, and what the client must or must not do after the edit.
 
 use super::mutate::{edit_bytes, respell, ByteEdit, Val, WireForm};
+use super::spec::{FuzzFn, Spec};
 use super::verdict::{finding, FuzzStep, Oracle};
 use crate::counterparty::{Answer, DriverRun, Exit};
+use crate::drive::Transport;
 use arbitrary::Arbitrary;
 use serde_json::Value;
 
@@ -161,6 +163,35 @@ pub fn edit_answer(
         };
         (status, e.bytes)
     })
+}
+
+/// The live fuzzer of a suite's client role: each case runs the client driver once
+/// against the harness playing the other side over `binding`, one of its replies
+/// edited (`case`); `probe` runs one plain scenario, which must complete
+/// ([`completed`]); the client faults no case reaches, with why, in `unreachable`.
+pub const fn spec(
+    binding: &'static [Transport],
+    case: FuzzFn,
+    probe: FuzzFn,
+    unreachable: &'static [(&'static str, &'static str)],
+) -> Spec {
+    Spec {
+        transports: binding,
+        case,
+        probe,
+        resend: None,
+        kinds: &[],
+        unreachable,
+        connection_per_worker: false,
+        workers: crate::fuzzing::spec::WORKERS,
+    }
+}
+
+/// The client's plain run (the liveness probe): it ended as a client should and
+/// completed `what`.
+pub fn completed(run: &DriverRun, what: &str) -> FuzzStep<()> {
+    ended_well(run)?;
+    must_complete(run, false, what)
 }
 
 /// The driver ended as a client should: exit 0 or 1, in time.

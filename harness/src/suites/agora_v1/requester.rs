@@ -659,21 +659,15 @@ pub(super) fn ids_unique(
 /// RESULT it must refuse, takes a respelled reply like its canonical form, names
 /// the OFFER by its id, sends messages that pass the reply checks of
 /// `replies::check_reply`, and neither crashes (an exit other than 0 or 1) nor hangs.
-pub static CLIENT_SPEC: Spec = Spec {
-    transports: &[Transport::Http],
-    case: client_case_fn,
-    probe: client_probe_fn,
-    resend: None,
-    kinds: &[],
-    unreachable: &[
-        (
-            "error-in-200-taken",
-            "the fuzzer mutates OFFERs and RESULTs and never serves an ERROR; client-reports-malformed-error serves one with HTTP 200",
-        ),
-    ],
-    connection_per_worker: false,
-    workers: crate::fuzzing::spec::WORKERS,
-};
+pub static CLIENT_SPEC: Spec = crate::fuzzing::client::spec(
+    &[Transport::Http],
+    client_case_fn,
+    client_probe_fn,
+    &[(
+        "error-in-200-taken",
+        "the fuzzer mutates OFFERs and RESULTs and never serves an ERROR; client-reports-malformed-error serves one with HTTP 200",
+    )],
+);
 
 fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(client_case(f))
