@@ -497,7 +497,7 @@ async fn controlled(f: &mut FuzzCtx, c: &mut FuzzCase, judged: FuzzStep<()>) -> 
     match control(f, c, None).await {
         Some(Got::Reply(r)) if r["type"] == "response" => {}
         Some(Got::Reply(r)) if r["payload"]["code"] == RATE_LIMITED => {
-            return fuzz_skip("the control after a refusal found wrong was throttled (RATE_LIMITED); the refusal cannot be judged");
+            return fuzz_skip("the control after the finding was throttled (RATE_LIMITED); the finding cannot be judged");
         }
         Some(Got::Reply(r)) if r["type"] == "error" => {
             let judged_apart = forged
@@ -516,7 +516,7 @@ async fn controlled(f: &mut FuzzCtx, c: &mut FuzzCase, judged: FuzzStep<()>) -> 
             }));
         }
         _ => {
-            return fuzz_skip("the control after a refusal found wrong drew no response nor error; the refusal cannot be judged");
+            return fuzz_skip("the control after the finding drew neither a response nor an error; the finding cannot be judged");
         }
     }
     let stranger = serde_json::from_slice::<Value>(&f.sent)
