@@ -67,21 +67,11 @@ pub fn run(
         crash.suite, crash.index, crash.seed, replayed.label
     )
     .map_err(io)?;
-    if let (None, Some(p)) = (&profile, &profile_file) {
-        writeln!(
-            out,
-            "with the profile the campaign ran with, as the crash file records it ({})",
-            p.path
-        )
-        .map_err(io)?;
-    }
-    if crash.keys.is_some() {
-        writeln!(
-            out,
-            "signing with the keys the campaign used, as the crash file records them"
-        )
-        .map_err(io)?;
-    }
+    print_recorded(
+        &crash,
+        profile_file.as_ref().filter(|_| profile.is_none()),
+        out,
+    )?;
     let alone = print_alone(&crash, replayed.alone, out)?;
     let case = print_outcome(&crash, (replayed.outcome, replayed.signature), out)?;
     // Either the smallest input or the case showing the file's own signature is a
@@ -99,6 +89,31 @@ pub fn run(
 /// The smallest input sent alone, when the crash file has one: exit 1 when the
 /// target's answer shows the recorded signature again, [`OTHER_SIGNATURE`] when it
 /// shows another.
+/// Says what the replay took from the crash file: the profile the campaign ran with
+/// (`taken`, when no other was given) and its signing keys.
+fn print_recorded(
+    crash: &campaign::CrashFile,
+    taken: Option<&crate::profile::ProfileFile>,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    if let Some(p) = taken {
+        writeln!(
+            out,
+            "with the profile the campaign ran with, as the crash file records it ({})",
+            p.path
+        )
+        .map_err(io)?;
+    }
+    if crash.keys.is_some() {
+        writeln!(
+            out,
+            "signing with the keys the campaign used, as the crash file records them"
+        )
+        .map_err(io)?;
+    }
+    Ok(())
+}
+
 fn print_alone(
     crash: &campaign::CrashFile,
     alone: Option<Option<String>>,

@@ -48,46 +48,10 @@ pub struct Connection {
     pub tls: Tls,
     /// The signing keys to use (a replay: the campaign's, as its crash file
     /// records them); fresh ones when `None`.
-    pub keys: Option<Keys>,
+    pub keys: Option<super::corpus::Keys>,
 }
 
-/// The two signing keys of a campaign (the run's own and its other), by their
-/// seeds: throwaway keys, recorded in a crash file of a suite that signs so that
-/// a replay signs as the campaign did (a target may remember a sender's key: its
-/// replay window, its greeted senders).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Keys {
-    pub key: [u8; 32],
-    pub other_key: [u8; 32],
-}
-
-impl Keys {
-    /// The keys `shared` signs with.
-    pub fn of(shared: &RunShared) -> Keys {
-        Keys {
-            key: shared.key.seed(),
-            other_key: shared.other_key.seed(),
-        }
-    }
-
-    /// As a crash file records them: each seed in standard base64.
-    pub fn to_json(self) -> serde_json::Value {
-        use reference_impl::wire::keys::b64std;
-        serde_json::json!({"key": b64std(&self.key), "other_key": b64std(&self.other_key)})
-    }
-
-    /// Read back from a crash file's record; `None` when absent or malformed.
-    pub fn from_json(v: &serde_json::Value) -> Option<Keys> {
-        let seed = |k: &str| -> Option<[u8; 32]> {
-            let b = reference_impl::wire::keys::b64std_decode(v[k].as_str()?)?;
-            b.try_into().ok()
-        };
-        Some(Keys {
-            key: seed("key")?,
-            other_key: seed("other_key")?,
-        })
-    }
-}
+/// One fuzz campaign.
 pub struct Campaign {
     pub suite: &'static Suite,
     /// The live fuzzer of the side fuzzed (`role`), as the suite's parts give it.
@@ -191,7 +155,7 @@ pub struct CrashFile {
     /// The profile file the campaign ran with, when it ran with one.
     pub profile: Option<crate::profile::ProfileFile>,
     /// The signing keys the campaign used, when its suite signs.
-    pub keys: Option<Keys>,
+    pub keys: Option<super::corpus::Keys>,
     /// The oracle the crash file records.
     pub oracle: Option<String>,
     /// The signature it records.
@@ -258,7 +222,7 @@ impl CrashFile {
                 }),
                 _ => None,
             },
-            keys: Keys::from_json(&rec["keys"]),
+            keys: super::corpus::Keys::from_json(&rec["keys"]),
             oracle: rec["oracle"].as_str().map(String::from),
             signature: rec["signature"].as_str().map(String::from),
             alone,
@@ -325,24 +289,4 @@ pub async fn replay(
         signature,
         alone,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Keys;
-
-    /// The keys a crash file records read back as the same seeds, and a record
-    /// without them, or with a seed of the wrong length, reads as none.
-    #[test]
-    fn keys_read_back_as_recorded() {
-        let k = Keys {
-            key: [7; 32],
-            other_key: [9; 32],
-        };
-        assert_eq!(Keys::from_json(&k.to_json()), Some(k));
-        assert_eq!(Keys::from_json(&serde_json::Value::Null), None);
-        let mut short = k.to_json();
-        short["key"] = serde_json::json!("AAAA");
-        assert_eq!(Keys::from_json(&short), None);
-    }
 }

@@ -627,6 +627,44 @@ pub enum Recorded {
 }
 
 /// Where a campaign's crash files go, and what they are about.
+/// The two signing keys of a campaign (the run's own and its other), by their
+/// seeds: throwaway keys, recorded in a crash file of a suite that signs so that
+/// a replay signs as the campaign did (a target may remember a sender's key: its
+/// replay window, its greeted senders).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Keys {
+    pub key: [u8; 32],
+    pub other_key: [u8; 32],
+}
+
+impl Keys {
+    /// The keys `shared` signs with.
+    pub fn of(shared: &crate::script::RunShared) -> Keys {
+        Keys {
+            key: shared.key.seed(),
+            other_key: shared.other_key.seed(),
+        }
+    }
+
+    /// As a crash file records them: each seed in standard base64.
+    pub fn to_json(self) -> serde_json::Value {
+        use reference_impl::wire::keys::b64std;
+        serde_json::json!({"key": b64std(&self.key), "other_key": b64std(&self.other_key)})
+    }
+
+    /// Read back from a crash file's record; `None` when absent or malformed.
+    pub fn from_json(v: &serde_json::Value) -> Option<Keys> {
+        let seed = |k: &str| -> Option<[u8; 32]> {
+            let b = reference_impl::wire::keys::b64std_decode(v[k].as_str()?)?;
+            b.try_into().ok()
+        };
+        Some(Keys {
+            key: seed("key")?,
+            other_key: seed("other_key")?,
+        })
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Meta {
     pub out: PathBuf,
@@ -644,7 +682,7 @@ pub struct Meta {
     pub profile_file: Option<crate::profile::ProfileFile>,
     /// The signing keys the campaign used (a suite that signs), recorded in every
     /// crash file so that a replay signs with them.
-    pub keys: Option<super::campaign::Keys>,
+    pub keys: Option<Keys>,
 }
 
 /// The corpus of one campaign.
@@ -932,6 +970,21 @@ pub fn write_crash(meta: &Meta, e: &Filed) -> std::io::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The keys a crash file records read back as the same seeds, and a record
+    /// without them, or with a seed of the wrong length, reads as none.
+    #[test]
+    fn keys_read_back_as_recorded() {
+        let k = Keys {
+            key: [7; 32],
+            other_key: [9; 32],
+        };
+        assert_eq!(Keys::from_json(&k.to_json()), Some(k));
+        assert_eq!(Keys::from_json(&serde_json::Value::Null), None);
+        let mut short = k.to_json();
+        short["key"] = serde_json::json!("AAAA");
+        assert_eq!(Keys::from_json(&short), None);
+    }
 
     /// The signature of `found` met on the HTTP server at `target`.
     fn http_signature(found: &FuzzFinding, run: &CaseRun, target: &str) -> Signature {

@@ -193,11 +193,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         seed: run.seed,
         previous: run.previous,
         profile_file: run.profile_file,
-        keys: run
-            .suite
-            .signing
-            .is_some()
-            .then(|| super::campaign::Keys::of(&run.target.shared)),
+        keys: (run.suite.signing.as_ref()).map(|_| super::corpus::Keys::of(&run.target.shared)),
     };
     let shared = Arc::new(Shared {
         next: AtomicU64::new(run.bounds.first),
