@@ -494,14 +494,14 @@ async fn controlled(f: &mut FuzzCtx, c: &mut FuzzCase, judged: FuzzStep<()>) -> 
         found.detail
     ));
     let what = "a valid echo request (the control)";
-    match control(f, c, None).await {
+    match control(f, c, None, Control::Valid).await {
         Some(Got::Reply(r)) if r["type"] == "response" => {}
         Some(Got::Reply(r)) if r["payload"]["code"] == RATE_LIMITED => {
             return fuzz_skip("the control after the finding was throttled (RATE_LIMITED); the finding cannot be judged");
         }
         Some(Got::Reply(r)) if r["type"] == "error" => {
             let judged_apart = forged
-                && matches!(control(f, c, Some(Me::new(&f.ctx))).await, Some(Got::Reply(s)) if s["type"] == "response");
+                && matches!(control(f, c, Some(Me::new(&f.ctx)), Control::Valid).await, Some(Got::Reply(s)) if s["type"] == "response");
             if judged_apart {
                 return Err(FuzzStop::Found(found));
             }
@@ -525,12 +525,7 @@ async fn controlled(f: &mut FuzzCtx, c: &mut FuzzCase, judged: FuzzStep<()>) -> 
         .is_some_and(|s| s != c.me.id);
     if forged && stranger {
         // The same forgery from the sender that said hello.
-        let mut m = c.template(Template::Echo);
-        c.me.sign(&mut m);
-        m["payload"]["params"]["text"] = json!("changed after signing");
-        let bytes = serde_json::to_vec(&m).unwrap_or_default();
-        let e = expect_for(&m, c);
-        if let Ok(Got::Reply(r)) = exchange(f, c, bytes, sender_of(&m), &e).await {
+        if let Some(Got::Reply(r)) = control(f, c, None, Control::Forged).await {
             if r["type"] == "error" {
                 return Err(FuzzStop::Found(FuzzFinding {
                     oracle: Oracle::Signature,
@@ -543,10 +538,22 @@ async fn controlled(f: &mut FuzzCtx, c: &mut FuzzCase, judged: FuzzStep<()>) -> 
     Err(FuzzStop::Found(found))
 }
 
-/// Sends a valid echo request as the case's control, from the case's sender, or
-/// from `other` (addressed to the same target) when given; what came back, or
-/// `None` when the exchange itself failed.
-async fn control(f: &mut FuzzCtx, c: &mut FuzzCase, other: Option<Me>) -> Option<Got> {
+/// The control as signed, or with its payload changed after signing.
+#[derive(Clone, Copy, PartialEq)]
+enum Control {
+    Valid,
+    Forged,
+}
+
+/// Sends an echo request as the case's control (`Valid`, or `Forged`), from the
+/// case's sender, or from `other` (addressed to the same target) when given; what
+/// came back, or `None` when the exchange itself failed.
+async fn control(
+    f: &mut FuzzCtx,
+    c: &mut FuzzCase,
+    other: Option<Me>,
+    kind: Control,
+) -> Option<Got> {
     let mut saved = None;
     if let Some(mut o) = other {
         o.target = c.me.target.clone();
@@ -554,6 +561,9 @@ async fn control(f: &mut FuzzCtx, c: &mut FuzzCase, other: Option<Me>) -> Option
     }
     let mut m = c.template(Template::Echo);
     c.me.sign(&mut m);
+    if kind == Control::Forged {
+        m["payload"]["params"]["text"] = json!("changed after signing");
+    }
     let e = expect_for(&m, c);
     let bytes = serde_json::to_vec(&m).unwrap_or_default();
     let got = exchange(f, c, bytes, sender_of(&m), &e).await.ok();
