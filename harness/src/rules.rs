@@ -256,7 +256,7 @@ pub static REFUSED: Rule = Rule {
     level: None,
     owner: "",
     summary: "a message the harness built valid is accepted",
-    fails: "the target refuses a valid message (an error reply, or a status of 400 and more); the detail is the error code and the words of its message, so one refusal is one finding, owned by the first case that met it, and the cases that need the message accepted are blocked by it",
+    fails: "the target refuses a valid message (an error reply, or a status of 400 and more); the detail is the error code and the words of its message, so one refusal is one finding, owned by the first case that met it, and the cases that need the message accepted are blocked by it unless another valid way to have it taken works (agentprotocol: the same message from a sender that never said hello), beside which they are judged",
     passes: "the valid message is taken",
     name: "REFUSED",
     file: file!(),

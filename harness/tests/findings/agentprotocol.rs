@@ -34,6 +34,15 @@ pub const COMBINED: &[&[&str]] = &[
     // body that answers a malformed message: each claim that needs no refused
     // control is still judged.
     &["refuse-greeted-take-strangers", "invalid-bare-error"],
+    // Nor, as the cases go on beside a sender that never said hello once the
+    // sender that did is refused, a request to another agent, a delay past its
+    // timeout or a malformed request carried out.
+    &[
+        "refuse-greeted-take-strangers",
+        "ignore-to-agent",
+        "ignore-timeout",
+        "accept-invalid-message",
+    ],
 ];
 
 fn suite() -> &'static Suite {

@@ -98,6 +98,7 @@ pub const CASES: &[Case] = &[
     case!("invalid-message", "no type, id 123, type \"bogus\" and params as a string each draw INVALID_MESSAGE", ["AGP-010", "AGP-018", "AGP-023"], Fact, |ctx| {
         let mut me = Me::new(ctx);
         me.hello(ctx).await?;
+        me.choose_sender(ctx).await?;
         // The replies' shape is read by read_reply: an error that is no message is
         // this case's error:not-a-message, whatever the control.
         ctx.claim("each malformed request is answered by an error message");
@@ -137,6 +138,7 @@ pub const CASES: &[Case] = &[
     case!("input-validation", "odd payloads draw INVALID_MESSAGE, never INTERNAL_ERROR or a dropped connection", ["AGP-038"], Should, |ctx| {
         let mut me = Me::new(ctx);
         me.hello(ctx).await?;
+        me.choose_sender(ctx).await?;
         ctx.claim("each odd payload is answered by an error message");
         let mut drew = Vec::new();
         for (what, payload) in [

@@ -126,6 +126,11 @@ pub struct Me {
     addressed: Option<String>,
     /// The last signatures made, with the bytes signed ([`Me::signed`]).
     signed: std::sync::Mutex<Vec<(String, Vec<u8>)>>,
+    /// This agent said hello.
+    greeted: bool,
+    /// The case judges this very sender (a claim about senders that said hello):
+    /// a refused valid message never hands the case to another sender.
+    kept: bool,
 }
 
 impl Me {
@@ -143,7 +148,15 @@ impl Me {
             seen_ids: HashSet::new(),
             addressed: ctx.profile().agentprotocol.agent_id.clone(),
             signed: Default::default(),
+            greeted: false,
+            kept: false,
         }
+    }
+
+    /// Keeps the case to this sender: its claims are about a sender that said hello,
+    /// so a valid message refused blocks them ([`Me::accepted`]).
+    pub fn keep_sender(&mut self) {
+        self.kept = true;
     }
 
     /// An unsigned message from this agent, addressed to the target when known (from
@@ -308,10 +321,92 @@ impl Me {
         let r = self.send(ctx, msg).await?;
         match r["type"].as_str() {
             Some("response") => ctx.control(what),
-            Some("error") => return Err(ctx.block(refused(&r, what, &["AGP-018"]))),
+            Some("error") => return self.refused_valid(ctx, msg, what, &r).await,
             _ => {}
         }
         Ok(r)
+    }
+
+    /// `msg`, a valid message of this sender, was refused with `r`: a finding, one
+    /// however many cases meet it. The rest of agentprotocol.md does not depend on
+    /// the handshake (signature verification, AGP-024, least of all), so when this
+    /// sender said hello the same message goes again from a sender that never did
+    /// ([`Me::other_sender`]): carried out, that sender speaks for the case from
+    /// here on, its acceptance the case's control, and the case is judged beside
+    /// it. When no other sender is carried out either, the refusal blocks the case.
+    pub async fn refused_valid(
+        &mut self,
+        ctx: &mut Ctx,
+        msg: &Value,
+        what: &str,
+        r: &Value,
+    ) -> Step<Value> {
+        let refusal = refused(r, what, &["AGP-018"]);
+        match self.other_sender(ctx, msg, what).await? {
+            Some(reply) => {
+                ctx.finding(judged_beside_other_sender(refusal));
+                Ok(reply)
+            }
+            None => Err(ctx.block(refusal)),
+        }
+    }
+
+    /// Sends `msg` again from a new sender that never said hello, when this one
+    /// said hello and the case may change senders. Carried out, the new sender
+    /// takes this one's place, its acceptance is the case's control, and its reply
+    /// is returned; anything else leaves this sender in place (`None`).
+    async fn other_sender(
+        &mut self,
+        ctx: &mut Ctx,
+        msg: &Value,
+        what: &str,
+    ) -> Step<Option<Value>> {
+        if !self.greeted || self.kept {
+            return Ok(None);
+        }
+        let mut s = Me::new(ctx);
+        s.target = self.target.clone();
+        s.target_capabilities = self.target_capabilities.clone();
+        s.target_features = self.target_features.clone();
+        s.addressed = self.addressed.clone();
+        let mut m = msg.clone();
+        m["from"]["agentId"] = json!(s.id);
+        m["id"] = json!(new_id());
+        if let Some(o) = m.as_object_mut() {
+            o.remove("signature");
+        }
+        s.sign(&mut m);
+        let again = format!("{what}, sent again from a sender that never said hello");
+        ctx.note(format!("the sender that said hello had a valid message refused: {again}, as the control the case's claims are judged beside"));
+        let wait = case_wait(ctx);
+        let reply = match s.send_answer(ctx, &m, wait).await? {
+            Answer::Reply(r) if r["type"] == "response" => r,
+            other => {
+                ctx.note(format!(
+                    "{again} drew {}: no sender of the case's own is carried out",
+                    answer_text(&other)
+                ));
+                return Ok(None);
+            }
+        };
+        ctx.control(&again);
+        *self = s;
+        Ok(Some(reply))
+    }
+
+    /// Chooses the case's sender before probes whose control comes after them: a
+    /// valid echo request, which, refused from the sender that said hello, goes
+    /// again from one that never did ([`Me::refused_valid`]). A refusal of both is
+    /// left for the case's own control to meet.
+    pub async fn choose_sender(&mut self, ctx: &mut Ctx) -> Step<()> {
+        let echo = ctx.profile().agentprotocol.echo_action.clone();
+        let req = self.request(&echo, json!({"sender": "check"}), json!({}));
+        let what = "a valid echo request (to choose the case's sender)";
+        let r = self.send(ctx, &req).await?;
+        if r["type"] == "error" && self.other_sender(ctx, &req, what).await?.is_some() {
+            ctx.finding(judged_beside_other_sender(refused(&r, what, &["AGP-018"])));
+        }
+        Ok(())
     }
 
     /// The case's control: a valid echo request, which must be carried out before a
@@ -354,6 +449,7 @@ impl Me {
             json!({"version": "0.1", "features": ["signed-messages"]}),
         );
         self.sign(&mut h);
+        self.greeted = true;
         let wait = case_wait(ctx);
         let r = match self.send_answer(ctx, &h, wait).await? {
             Answer::Reply(r) => {
@@ -436,6 +532,15 @@ impl Me {
             carried_out: r["type"] == "response",
         }))
     }
+}
+
+/// A refusal of the sender that said hello, once a sender that never did had the
+/// same message carried out: the cases were judged beside that one, not blocked.
+fn judged_beside_other_sender(mut f: Finding) -> Finding {
+    if let Some((said, _)) = f.summary.split_once("; every case that needs") {
+        f.summary = format!("{said}; the same message from a sender that never said hello was carried out, and the cases were judged beside that sender");
+    }
+    f
 }
 
 /// What the details of a CAPABILITY_NOT_SUPPORTED error for `action` must say, as

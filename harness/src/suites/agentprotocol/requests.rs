@@ -5,7 +5,7 @@ use super::errors::{Expect, Shows, CNS, IM, TIMEOUT, UNKNOWN_ACTION_CODE};
 use super::handshake::Me;
 use super::messages::FuzzCase;
 use super::replies::echo_finding;
-use super::wire::{case_verdict, describe, echo, own, refused, Answer, SHORT};
+use super::wire::{case_verdict, describe, echo, own, Answer, SHORT};
 use crate::case::{Bindings, Case, Level, Stop};
 use crate::finding::Finding;
 use crate::rules::rules;
@@ -76,6 +76,12 @@ pub const CASES: &[Case] = &[
         req["metadata"] = json!({"priority": "high", "x-h": 1});
         me.sign(&mut req);
         let r = me.accepted(ctx, &req, "a valid echo request with metadata and an extra payload member").await?;
+        // Refused from the sender that said hello, the echo is judged as another
+        // sender had it carried out; the refusal is still this case's own subject.
+        let refusal = ctx.findings().iter().find(|m| m.finding.rule.is_some_and(|r| *r == crate::rules::REFUSED)).map(|m| m.finding.clone());
+        if let Some(f) = refusal {
+            ctx.deviation(f);
+        }
         if let Some(f) = echo_finding(&r, Some(&params), "an echo request with metadata and an extra payload member") {
             return Err(Stop::Finding(f));
         }
@@ -118,7 +124,9 @@ pub const CASES: &[Case] = &[
         let r = me.send(ctx, &within).await?;
         match (r["type"].as_str(), r["payload"]["code"].as_str()) {
             (Some("response"), _) => ctx.control(&what),
-            (Some("error"), Some(c)) if c != "TIMEOUT" => return Err(ctx.block(refused(&r, &what, &["AGP-018"]))),
+            (Some("error"), Some(c)) if c != "TIMEOUT" => {
+                me.refused_valid(ctx, &within, &what, &r).await?;
+            }
             _ => return Err(own(&TIMEOUT_WITHIN_TIMEOUT, format!("{what} drew {}: a delay within its timeout must be carried out (AGP-018)", describe(&r)))),
         }
         let req = me.request(&delay, json!({"ms": 2000}), json!({"timeout": 100}));

@@ -143,6 +143,7 @@ async fn before_hello(
 pub const CASES: &[Case] = &[
     case!("reject-tampered", "a message changed after signing draws INVALID_SIGNATURE and is not carried out", ["AGP-024", "AGP-033", "AGP-035"], Fact, |ctx| {
         let mut me = Me::new(ctx);
+        me.keep_sender();
         me.hello(ctx).await?;
         ctx.claim("a message changed after signing, from a sender that said hello, draws INVALID_SIGNATURE");
         let twin = me.request(&echo(ctx), json!({"text": "signed"}), json!({}));
@@ -184,6 +185,7 @@ pub const CASES: &[Case] = &[
     }),
     case!("reject-wrong-key", "a message signed by one key but naming another in from.agentId draws INVALID_SIGNATURE", ["AGP-034", "AGP-035"], Fact, |ctx| {
         let mut me = Me::new(ctx);
+        me.keep_sender();
         me.hello(ctx).await?;
         ctx.claim("a message signed by another key than its from.agentId's, from a sender that said hello, draws INVALID_SIGNATURE");
         let mut twin = me.message("request", json!({"action": echo(ctx), "correlationId": "wk", "params": {}, "timeout": 30000}));
@@ -223,11 +225,12 @@ pub const CASES: &[Case] = &[
         let mut me = Me::new(ctx);
         let mut found: Vec<Finding> = Vec::new();
         me.hello(ctx).await?;
-        let m = me.message("request", json!({"action": echo(ctx), "correlationId": "us", "params": {}, "timeout": 30000}));
-        let mut twin = m.clone();
-        twin["id"] = json!(reference_impl::wire::new_id());
+        let payload = json!({"action": echo(ctx), "correlationId": "us", "params": {}, "timeout": 30000});
+        let mut twin = me.message("request", payload.clone());
         me.sign(&mut twin);
         me.twin(ctx, &twin, "the same request, signed").await?;
+        // Built after the twin: from the sender the twin left the case with.
+        let m = me.message("request", payload);
         let advertises = me.target_features.iter().any(|f| f == "signed-messages");
         match me.send_answer(ctx, &m, Duration::from_millis(ctx.profile().timing.case_timeout_ms)).await? {
             Answer::Reply(r) if r["type"] == "response" => {
