@@ -282,6 +282,13 @@ impl Exchange {
             // request["body"] in a server without error handling.
             return crash();
         }
+        if conversation.is_some()
+            && self.fault("follow-up-crashes-without-body")
+            && !req.contains_key("body")
+        {
+            // The same, in a follow-up handler only: POST / checks it.
+            return crash();
+        }
         if conversation.is_none()
             && self.fault("require-protocol-hash")
             && !req.contains_key("protocolHash")

@@ -8,7 +8,9 @@ use super::errors::{
 };
 use super::replies::{expires_finding, Reply, CONVERSATION_RULES};
 use super::requests::{expect_for, judge_expected, template, Template};
-use super::wire::{control, fuzz_post, post, send, unix_now, unix_now_ms};
+use super::wire::{
+    control, conversation_path, fuzz_post, post, send, unix_now, unix_now_ms,
+};
 use crate::case::{fail, fail_rows, skip, Bindings, Case, Step, Stop};
 use crate::drive::Transport;
 use crate::finding::Finding;
@@ -82,13 +84,6 @@ pub fn unknown_conversation_finding(r: &Reply) -> Option<Finding> {
             r.describe()
         ))
     })
-}
-
-pub fn conversation_path(id: &str) -> String {
-    format!(
-        "conversations/{}",
-        reference_impl::agora_exchange::client::percent_encode(id)
-    )
 }
 
 /// How far past an instant the harness waits before it takes the instant as past

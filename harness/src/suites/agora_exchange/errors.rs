@@ -3,7 +3,7 @@
 //! crash and malformed-input judgements.
 
 use super::replies::{Reply, REPLY_ERROR_CONTENT_TYPE};
-use super::wire::{post, post_unreadable};
+use super::wire::{post, post_unreadable, request_routes};
 use crate::case::{fail, Bindings, Case, Step};
 use crate::drive::Transport;
 use crate::finding::{Finding, Verdict};
@@ -113,38 +113,38 @@ pub const CASES: &[Case] = &[
         Must,
         false,
         |ctx| {
-            let array = post_unreadable(ctx, "", b"[]".to_vec()).await?;
-            let syntax = post_unreadable(ctx, "", b"{not json".to_vec()).await?;
-            let is_2xx = |r: &Reply| (200..300).contains(&r.http);
-            // One finding per thing the target did: both answered with a 2xx is one
-            // deviation (a request it cannot read taken as read), not two.
-            let mut in_2xx = Vec::new();
-            if !array.is_client_error() && is_2xx(&array) {
-                in_2xx.push(format!(
-                    "a JSON array as the request drew {}",
-                    array.describe()
-                ));
-            }
-            if syntax.http != 400 && is_2xx(&syntax) {
-                in_2xx.push(format!("malformed JSON drew {}", syntax.describe()));
+            // Every route that takes a request is held to the same (§10.1): one
+            // finding per thing the target did, its rows naming the route. Both
+            // answered with a 2xx is one deviation (a request it cannot read taken
+            // as read), not two.
+            let (mut in_2xx, mut not_object, mut status) = (Vec::new(), Vec::new(), Vec::new());
+            for (route, path) in request_routes(ctx).await? {
+                let array = post_unreadable(ctx, &path, b"[]".to_vec()).await?;
+                let syntax = post_unreadable(ctx, &path, b"{not json".to_vec()).await?;
+                let is_2xx = |r: &Reply| (200..300).contains(&r.http);
+                if !array.is_client_error() && is_2xx(&array) {
+                    in_2xx.push(format!("{route}: a JSON array as the request drew {}", array.describe()));
+                }
+                if syntax.http != 400 && is_2xx(&syntax) {
+                    in_2xx.push(format!("{route}: malformed JSON drew {}", syntax.describe()));
+                }
+                if !array.is_client_error() && !is_2xx(&array) {
+                    not_object.push(format!("{route}: a JSON array as the request drew {}", array.describe()));
+                } else if array.is_client_error() && array.http != 400 {
+                    ctx.note(format!("{route}: a JSON array as the request drew HTTP {} (any 4xx is accepted: the spec names no code for it)", array.http));
+                }
+                if syntax.http != 400 && !is_2xx(&syntax) {
+                    status.push(format!("{route}: malformed JSON drew {}", syntax.describe()));
+                }
             }
             if !in_2xx.is_empty() {
-                own(ctx, MALFORMED_JSON_2XX.found(format!("{}: a request the server cannot read was answered with a 2xx, not an HTTP 4xx (400 for malformed JSON, agora-exchange.txt §10.1)", in_2xx.join("; ")),
-            ));
+                own(ctx, MALFORMED_JSON_2XX.found(format!("{}: a request the server cannot read was answered with a 2xx, not an HTTP 4xx (400 for malformed JSON, agora-exchange.txt §10.1)", in_2xx.join("; "))));
             }
-            if !array.is_client_error() && !is_2xx(&array) {
-                own(
-                    ctx,
-                    MALFORMED_JSON_NOT_OBJECT.found(format!(
-                        "a JSON array as the request drew {}, not an HTTP 4xx",
-                        array.describe()
-                    )),
-                );
-            } else if array.is_client_error() && array.http != 400 {
-                ctx.note(format!("a JSON array as the request drew HTTP {} (any 4xx is accepted: the spec names no code for it)", array.http));
+            if !not_object.is_empty() {
+                own(ctx, MALFORMED_JSON_NOT_OBJECT.found(format!("{}, not an HTTP 4xx", not_object.join("; "))));
             }
-            if syntax.http != 400 && !is_2xx(&syntax) {
-                own(ctx, MALFORMED_JSON_STATUS.found(format!("malformed JSON drew {}; agora-exchange.txt §10.1 names 400 Bad Request for it", syntax.describe())));
+            if !status.is_empty() {
+                own(ctx, MALFORMED_JSON_STATUS.found(format!("{}; agora-exchange.txt §10.1 names 400 Bad Request for it", status.join("; "))));
             }
             claim(ctx, &[&REPLY_ERROR_CONTENT_TYPE]);
             Ok(())

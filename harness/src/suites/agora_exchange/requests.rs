@@ -12,7 +12,7 @@ use super::replies::{
     REPLY_CONVERSATION_ID, REPLY_DUPLICATE_MEMBER, REPLY_NOT_JSON, REPLY_NOT_OBJECT, REPLY_STATUS,
     REPLY_STATUS_CASE,
 };
-use super::wire::{control, post, post_bytes, REQUEST_PROTOCOL_SOURCES_OPTIONAL};
+use super::wire::{control, post, post_bytes, request_routes, REQUEST_PROTOCOL_SOURCES_OPTIONAL};
 use crate::case::{fail, skip, Bindings, Case, Level, Stop};
 use crate::drive::Transport;
 use crate::finding::quote;
@@ -41,7 +41,7 @@ rules! {
         level: Some(Level::Must),
         owner: "agora-exchange/missing-body",
         summary: "a request without body is rejected (an HTTP 4xx or status failure), never answered with success",
-        fails: "one or more requests without body were taken (each named: protocolHash null, an empty object)",
+        fails: "one or more requests without body were taken (each named with its route: protocolHash null and an empty object to POST /, an empty object as a follow-up)",
         passes: "an HTTP 4xx or HTTP 200 with status failure for each",
     }
 }
@@ -101,9 +101,13 @@ pub const CASES: &[Case] = &[
     case!("missing-body", "requests without body are rejected (an HTTP 4xx or status failure), never answered with success", ["AEX-008"], Must, false, |ctx| {
         control(ctx).await?;
         let mut taken = Vec::new();
-        for req in [json!({"protocolHash": null}), json!({})] {
-            let r = post(ctx, "", &req).await?;
-            taken.extend(rejected_row(ctx, &r, &format!("request {req}"))?);
+        for (route, path) in request_routes(ctx).await? {
+            // A follow-up's protocolHash is the conversation's: only {} there.
+            let reqs = if path.is_empty() { vec![json!({"protocolHash": null}), json!({})] } else { vec![json!({})] };
+            for req in reqs {
+                let r = post(ctx, &path, &req).await?;
+                taken.extend(rejected_row(ctx, &r, &format!("{route}: request {req}"))?);
+            }
         }
         ctx.rows_wrong(&MISSING_BODY, "requests without body were not rejected", &taken);
         Ok(())

@@ -110,6 +110,38 @@ pub async fn control(ctx: &mut Ctx) -> Step<()> {
     )))
 }
 
+/// The path of conversation `id`'s follow-ups (§7).
+pub fn conversation_path(id: &str) -> String {
+    format!(
+        "conversations/{}",
+        reference_impl::agora_exchange::client::percent_encode(id)
+    )
+}
+
+/// The routes that take a request, for the checks each must make alike (a request
+/// without body, malformed JSON): the base URL (`""`), and the follow-up route of
+/// a conversation opened here, once a valid follow-up in it was taken (the
+/// route's control). The follow-up route is left out, with a note, when the
+/// target declines multi-round mode or takes no valid follow-up.
+pub async fn request_routes(ctx: &mut Ctx) -> Step<Vec<(&'static str, String)>> {
+    let mut routes = vec![("POST /", String::new())];
+    let start = json!({"protocolHash": null, "body": "start", "multiround": true});
+    let r = post(ctx, "", &start).await?;
+    let Some(id) = r.conversation_id().filter(|_| r.is_success()) else {
+        ctx.note(format!("the follow-up route is not judged: multiround true drew {}, no conversation to follow up (AEX-028 lets a target decline)", r.describe()));
+        return Ok(routes);
+    };
+    let path = conversation_path(id);
+    let next = post(ctx, &path, &json!({"body": "next"})).await?;
+    if !next.is_success() {
+        ctx.note(format!("the follow-up route is not judged: a valid follow-up to {path} drew {}, so a refusal there proves nothing", next.describe()));
+        return Ok(routes);
+    }
+    ctx.checked(format!("control of the follow-up route: a valid follow-up to {path} was taken"));
+    routes.push(("a follow-up (POST /conversations/{id})", path));
+    Ok(routes)
+}
+
 /// POSTs raw bytes with `Content-Type: application/json` plus `headers`.
 pub async fn post_bytes(
     ctx: &mut Ctx,
