@@ -8,9 +8,7 @@ use super::errors::{
 };
 use super::replies::{expires_finding, Reply, CONVERSATION_RULES};
 use super::requests::{expect_for, judge_expected, template, Template};
-use super::wire::{
-    control, conversation_path, fuzz_post, post, send, unix_now, unix_now_ms,
-};
+use super::wire::{control, conversation_path, fuzz_post, post, send, unix_now, unix_now_ms};
 use crate::case::{fail, fail_rows, skip, Bindings, Case, Step, Stop};
 use crate::drive::Transport;
 use crate::finding::Finding;

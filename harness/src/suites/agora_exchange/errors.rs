@@ -123,28 +123,50 @@ pub const CASES: &[Case] = &[
                 let syntax = post_unreadable(ctx, &path, b"{not json".to_vec()).await?;
                 let is_2xx = |r: &Reply| (200..300).contains(&r.http);
                 if !array.is_client_error() && is_2xx(&array) {
-                    in_2xx.push(format!("{route}: a JSON array as the request drew {}", array.describe()));
+                    in_2xx.push(format!(
+                        "{route}: a JSON array as the request drew {}",
+                        array.describe()
+                    ));
                 }
                 if syntax.http != 400 && is_2xx(&syntax) {
-                    in_2xx.push(format!("{route}: malformed JSON drew {}", syntax.describe()));
+                    in_2xx.push(format!(
+                        "{route}: malformed JSON drew {}",
+                        syntax.describe()
+                    ));
                 }
                 if !array.is_client_error() && !is_2xx(&array) {
-                    not_object.push(format!("{route}: a JSON array as the request drew {}", array.describe()));
+                    not_object.push(format!(
+                        "{route}: a JSON array as the request drew {}",
+                        array.describe()
+                    ));
                 } else if array.is_client_error() && array.http != 400 {
                     ctx.note(format!("{route}: a JSON array as the request drew HTTP {} (any 4xx is accepted: the spec names no code for it)", array.http));
                 }
                 if syntax.http != 400 && !is_2xx(&syntax) {
-                    status.push(format!("{route}: malformed JSON drew {}", syntax.describe()));
+                    status.push(format!(
+                        "{route}: malformed JSON drew {}",
+                        syntax.describe()
+                    ));
                 }
             }
             if !in_2xx.is_empty() {
                 own(ctx, MALFORMED_JSON_2XX.found(format!("{}: a request the server cannot read was answered with a 2xx, not an HTTP 4xx (400 for malformed JSON, agora-exchange.txt §10.1)", in_2xx.join("; "))));
             }
             if !not_object.is_empty() {
-                own(ctx, MALFORMED_JSON_NOT_OBJECT.found(format!("{}, not an HTTP 4xx", not_object.join("; "))));
+                own(
+                    ctx,
+                    MALFORMED_JSON_NOT_OBJECT
+                        .found(format!("{}, not an HTTP 4xx", not_object.join("; "))),
+                );
             }
             if !status.is_empty() {
-                own(ctx, MALFORMED_JSON_STATUS.found(format!("{}; agora-exchange.txt §10.1 names 400 Bad Request for it", status.join("; "))));
+                own(
+                    ctx,
+                    MALFORMED_JSON_STATUS.found(format!(
+                        "{}; agora-exchange.txt §10.1 names 400 Bad Request for it",
+                        status.join("; ")
+                    )),
+                );
             }
             claim(ctx, &[&REPLY_ERROR_CONTENT_TYPE]);
             Ok(())

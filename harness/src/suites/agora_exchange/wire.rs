@@ -137,7 +137,9 @@ pub async fn request_routes(ctx: &mut Ctx) -> Step<Vec<(&'static str, String)>> 
         ctx.note(format!("the follow-up route is not judged: a valid follow-up to {path} drew {}, so a refusal there proves nothing", next.describe()));
         return Ok(routes);
     }
-    ctx.checked(format!("control of the follow-up route: a valid follow-up to {path} was taken"));
+    ctx.checked(format!(
+        "control of the follow-up route: a valid follow-up to {path} was taken"
+    ));
     routes.push(("a follow-up (POST /conversations/{id})", path));
     Ok(routes)
 }

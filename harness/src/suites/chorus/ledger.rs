@@ -7,7 +7,7 @@ use super::errors::{
 use super::wire::{
     credits_of, credits_value, encode, floor_cents, id_class, id_value, now_utc, numeric_string,
     oracle_for, post, post_bytes, remove, set, setup, timestamp_class, timestamp_value,
-    two_decimals, Base, Class, Credits, IdForm, Parsed, Resp, TsForm, Wire,
+    two_decimals, unreadable_bodies, Base, Class, Credits, IdForm, Parsed, Resp, TsForm, Wire,
 };
 use crate::case::{fail, skip, Bindings, Case, Level, Step, Stop};
 use crate::drive::Transport;
@@ -82,11 +82,11 @@ rules! {
     }
     TRANSFER_INCOMPLETE_TAKEN {
         key: "chorus/transfer:incomplete-taken",
-        requirements: &["CHO-039"],
+        requirements: &["CHO-001", "CHO-039"],
         level: None,
         owner: "chorus/transfer",
-        summary: "a transfer without amount or to_owner draws a 4xx",
-        fails: "the ledger took one or more incomplete transfers (each named)",
+        summary: "a transfer without amount or to_owner, with an amount that is no number, or with a body that is no JSON object draws a 4xx",
+        fails: "the ledger took, or failed with a 5xx on, one or more incomplete transfers (each named: no amount, no to_owner, amount \"ten\", no body, a non-JSON body, a JSON array)",
         passes: "a 4xx for each",
     }
 }
@@ -201,6 +201,14 @@ pub const CASES: &[Case] = &[
             body.as_object_mut().map(|o| o.remove(key));
             let r = send_transfer(ctx, &body).await?;
             taken.extend(rejected_row(ctx, &r, &format!("a transfer without {key}")));
+        }
+        let mut body = transfer(&from, &to, 0.10);
+        body["amount"] = json!("ten");
+        let r = send_transfer(ctx, &body).await?;
+        taken.extend(rejected_row(ctx, &r, "a transfer with amount \"ten\""));
+        // The same bodies every POST route refuses (CHO-001), sent as they are.
+        for (what, r) in unreadable_bodies(ctx, Base::Ledger, "transfer").await? {
+            taken.extend(rejected_row(ctx, &r, &format!("a transfer with {what}")));
         }
         ctx.rows_wrong(&TRANSFER_INCOMPLETE_TAKEN, "the ledger took incomplete transfers", &taken);
         ctx.note("a transfer for a job the ledger never saw was accepted or refused: informational (CHO-041)");

@@ -4,9 +4,9 @@
 use super::errors::{extras, judge, rejected_row, Model, Subject};
 use super::wire::{
     canonical_id, cost_class, credits_of, credits_value, encode, id_class, id_value, need_json,
-    note_id_encoding, now_utc, oracle_for, post, post_bytes, post_raw, remove, same_id, set, setup,
-    shape_findings, timestamp_class, timestamp_value, Base, Class, Credits, IdForm, Parsed, Resp,
-    TsForm, Wire, ROUNDED,
+    note_id_encoding, now_utc, oracle_for, post, post_bytes, remove, same_id, set, setup,
+    shape_findings, timestamp_class, timestamp_value, unreadable_bodies, Base, Class, Credits,
+    IdForm, Parsed, Resp, TsForm, Wire, ROUNDED,
 };
 use crate::case::{Bindings, Case, Step};
 use crate::drive::Transport;
@@ -72,7 +72,7 @@ rules! {
         level: None,
         owner: "chorus/register-rejects-invalid",
         summary: "a registration with a bad field, or without JSON, draws a 4xx",
-        fails: "the registry took one or more bad registrations (each named: a bad agent_id, no api_endpoint, no skills, a skill without skill_name or with cost_per_call \"cheap\", timestamp_utc \"yesterday\", a non-JSON body)",
+        fails: "the registry took one or more bad registrations (each named: a bad agent_id, no api_endpoint, no skills, a skill without skill_name or with cost_per_call \"cheap\", timestamp_utc \"yesterday\", no body, a non-JSON body, a JSON array)",
         passes: "a 4xx for each",
     }
 }
@@ -239,8 +239,9 @@ pub const CASES: &[Case] = &[
             let r = post(ctx, Base::Registry, "register", &body).await?;
             taken.extend(rejected_row(ctx, &r, what));
         }
-        let r = post_raw(ctx, "register", b"agent_id=1".to_vec()).await?;
-        taken.extend(rejected_row(ctx, &r, "a non-JSON body"));
+        for (what, r) in unreadable_bodies(ctx, Base::Registry, "register").await? {
+            taken.extend(rejected_row(ctx, &r, what));
+        }
         ctx.rows_wrong(&REGISTER_REJECTS_INVALID, "the registry took bad registrations", &taken);
         Ok(())
     }),

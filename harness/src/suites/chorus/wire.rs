@@ -207,6 +207,7 @@ fn is_code_token(s: &str) -> bool {
         && s.bytes().any(|b| b.is_ascii_uppercase())
 }
 
+#[derive(Clone)]
 pub enum Base {
     Registry,
     Ledger,
@@ -222,6 +223,19 @@ pub async fn call(
     path: &str,
     body: Option<&Value>,
 ) -> Step<Resp> {
+    let bytes = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
+    call_bytes(ctx, base, method, path, bytes).await
+}
+
+/// One request with `bytes` as it is, labelled JSON (none: no body and no
+/// Content-Type); its reply read as [`call`] reads it.
+async fn call_bytes(
+    ctx: &mut Ctx,
+    base: Base,
+    method: reqwest::Method,
+    path: &str,
+    bytes: Option<Vec<u8>>,
+) -> Step<Resp> {
     let base = match base {
         Base::Registry => ctx.url.clone(),
         Base::Ledger => ctx
@@ -232,7 +246,6 @@ pub async fn call(
             .unwrap_or_else(|| ctx.url.clone()),
         Base::Url(u) => u,
     };
-    let bytes = body.map(|b| serde_json::to_vec(b).unwrap_or_default());
     let headers: &[(&str, &str)] = if bytes.is_some() {
         &[("content-type", "application/json")]
     } else {
@@ -270,21 +283,29 @@ pub async fn post(ctx: &mut Ctx, base: Base, path: &str, body: &Value) -> Step<R
     call(ctx, base, reqwest::Method::POST, path, Some(body)).await
 }
 
-/// POSTs raw bytes, labelled JSON, to the registry.
-pub async fn post_raw(ctx: &mut Ctx, path: &str, bytes: Vec<u8>) -> Step<Resp> {
-    let r = ctx
-        .http(
-            reqwest::Method::POST,
-            path,
-            &[("content-type", "application/json")],
-            Some(bytes),
-        )
-        .await?;
-    Ok(Resp {
-        http: r.status,
-        json: json::parse(&r.body).ok().map(|t| t.to_serde()),
-        raw: String::from_utf8_lossy(&r.body).into_owned(),
-    })
+/// POSTs raw bytes, labelled JSON, to `path` at `base`.
+pub async fn post_raw(ctx: &mut Ctx, base: Base, path: &str, bytes: Vec<u8>) -> Step<Resp> {
+    call_bytes(ctx, base, reqwest::Method::POST, path, Some(bytes)).await
+}
+
+/// The bodies every POST route must refuse alike, whatever it takes (CHO-001: its
+/// body is a JSON object): none, malformed JSON, and JSON that is not an object.
+/// Each sent to `path` at `base`, with what it is.
+pub async fn unreadable_bodies(
+    ctx: &mut Ctx,
+    base: Base,
+    path: &str,
+) -> Step<Vec<(&'static str, Resp)>> {
+    let mut out = Vec::new();
+    for (what, bytes) in [
+        ("no body", None),
+        ("a non-JSON body", Some(b"agent_id=1".to_vec())),
+        ("a JSON array as the body", Some(b"[]".to_vec())),
+    ] {
+        let r = call_bytes(ctx, base.clone(), reqwest::Method::POST, path, bytes).await?;
+        out.push((what, r));
+    }
+    Ok(out)
 }
 
 /// The JSON body of a reply the spec defines as JSON (CHO-001); blocks when there
