@@ -134,6 +134,22 @@ pub const FAULTS: &[Fault] = &[
         duty = report_error["chorus/client-transfer-failed"],
     ),
     fault!(
+        "transfer-id-replaced",
+        "supplied ids",
+        "the ledger answers a transfer with a transfer_id of its own, not the one the client sent (a repeat of the sent one is still applied once)",
+        ["chorus/transfer"],
+        finding = ["chorus/transfer:id-not-kept"],
+        duty = none,
+    ),
+    fault!(
+        "balance-float-drift",
+        "credit decimals",
+        "the ledger reckons the balance its transfer replies report in floating point: the second transfer of 0.10 from 100.00 leaves 99.80000000000001",
+        ["chorus/transfer"],
+        finding = ["chorus/credits:decimals"],
+        duty = none,
+    ),
+    fault!(
         "transfer-any-amount",
         "transfer amount",
         "the ledger takes a transfer of any amount, 0 and negative ones included (a negative one credits the sender)",

@@ -648,7 +648,19 @@ impl Chorus {
                 to_balance.saturating_add(cents)
             };
             st.balances.insert(to.clone(), to_new);
-            let body = json!({"status": "completed", "transfer_id": id, "from_owner": from, "to_owner": to, "amount": cents as f64 / 100.0});
+            // The sender's balance left, in credits (an extension chorus.md leaves
+            // open): exact from cents, or float arithmetic's drift with the fault.
+            let left = if self.fault("balance-float-drift") {
+                from_balance as f64 / 100.0 - amount
+            } else {
+                st.balances.get(&from).copied().unwrap_or_default() as f64 / 100.0
+            };
+            let told_id = if self.fault("transfer-id-replaced") {
+                crate::wire::new_id()
+            } else {
+                id.to_string()
+            };
+            let body = json!({"status": "completed", "transfer_id": told_id, "from_owner": from, "to_owner": to, "amount": cents as f64 / 100.0, "balance": left});
             st.transfers.insert(id.to_string(), body.clone());
             Ok(Reply { status: 200, body })
         };

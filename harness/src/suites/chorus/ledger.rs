@@ -6,7 +6,7 @@ use super::errors::{
 };
 use super::wire::{
     credits_of, credits_value, encode, floor_cents, id_class, id_value, now_utc, numeric_string,
-    oracle_for, post, post_bytes, remove, set, setup, timestamp_class, timestamp_value,
+    oracle_for, post, post_bytes, remove, same_id, set, setup, timestamp_class, timestamp_value,
     two_decimals, unreadable_bodies, Base, Class, Credits, IdForm, Parsed, Resp, TsForm, Wire,
 };
 use crate::case::{fail, skip, Bindings, Case, Level, Step, Stop};
@@ -80,6 +80,24 @@ rules! {
         fails: "never fails: a repeated transfer_id applied twice, recorded ([chorus] idempotent_transfers = false)",
         passes: "the repeat moves nothing",
     }
+    TRANSFER_ID_NOT_KEPT {
+        key: "chorus/transfer:id-not-kept",
+        requirements: &["CHO-039"],
+        level: None,
+        owner: "chorus/transfer",
+        summary: "a transfer reply that names a transfer_id names the one the client sent (the client supplies it, chorus.md section 3.5)",
+        fails: "a reply to a taken transfer whose transfer_id is another than the one sent",
+        passes: "the sent transfer_id, or none in the reply",
+    }
+    CREDITS_DECIMALS {
+        key: "chorus/credits:decimals",
+        requirements: &["CHO-005"],
+        level: None,
+        owner: "",
+        summary: "every credit amount and balance a reply carries has at most two decimals, however many transfers came before (credits are floats with two decimals, chorus.md section 2)",
+        fails: "a transfer reply whose amount or balance, as written, has more than two decimals (99.80000000000001: float arithmetic's drift)",
+        passes: "two decimals at most, as written",
+    }
     TRANSFER_INCOMPLETE_TAKEN {
         key: "chorus/transfer:incomplete-taken",
         requirements: &["CHO-001", "CHO-039"],
@@ -136,7 +154,53 @@ pub async fn send_transfer(ctx: &mut Ctx, body: &Value) -> Step<Resp> {
         // not a deviation, whatever transfer the case sent.
         return Err(ctx.block(no_ledger_here(ctx, &r)));
     }
+    if taken(&r) {
+        for f in transfer_reply_findings(body, &r) {
+            ctx.finding(f);
+        }
+    }
     Ok(r)
+}
+
+/// What the reply to the taken transfer `sent` breaks, of what a ledger's reply may
+/// say (chorus.md defines no body, CHO-A14): a transfer_id other than the one sent
+/// (CHO-039), a credit amount or balance written with more than two decimals
+/// (CHO-005).
+pub fn transfer_reply_findings(sent: &Value, r: &Resp) -> Vec<Finding> {
+    let mut found = Vec::new();
+    let Some(reply) = r.json.as_ref().and_then(Value::as_object) else {
+        return found;
+    };
+    if let (Some(got), Some(want)) = (
+        reply.get("transfer_id").and_then(Value::as_str),
+        sent["transfer_id"].as_str(),
+    ) {
+        if !same_id(got, want) {
+            found.push(TRANSFER_ID_NOT_KEPT.found(format!("a transfer sent with transfer_id {want} was answered with transfer_id {got}: the client supplies it (CHO-039); {}", r.describe())));
+        }
+    }
+    let drifted: Vec<String> = reply
+        .iter()
+        .filter(|(k, _)| k.as_str() == "amount" || k.contains("balance"))
+        .filter_map(|(k, v)| Some((k, v.as_f64()?)))
+        .filter(|(_, x)| !written_with_two_decimals(*x))
+        .map(|(k, x)| format!("{k} {x}"))
+        .collect();
+    if !drifted.is_empty() {
+        found.push(CREDITS_DECIMALS.found(format!(
+            "a transfer reply carries {}: credits have two decimals (CHO-005); {}",
+            drifted.join(" and "),
+            r.describe()
+        )));
+    }
+    found
+}
+
+/// Whether `x`, as the shortest decimal that reads back as it, has at most two
+/// decimals: 99.8 does, 99.80000000000001 (float drift) does not.
+pub fn written_with_two_decimals(x: f64) -> bool {
+    let text = x.to_string();
+    text.split_once('.').is_none_or(|(_, d)| d.len() <= 2)
 }
 
 /// The setting finding of a transfer answered HTTP 404 or 405: no ledger at the
@@ -195,6 +259,14 @@ pub const CASES: &[Case] = &[
         let to = funded_owner(ctx).await?;
         let r = send_transfer(ctx, &transfer(&from, &to, 0.10)).await?;
         expect_taken(ctx, &r, 0.10, "a valid transfer")?;
+        // A series from the same owner: the amounts and balances its replies
+        // carry keep two decimals however many came before (CHO-005, send_transfer).
+        if initial >= 0.50 {
+            for n in 2..=4 {
+                let r = send_transfer(ctx, &transfer(&from, &to, 0.10)).await?;
+                expect_taken(ctx, &r, 0.10, &format!("valid transfer {n} of a series from one owner"))?;
+            }
+        }
         let mut taken = Vec::new();
         for key in ["amount", "to_owner"] {
             let mut body = transfer(&from, &to, 0.10);
@@ -731,6 +803,7 @@ async fn repeat_transfer(
     } else {
         judged?;
     }
+    taken_reply(f, &value, &r)?;
     let ok = r.ok() && !is_rejection(&r);
     if ok && (!was_accepted || !st.idempotent) {
         st.apply(&effect);
@@ -755,6 +828,19 @@ async fn repeat_transfer(
     }
     st.books.apply(&Effect::Unknown(vec![sender, recipient]));
     Ok(None)
+}
+
+/// The reply to a transfer the ledger took, held to what `run` holds every such
+/// reply to ([`transfer_reply_findings`]), under the same keys.
+fn taken_reply(f: &mut FuzzCtx, sent: &Value, r: &Resp) -> FuzzStep<()> {
+    if !(r.ok() && !is_rejection(r)) {
+        return Ok(());
+    }
+    let from = f.ctx.findings().len();
+    for x in transfer_reply_findings(sent, r) {
+        f.ctx.finding(x);
+    }
+    verdict::rules_since(&f.ctx, from)
 }
 
 /// The model of a repeated transfer and what it does: nothing moves for a repeat of
@@ -814,6 +900,7 @@ async fn fuzz_transfer(
     let judged = judge(f, &r, &m, what, oracle_for(wire));
     let sender = value["from_owner"].as_str().unwrap_or_default();
     st.short(sender, &r, judged)?;
+    taken_reply(f, &value, &r)?;
     let ok = r.ok() && !is_rejection(&r);
     if ok {
         st.apply(&effect);
@@ -839,7 +926,11 @@ fn transfer_body(st: &LedgerState, amount: Amount, reverse: bool, muts: &[Transf
     };
     let bal = st.books.get(from).unwrap_or(st.initial).max(0);
     let amount = match amount {
-        Amount::Part(p) => credits_of((bal * i64::from(p % 4 + 1) / 4).max(1)),
+        // A quarter to the whole, less up to 7 cents: amounts a float ledger
+        // cannot hold exactly (CHO-005).
+        Amount::Part(p) => {
+            credits_of((bal * i64::from(p % 4 + 1) / 4 - i64::from(p / 4 % 8)).max(1))
+        }
         Amount::Exact => credits_of(bal.max(1)),
         Amount::Over(n) => credits_of(bal + 1 + i64::from(n % 50)),
         Amount::Credits(c) => credits_value(c),
