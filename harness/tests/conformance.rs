@@ -1829,6 +1829,16 @@ fn cli_init() -> Result<(), Failed> {
             &[][..],
         ),
         (
+            "agora-exchange",
+            &["--fault", "wellknown-wrapped"][..],
+            &[
+                "protocol_hash = \"",
+                "protocol_document",
+                "protocol_sources = \"text\"",
+            ][..],
+            &[][..],
+        ),
+        (
             "agentprotocol",
             &[][..],
             &["agent_id", "echo_action"][..],
@@ -1884,6 +1894,9 @@ fn cli_init() -> Result<(), Failed> {
         // A fault's own finding, and no other; a clean variant: nothing fails.
         let fault_finding = match flags {
             ["--fault", "protocol-hash-base64"] => Some("agora-exchange/protocol-hash:form"),
+            // The wrapper is its own finding; the protocol init finds inside it is
+            // taken, so no case fails on a key that is no protocol.
+            ["--fault", "wellknown-wrapped"] => Some("agora-exchange/wellknown:wrapped"),
             _ => None,
         };
         let failing: Vec<&str> = run.1.lines().filter(|l| l.starts_with("FAIL [")).collect();

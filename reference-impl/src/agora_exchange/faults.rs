@@ -48,6 +48,8 @@ pub const FAULTS: &[Fault] = &[
         ["agora-exchange/post-only"], finding = ["agora-exchange/post-only"], duty = none),
     fault!("crash-500-html", "unhandled errors", "a JSON array, or an object without `body`, draws HTTP 500 with the framework's HTML error page (an unhandled exception)",
         ["agora-exchange/malformed-json", "agora-exchange/missing-body"], finding = ["agora-exchange/malformed-json:not-object", "agora-exchange/missing-body"], duty = none),
+    fault!("wellknown-wrapped", "/wellknown", "GET /wellknown answers {\"status\": \"success\", \"protocols\": {…}}, the map wrapped as a web framework's reply often is",
+        ["agora-exchange/wellknown"], finding = ["agora-exchange/wellknown:wrapped"], duty = none),
     fault!("follow-up-crashes-without-body", "unhandled errors", "a follow-up without `body` draws HTTP 500, as a conversation handler that reads request[\"body\"] unchecked; POST / refuses it",
         ["agora-exchange/missing-body"], finding = ["agora-exchange/missing-body"], duty = none),
     fault!("transport-error-200", "error status", "malformed JSON and a JSON array are answered HTTP 200 with {\"status\": \"error\", \"message\": …}, as read requests: one finding for both",

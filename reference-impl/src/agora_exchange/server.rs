@@ -580,7 +580,10 @@ async fn get_wellknown(State(ex): State<Arc<Exchange>>) -> Response {
     if !ex.cfg.wellknown {
         return not_found(State(ex)).await;
     }
-    let body = ex.wellknown();
+    let mut body = ex.wellknown();
+    if ex.fault("wellknown-wrapped") {
+        body = json!({"status": "success", "protocols": body});
+    }
     respond(&ex, Reply { status: 200, body })
 }
 

@@ -97,6 +97,15 @@ rules! {
         fails: "a /wellknown document that is an array or another JSON value; the case is blocked",
         passes: "a JSON object",
     }
+    WELLKNOWN_WRAPPED {
+        key: "agora-exchange/wellknown:wrapped",
+        requirements: &["AEX-045"],
+        level: None,
+        owner: "agora-exchange/wellknown",
+        summary: "/wellknown is the map of protocol hashes itself, not an object that wraps it",
+        fails: "a /wellknown whose members map to no source lists, one of them an object that does ({\"status\": \"success\", \"protocols\": {…}}); read from inside to go on",
+        passes: "hash keys at the top, each mapped to its sources",
+    }
     WELLKNOWN_SOURCES {
         key: "agora-exchange/wellknown:sources",
         requirements: &["AEX-045"],
@@ -391,6 +400,18 @@ pub async fn wellknown(ctx: &mut Ctx) -> Step<Option<Map<String, Value>>> {
             format!("/wellknown is not a JSON object: {}", quote(&v.to_string())),
         ));
     };
+    let map = match unwrapped(&map) {
+        Some((member, inner)) => {
+            let beside: Vec<&String> = map.keys().filter(|k| **k != member).collect();
+            ctx.finding(WELLKNOWN_WRAPPED.found(format!(
+                "GET /wellknown wraps its map of protocols under {member:?}{}: the reply is the map itself, each SHA1 key mapped to its sources (AEX-045); read from inside to go on: {}",
+                if beside.is_empty() { String::new() } else { format!(" beside {}", crate::finding::json(&beside)) },
+                said_bytes(&r.body)
+            )));
+            inner
+        }
+        None => map,
+    };
     for (key, sources) in &map {
         let ok = sources
             .as_array()
@@ -411,6 +432,22 @@ pub async fn wellknown(ctx: &mut Ctx) -> Step<Option<Map<String, Value>>> {
         }
     }
     Ok(Some(map))
+}
+
+/// The map a /wellknown wraps, with the member that holds it: no member maps to a
+/// list (a source list), and exactly one is a non-empty object whose members all
+/// do. `None` for a map that is the reply itself.
+fn unwrapped(map: &Map<String, Value>) -> Option<(String, Map<String, Value>)> {
+    if map.values().any(Value::is_array) {
+        return None;
+    }
+    let mut holders = map.iter().filter_map(|(k, v)| {
+        let inner = v.as_object()?;
+        (!inner.is_empty() && inner.values().all(Value::is_array))
+            .then(|| (k.clone(), inner.clone()))
+    });
+    let first = holders.next()?;
+    holders.next().is_none().then_some(first)
 }
 
 /// A listed protocol refused as unsupported (AEX-046), owned by the
