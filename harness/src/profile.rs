@@ -52,6 +52,9 @@ pub struct ClientSection {
     pub startup_ms: u64,
     /// Most bytes of the driver's standard output and error kept (each).
     pub max_output_bytes: usize,
+    /// The identity the client acts as in every case of the run (chorus: its
+    /// orchestrator_id); default: one fresh UUID per run.
+    pub identity: Option<String>,
 }
 
 impl Default for ClientSection {
@@ -61,6 +64,7 @@ impl Default for ClientSection {
             timeout_ms: 10_000,
             startup_ms: 30_000,
             max_output_bytes: 64 * 1024,
+            identity: None,
         }
     }
 }
@@ -462,6 +466,12 @@ impl Profile {
             return Err("[timing] case_timeout_ms must be between 1 and 600000".into());
         }
         let c = &self.client;
+        if c.identity
+            .as_deref()
+            .is_some_and(|i| i.trim().is_empty() || i.len() > 200)
+        {
+            return Err("[client] identity must be a non-empty string of at most 200 bytes".into());
+        }
         for (key, v) in [("timeout_ms", c.timeout_ms), ("startup_ms", c.startup_ms)] {
             if v == 0 || v > 600_000 {
                 return Err(format!("[client] {key} must be between 1 and 600000"));

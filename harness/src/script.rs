@@ -155,7 +155,12 @@ impl Documents {
 /// with the case and binding that first carried it and a digest of that message;
 /// at most [`ClientIds::CAP`] are kept.
 #[derive(Debug, Default)]
-pub struct ClientIds(std::sync::Mutex<std::collections::HashMap<String, (String, u64)>>);
+pub struct ClientIds {
+    sent: std::sync::Mutex<std::collections::HashMap<String, (String, u64)>>,
+    /// The identity the client under test acts as throughout the run, when the
+    /// profile gives none ([`Ctx::client_identity`]).
+    identity: std::sync::OnceLock<String>,
+}
 
 impl ClientIds {
     /// The most ids a run keeps: a run's client cases send a few hundred, a fuzz
@@ -166,7 +171,7 @@ impl ClientIds {
     /// `digest`; where another case, or this case in another message, carried it
     /// first, that case.
     pub fn first_use(&self, kind: &str, id: &str, case: &str, digest: u64) -> Option<String> {
-        let mut m = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let mut m = self.sent.lock().unwrap_or_else(|p| p.into_inner());
         let key = format!("{kind}\u{0}{id}");
         match m.get(&key) {
             Some((c, d)) if c != case || *d != digest => Some(c.clone()),
@@ -567,6 +572,21 @@ impl Ctx {
         } else {
             first
         })
+    }
+
+    /// The identity the client under test acts as (a chorus orchestrator_id): the
+    /// profile's `[client] identity`, else one fresh UUID for the whole run, as a
+    /// real client keeps one identity, so that ids it derives from it are seen
+    /// reused across cases ([`Ctx::reused`]).
+    pub fn client_identity(&self) -> String {
+        if let Some(id) = &self.profile().client.identity {
+            return id.clone();
+        }
+        self.shared
+            .client_ids
+            .identity
+            .get_or_init(reference_impl::wire::new_id)
+            .clone()
     }
 
     /// The control this case has, if any.

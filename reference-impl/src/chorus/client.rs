@@ -128,6 +128,12 @@ pub const CLIENT_FAULTS: &[Fault] = &[
         ["chorus/client-hire"]
     ),
     fault!(
+        "job-id-from-identity",
+        "jobs",
+        "derives each job_id from its own orchestrator_id (a UUID v4 made of the id's SHA1), so every job of one orchestrator carries the same one",
+        ["chorus/client-hire"]
+    ),
+    fault!(
         "pays-on-error",
         "payment",
         "pays even when the agent refuses the job",
@@ -413,9 +419,17 @@ fn now() -> String {
 }
 
 /// A job id: a fresh UUID v4, or under `job-id-not-uuid` "job-" and a counter,
-/// under `reuse-job-id` one fixed UUID v4.
-fn job_id(faults: &FaultSet) -> String {
+/// under `reuse-job-id` one fixed UUID v4, under `job-id-from-identity` one made of
+/// the orchestrator's id.
+fn job_id(faults: &FaultSet, orchestrator_id: &str) -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(1);
+    if faults.has("job-id-from-identity") {
+        use sha1::Digest;
+        let h = sha1::Sha1::digest(orchestrator_id.as_bytes());
+        let mut b = [0u8; 16];
+        b.copy_from_slice(&h[..16]);
+        return uuid::Builder::from_random_bytes(b).into_uuid().to_string();
+    }
     if faults.has("reuse-job-id") {
         "0f6c8e1a-3b5d-4f7a-9c2e-8d4b6a1f3e57".to_string()
     } else if faults.has("job-id-not-uuid") {
@@ -533,7 +547,7 @@ async fn run_hire(
         .await
         .map_err(|e| ClientError::Listener(e.to_string()))?;
     let callback_url = format!("http://{}{CALLBACK_PATH}", listener.addr);
-    let job_id = job_id(faults);
+    let job_id = job_id(faults, &hire.orchestrator_id);
     let mut job = json!({
         "job_id": job_id,
         "orchestrator_id": hire.orchestrator_id,

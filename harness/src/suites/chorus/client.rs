@@ -29,7 +29,12 @@ fn run<'a>(
 
 /// The scenarios `agentconform interop` plays, with their inputs.
 fn plays(p: &Profile) -> Vec<(&'static str, Value)> {
-    let mut input = super::counterpart::hire_input();
+    let identity = p
+        .client
+        .identity
+        .clone()
+        .unwrap_or_else(reference_impl::wire::new_id);
+    let mut input = super::counterpart::hire_input(&identity);
     input["skill"] = json!(p.chorus.fixture_skill);
     input["result_wait_ms"] = json!(p.timing.case_timeout_ms);
     vec![("hire", input)]

@@ -54,15 +54,15 @@ pub const HIRED: [(&str, &str, f64, &str); 2] = [
     ("second", "h-owner-second", 50.0, "agents/second"),
 ];
 
-/// The input of the `hire` scenario.
-pub fn hire_input() -> Value {
+/// The input of the `hire` scenario, for the client acting as `identity`.
+pub fn hire_input(identity: &str) -> Value {
     json!({
         "skill": "echo_text",
         "input_data": {"text": format!("hired by the harness {}", &new_id()[..8])},
         "budget": 0.15,
         "max_cost": 0.15,
         "min_reputation": 0,
-        "orchestrator_id": new_id(),
+        "orchestrator_id": identity,
         "owner_id": "h-orchestrator-owner",
         "result_wait_ms": 1000,
     })

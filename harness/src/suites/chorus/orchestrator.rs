@@ -480,7 +480,7 @@ async fn hire(
     ctx: &mut crate::script::Ctx,
     plan: Hire,
 ) -> crate::case::Step<(crate::counterparty::DriverRun, Value, [String; 2])> {
-    let input = hire_input();
+    let input = hire_input(&ctx.client_identity());
     let ids = hired_ids();
     let outbox = crate::counterparty::Outbox::default();
     let answer = registry(plan, &input, ids.clone(), outbox.clone());
@@ -702,7 +702,7 @@ fn client_case_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
 
 fn client_probe_fn(f: &mut FuzzCtx) -> FuzzFuture<'_> {
     Box::pin(async move {
-        let input = hire_input();
+        let input = hire_input(&f.ctx.client_identity());
         let outbox = crate::counterparty::Outbox::default();
         let answer = registry(Hire::Success, &input, hired_ids(), outbox.clone());
         let run =
@@ -769,7 +769,7 @@ async fn drive_client(
     crate::fuzzing::client::Served,
 )> {
     use crate::fuzzing::client::{edit_answer, ended_well, Served};
-    let input = hire_input();
+    let input = hire_input(&f.ctx.client_identity());
     let outbox = crate::counterparty::Outbox::default();
     let served = std::sync::Arc::new(std::sync::Mutex::new(Served::default()));
     let on_job = c.on_job;
