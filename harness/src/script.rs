@@ -248,6 +248,30 @@ pub struct Ctx {
 }
 
 /// A transcript entry, cut at the cap.
+/// `text` with the word "reply" (not "replies", not "replied") said of `as_what`:
+/// "the reply" and a leading "reply" become "the {as_what}", any other "reply"
+/// `as_what`.
+fn reword(text: &str, as_what: &str) -> String {
+    let text = text.replace("the reply", &format!("the {as_what}"));
+    let text = match text.strip_prefix("reply ") {
+        Some(rest) => format!("the {as_what} {rest}"),
+        None => text,
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text.as_str();
+    while let Some(i) = rest.find("reply") {
+        let before = rest[..i].chars().next_back();
+        let after = rest[i + 5..].chars().next();
+        let word =
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric);
+        out.push_str(&rest[..i]);
+        out.push_str(if word { as_what } else { "reply" });
+        rest = &rest[i + 5..];
+    }
+    out.push_str(rest);
+    out
+}
+
 pub fn clip_entry(text: &str) -> String {
     if text.len() <= ENTRY_CAP {
         return text.to_string();
@@ -645,7 +669,7 @@ impl Ctx {
     /// findings should not call it a reply).
     pub fn reword_since(&mut self, from: usize, as_what: &str) {
         for m in self.findings.iter_mut().skip(from) {
-            m.finding.summary = m.finding.summary.replace("reply", as_what);
+            m.finding.summary = reword(&m.finding.summary, as_what);
         }
     }
 
@@ -828,4 +852,21 @@ pub fn join_url(base: &str, path: &str) -> String {
         base.trim_end_matches('/'),
         path.trim_start_matches('/')
     )
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn reword_says_whose_message() {
+        let w = |t: &str| super::reword(t, "client's message");
+        assert_eq!(
+            w("reply timestamp 1 is away"),
+            "the client's message timestamp 1 is away"
+        );
+        assert_eq!(
+            w("the reply's signature does not verify"),
+            "the client's message's signature does not verify"
+        );
+        assert_eq!(w("two replies; a reply"), "two replies; a client's message");
+    }
 }
