@@ -134,6 +134,14 @@ pub const FAULTS: &[Fault] = &[
         duty = report_error["chorus/client-transfer-failed"],
     ),
     fault!(
+        "register-again-duplicates",
+        "re-registration",
+        "keeps a second registration of an agent_id beside the first, so discovery lists the agent twice",
+        ["chorus/register-again"],
+        finding = ["chorus/register-again:listed-twice"],
+        duty = none,
+    ),
+    fault!(
         "transfer-id-replaced",
         "supplied ids",
         "the ledger answers a transfer with a transfer_id of its own, not the one the client sent (a repeat of the sent one is still applied once)",

@@ -322,8 +322,15 @@ impl Chorus {
                 }
                 None => self.initial_reputation(),
             };
+            // Under the fault, a second registration is kept beside the first.
+            let key = if self.fault("register-again-duplicates") && st.agents.contains_key(agent_id)
+            {
+                format!("{agent_id}#{}", st.agents.len())
+            } else {
+                agent_id.to_string()
+            };
             st.agents.insert(
-                agent_id.to_string(),
+                key,
                 AgentRecord {
                     agent_id: agent_id.to_string(),
                     agent_name: name,

@@ -2,12 +2,12 @@
 //! the fuzzer's queries over a pool of agents at known scores.
 
 use super::errors::no_server_error;
-use super::registration::{register, unique_skill};
+use super::registration::{register, registration, unique_skill};
 use super::wire::{
-    call, canonical_id, need_json, note_id_encoding, same_id, shape_findings, short, Base, Resp,
-    EXACT,
+    call, canonical_id, need_json, note_id_encoding, post, post_bytes, same_id, shape_findings,
+    short, Base, Resp, EXACT,
 };
-use crate::case::{fail_rows, Bindings, Case, Level, Step};
+use crate::case::{fail_rows, Bindings, Case, Level, Step, Stop};
 use crate::drive::Transport;
 use crate::finding::Finding;
 use crate::fuzzing::spec::FuzzCtx;
@@ -25,6 +25,24 @@ rules! {
         summary: "a discovery that matches no agent is answered 200 with an empty list",
         fails: "GET /discover answered HTTP 404 where 200 with an empty list is expected; read as no match",
         passes: "HTTP 200 with an empty agents list",
+    }
+    REGISTER_AGAIN_LISTED_TWICE {
+        key: "chorus/register-again:listed-twice",
+        requirements: &["CHO-002", "CHO-A11"],
+        level: None,
+        owner: "chorus/register-again",
+        summary: "an agent registered twice is one agent: discovery lists its agent_id once per skill (derived: agent_id names the agent; taking or refusing the second registration is the target's choice, CHO-A11)",
+        fails: "discovery listing one agent_id more than once under one skill after the agent registered again",
+        passes: "one entry per agent_id",
+    }
+    REGISTER_AGAIN_STALE {
+        key: "chorus/register-again:stale",
+        requirements: &["CHO-A11"],
+        level: Some(Level::Info),
+        owner: "chorus/register-again",
+        summary: "a second registration the registry took is what discovery shows (informational, CHO-A11)",
+        fails: "never fails: after a second registration of the same agent_id was taken, discovery still shows the skills or costs of the first, recorded",
+        passes: "the skills and costs of the latest registration",
     }
     DISCOVER_REFUSED {
         key: "chorus/discover:refused",
@@ -331,6 +349,22 @@ pub fn entry<'a>(entries: &'a [Value], agent_id: &str) -> Option<&'a Value> {
     })
 }
 
+/// Agent `id`, registered again, listed more than once under `skill` in
+/// `listed` (the register-again case's rule; the fuzzer's too).
+pub fn listed_twice(listed: &[Value], id: &str, skill: &str) -> Option<Finding> {
+    let mine: Vec<&Value> = listed
+        .iter()
+        .filter(|e| e["agent_id"].as_str().is_some_and(|x| same_id(x, id)))
+        .collect();
+    (mine.len() > 1).then(|| {
+        REGISTER_AGAIN_LISTED_TWICE.found(format!(
+            "after agent {id} registered again, GET /discover?skill={skill} lists it {} times: {}",
+            mine.len(),
+            short(&crate::finding::json(&mine))
+        ))
+    })
+}
+
 /// What a discovery entry listed under `skill` breaks: it shows that skill (the
 /// discover-by-skill case's rule, CHO-018).
 pub fn entry_skill_finding(e: &Value, skill: &str) -> Option<Finding> {
@@ -380,6 +414,44 @@ pub const CASES: &[Case] = &[case!(
         }
         fail_rows("discovery lists agents without the skill (CHO-018)", &wrong)
     }
+),
+case!(
+    "register-again",
+    "an agent registered twice is listed once, with what it registered last where the registry took it (CHO-A11)",
+    ["CHO-002"],
+    Fact,
+    |ctx| {
+        let (first, added) = (unique_skill(), unique_skill());
+        let a = register(ctx, &[(&first, 0.10)]).await?;
+        let mut again = registration(&[(&first, 0.20), (&added, 0.10)]);
+        again["agent_id"] = json!(a.id);
+        again["owner_id"] = json!(a.owner_id);
+        let r = post(ctx, Base::Registry, "register", &again).await?;
+        let taken = r.ok() && !r.refusal_in_2xx();
+        ctx.note(format!("the same agent_id registered again with {first} at 0.20 and {added}: {} ({})", r.describe(), if taken { "taken" } else { "refused, which CHO-A11 allows" }));
+        let listed = discover(ctx, &format!("skill={first}&min_reputation=0&max_cost=100")).await?;
+        if let Some(f) = listed_twice(&listed, &a.id, &first) {
+            return Err(Stop::Finding(f));
+        }
+        let Some(e) = entry(&listed, &a.id) else {
+            return Err(ctx.block(agent_missing(&a.id, &first, listed.len())));
+        };
+        if !taken {
+            return Ok(());
+        }
+        let mut stale = Vec::new();
+        if e["skill"]["cost_per_call"].as_f64().is_some_and(|c| (c - 0.20).abs() > 1e-9) {
+            stale.push(format!("{first} still costs {}, not 0.20", e["skill"]["cost_per_call"]));
+        }
+        let new = discover(ctx, &format!("skill={added}&min_reputation=0&max_cost=100")).await?;
+        if entry(&new, &a.id).is_none() {
+            stale.push(format!("the skill {added} it added is not listed"));
+        }
+        if !stale.is_empty() {
+            return Err(Stop::Finding(REGISTER_AGAIN_STALE.found(format!("the registry took a second registration of agent {}, but discovery shows the first: {} (informational, CHO-A11)", a.id, stale.join("; ")))));
+        }
+        Ok(())
+    }
 )];
 
 // ---------------------------------------------------------------------------
@@ -387,6 +459,25 @@ pub const CASES: &[Case] = &[case!(
 
 // ---------------------------------------------------------------------------
 // Discovery
+
+/// Sends the registration `v`, taken, once more, and reads discovery under its
+/// `skill`: the agent is listed once, whether the registry took the second or
+/// refused it (CHO-A11).
+pub(super) async fn registered_again(f: &mut FuzzCtx, v: &Value, skill: &str) -> FuzzStep<()> {
+    let bytes = serde_json::to_vec(v).unwrap_or_default();
+    let r = post_bytes(f, Base::Registry, "register", bytes).await?;
+    no_server_error(&r, "the same registration sent again")?;
+    let id = v["agent_id"].as_str().unwrap_or_default();
+    let listed = discover(&mut f.ctx, &format!("skill={skill}")).await?;
+    match listed_twice(&listed, id, skill) {
+        Some(found) => {
+            let from = f.ctx.findings().len();
+            f.ctx.finding(found);
+            verdict::rules_since(&f.ctx, from)
+        }
+        None => Ok(()),
+    }
+}
 
 pub(super) async fn get_discover(f: &mut FuzzCtx, query: &str) -> FuzzStep<Resp> {
     f.fuzzed(format!("GET /discover?{query}").as_bytes());

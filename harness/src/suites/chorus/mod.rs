@@ -298,7 +298,12 @@ async fn one_case(f: &mut FuzzCtx) -> FuzzStep<()> {
         0..=17 => {
             let c: RegisterCase = f.draw();
             match register_case(f, c).await? {
-                Some((v, skill)) => check_found(f, &v, &skill).await,
+                Some((v, skill, again)) => {
+                    if again {
+                        registered_again(f, &v, &skill).await?;
+                    }
+                    check_found(f, &v, &skill).await
+                }
                 None => Ok(()),
             }
         }

@@ -291,6 +291,9 @@ pub(super) struct RegisterCase {
     muts: Vec<RegMut>,
     wire: Wire,
     follow_up: bool,
+    /// The registration taken is sent again, as it was: the agent must be
+    /// listed once (the register-again case's rule).
+    again: bool,
 }
 
 fn register_model(v: &Value) -> Model {
@@ -481,7 +484,7 @@ pub(super) async fn fresh_agent(f: &mut FuzzCtx, skills: &[(&str, f64)]) -> Fuzz
 pub(super) async fn register_case(
     f: &mut FuzzCtx,
     c: RegisterCase,
-) -> FuzzStep<Option<(Value, String)>> {
+) -> FuzzStep<Option<(Value, String, bool)>> {
     let skill = unique_skill();
     let cost = f64::from(c.cost % 5000) / 100.0;
     let mut body = registration(&[(&skill, cost)]);
@@ -514,7 +517,7 @@ pub(super) async fn register_case(
     {
         return Ok(None);
     }
-    Ok(Some((v, skill)))
+    Ok(Some((v, skill, c.again)))
 }
 
 /// What a registration gets wrong is filed under registration's rules.
