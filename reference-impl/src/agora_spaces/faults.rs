@@ -21,6 +21,14 @@ pub const FAULTS: &[Fault] = &[
         duty = may_take,
     ),
     fault!(
+        "relay-integer-as-float",
+        "relayed data",
+        "relays a publisher's integer data.timestamp as a float (1234567890 as 1234567890.0), as a hub that reads every number as a double does",
+        ["agora-spaces/publish-fanout"],
+        finding = ["agora-spaces/publish-fanout:timestamp-integer"],
+        duty = may_take,
+    ),
+    fault!(
         "no-delta",
         "delta use",
         "delivers texts above the delta threshold as one space.event",

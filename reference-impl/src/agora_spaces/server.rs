@@ -739,11 +739,16 @@ impl Spaces {
                     let e = self.error("INVALID_REQUEST", format!("not a member of '{name}'"), rid);
                     return reply(&mut hub, e);
                 }
-                let ts = msg
-                    .get("data")
-                    .and_then(|d| d.get("timestamp"))
-                    .and_then(Value::as_f64)
-                    .map_or(json!(now_s()), |t| json!(t));
+                // The publisher's timestamp as it wrote it (an integer stays one);
+                // under the fault, read as a float and written back as one.
+                let told = msg.get("data").and_then(|d| d.get("timestamp"));
+                let ts = match told.filter(|t| t.is_number()) {
+                    Some(t) if self.fault("relay-integer-as-float") => {
+                        json!(t.as_f64().unwrap_or_default())
+                    }
+                    Some(t) => t.clone(),
+                    None => json!(now_s()),
+                };
                 let targets: Vec<u64> = space
                     .members
                     .iter()

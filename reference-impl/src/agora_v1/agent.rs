@@ -87,6 +87,8 @@ pub struct Reply {
 #[derive(Debug, Clone)]
 struct Offer {
     request_id: String,
+    /// The sender of the REQUEST: the only one whose ACCEPT is taken.
+    requester: String,
     params: Value,
     expires: OffsetDateTime,
     accepted: bool,
@@ -94,12 +96,13 @@ struct Offer {
 
 #[derive(Debug, Default)]
 struct State {
-    /// Message ids seen inside the replay window, for replay detection.
+    /// Message ids seen inside the replay window, for replay detection, each
+    /// under its sender ([`Agent::by_sender`]).
     seen: HashSet<String>,
     /// When each seen id leaves the window (its timestamp + window), oldest first.
     seen_expiry: BinaryHeap<Reverse<(OffsetDateTime, String)>>,
     offers: HashMap<String, Offer>,
-    /// Request id → state name.
+    /// Request id, under its sender ([`Agent::by_sender`]) → state name.
     requests: HashMap<String, &'static str>,
 }
 
@@ -396,6 +399,7 @@ impl Agent {
         if !sender_ok {
             return Err(reject(400, "missing `sender` object with a string `id`"));
         }
+        let sender = obj["sender"]["id"].as_str().unwrap_or_default().to_string();
         let payload = match obj.get("payload") {
             Some(Value::Object(p)) => p.clone(),
             Some(_) => return Err(reject(400, "`payload` is not an object")),
@@ -434,7 +438,8 @@ impl Agent {
                     st.seen.remove(&old);
                 }
             }
-            if st.seen.contains(&id) && !self.fault("accept-replayed-id") {
+            let seen_as = self.by_sender(&sender, &id);
+            if st.seen.contains(&seen_as) && !self.fault("accept-replayed-id") {
                 return Err(Rejection {
                     code: 401,
                     message: format!("replayed message id {id:?}"),
@@ -448,14 +453,14 @@ impl Agent {
                     "too many messages inside the replay window; try later",
                 ));
             }
-            if st.seen.insert(id.clone()) {
-                st.seen_expiry.push(Reverse((ts + window, id.clone())));
+            if st.seen.insert(seen_as.clone()) {
+                st.seen_expiry.push(Reverse((ts + window, seen_as)));
             }
         }
 
         match ty {
-            "REQUEST" => self.on_request(&id, &payload, now),
-            "ACCEPT" => self.on_accept(&id, &payload, now),
+            "REQUEST" => self.on_request(&id, &payload, now, &sender),
+            "ACCEPT" => self.on_accept(&id, &payload, now, &sender),
             "HELLO" if self.fault("no-welcome") => {
                 Err(reject(400, "unknown message type \"HELLO\""))
             }
@@ -469,7 +474,13 @@ impl Agent {
                     .get("request_id")
                     .and_then(Value::as_str)
                     .ok_or_else(|| reject(400, "STATUS needs a string `request_id`"))?;
-                let state = self.lock().requests.get(rid).copied();
+                // Only the requester learns of its request: another sender's STATUS
+                // finds none.
+                let state = self
+                    .lock()
+                    .requests
+                    .get(&self.by_sender(&sender, rid))
+                    .copied();
                 match state {
                     Some(s) => Ok(out("STATUS", json!({"request_id": rid, "state": s}), &id)),
                     None => Err(Rejection {
@@ -539,6 +550,17 @@ impl Agent {
         }
     }
 
+    /// How the agent files a message or request id of `sender`: under the sender, so
+    /// that another sender can neither take an id first nor overwrite its state;
+    /// under the fault `ids-across-senders`, by the id alone.
+    fn by_sender(&self, sender: &str, id: &str) -> String {
+        if self.fault("ids-across-senders") {
+            id.to_string()
+        } else {
+            format!("{sender}\u{0}{id}")
+        }
+    }
+
     fn remember_request(&self, id: &str, state: &'static str) {
         let mut st = self.lock();
         if st.requests.len() >= self.cfg.max_remembered {
@@ -552,6 +574,7 @@ impl Agent {
         id: &str,
         p: &Map<String, Value>,
         now: OffsetDateTime,
+        sender: &str,
     ) -> Result<Out, Rejection> {
         let with_id = |code: i64, message: String| Rejection {
             code,
@@ -587,7 +610,7 @@ impl Agent {
             }
         }
         if resource == self.cfg.direct_resource {
-            self.remember_request(id, "COMPLETED");
+            self.remember_request(&self.by_sender(sender, id), "COMPLETED");
             Ok(out("RESULT", self.result_payload(id, params), id))
         } else if resource == self.cfg.negotiated_resource {
             let cost = self.cfg.offer_cost;
@@ -631,6 +654,7 @@ impl Agent {
                         offer_id.clone(),
                         Offer {
                             request_id: id.to_string(),
+                            requester: sender.to_string(),
                             params,
                             expires: now + Duration::milliseconds(ttl as i64),
                             accepted: false,
@@ -638,7 +662,7 @@ impl Agent {
                     );
                 }
             }
-            self.remember_request(id, "NEGOTIATING");
+            self.remember_request(&self.by_sender(sender, id), "NEGOTIATING");
             // The OFFER's envelope id is its offer id; the payload names it too (AV1-A11).
             let payload = json!({
                 "request_id": id, "cost": cost, "ttl": ttl, "eta": self.cfg.offer_eta_ms,
@@ -683,6 +707,7 @@ impl Agent {
         id: &str,
         p: &Map<String, Value>,
         now: OffsetDateTime,
+        sender: &str,
     ) -> Result<Out, Rejection> {
         let offer_id = match p.get("offer_id") {
             Some(Value::String(s)) => s.clone(),
@@ -698,6 +723,14 @@ impl Agent {
             return Err(reject(404, format!("unknown offer {offer_id:?}")));
         };
         let request_id = offer.request_id.clone();
+        if offer.requester != sender && !self.fault("accept-from-anyone") {
+            // The offer was made to the requester (ACCEPT goes from it, agora-v1.md
+            // section 3): another sender learns nothing of it.
+            return Err(reject(
+                401,
+                format!("offer {offer_id:?} was not made to this sender"),
+            ));
+        }
         if offer.accepted && !self.fault("double-accept") {
             return Err(Rejection {
                 code: 400,
@@ -722,7 +755,8 @@ impl Agent {
         }
         offer.accepted = true;
         let params = offer.params.clone();
-        st.requests.insert(request_id.clone(), "COMPLETED");
+        let filed = self.by_sender(&offer.requester.clone(), &request_id);
+        st.requests.insert(filed, "COMPLETED");
         drop(st);
         let linked = if self.fault("result-links-offer") {
             offer_id

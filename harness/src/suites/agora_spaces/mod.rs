@@ -136,6 +136,7 @@ pub static SUITE: Suite = Suite {
         connection::RULES,
         errors::RULES,
         spaces::RULES,
+        streaming::RULES,
         requester::RULES,
     ),
     reference_client: client::REFERENCE,

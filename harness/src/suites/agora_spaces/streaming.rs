@@ -13,6 +13,7 @@ use super::wire::{
 };
 use crate::case::{fail, skip, Bindings, Case};
 use crate::drive::Transport;
+use crate::finding::Finding;
 use crate::fuzzing::spec::FuzzCtx;
 use crate::fuzzing::verdict::{
     finding, skip as fuzz_skip, under, Codes, Expected, FuzzStep, Oracle,
@@ -21,6 +22,18 @@ use crate::script::Ctx;
 use arbitrary::Arbitrary;
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
+
+crate::rules::rules! {
+    PUBLISH_TIMESTAMP_INTEGER {
+        key: "agora-spaces/publish-fanout:timestamp-integer",
+        requirements: &["ASP-029"],
+        level: None,
+        owner: "agora-spaces/publish-fanout",
+        summary: "a space.event's data.timestamp is an integer, as the publisher's was (the spec's timestamps are Unix seconds, written as integers)",
+        fails: "a publisher's integer data.timestamp relayed as a float (1234567890 reaching the others as 1234567890.0), which a strictly typed client cannot read as an integer",
+        passes: "an integer data.timestamp",
+    }
+}
 
 /// The judge of a delta stream (vectors/agora-spaces/README.md): one event_id and one
 /// space; string texts; the first delta carries data.from; exactly one done, last;
@@ -95,6 +108,8 @@ pub const CASES: &[Case] = &[
             }
             if !ev["data"]["timestamp"].is_number() {
                 ctx.warn("space.event carries no numeric data.timestamp (ASP-029)");
+            } else if let Some(f) = timestamp_not_integer(&ev) {
+                ctx.deviation(f);
             }
             let again = text.clone();
             p.expect_none(ctx, SHORT, "the same event twice (ASP-030)", move |v| v["type"] == "space.event" && v["data"]["text"] == again.as_str()).await?;
@@ -391,6 +406,17 @@ async fn receive_step(ctx: &mut Ctx, b: &mut Peer, fl: &Flow, text: &str) -> Fuz
     judge_delta_stream(ctx, b, first, fl, text).await
 }
 
+/// A relayed space.event whose numeric data.timestamp is no integer, where every
+/// publish of the harness sends an integer one (the publish-fanout case's rule).
+pub fn timestamp_not_integer(ev: &Value) -> Option<Finding> {
+    let ts = &ev["data"]["timestamp"];
+    (ts.is_number() && !(ts.is_i64() || ts.is_u64())).then(|| {
+        PUBLISH_TIMESTAMP_INTEGER.found(format!(
+            "the publisher's integer data.timestamp reached another member as {ts}: an integer relayed as a float (ASP-029)"
+        ))
+    })
+}
+
 /// Judges a published event that arrived whole: only a text within the delta
 /// threshold may (ASP-032); it carries the published text and a data.from that fits
 /// the publish (ASP-029).
@@ -417,7 +443,13 @@ fn judge_whole(first: &Value, fl: &Flow, text: &str) -> FuzzStep<()> {
             ),
         );
     }
-    Ok(())
+    match timestamp_not_integer(first) {
+        Some(f) => crate::fuzzing::verdict::under(
+            Some(PUBLISH_TIMESTAMP_INTEGER.key),
+            finding(Oracle::Fanout, f.summary),
+        ),
+        None => Ok(()),
+    }
 }
 
 /// Judges a published event that arrives as deltas, `first` the first of them: its

@@ -8,8 +8,8 @@ use super::errors::{
 };
 use super::replies::SCHEMA_OFFER;
 use super::wire::{
-    message, message_at, now, offer_ref, peek_error_code, request_payload, send, sign_with, wire,
-    Env, ANY,
+    from_other_sender, message, message_at, now, offer_ref, peek_error_code, request_payload, send,
+    send_as_is, sign_with, wire, Env, ANY,
 };
 use crate::case::{fail, skip, Bindings, Case, Level, Step};
 use crate::drive::{Received, Transport};
@@ -300,6 +300,38 @@ pub const CASES: &[Case] = &[
         let r = send(ctx, accept).await?;
         expect_rejection(ctx, &r, &[400, 404], CodeRule::Strict, "ACCEPT of an unknown offer").await
     }),
+    case!("accept-only-requester", "an ACCEPT of an offer from another sender than the requester is refused (derived: the offer is the requester's, agora-v1.md section 3)", ["AV1-040"], Fact, ANY, false, |ctx| {
+        let (_, mut offer) = obtain_offer(ctx).await?;
+        let theirs = from_other_sender(ctx, "ACCEPT", json!({"offer_id": offer_ref(ctx, &offer)}))?;
+        let r = send_as_is(ctx, &theirs).await?;
+        expect_rejection(ctx, &r, &[400, 401, 404], CodeRule::Lenient, "an ACCEPT of the requester's offer from another sender").await?;
+        // The refusal took nothing from the requester: its own ACCEPT is carried out.
+        let r = accept_offer(ctx, &mut offer, json!({})).await?;
+        let env = expect_reply(ctx, &r)?;
+        if env.ty != "RESULT" {
+            ctx.note(format!("the requester's own ACCEPT of the offer, after another sender's was refused, drew {}", env.said()));
+        }
+        Ok(())
+    }),
+    case!("ids-per-sender", "a REQUEST whose id another sender used first is carried out (derived: a message id is its sender's, AV1-004; another sender cannot make it a replay)", ["AV1-004", "AV1-008"], Fact, ANY, false, |ctx| {
+        let resource = ctx.profile().agora_v1.direct_resource.clone();
+        let theirs = from_other_sender(ctx, "REQUEST", request_payload(&resource, json!({"text": "first"})))?;
+        let id = theirs["id"].clone();
+        let r = send_as_is(ctx, &theirs).await?;
+        let env = expect_reply(ctx, &r)?;
+        if env.ty == "ERROR" {
+            return skip(format!("a valid REQUEST from a second sender drew {}: the target takes no second sender, so an id it used cannot be judged", env.said()));
+        }
+        let mut mine = message(ctx, "REQUEST", request_payload(&resource, json!({"text": "second"})));
+        mine["id"] = id.clone();
+        let r = send(ctx, mine).await?;
+        let env = expect_reply(ctx, &r)?;
+        if env.ty == "ERROR" {
+            return fail(format!("a valid REQUEST whose id {id} another sender had used first drew {}: another sender made it a replay (AV1-004, AV1-008)", env.said()));
+        }
+        ctx.checked(format!("a REQUEST with an id another sender used first drew {}", env.ty));
+        Ok(())
+    }),
     case!("accept-twice", "a second ACCEPT of the same offer is rejected", ["AV1-040"], Profile, ANY, false, |ctx| {
         let (_, mut offer) = obtain_offer(ctx).await?;
         let r = accept_offer(ctx, &mut offer, json!({})).await?;
@@ -350,6 +382,49 @@ pub(super) enum Negotiation {
     ReplayRequest,
     /// A new REQUEST whose budget is below the offered cost: ERROR 402.
     BudgetBelowCost,
+    /// Another sender ACCEPTs the offer: refused (the accept-only-requester case).
+    AcceptAsOther,
+    /// Another sender uses a fresh id first; the case's REQUEST with that id is
+    /// still carried out (the ids-per-sender case).
+    IdTakenByOther,
+}
+
+/// Another sender ACCEPTs `offer`: refused, as the accept-only-requester case
+/// judges it.
+async fn accept_as_other(f: &mut FuzzCtx, offer: &Env) -> FuzzStep<()> {
+    let theirs = from_other_sender(
+        &f.ctx,
+        "ACCEPT",
+        json!({"offer_id": offer_ref(&f.ctx, offer)}),
+    )?;
+    let (v, env) = exchange(f, wire(&theirs)).await?;
+    let what = "an ACCEPT of the offer from another sender than the requester";
+    let refused = Expected::Reject(ANY_CODE);
+    let plain = (Oracle::Verdict, Oracle::Verdict);
+    let judged = judge_reply(what, &refused, &v, env.as_ref(), plain);
+    under(Some("agora-v1/accept-only-requester"), judged)
+}
+
+/// Another sender uses a fresh id first; a REQUEST of the harness's key with that
+/// id is then carried out, as the ids-per-sender case judges it.
+async fn id_taken_by_other(f: &mut FuzzCtx) -> FuzzStep<()> {
+    let direct = f.ctx.profile().agora_v1.direct_resource.clone();
+    let payload = request_payload(&direct, json!({"text": "first"}));
+    let theirs = from_other_sender(&f.ctx, "REQUEST", payload.clone())?;
+    let (_, env) = exchange(f, wire(&theirs)).await?;
+    if env.as_ref().is_none_or(|e| e.ty == "ERROR") {
+        // The target takes no second sender: nothing to judge.
+        return Ok(());
+    }
+    let mut mine = message_at(&f.ctx, "REQUEST", payload, now());
+    mine["id"] = theirs["id"].clone();
+    sign_with(&mut mine, &f.ctx.shared.key, SigVariant::Blank)?;
+    let (v, env) = exchange(f, wire(&mine)).await?;
+    let carried = Expected::Accept(&["OFFER", "RESULT"][..], Codes::none());
+    let what = "a REQUEST whose id another sender used first";
+    let plain = (Oracle::Verdict, Oracle::Verdict);
+    let judged = judge_reply(what, &carried, &v, env.as_ref(), plain);
+    under(Some("agora-v1/ids-per-sender"), judged)
 }
 
 /// The negotiated flow: a REQUEST for the negotiated resource must draw an OFFER
@@ -413,6 +488,8 @@ pub(super) async fn negotiate(f: &mut FuzzCtx, n: Negotiation) -> FuzzStep<()> {
             let judged = judge_reply(what, &refused, &v, env.as_ref(), oracles);
             under(Some("agora-v1/reject-replayed-id"), judged)
         }
+        Negotiation::AcceptAsOther => accept_as_other(f, &offer).await,
+        Negotiation::IdTakenByOther => id_taken_by_other(f).await,
         Negotiation::BudgetBelowCost => {
             let Some(cost) = offer.payload["cost"].as_f64().filter(|c| *c > 0.0) else {
                 return Ok(());

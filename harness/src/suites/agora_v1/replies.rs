@@ -667,12 +667,14 @@ fn bare_finding(
 /// The reply's id: never one of the harness's messages, never an earlier reply's
 /// (AV1-004).
 fn check_reply_id(ctx: &mut Ctx, id: &str) {
+    let first = ctx.reply_ids.insert(id.to_string());
+    // A reply that takes the id of a message the harness sent is that one cause,
+    // however often the harness sent the id (a case that sends one id twice).
     if ctx.sent_ids.contains(id) {
         ctx.finding(REPLY_ID_REUSED.found(format!(
             "the reply reuses the id {id:?} of a message the harness sent"
         )));
-    }
-    if !ctx.reply_ids.insert(id.to_string()) {
+    } else if !first {
         ctx.finding(REPLY_ID_REPEATED.found(format!(
             "the reply id {id:?} was already used by an earlier reply"
         )));

@@ -147,6 +147,15 @@ pub fn message_at(ctx: &Ctx, ty: &str, payload: Value, at: OffsetDateTime) -> Va
     envelope::build(ty, &new_id(), at, &ctx.key().did(), payload)
 }
 
+/// A new envelope from another sender than the case's: the run's second key, as
+/// its own `sender.id`, signed by it.
+pub fn from_other_sender(ctx: &Ctx, ty: &str, payload: Value) -> Step<Value> {
+    let other = &ctx.shared.other_key;
+    let mut env = envelope::build(ty, &new_id(), now(), &other.did(), payload);
+    sign_with(&mut env, other, SigVariant::Blank)?;
+    Ok(env)
+}
+
 /// Signs `env` in place with `key` (the `sender.id` is left as it is).
 pub fn sign_with(env: &mut Value, key: &Keypair, variant: SigVariant) -> Step<()> {
     envelope::sign(env, key, variant).map(|_| ()).map_err(|e| {
