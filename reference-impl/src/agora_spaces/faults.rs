@@ -21,6 +21,14 @@ pub const FAULTS: &[Fault] = &[
         duty = may_take,
     ),
     fault!(
+        "stream-to-leavers",
+        "leaving",
+        "goes on streaming an event's deltas and done to a member that left the space while the stream was under way",
+        ["agora-spaces/leave-stops-stream"],
+        finding = ["agora-spaces/leave-stops-stream"],
+        duty = none,
+    ),
+    fault!(
         "relay-integer-as-float",
         "relayed data",
         "relays a publisher's integer data.timestamp as a float (1234567890 as 1234567890.0), as a hub that reads every number as a double does",

@@ -655,6 +655,13 @@ impl Spaces {
                 if !already {
                     self.announce(&mut hub, &name, conn, Some(&agent_id), None);
                 }
+                // Back in the space: its streams reach this member again.
+                if let Some(c) = hub.conns.get(&conn) {
+                    c.cancels
+                        .lock()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .remove(&left_mark(&name));
+                }
             }
             "space.leave" => {
                 let Some(name) = space_name(&msg) else {
@@ -669,6 +676,14 @@ impl Spaces {
                 });
                 if removed {
                     self.announce(&mut hub, &name, conn, None, Some(&agent_id));
+                    // A member that left gets nothing more of the space: the rest
+                    // of any stream under way to it stops here (ASP-025).
+                    if let Some(c) = hub.conns.get(&conn) {
+                        c.cancels
+                            .lock()
+                            .unwrap_or_else(|p| p.into_inner())
+                            .insert(left_mark(&name));
+                    }
                 }
             }
             "space.list" => {
@@ -787,8 +802,10 @@ impl Spaces {
                             let (outbox, cancels) = (c.outbox.clone(), c.cancels.clone());
                             let me = self.clone();
                             let (event_id, frames) = (event_id.clone(), frames.clone());
+                            let name = name.clone();
                             tokio::spawn(async move {
-                                me.stream(outbox, cancels, event_id, frames, unpaced).await
+                                me.stream(outbox, cancels, (name, event_id), frames, unpaced)
+                                    .await
                             });
                         }
                     }
@@ -832,7 +849,7 @@ impl Spaces {
         &self,
         outbox: Outbox,
         cancels: Cancels,
-        event_id: String,
+        (space, event_id): (String, String),
         frames: Arc<Vec<Frame>>,
         from: usize,
     ) {
@@ -842,10 +859,20 @@ impl Spaces {
                 .unwrap_or_else(|p| p.into_inner())
                 .contains(&event_id)
         };
+        let left = || {
+            !self.fault("stream-to-leavers")
+                && cancels
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .contains(&left_mark(&space))
+        };
         let last = frames.len().saturating_sub(1);
         for (i, frame) in frames.iter().enumerate().skip(from) {
             tokio::time::sleep(self.cfg.chunk_pause).await;
             if i < last && cancelled() && !self.fault("ignore-cancel") {
+                return;
+            }
+            if left() {
                 return;
             }
             if !outbox.push(frame.clone()) {
@@ -853,6 +880,12 @@ impl Spaces {
             }
         }
     }
+}
+
+/// What a connection's cancel set holds while it is out of `space`: no stream of
+/// the space reaches it (a name no event id takes: event ids are `evt_…`).
+fn left_mark(space: &str) -> String {
+    format!("\u{0}left:{space}")
 }
 
 async fn ws_upgrade(

@@ -481,7 +481,8 @@ async fn run_kind(f: &mut FuzzCtx, kind: Kind) -> FuzzStep<()> {
         }
         Kind::Flow(spec) => with_pool(f, move |f, pool| Box::pin(flow(f, pool, spec))).await,
         Kind::Stream(gate, _) if gate < 16 => {
-            with_pool(f, |f, pool| Box::pin(cancel(f, pool))).await
+            let leave = gate % 2 == 1;
+            with_pool(f, move |f, pool| Box::pin(cancel(f, pool, leave))).await
         }
         Kind::Stream(_, mut spec) => {
             if !matches!(spec.text, TextKind::Long(_) | TextKind::JustAbove) {

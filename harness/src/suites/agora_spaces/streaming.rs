@@ -217,6 +217,35 @@ pub const CASES: &[Case] = &[
         b.expect_none(ctx, Duration::ZERO, "an error for the cancel", |v| v["type"] == "error").await?;
         Ok(())
     }),
+    case!("leave-stops-stream", "a member that leaves a space while an event streams to it gets no more of its deltas, nor its done (derived from ASP-025)", ["ASP-025", "ASP-032"], Fact, false, None, |ctx| {
+        let space = user_space();
+        let text = text_of(1024 * 1024);
+        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("la")).await?;
+        let (mut b, _, _) = Peer::join_as_taking(ctx, &agent_id("lb"), 2 * text.len() + (64 << 10)).await?;
+        a.join(ctx, &space).await?;
+        b.join(ctx, &space).await?;
+        a.publish(ctx, &space, &text).await?;
+        let first = b.expect(ctx, "the large event", |v| v["type"] == "space.event.delta" || v["type"] == "space.event").await?;
+        if first["type"] == "space.event" {
+            return skip("the target delivered 1 MiB as one space.event; there is no stream to leave");
+        }
+        let ev = first["event_id"].clone();
+        b.send(ctx, &json!({"type": "space.leave", "space": space})).await?;
+        // Frames already under way may still arrive: a grace, then silence.
+        let grace = b.drain(ctx, Duration::from_millis(300)).await?;
+        if grace.iter().any(|v| v["type"] == "space.event.done" && v["event_id"] == ev) {
+            return skip("the stream ended before the leave arrived; nothing left to stop");
+        }
+        let want = ev.clone();
+        let grace = ctx.profile().agora_spaces.cancel_grace();
+        b.expect_none(ctx, grace, "a delta or the done of an event of a space it left (ASP-025)", move |v| {
+            (v["type"] == "space.event.delta" || v["type"] == "space.event.done") && v["event_id"] == want
+        }).await?;
+        if b.closed {
+            return Err(ctx.block(crate::rules::TRANSPORT.found_in("agora-spaces", "connection-closed", format!("[{}] the target closed the connection after space.leave", b.agent_id))));
+        }
+        Ok(())
+    }),
 ];
 
 // ---------------------------------------------------------------------------
@@ -524,8 +553,10 @@ async fn received_once(ctx: &mut Ctx, b: &mut Peer, space: &str) -> FuzzStep<()>
 }
 
 /// A long stream cancelled by its receiver: no delta more than a second after the
-/// server has seen the cancel (ASP-036, ambiguity ASP-A13).
-pub(super) async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
+/// server has seen the cancel (ASP-036, ambiguity ASP-A13). With `leave`, the
+/// receiver leaves the space instead: nothing more of the event reaches it (the
+/// leave-stops-stream case's rule).
+pub(super) async fn cancel(f: &mut FuzzCtx, pool: &str, leave: bool) -> FuzzStep<()> {
     let (ida, idb) = (fresh_agent("ca"), fresh_agent("cb"));
     let grace = f.ctx.profile().agora_spaces.cancel_grace();
     let threshold = f.ctx.profile().agora_spaces.delta_threshold_bytes;
@@ -536,8 +567,19 @@ pub(super) async fn cancel(f: &mut FuzzCtx, pool: &str) -> FuzzStep<()> {
     let (mut b, _) = connect_taking(ctx, &idb, 2 * stream_len(grace) + (64 << 10)).await?;
     let space = join_pool_or_public(ctx, &mut a, pool).await?;
     join_setup(ctx, &mut b, &space).await?;
-    let ev = start_stream(f, &mut a, &mut b, &space, grace, threshold).await?;
+    let then = if leave {
+        "space.leave"
+    } else {
+        "space.event.cancel"
+    };
+    let ev = start_stream(f, (&mut a, &mut b), &space, (grace, threshold), then).await?;
     let ctx = &mut f.ctx;
+    if leave {
+        leave_mid_stream(ctx, &mut b, &space, &ev, grace).await?;
+        a.close().await;
+        b.close().await;
+        return Ok(());
+    }
     if !send_cancel(ctx, &mut b, &space, &ev).await? {
         return Ok(()); // the stream ended before the cancel arrived
     }
@@ -575,15 +617,14 @@ fn stream_len(grace: Duration) -> usize {
 /// skipped.
 async fn start_stream(
     f: &mut FuzzCtx,
-    a: &mut Peer,
-    b: &mut Peer,
+    (a, b): (&mut Peer, &mut Peer),
     space: &str,
-    grace: Duration,
-    threshold: usize,
+    (grace, threshold): (Duration, usize),
+    then: &str,
 ) -> FuzzStep<Value> {
     let len = stream_len(grace);
     let text = sized(len, false);
-    f.fuzzed(format!("space.publish of {len} bytes, then space.event.cancel").as_bytes());
+    f.fuzzed(format!("space.publish of {len} bytes, then {then}").as_bytes());
     let ctx = &mut f.ctx;
     a.publish(ctx, space, &text).await?;
     let in_space = space.to_string();
@@ -624,6 +665,50 @@ async fn send_cancel(ctx: &mut Ctx, b: &mut Peer, space: &str, ev: &Value) -> Fu
     Ok(!frames
         .iter()
         .any(|v| v["type"] == "space.event.done" && v["event_id"] == *ev))
+}
+
+/// B leaves the space while event `ev` streams to it: once the server has seen the
+/// leave (B's barrier answered), no delta and no done of it may arrive past the
+/// grace (ASP-025, the leave-stops-stream case's rule).
+async fn leave_mid_stream(
+    ctx: &mut Ctx,
+    b: &mut Peer,
+    space: &str,
+    ev: &Value,
+    grace: Duration,
+) -> FuzzStep<()> {
+    b.send(ctx, &json!({"type": "space.leave", "space": space}))
+        .await?;
+    let (frames, _) = barrier(ctx, b, true).await?;
+    if frames
+        .iter()
+        .any(|v| v["type"] == "space.event.done" && v["event_id"] == *ev)
+    {
+        return Ok(()); // the stream ended before the leave arrived
+    }
+    let seen = Instant::now();
+    let end = seen + grace + grace / 5;
+    loop {
+        let left = end.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return Ok(());
+        }
+        let want = ev.clone();
+        match b
+            .wait_for(ctx, left, move |v| v["event_id"] == want)
+            .await?
+        {
+            None => return Ok(()),
+            Some(v) if seen.elapsed() > grace => {
+                let found = finding(
+                    Oracle::Cancel,
+                    format!("a {} of event {ev} reached B {} ms after the server answered the request that followed B's space.leave (ASP-025)", v["type"], seen.elapsed().as_millis()),
+                );
+                return under(Some("agora-spaces/leave-stops-stream"), found);
+            }
+            Some(_) => {}
+        }
+    }
 }
 
 /// Reads what B gets of event `ev` for the grace and a fifth more after the server
