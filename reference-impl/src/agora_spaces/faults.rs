@@ -21,6 +21,14 @@ pub const FAULTS: &[Fault] = &[
         duty = may_take,
     ),
     fault!(
+        "register-other-id-unrecorded",
+        "agent ids",
+        "answers agent.register for another id than the connection's with agent.registered for it, but never records it: another connection can then take that id, and the agent's events carry its old one",
+        ["agora-spaces/duplicate-agent"],
+        finding = ["agora-spaces/duplicate-agent"],
+        duty = none,
+    ),
+    fault!(
         "stream-to-leavers",
         "leaving",
         "goes on streaming an event's deltas and done to a member that left the space while the stream was under way",

@@ -579,6 +579,23 @@ impl Spaces {
                     );
                     return reply(&mut hub, e);
                 }
+                if want != agent_id && !self.fault("register-other-id-unrecorded") {
+                    // Registered as another id, the connection is that agent from
+                    // now on: the new id is held (ASP-013), the old one free, and its
+                    // events and memberships carry the new one.
+                    if hub.agents.get(&agent_id) == Some(&conn) {
+                        hub.agents.remove(&agent_id);
+                    }
+                    hub.agents.insert(want.to_string(), conn);
+                    if let Some(c) = hub.conns.get_mut(&conn) {
+                        c.agent_id = want.to_string();
+                    }
+                    for space in hub.spaces.values_mut() {
+                        for m in space.members.iter_mut().filter(|m| m.1 == conn) {
+                            m.0 = want.to_string();
+                        }
+                    }
+                }
                 let mut r = self.registered(want, conn, connection_id);
                 if let Some(i) = rid {
                     r["id"] = json!(i);

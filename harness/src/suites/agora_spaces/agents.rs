@@ -9,12 +9,13 @@ use super::errors::{
 };
 use super::replies::registered_finding;
 use super::wire::{agent_id, fresh_agent, now_s, rid_of, said_error, timeout, RATE_LIMITED};
-use crate::case::{fail, fail_rows, Bindings, Case};
+use crate::case::{fail, fail_rows, Bindings, Case, Step};
 use crate::drive::Transport;
 use crate::fuzzing::spec::FuzzCtx;
 use crate::fuzzing::verdict::{
     finding, first_failing, skip as fuzz_skip, Codes, Expected, FuzzStep, Oracle,
 };
+use crate::script::Ctx;
 use arbitrary::Arbitrary;
 use serde_json::{json, Value};
 
@@ -131,6 +132,7 @@ pub const CASES: &[Case] = &[
             wrong.extend(drew.map(|d| {
                 format!("agent.register for the live agent {me} from another connection drew {d}")
             }));
+            wrong.extend(taken_by_register(ctx, token.as_deref(), register.is_some()).await?);
             a.close().await;
             c.close().await;
             fail_rows(
@@ -140,6 +142,56 @@ pub const CASES: &[Case] = &[
         }
     ),
 ];
+
+/// An id a connection took by agent.register, answered agent.registered for it, is
+/// held from then on: a new connection as that id is refused as any live id is
+/// (ASP-013). Whether agent.register may name another id than the connection's is
+/// the target's choice (ambiguity ASP-A3): refused, nothing more is judged. The
+/// wrong row, if any.
+async fn taken_by_register(
+    ctx: &mut Ctx,
+    token: Option<&str>,
+    register: bool,
+) -> Step<Option<String>> {
+    let (mut d, _, _) = Peer::join_as(ctx, &agent_id("dup-from")).await?;
+    let taken = agent_id("dup-taken");
+    let reg = json!({"type": "agent.register", "id": "h-dup-take", "timestamp": now_s(),
+                     "agent": {"id": taken, "type": "process", "capabilities": ["text"], "metadata": {}}});
+    d.send(ctx, &reg).await?;
+    let v = d
+        .expect(ctx, "an answer to agent.register for another id", |v| {
+            answers(v, "h-dup-take")
+        })
+        .await?;
+    if !(v["type"] == "agent.registered" && v["agent"]["id"] == taken.as_str()) {
+        ctx.note(format!(
+            "agent.register for another id than the connection's drew {} (informational, ASP-A3)",
+            crate::finding::quote(&v.to_string())
+        ));
+        d.close().await;
+        return Ok(None);
+    }
+    let attempt = Peer::attempt(ctx, Some(&taken), token).await?;
+    let what = format!("a new connection as {taken}, which another connection took by agent.register and was answered agent.registered for");
+    let judged = Peer::expect_refusal(
+        ctx,
+        attempt,
+        &what,
+        "ASP-013",
+        register.then_some(taken.as_str()),
+    )
+    .await;
+    let row = match judged {
+        Ok(Refusal::Error(e)) => {
+            let code = code_of(ctx, &e)?;
+            (code != "AGENT_EXISTS").then(|| format!("{what} drew {}", said_error(&e)))
+        }
+        Ok(_) => None,
+        Err(stop) => ctx.row(Err(stop))?,
+    };
+    d.close().await;
+    Ok(row)
+}
 
 // ---------------------------------------------------------------------------
 // Fuzzing
@@ -169,6 +221,7 @@ pub(super) enum DupKind {
     #[default]
     Reconnect,
     RegisterOther,
+    TakenByRegister,
 }
 
 pub(super) fn want_register(msg: &serde_json::Map<String, Value>, st: &St) -> Want {
@@ -226,49 +279,70 @@ pub(super) fn judge_registered(
     first_failing(registered_finding(answer, me).into_iter().collect())
 }
 
+/// A second connection as the live agent `me`, which must be refused (ASP-013);
+/// `unsolicited`: the target sends agent.registered without being asked.
+async fn reconnect_as(f: &mut FuzzCtx, me: &str, unsolicited: bool) -> FuzzStep<()> {
+    f.fuzzed(format!("a second connection as {me}").as_bytes());
+    let ctx = &mut f.ctx;
+    let token = ctx.profile().target.token.clone();
+    let mut b = match Peer::connect_raw(ctx, Some(me), token.as_deref()).await? {
+        // A refusal of the upgrade (ambiguity ASP-A21).
+        Err(_) => return Ok(()),
+        Ok(b) => b,
+    };
+    let rid = rid_of("reg");
+    if !unsolicited {
+        let reg = json!({"type": "agent.register", "id": rid, "timestamp": now_s(),
+                         "agent": {"id": me, "type": "process", "capabilities": ["text"], "metadata": {}}});
+        b.send(ctx, &reg).await?;
+    }
+    let wait = timeout(ctx);
+    let got = b
+        .wait_for(ctx, wait, |v| {
+            v["type"] == "agent.registered" || v["type"] == "error"
+        })
+        .await?;
+    match got {
+        Some(v) if v["type"] == "agent.registered" && v["agent"]["id"] == me => {
+            finding(Oracle::Duplicate, format!("a second connection as live agent {me} was registered (ASP-013): {v}"))
+        }
+        Some(v) if v["type"] == "error" && v["code"] != "AGENT_EXISTS" && v["code"] != RATE_LIMITED => {
+            finding(Oracle::Duplicate, format!("a second connection as live agent {me} drew {v}, not AGENT_EXISTS (ASP-013)"))
+        }
+        Some(v) if v["type"] == "error" && !unsolicited => check_error(ctx, &v, Some(&rid)),
+        Some(_) => Ok(()),
+        None if b.closed => Ok(()),
+        None => finding(
+            Oracle::Duplicate,
+            format!("a second connection as live agent {me} drew neither AGENT_EXISTS nor a close within {} ms (ASP-013)", wait.as_millis()),
+        ),
+    }?;
+    b.close().await;
+    Ok(())
+}
+
 /// A live agent id used a second time.
 pub(super) async fn duplicate(f: &mut FuzzCtx, d: DupKind) -> FuzzStep<()> {
     let me = fresh_agent("dup");
     let ctx = &mut f.ctx;
     let (mut a, _, unsolicited) = Peer::join_as(ctx, &me).await?;
     match d {
-        DupKind::Reconnect => {
-            f.fuzzed(format!("a second connection as {me}").as_bytes());
-            let ctx = &mut f.ctx;
-            let token = ctx.profile().target.token.clone();
-            let mut b = match Peer::connect_raw(ctx, Some(&me), token.as_deref()).await? {
-                // A refusal of the upgrade (ambiguity ASP-A21).
-                Err(_) => return Ok(()),
-                Ok(b) => b,
-            };
+        DupKind::Reconnect => reconnect_as(f, &me, unsolicited).await?,
+        DupKind::TakenByRegister => {
+            // An id taken by agent.register and answered agent.registered is held
+            // as any live id is (the duplicate-agent case's row).
+            let taken = fresh_agent("dup3");
             let rid = rid_of("reg");
-            if !unsolicited {
-                let reg = json!({"type": "agent.register", "id": rid, "timestamp": now_s(),
-                                 "agent": {"id": me, "type": "process", "capabilities": ["text"], "metadata": {}}});
-                b.send(ctx, &reg).await?;
+            let reg = json!({"type": "agent.register", "id": rid, "timestamp": now_s(),
+                             "agent": {"id": taken, "type": "process", "capabilities": ["text"], "metadata": {}}});
+            a.send(&mut f.ctx, &reg).await?;
+            let (frames, _) = barrier(&mut f.ctx, &mut a, true).await?;
+            if frames
+                .iter()
+                .any(|v| v["type"] == "agent.registered" && v["agent"]["id"] == taken.as_str())
+            {
+                reconnect_as(f, &taken, unsolicited).await?;
             }
-            let wait = timeout(ctx);
-            let got = b
-                .wait_for(ctx, wait, |v| {
-                    v["type"] == "agent.registered" || v["type"] == "error"
-                })
-                .await?;
-            match got {
-                Some(v) if v["type"] == "agent.registered" && v["agent"]["id"] == me.as_str() => {
-                    finding(Oracle::Duplicate, format!("a second connection as live agent {me} was registered (ASP-013): {v}"))
-                }
-                Some(v) if v["type"] == "error" && v["code"] != "AGENT_EXISTS" && v["code"] != RATE_LIMITED => {
-                    finding(Oracle::Duplicate, format!("a second connection as live agent {me} drew {v}, not AGENT_EXISTS (ASP-013)"))
-                }
-                Some(v) if v["type"] == "error" && !unsolicited => check_error(ctx, &v, Some(&rid)),
-                Some(_) => Ok(()),
-                None if b.closed => Ok(()),
-                None => finding(
-                    Oracle::Duplicate,
-                    format!("a second connection as live agent {me} drew neither AGENT_EXISTS nor a close within {} ms (ASP-013)", wait.as_millis()),
-                ),
-            }?;
-            b.close().await;
         }
         DupKind::RegisterOther => {
             let other = fresh_agent("dup2");
