@@ -115,14 +115,13 @@ pub const CASES: &[Case] = &[
             }
             // The same id claimed by agent.register from a connection of another agent.
             let (mut c, _, _) = Peer::join_as(ctx, &agent_id("dup-other")).await?;
-            let reg = json!({"type": "agent.register", "id": "h-dup", "timestamp": now_s(),
-                         "agent": {"id": me, "type": "process", "capabilities": ["text"], "metadata": {}}});
-            c.send(ctx, &reg).await?;
-            let v = c
-                .expect(ctx, "an answer to agent.register for the live agent", |v| {
-                    answers(v, "h-dup")
-                })
-                .await?;
+            let v = register_on(
+                ctx,
+                &mut c,
+                ("h-dup", &me),
+                "an answer to agent.register for the live agent",
+            )
+            .await?;
             let drew = if v["type"] == "error" {
                 let code = code_of(ctx, &v)?;
                 (code != "AGENT_EXISTS").then(|| said_error(&v))
@@ -143,6 +142,24 @@ pub const CASES: &[Case] = &[
     ),
 ];
 
+/// agent.register for `id`, under request id `rid`, as the harness sends it.
+pub(super) fn register_msg(rid: &str, id: &str) -> Value {
+    json!({"type": "agent.register", "id": rid, "timestamp": now_s(),
+           "agent": {"id": id, "type": "process", "capabilities": ["text"], "metadata": {}}})
+}
+
+/// Sends agent.register for `id` (request id `rid`) on `p`; the answer to it.
+async fn register_on(
+    ctx: &mut Ctx,
+    p: &mut Peer,
+    (rid, id): (&str, &str),
+    what: &str,
+) -> Step<Value> {
+    p.send(ctx, &register_msg(rid, id)).await?;
+    let rid = rid.to_string();
+    p.expect(ctx, what, move |v| answers(v, &rid)).await
+}
+
 /// An id a connection took by agent.register, answered agent.registered for it, is
 /// held from then on: a new connection as that id is refused as any live id is
 /// (ASP-013). Whether agent.register may name another id than the connection's is
@@ -155,14 +172,13 @@ async fn taken_by_register(
 ) -> Step<Option<String>> {
     let (mut d, _, _) = Peer::join_as(ctx, &agent_id("dup-from")).await?;
     let taken = agent_id("dup-taken");
-    let reg = json!({"type": "agent.register", "id": "h-dup-take", "timestamp": now_s(),
-                     "agent": {"id": taken, "type": "process", "capabilities": ["text"], "metadata": {}}});
-    d.send(ctx, &reg).await?;
-    let v = d
-        .expect(ctx, "an answer to agent.register for another id", |v| {
-            answers(v, "h-dup-take")
-        })
-        .await?;
+    let v = register_on(
+        ctx,
+        &mut d,
+        ("h-dup-take", &taken),
+        "an answer to agent.register for another id",
+    )
+    .await?;
     if !(v["type"] == "agent.registered" && v["agent"]["id"] == taken.as_str()) {
         ctx.note(format!(
             "agent.register for another id than the connection's drew {} (informational, ASP-A3)",
@@ -292,8 +308,7 @@ async fn reconnect_as(f: &mut FuzzCtx, me: &str, unsolicited: bool) -> FuzzStep<
     };
     let rid = rid_of("reg");
     if !unsolicited {
-        let reg = json!({"type": "agent.register", "id": rid, "timestamp": now_s(),
-                         "agent": {"id": me, "type": "process", "capabilities": ["text"], "metadata": {}}});
+        let reg = register_msg(&rid, me);
         b.send(ctx, &reg).await?;
     }
     let wait = timeout(ctx);
@@ -333,8 +348,7 @@ pub(super) async fn duplicate(f: &mut FuzzCtx, d: DupKind) -> FuzzStep<()> {
             // as any live id is (the duplicate-agent case's row).
             let taken = fresh_agent("dup3");
             let rid = rid_of("reg");
-            let reg = json!({"type": "agent.register", "id": rid, "timestamp": now_s(),
-                             "agent": {"id": taken, "type": "process", "capabilities": ["text"], "metadata": {}}});
+            let reg = register_msg(&rid, &taken);
             a.send(&mut f.ctx, &reg).await?;
             let (frames, _) = barrier(&mut f.ctx, &mut a, true).await?;
             if frames
@@ -348,8 +362,7 @@ pub(super) async fn duplicate(f: &mut FuzzCtx, d: DupKind) -> FuzzStep<()> {
             let other = fresh_agent("dup2");
             let (mut b, _) = connect(ctx, &other).await?;
             let rid = rid_of("reg");
-            let reg = json!({"type": "agent.register", "id": rid, "timestamp": now_s(),
-                             "agent": {"id": me, "type": "process", "capabilities": ["text"], "metadata": {}}});
+            let reg = register_msg(&rid, &me);
             let bytes = reg.to_string();
             f.fuzzed(bytes.as_bytes());
             let ctx = &mut f.ctx;

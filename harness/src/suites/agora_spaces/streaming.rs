@@ -11,7 +11,7 @@ use super::spaces::{
 use super::wire::{
     agent_id, clip, fresh_agent, now_s, rid_of, sized, text_of, user_space, RATE_LIMITED, SHORT,
 };
-use crate::case::{fail, skip, Bindings, Case};
+use crate::case::{fail, skip, Bindings, Case, Step};
 use crate::drive::Transport;
 use crate::finding::Finding;
 use crate::fuzzing::spec::FuzzCtx;
@@ -186,65 +186,14 @@ pub const CASES: &[Case] = &[
         Ok(())
     }),
     case!("delta-cancel", "after space.event.cancel no further deltas of that event arrive", ["ASP-036"], Fact, false, None, |ctx| {
-        let space = user_space();
-        let text = text_of(1024 * 1024);
-        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("xa")).await?;
-        // A hub that does not stream sends the text as one event: b takes it whole.
-        let (mut b, _, _) = Peer::join_as_taking(ctx, &agent_id("xb"), 2 * text.len() + (64 << 10)).await?;
-        a.join(ctx, &space).await?;
-        b.join(ctx, &space).await?;
-        a.publish(ctx, &space, &text).await?;
-        let first = b.expect(ctx, "the large event", |v| v["type"] == "space.event.delta" || v["type"] == "space.event").await?;
-        if first["type"] == "space.event" {
-            return skip("the target delivered 1 MiB as one space.event; there is no stream to cancel");
-        }
-        let ev = first["event_id"].clone();
-        b.send(ctx, &json!({"type": "space.event.cancel", "space": space, "event_id": ev})).await?;
-        // Frames already under way may still arrive: a grace, then silence.
-        let grace = b.drain(ctx, Duration::from_millis(300)).await?;
-        if grace.iter().any(|v| v["type"] == "space.event.done" && v["event_id"] == ev) {
-            return skip("the stream ended before the cancel arrived; nothing left to cancel");
-        }
-        let want = ev.clone();
-        let grace = ctx.profile().agora_spaces.cancel_grace();
-        b.expect_none(ctx, grace, "a delta after cancelling its event (ASP-036)", move |v| {
-            v["type"] == "space.event.delta" && v["event_id"] == want
-        }).await?;
-        if b.closed {
-            // No delta because no connection: not a cancel honoured.
-            return Err(ctx.block(crate::rules::TRANSPORT.found_in("agora-spaces", "connection-closed", format!("[{}] the target closed the connection after space.event.cancel", b.agent_id))));
-        }
+        let stop = Stopping { tags: ("xa", "xb"), sends: "space.event.cancel", done_too: false, what: "a delta after cancelling its event (ASP-036)" };
+        let mut b = stop_stream(ctx, stop).await?;
         b.expect_none(ctx, Duration::ZERO, "an error for the cancel", |v| v["type"] == "error").await?;
         Ok(())
     }),
     case!("leave-stops-stream", "a member that leaves a space while an event streams to it gets no more of its deltas, nor its done (derived from ASP-025)", ["ASP-025", "ASP-032"], Fact, false, None, |ctx| {
-        let space = user_space();
-        let text = text_of(1024 * 1024);
-        let (mut a, _, _) = Peer::join_as(ctx, &agent_id("la")).await?;
-        let (mut b, _, _) = Peer::join_as_taking(ctx, &agent_id("lb"), 2 * text.len() + (64 << 10)).await?;
-        a.join(ctx, &space).await?;
-        b.join(ctx, &space).await?;
-        a.publish(ctx, &space, &text).await?;
-        let first = b.expect(ctx, "the large event", |v| v["type"] == "space.event.delta" || v["type"] == "space.event").await?;
-        if first["type"] == "space.event" {
-            return skip("the target delivered 1 MiB as one space.event; there is no stream to leave");
-        }
-        let ev = first["event_id"].clone();
-        b.send(ctx, &json!({"type": "space.leave", "space": space})).await?;
-        // Frames already under way may still arrive: a grace, then silence.
-        let grace = b.drain(ctx, Duration::from_millis(300)).await?;
-        if grace.iter().any(|v| v["type"] == "space.event.done" && v["event_id"] == ev) {
-            return skip("the stream ended before the leave arrived; nothing left to stop");
-        }
-        let want = ev.clone();
-        let grace = ctx.profile().agora_spaces.cancel_grace();
-        b.expect_none(ctx, grace, "a delta or the done of an event of a space it left (ASP-025)", move |v| {
-            (v["type"] == "space.event.delta" || v["type"] == "space.event.done") && v["event_id"] == want
-        }).await?;
-        if b.closed {
-            return Err(ctx.block(crate::rules::TRANSPORT.found_in("agora-spaces", "connection-closed", format!("[{}] the target closed the connection after space.leave", b.agent_id))));
-        }
-        Ok(())
+        let stop = Stopping { tags: ("la", "lb"), sends: "space.leave", done_too: true, what: "a delta or the done of an event of a space it left (ASP-025)" };
+        stop_stream(ctx, stop).await.map(|_| ())
     }),
 ];
 
@@ -433,6 +382,84 @@ async fn receive_step(ctx: &mut Ctx, b: &mut Peer, fl: &Flow, text: &str) -> Fuz
         return judge_whole(&first, fl, text);
     }
     judge_delta_stream(ctx, b, first, fl, text).await
+}
+
+/// How a receiver stops a stream under way to it, and what may not come after.
+struct Stopping {
+    /// The tags of the publisher's and the receiver's agent ids.
+    tags: (&'static str, &'static str),
+    /// The event the receiver sends: space.event.cancel (naming the event) or
+    /// space.leave.
+    sends: &'static str,
+    /// Whether the stream's done is barred too, not only its deltas.
+    done_too: bool,
+    /// What arriving after the grace fails the case with.
+    what: &'static str,
+}
+
+/// A publishes 1 MiB in a fresh user space; once the first delta reaches B, B sends
+/// `stop.sends`; past the frames under way (300 ms) and the profile's cancel grace,
+/// nothing of the event that `stop` bars may reach B. B, for the case to judge on;
+/// the case is skipped when the text came whole or the stream ended before the stop
+/// arrived.
+async fn stop_stream(ctx: &mut Ctx, stop: Stopping) -> Step<Peer> {
+    let space = user_space();
+    let text = text_of(1024 * 1024);
+    let (mut a, _, _) = Peer::join_as(ctx, &agent_id(stop.tags.0)).await?;
+    // A hub that does not stream sends the text as one event: b takes it whole.
+    let (mut b, _, _) =
+        Peer::join_as_taking(ctx, &agent_id(stop.tags.1), 2 * text.len() + (64 << 10)).await?;
+    a.join(ctx, &space).await?;
+    b.join(ctx, &space).await?;
+    a.publish(ctx, &space, &text).await?;
+    let first = b
+        .expect(ctx, "the large event", |v| {
+            v["type"] == "space.event.delta" || v["type"] == "space.event"
+        })
+        .await?;
+    if first["type"] == "space.event" {
+        return skip(format!(
+            "the target delivered 1 MiB as one space.event; there is no stream to stop with {}",
+            stop.sends
+        ));
+    }
+    let ev = first["event_id"].clone();
+    let mut msg = json!({"type": stop.sends, "space": space});
+    if stop.sends == "space.event.cancel" {
+        msg["event_id"] = ev.clone();
+    }
+    b.send(ctx, &msg).await?;
+    // Frames already under way may still arrive: a grace, then silence.
+    let under_way = b.drain(ctx, Duration::from_millis(300)).await?;
+    if under_way
+        .iter()
+        .any(|v| v["type"] == "space.event.done" && v["event_id"] == ev)
+    {
+        return skip(format!(
+            "the stream ended before {} arrived; nothing left to stop",
+            stop.sends
+        ));
+    }
+    let grace = ctx.profile().agora_spaces.cancel_grace();
+    let done_too = stop.done_too;
+    b.expect_none(ctx, grace, stop.what, move |v| {
+        (v["type"] == "space.event.delta" || (done_too && v["type"] == "space.event.done"))
+            && v["event_id"] == ev
+    })
+    .await?;
+    if b.closed {
+        // Nothing more because no connection: not a stop honoured.
+        return Err(ctx.block(crate::rules::TRANSPORT.found_in(
+            "agora-spaces",
+            "connection-closed",
+            format!(
+                "[{}] the target closed the connection after {}",
+                b.agent_id, stop.sends
+            ),
+        )));
+    }
+    a.close().await;
+    Ok(b)
 }
 
 /// A relayed space.event whose numeric data.timestamp is no integer, where every
