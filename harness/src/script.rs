@@ -247,15 +247,12 @@ pub struct Ctx {
     claims: Vec<crate::verdict::ClaimMark>,
 }
 
-/// A transcript entry, cut at the cap.
 /// `text` with the word "reply" (not "replies", not "replied") said of `as_what`:
-/// "the reply" and a leading "reply" become "the {as_what}", any other "reply"
-/// `as_what`.
+/// a leading "reply" becomes "the {as_what}", any other "reply" `as_what`.
 fn reword(text: &str, as_what: &str) -> String {
-    let text = text.replace("the reply", &format!("the {as_what}"));
     let text = match text.strip_prefix("reply ") {
         Some(rest) => format!("the {as_what} {rest}"),
-        None => text,
+        None => text.to_string(),
     };
     let mut out = String::with_capacity(text.len());
     let mut rest = text.as_str();
@@ -272,6 +269,7 @@ fn reword(text: &str, as_what: &str) -> String {
     out
 }
 
+/// A transcript entry, cut at the cap.
 pub fn clip_entry(text: &str) -> String {
     if text.len() <= ENTRY_CAP {
         return text.to_string();
@@ -868,5 +866,6 @@ mod tests {
             "the client's message's signature does not verify"
         );
         assert_eq!(w("two replies; a reply"), "two replies; a client's message");
+        assert_eq!(w("the replies"), "the replies");
     }
 }

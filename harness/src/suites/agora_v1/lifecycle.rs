@@ -3,8 +3,9 @@
 //! cases, and the fuzzer's negotiations.
 
 use super::errors::{
-    exchange, expect_baseline, expect_error, expect_processed, expect_rejection, expect_reply,
-    expect_type, judge_reply, read, refused_as_unknown, refused_valid, CodeRule, ANY_CODE,
+    control, exchange, expect_baseline, expect_error, expect_processed, expect_rejection,
+    expect_reply, expect_type, judge_reply, read, refused_as_unknown, refused_valid, CodeRule,
+    ANY_CODE,
 };
 use super::replies::SCHEMA_OFFER;
 use super::wire::{
@@ -327,6 +328,8 @@ pub const CASES: &[Case] = &[
         let r = send(ctx, mine).await?;
         let env = expect_reply(ctx, &r)?;
         if env.ty == "ERROR" {
+            // Refused for the id only if the same sender's fresh REQUEST is taken.
+            control(ctx).await?;
             return fail(format!("a valid REQUEST whose id {id} another sender had used first drew {}: another sender made it a replay (AV1-004, AV1-008)", env.said()));
         }
         ctx.checked(format!("a REQUEST with an id another sender used first drew {}", env.ty));
