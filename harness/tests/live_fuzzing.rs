@@ -357,8 +357,8 @@ fn client_unreachable_names_real_faults(parts: &'static suites::Parts) -> Result
     Ok(())
 }
 
-/// The table of the faults each fuzzer reaches (docs/guides/fuzzing.md) matches the
-/// catalogues and the unreachable lists.
+/// The table of the faults each fuzzer reaches (docs/guides/fuzzing.md), and each
+/// suite page's sentence of it, match the catalogues and the unreachable lists.
 fn readme_fuzz_table() -> Result<(), Failed> {
     let readme = std::fs::read_to_string(
         std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../docs/guides/fuzzing.md"),
@@ -378,12 +378,30 @@ fn readme_fuzz_table() -> Result<(), Failed> {
         if !readme.lines().any(|l| l.trim() == row) {
             missing.push(row);
         }
+        // The suite's page says the same count in words.
+        let found = all - out.len();
+        let said = if out.is_empty() {
+            format!("the live fuzzer finds all {all} reference faults")
+        } else {
+            format!("the live fuzzer finds {found} of the {all} reference faults")
+        };
+        let page = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join(format!("../docs/suites/{}.md", suite.id));
+        let text = std::fs::read_to_string(&page).map_err(|e| e.to_string())?;
+        if !text
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ")
+            .contains(&said)
+        {
+            missing.push(format!("docs/suites/{}.md: \"{said}\"", suite.id));
+        }
     }
     if missing.is_empty() {
         Ok(())
     } else {
         Err(format!(
-            "docs/guides/fuzzing.md lacks the rows\n{}",
+            "docs/guides/fuzzing.md and the suite pages lack\n{}",
             missing.join("\n")
         )
         .into())

@@ -45,6 +45,14 @@ pub const FAULTS: &[Fault] = &[
         duty = none,
     ),
     fault!(
+        "told-hirer-no-lower-clamp",
+        "clamping",
+        "the registry takes the hirer reputation an outcome tells, whatever its value, and clamps a SUCCESS's score only at 100",
+        ["chorus/reputation-clamp"],
+        finding = ["chorus/reputation:clamp"],
+        duty = none,
+    ),
+    fault!(
         "success-reward-flat",
         "success reward",
         "a SUCCESS adds 2.0 whatever the hirer's reputation",

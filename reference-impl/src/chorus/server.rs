@@ -482,6 +482,11 @@ impl Chorus {
                 },
                 None => None,
             };
+            // The fault: whatever the default outcome body tells, in range or not.
+            let told = match self.fault("told-hirer-no-lower-clamp") {
+                true => told.or_else(|| o.get("hirer_reputation").and_then(Value::as_f64)),
+                false => told,
+            };
             let mut st = self.lock();
             let hirer = match (told, st.agents.get(orchestrator)) {
                 (Some(x), _) => x,
@@ -525,7 +530,9 @@ impl Chorus {
                 (false, _, true) => old - 3.0,
                 _ => reputation_step(old, success, hirer),
             };
-            if !no_clamp {
+            if self.fault("told-hirer-no-lower-clamp") && success {
+                new = new.min(100.0);
+            } else if !no_clamp {
                 new = new.clamp(0.0, 100.0);
             }
             agent.reputation = new;

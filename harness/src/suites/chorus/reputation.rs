@@ -8,7 +8,7 @@ use super::discovery::{
     DISCOVER_NO_SCORE, REPUTATION_CLAMP, SCHEMA_DISCOVER_RESPONSE,
 };
 use super::registration::{fresh_agent, register, unique_skill, TestAgent, REPUTATION_INITIAL};
-use super::wire::{block_on, call, memo_part, memo_set, now_utc, Base, EXACT, ROUNDED};
+use super::wire::{block_on, call, memo_part, memo_set, now_utc, Base, Resp, EXACT, ROUNDED};
 use crate::case::{fail, skip, Bindings, Case, Level, Step};
 use crate::drive::Transport;
 use crate::finding::Finding;
@@ -141,6 +141,20 @@ fn outcome_tells_hirer(c: &ChorusSection) -> bool {
 /// Reports an outcome through the profile's outcome request (CHO-A1). A refusal
 /// blocks the case with a PROFILE finding: the request is the profile's.
 pub async fn report_outcome(ctx: &mut Ctx, o: &Report<'_>) -> Step<()> {
+    let (shown, r) = send_outcome(ctx, o).await?;
+    if !r.ok() || r.refusal_in_2xx() {
+        let f = PROFILE_OUTCOME_REQUEST.found(format!(
+                "the outcome request {shown} answered {}: set [chorus] outcome_request and outcome_body to the request the target's registry takes for job outcomes (CHO-A1)",
+                r.describe()
+            ));
+        return Err(ctx.block(f));
+    }
+    Ok(())
+}
+
+/// Sends the profile's outcome request for `o`; returns the request as shown
+/// (`METHOD /path`) and the target's reply, whatever it says.
+async fn send_outcome(ctx: &mut Ctx, o: &Report<'_>) -> Step<(String, Resp)> {
     let job_id = new_id();
     let (lower, upper) = if o.success {
         ("success", "SUCCESS")
@@ -191,14 +205,61 @@ pub async fn report_outcome(ctx: &mut Ctx, o: &Report<'_>) -> Step<()> {
     let method = reqwest::Method::from_bytes(method.as_bytes()).unwrap_or(reqwest::Method::POST);
     let shown = format!("{method} {path}");
     let r = call(ctx, Base::Registry, method, &path, body.as_ref()).await?;
+    Ok((shown, r))
+}
+
+/// Hirer reputations outside 0–100 (chorus.md §4) told with a SUCCESS, where the
+/// outcome request carries `{hirer_reputation}`: taken as they are, they would
+/// move a score of 50.0 to −150.0 and 250.0.
+pub const TOLD_OUT_OF_RANGE: [f64; 2] = [-10000.0, 10000.0];
+
+/// Reports a SUCCESS for a fresh agent under `skill`, hired by `hirer`, telling the
+/// registry the hirer is at `told`, outside 0–100 (CHO-007). The registry may
+/// refuse it; taken, the agent's score stays within [0.0, 100.0] (CHO-045), and a
+/// score outside it is the clamp's finding, recorded; the case goes on.
+pub async fn told_out_of_range(ctx: &mut Ctx, skill: &str, hirer: &Scored, told: f64) -> Step<()> {
+    if !outcome_tells_hirer(&ctx.profile().chorus) {
+        ctx.note(format!(
+            "a hirer reputation of {told} (outside 0–100) is not told: the outcome request has no {{hirer_reputation}}"
+        ));
+        return Ok(());
+    }
+    let t = scored(ctx, skill).await?;
+    let report = Report {
+        agent_id: &t.agent.id,
+        agent_owner: &t.agent.owner_id,
+        reputation: t.score,
+        hirer_id: &hirer.agent.id,
+        hirer_owner: &hirer.agent.owner_id,
+        hirer_reputation: told,
+        success: true,
+    };
+    let (shown, r) = send_outcome(ctx, &report).await?;
     if !r.ok() || r.refusal_in_2xx() {
-        let f = PROFILE_OUTCOME_REQUEST.found(format!(
-                "the outcome request {shown} answered {}: set [chorus] outcome_request and outcome_body to the request the target's registry takes for job outcomes (CHO-A1)",
-                r.describe()
-            ));
-        return Err(ctx.block(f));
+        ctx.checked(format!(
+            "a SUCCESS telling a hirer at {told} (outside 0–100) is refused: {shown} answered {}",
+            r.describe()
+        ));
+        return Ok(());
+    }
+    let got = score(ctx, &t.agent.id, skill).await?;
+    match told_score_finding(told, t.score, got) {
+        Some(f) => ctx.finding(f),
+        None => ctx.checked(format!(
+            "after a SUCCESS telling a hirer at {told} (outside 0–100), discovery shows {got}, within [0.0, 100.0]"
+        )),
     }
     Ok(())
+}
+
+/// The clamp's finding for an agent at `old` that discovery shows at `got` after a
+/// SUCCESS told a hirer at `told`: any score outside [0.0, 100.0].
+pub fn told_score_finding(told: f64, old: f64, got: f64) -> Option<Finding> {
+    (!(0.0..=100.0).contains(&got)).then(|| {
+        REPUTATION_CLAMP.found(format!(
+            "an agent at {old} is shown at {got} after a SUCCESS whose outcome request told a hirer at {told}, outside 0–100 (CHO-007): the score leaves [0.0, 100.0], where chorus.md §4 clamps it"
+        ))
+    })
 }
 
 /// Which rule of chorus.md §4 a score broke.
@@ -394,8 +455,8 @@ pub const CASES: &[Case] = &[
     ),
     case!(
         "reputation-clamp",
-        "scores clamp at 100.0 and 0.0; a hirer at 100 gives 2.0",
-        ["CHO-043", "CHO-045"],
+        "scores clamp at 100.0 and 0.0, also after a told hirer reputation outside 0–100; a hirer at 100 gives 2.0",
+        ["CHO-007", "CHO-043", "CHO-045"],
         Profile,
         |ctx| {
             let skill = unique_skill();
@@ -409,6 +470,10 @@ pub const CASES: &[Case] = &[
             }
             let mut top = scored(ctx, &skill).await?;
             after_outcomes(ctx, &mut top, &hirer, true, 1, "after a first SUCCESS").await?;
+            // That SUCCESS, taken, is the control of the told values outside 0–100.
+            for told in TOLD_OUT_OF_RANGE {
+                told_out_of_range(ctx, &skill, &hirer, told).await?;
+            }
             let below = ((100.0 - top.score) / gain + 1e-9).floor().max(0.0) as usize;
             if below > 150 {
                 return skip(format!("the agent is at {}: too far from 100", top.score));
@@ -512,6 +577,9 @@ pub(super) struct Reputation {
 pub(super) struct Clamp {
     top: bool,
     hirers: Vec<u8>,
+    /// A SUCCESS for a fresh agent telling a hirer outside 0–100 instead, above
+    /// (true) or below.
+    told: Option<bool>,
 }
 
 /// Reports one outcome for `agent` (at `score`) hired by `hirer` (at `hirer_score`).
@@ -586,6 +654,9 @@ pub(super) async fn reputation_case(f: &mut FuzzCtx, c: Reputation) -> FuzzStep<
 
 pub(super) async fn clamp_case(f: &mut FuzzCtx, c: Clamp) -> FuzzStep<()> {
     let p = pool(f).await?;
+    if let Some(high) = c.told {
+        return told_case(f, &p, TOLD_OUT_OF_RANGE[usize::from(high)]).await;
+    }
     let (who, success, want) = if c.top {
         (TOP, true, 100.0)
     } else {
@@ -619,6 +690,32 @@ pub(super) async fn clamp_case(f: &mut FuzzCtx, c: Clamp) -> FuzzStep<()> {
         Oracle::Reputation,
         check_score(&mut f.ctx, got, want, &what),
     )
+}
+
+/// The fuzzer's draw of [`told_out_of_range`]: a SUCCESS for a fresh agent whose
+/// outcome request tells a hirer at `told`; refused, nothing is judged.
+async fn told_case(f: &mut FuzzCtx, p: &Pool, told: f64) -> FuzzStep<()> {
+    if !outcome_tells_hirer(&f.ctx.profile().chorus) {
+        return verdict::skip("the outcome request has no {hirer_reputation} to tell");
+    }
+    let skill = unique_skill();
+    let t = fresh_agent(f, &[(skill.as_str(), 0.1)]).await?;
+    let hirer = p.agents[H50].id.clone();
+    let report = Report {
+        agent_id: &t,
+        agent_owner: "",
+        reputation: 50.0,
+        hirer_id: &hirer,
+        hirer_owner: "",
+        hirer_reputation: told,
+        success: true,
+    };
+    let (_, r) = tagged(Oracle::Outcome, send_outcome(&mut f.ctx, &report).await)?;
+    if !r.ok() || r.refusal_in_2xx() {
+        return Ok(());
+    }
+    let got = tagged(Oracle::Discovery, score(&mut f.ctx, &t, &skill).await)?;
+    verdict::first_failing(told_score_finding(told, 50.0, got).into_iter().collect())
 }
 
 // A pool of agents at known scores, and the listing read against it
