@@ -6,11 +6,24 @@ use tokio::net::TcpStream;
 use tokio_tungstenite::tungstenite::{Error as WsError, Message};
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
+/// How a target answered the harness's Close.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CloseAnswer {
+    /// A Close came back, with its code and reason where it had them.
+    Close(Option<(u16, String)>),
+    /// The connection ended without a Close: how.
+    Ended(String),
+    /// Nothing within the deadline.
+    Silent,
+}
+
 pub struct WsDriver {
     url: String,
     /// How `wss://` is reached (the run's [`super::Tls`]).
     tls: tokio_tungstenite::Connector,
     socket: Option<Box<WebSocketStream<MaybeTlsStream<TcpStream>>>>,
+    /// The code and reason of the last Close the target sent, where it had them.
+    pub peer_close: Option<(u16, String)>,
 }
 
 fn map_err(e: WsError, limits: Limits) -> DriveError {
@@ -29,6 +42,7 @@ impl WsDriver {
             url: url.to_string(),
             tls: tls.connector(),
             socket: None,
+            peer_close: None,
         }
     }
 
@@ -128,9 +142,49 @@ impl WsDriver {
                 Ok(Some(Err(e))) => return Err(map_err(e, limits)),
                 Ok(Some(Ok(Message::Text(t)))) => return Ok(Some(t.as_bytes().to_vec())),
                 Ok(Some(Ok(Message::Binary(b)))) => return Ok(Some(b.to_vec())),
-                Ok(Some(Ok(Message::Close(_)))) => return Err(DriveError::Closed),
+                Ok(Some(Ok(Message::Close(f)))) => {
+                    self.peer_close = f.map(|f| (u16::from(f.code), f.reason.to_string()));
+                    return Err(DriveError::Closed);
+                }
                 Ok(Some(Ok(_))) => continue, // ping, pong, raw frames
             }
+        }
+    }
+
+    /// Starts the closing handshake with a Close of `code` and `reason`, and waits
+    /// within the deadline for the target's Close (RFC 6455 §5.5.1); data frames
+    /// in between are passed over. The connection is gone afterwards.
+    pub async fn close_handshake(
+        &mut self,
+        code: u16,
+        reason: &str,
+        limits: Limits,
+    ) -> Result<CloseAnswer, DriveError> {
+        use tokio_tungstenite::tungstenite::protocol::CloseFrame;
+        self.connect(limits).await?;
+        let Some(mut sock) = self.socket.take() else {
+            return Err(DriveError::Closed);
+        };
+        let frame = CloseFrame {
+            code: code.into(),
+            reason: reason.into(),
+        };
+        match tokio::time::timeout(limits.timeout, sock.send(Message::Close(Some(frame)))).await {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => return Ok(CloseAnswer::Ended(e.to_string())),
+            Err(_) => return Err(DriveError::Timeout(limits.timeout.as_millis())),
+        }
+        let deadline = tokio::time::Instant::now() + limits.timeout;
+        loop {
+            return Ok(match tokio::time::timeout_at(deadline, sock.next()).await {
+                Err(_) => CloseAnswer::Silent,
+                Ok(None) => CloseAnswer::Ended("the connection ended".into()),
+                Ok(Some(Err(e))) => CloseAnswer::Ended(e.to_string()),
+                Ok(Some(Ok(Message::Close(f)))) => {
+                    CloseAnswer::Close(f.map(|f| (u16::from(f.code), f.reason.to_string())))
+                }
+                Ok(Some(Ok(_))) => continue,
+            });
         }
     }
 

@@ -13,6 +13,14 @@ pub const FAULTS: &[Fault] = &[
         duty = none,
     ),
     fault!(
+        "every-end-a-cut",
+        "closing",
+        "ends every connection as if it cut off a slow consumer: a Close 1008 \"slow consumer…\" after a heartbeat timeout, and a client's Close never answered with one",
+        ["agora-spaces/close-handshake"],
+        finding = ["agora-spaces/close-handshake"],
+        duty = none,
+    ),
+    fault!(
         "no-member-updates",
         "member updates",
         "sends no space.members when agents join or leave",

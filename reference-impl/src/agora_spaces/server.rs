@@ -8,7 +8,8 @@
 //! space.leave ─▶ others get space.members {left}
 //! space.publish ─▶ others get space.event, or for text above the delta threshold
 //!                  space.event.delta … space.event.done (cancellable per receiver)
-//! silence for heartbeat_timeout ──▶ the server closes the socket
+//! silence for heartbeat_timeout ──▶ Close 1000 "heartbeat timeout: …"
+//! a client's Close ──▶ its echo (RFC 6455 §5.5.1)
 //! ```
 //!
 //! Each connection has an outbox bounded in bytes (`SpacesConfig::max_pending_bytes`,
@@ -145,6 +146,26 @@ pub const SLOW_CLOSE_CODE: u16 = 1008;
 /// waited.
 pub fn slow_close_reason(limit: usize) -> String {
     format!("slow consumer: outbound queue not drained (bound {limit} bytes)")
+}
+
+/// Resolves once the connection is cut off as a slow consumer. A session that ends
+/// otherwise drops its outbox, and with it the sender `cut` watches: that is no
+/// cut, and this never resolves then (the writer then closes as the session ended,
+/// answering a client's Close with its echo). With fault `every-end-a-cut`, every
+/// ending is taken for a cut.
+async fn cut_seen(cut: &mut tokio::sync::watch::Receiver<bool>, every_end: bool) {
+    if cut.wait_for(|c| *c).await.is_err() && !every_end {
+        std::future::pending::<()>().await;
+    }
+}
+
+/// The Close of a session that ended without a cut: code 1000 with the reason
+/// `why` holds, if any.
+fn ending(why: &std::sync::OnceLock<String>) -> Option<axum::extract::ws::CloseFrame> {
+    why.get().map(|reason| axum::extract::ws::CloseFrame {
+        code: 1000,
+        reason: reason.as_str().into(),
+    })
 }
 
 /// One connection's queue of frames to send: bounded in frames (the channel) and in
@@ -945,12 +966,16 @@ async fn session(s: Arc<Spaces>, socket: WebSocket, agent_id: String, token: Opt
     let pending = outbox.pending.clone();
     let drained = outbox.drained.clone();
     let high_water = outbox.high_water();
+    let every_end = s.fault("every-end-a-cut");
+    // Why the session ended, where its Close says so (a heartbeat timeout).
+    let why = Arc::new(std::sync::OnceLock::<String>::new());
+    let why_w = why.clone();
     let writer = tokio::spawn(async move {
         let mut was_cut = false;
         loop {
             let frame = tokio::select! {
                 biased;
-                _ = writer_cut.wait_for(|c| *c) => {
+                _ = cut_seen(&mut writer_cut, every_end) => {
                     was_cut = true;
                     break;
                 }
@@ -960,7 +985,7 @@ async fn session(s: Arc<Spaces>, socket: WebSocket, agent_id: String, token: Opt
             let n = frame.len();
             let sent = tokio::select! {
                 biased;
-                _ = writer_cut.wait_for(|c| *c) => {
+                _ = cut_seen(&mut writer_cut, every_end) => {
                     was_cut = true;
                     break;
                 }
@@ -983,8 +1008,10 @@ async fn session(s: Arc<Spaces>, socket: WebSocket, agent_id: String, token: Opt
                 reason: slow_close_reason(limit).into(),
             }));
             let _ = tokio::time::timeout(CUT_CLOSE_WAIT, sink.send(close)).await;
-        } else {
-            let _ = sink.send(Message::Close(None)).await;
+        } else if sink.send(Message::Close(ending(&why_w))).await.is_err() {
+            // After a client's Close the socket holds its echo (RFC 6455 §5.5.1)
+            // and refuses another Close: closing the sink sends the echo.
+            let _ = tokio::time::timeout(CUT_CLOSE_WAIT, sink.close()).await;
         }
     });
     if !s.fault("no-registered") {
@@ -1004,11 +1031,16 @@ async fn session(s: Arc<Spaces>, socket: WebSocket, agent_id: String, token: Opt
         };
         let next = tokio::select! {
             biased;
-            _ = cut.wait_for(|c| *c) => break, // cut off as a slow consumer
+            _ = cut_seen(&mut cut, every_end) => break, // cut off as a slow consumer
             n = read => n,
         };
         match next {
-            Err(_) => break, // silent for too long
+            Err(_) => {
+                // Silent for too long: the Close says so (1000, RFC 6455 §7.4.1).
+                let t = s.cfg.heartbeat_timeout.as_secs_f64();
+                let _ = why.set(format!("heartbeat timeout: nothing received for {t} s"));
+                break;
+            }
             Ok(None) | Ok(Some(Err(_))) => break,
             Ok(Some(Ok(Message::Text(t)))) => s.handle(
                 conn,

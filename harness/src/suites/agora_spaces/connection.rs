@@ -4,10 +4,10 @@
 
 use super::replies::{connection_id, is_fresh, joined_findings, read_frame, registered_finding};
 use super::wire::{
-    agent_id, now_s, refused_status, said_error, short_heartbeat, transport_block, url_for,
+    agent_id, now_s, refused_status, said_error, short_heartbeat, timeout, transport_block, url_for,
 };
 use crate::case::{fail, skip, Bindings, Case, Step, Stop};
-use crate::drive::ws::WsDriver;
+use crate::drive::ws::{CloseAnswer, WsDriver};
 use crate::drive::{DriveError, Limits, Transport};
 use crate::finding::Finding;
 use crate::fuzzing::verdict::{first_failing, FuzzStep};
@@ -326,7 +326,14 @@ impl Peer {
             Ok(None) => Ok(None),
             Err(DriveError::Closed) => {
                 self.closed = true;
-                ctx.log_frame("note", &self.agent_id, "connection closed by the server");
+                let how = match &self.drv.peer_close {
+                    Some((code, reason)) => format!(
+                        "connection closed by the server: Close {code} {}",
+                        crate::finding::quote(reason)
+                    ),
+                    None => "connection closed by the server".to_string(),
+                };
+                ctx.log_frame("note", &self.agent_id, &how);
                 Ok(None)
             }
             Err(e) => Err(transport_block(ctx, &self.agent_id, &e)),
@@ -462,6 +469,38 @@ impl Peer {
 
     pub async fn close(&mut self) {
         self.drv.close().await;
+    }
+
+    /// The code and reason of the Close the server ended this connection with, where
+    /// it sent one that had them.
+    pub fn server_close(&self) -> Option<&(u16, String)> {
+        self.drv.peer_close.as_ref()
+    }
+
+    /// Closes this connection by the closing handshake (Close 1000) and waits `wait`
+    /// for the server's Close (RFC 6455 §5.5.1); both are logged.
+    pub async fn close_handshake(&mut self, ctx: &mut Ctx, wait: Duration) -> Step<CloseAnswer> {
+        ctx.log_frame("send", &self.agent_id, "(Close 1000 \"done\")");
+        let answer = match self
+            .drv
+            .close_handshake(1000, "done", self.limits(wait))
+            .await
+        {
+            Ok(a) => a,
+            Err(DriveError::Closed) => CloseAnswer::Ended("the connection was closed".into()),
+            Err(e) => return Err(transport_block(ctx, &self.agent_id, &e)),
+        };
+        self.closed = true;
+        let seen = match &answer {
+            CloseAnswer::Close(Some((code, reason))) => {
+                format!("(Close {code} {})", crate::finding::quote(reason))
+            }
+            CloseAnswer::Close(None) => "(Close, no code)".to_string(),
+            CloseAnswer::Ended(how) => format!("(no Close: {how})"),
+            CloseAnswer::Silent => format!("(nothing within {} ms)", wait.as_millis()),
+        };
+        ctx.log_frame("recv", &self.agent_id, &seen);
+        Ok(answer)
     }
 
     /// Connects and completes the handshake: `agent.registered` unsolicited within
@@ -807,7 +846,40 @@ pub const CASES: &[Case] = &[
                 ));
             }
             ctx.checked(format!("closed after {} ms of silence", after.as_millis()));
+            // Which code and words fit a heartbeat timeout, the spec does not say.
+            if let Some((code, reason)) = p.server_close() {
+                ctx.note(format!(
+                    "the Close says {code} {} (informational)",
+                    crate::finding::quote(reason)
+                ));
+            }
             Ok(())
+        }
+    ),
+    case!(
+        "close-handshake",
+        "a client's Close is answered with a Close (RFC 6455 §5.5.1, derived from ASP-001)",
+        ["ASP-001"],
+        Fact,
+        false,
+        None,
+        |ctx| {
+            let (mut p, _, _) = Peer::join_as(ctx, &agent_id("bye")).await?;
+            let wait = timeout(ctx);
+            match p.close_handshake(ctx, wait).await? {
+                CloseAnswer::Close(c) => {
+                    let said = c.map_or("no code".into(), |(code, _)| code.to_string());
+                    ctx.checked(format!("the client's Close is answered with a Close ({said})"));
+                    Ok(())
+                }
+                CloseAnswer::Ended(how) => fail(format!(
+                    "the server ended the connection without answering the client's Close 1000 with a Close ({how}); the WebSocket closing handshake wants one back (RFC 6455 §5.5.1)"
+                )),
+                CloseAnswer::Silent => fail(format!(
+                    "the client's Close 1000 got no Close back within {} ms (RFC 6455 §5.5.1)",
+                    wait.as_millis()
+                )),
+            }
         }
     ),
 ];

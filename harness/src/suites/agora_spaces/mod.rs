@@ -277,6 +277,10 @@ pub static SPEC: Spec = Spec {
             "needs a later joiner of a space whose only member's connection ended; a fuzz case's spaces are its own and nobody joins them after its end, which the disconnect-is-departure case does",
         ),
         (
+            "every-end-a-cut",
+            "needs a client's Close and the wait for the server's; a fuzz case's connections end by dropping, and the close-handshake case closes by the handshake",
+        ),
+        (
             "disconnect-drops-all",
             "needs three members of one space, one of which disconnects while the others go on; a fuzz case's agents leave together at its end, which the disconnect-keeps-others case does not",
         ),
