@@ -33,7 +33,20 @@ pub struct Case {
     /// profile makes them quick.
     pub slow: bool,
     pub fast_when: Option<fn(&crate::profile::Profile) -> bool>,
+    /// Runs after every other case of the run has ended, one at a time: a case
+    /// that may leave a faulty target unable to serve the others ([`Case::alone`]).
+    pub alone: bool,
     pub run: CaseFn,
+}
+
+impl Case {
+    /// This case, run after all others, one at a time.
+    pub const fn alone(self) -> Case {
+        Case {
+            alone: true,
+            ..self
+        }
+    }
 }
 
 impl fmt::Debug for Case {
@@ -279,6 +292,7 @@ macro_rules! define_case {
             bindings: $bindings,
             slow: $slow,
             fast_when: $fast_when,
+            alone: false,
             run: {
                 fn run<'a>($ctx: &'a mut $crate::script::Ctx) -> $crate::case::CaseFuture<'a> {
                     Box::pin(async move $body)

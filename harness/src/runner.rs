@@ -520,6 +520,29 @@ pub async fn run(
     run_with_progress(shared, plan, selection, None).await
 }
 
+/// A case that runs alone ([`Case::alone`]): its slot and result, once awaited.
+type Later = std::pin::Pin<Box<dyn std::future::Future<Output = (usize, CaseResult)> + Send>>;
+
+/// Waits for the cases under way, then runs those that run alone, one at a time;
+/// returns every result in its slot's order.
+async fn collect(
+    mut tasks: tokio::task::JoinSet<(usize, CaseResult)>,
+    later: Vec<Later>,
+    mut slots: Vec<Option<CaseResult>>,
+) -> Result<Vec<CaseResult>, String> {
+    while let Some(done) = tasks.join_next().await {
+        match done {
+            Ok((slot, result)) => slots[slot] = Some(result),
+            Err(e) => return Err(format!("a case task failed: {e}")),
+        }
+    }
+    for one in later {
+        let (slot, result) = one.await;
+        slots[slot] = Some(result);
+    }
+    Ok(slots.into_iter().flatten().collect())
+}
+
 /// [`run`], advancing `progress` by one as each case ends.
 pub async fn run_with_progress(
     shared: Arc<RunShared>,
@@ -532,6 +555,7 @@ pub async fn run_with_progress(
     let sem = Arc::new(tokio::sync::Semaphore::new(CONCURRENCY));
     let mut slots: Vec<Option<CaseResult>> = Vec::new();
     let mut tasks = tokio::task::JoinSet::new();
+    let mut later: Vec<Later> = Vec::new();
     let mut untestable = Vec::new();
     for (suite, endpoints) in plan {
         untestable.extend_from_slice(suite.untestable);
@@ -566,7 +590,7 @@ pub async fn run_with_progress(
                 if let Some(b) = &bar {
                     b.inc_length(1);
                 }
-                tasks.spawn(async move {
+                let one = async move {
                     let _permit = sem.acquire_owned().await;
                     let result = run_one(shared, (case, rules), (transport, url), role).await;
                     if let Some(b) = bar {
@@ -574,17 +598,16 @@ pub async fn run_with_progress(
                         b.set_message(case.id);
                     }
                     (slot, result)
-                });
+                };
+                if case.alone {
+                    later.push(Box::pin(one));
+                } else {
+                    tasks.spawn(one);
+                }
             }
         }
     }
-    while let Some(done) = tasks.join_next().await {
-        match done {
-            Ok((slot, result)) => slots[slot] = Some(result),
-            Err(e) => return Err(format!("a case task failed: {e}")),
-        }
-    }
-    let mut results: Vec<CaseResult> = slots.into_iter().flatten().collect();
+    let mut results = collect(tasks, later, slots).await?;
     let findings = merge_findings(&mut results);
     apply_controls(&mut results);
     Ok(RunOutput {

@@ -21,6 +21,14 @@ pub const FAULTS: &[Fault] = &[
         duty = none,
     ),
     fault!(
+        "spaces-never-freed",
+        "spaces",
+        "never frees a space a join made, even once it is empty: after 10,000 fresh names every new one draws SPACE_NOT_FOUND for good",
+        ["agora-spaces/space-churn"],
+        finding = ["agora-spaces/space-churn"],
+        duty = none,
+    ),
+    fault!(
         "no-member-updates",
         "member updates",
         "sends no space.members when agents join or leave",

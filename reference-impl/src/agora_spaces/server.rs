@@ -120,6 +120,8 @@ enum Kind {
 struct Space {
     kind: Kind,
     capacity: Option<usize>,
+    /// Made by the join of a name that did not exist: freed once it is empty again.
+    made_by_join: bool,
     /// (agent id, connection) in join order.
     members: Vec<(String, u64)>,
 }
@@ -310,6 +312,7 @@ impl Spaces {
             Space {
                 kind: Kind::Public,
                 capacity: None,
+                made_by_join: false,
                 members: Vec::new(),
             },
         );
@@ -318,6 +321,7 @@ impl Spaces {
             Space {
                 kind: Kind::System,
                 capacity: None,
+                made_by_join: false,
                 members: Vec::new(),
             },
         );
@@ -327,6 +331,7 @@ impl Spaces {
                 Space {
                     kind: Kind::Public,
                     capacity: Some(*cap),
+                    made_by_join: false,
                     members: Vec::new(),
                 },
             );
@@ -497,6 +502,20 @@ impl Spaces {
             if !self.fault("disconnect-unannounced") {
                 self.announce(&mut hub, &n, conn, None, Some(&c.agent_id));
             }
+            self.free_if_empty(&mut hub, &n);
+        }
+    }
+
+    /// Frees space `name` if a join made it and it is empty again, so that names
+    /// that come and go never use up the hub's `max_spaces`; fault
+    /// `spaces-never-freed` keeps every one.
+    fn free_if_empty(&self, hub: &mut Hub, name: &str) {
+        let empty = hub
+            .spaces
+            .get(name)
+            .is_some_and(|s| s.made_by_join && s.members.is_empty());
+        if empty && !self.fault("spaces-never-freed") {
+            hub.spaces.remove(name);
         }
     }
 
@@ -653,6 +672,7 @@ impl Spaces {
                             Space {
                                 kind,
                                 capacity: None,
+                                made_by_join: true,
                                 members: Vec::new(),
                             },
                         );
@@ -714,6 +734,7 @@ impl Spaces {
                 });
                 if removed {
                     self.announce(&mut hub, &name, conn, None, Some(&agent_id));
+                    self.free_if_empty(&mut hub, &name);
                     // A member that left gets nothing more of the space: the rest
                     // of any stream under way to it stops here (ASP-025).
                     if let Some(c) = hub.conns.get(&conn) {

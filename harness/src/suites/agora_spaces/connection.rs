@@ -377,7 +377,7 @@ impl Peer {
     /// Why a wait ended empty-handed, when that is not the case's to judge: a frame
     /// that could not be read (it may have been the answer), or a closed connection
     /// (unless the harness itself was silent for the heartbeat timeout).
-    fn not_ours(&self, ctx: &mut Ctx, what: &str) -> Option<Stop> {
+    pub(super) fn not_ours(&self, ctx: &mut Ctx, what: &str) -> Option<Stop> {
         if let Some(f) = self.unreadable.clone() {
             return Some(ctx.block(f));
         }
@@ -469,6 +469,55 @@ impl Peer {
 
     pub async fn close(&mut self) {
         self.drv.close().await;
+    }
+
+    /// Sends `frames` and reads until `want` answers arrive (frames for which
+    /// `answer` holds) or `wait` passes; returns the answers. A bulk the transcript
+    /// must not hold one by one: it logs one line for the frames sent, and none for
+    /// the answers (the caller logs what it judges). A frame that is not JSON is no
+    /// answer.
+    pub async fn bulk(
+        &mut self,
+        ctx: &mut Ctx,
+        frames: Vec<String>,
+        (want, answer): (usize, impl Fn(&Value) -> bool),
+        wait: Duration,
+    ) -> Step<Vec<Value>> {
+        let n = frames.len();
+        self.last_sent = Instant::now();
+        let limits = self.limits(wait);
+        for text in frames {
+            if let Err(e) = self.drv.send_text(text, limits).await {
+                self.closed = matches!(e, DriveError::Closed);
+                return Err(transport_block(ctx, &self.agent_id, &e));
+            }
+        }
+        ctx.log_frame(
+            "send",
+            &self.agent_id,
+            &format!("({n} frames, not logged one by one)"),
+        );
+        let deadline = Instant::now() + wait;
+        let mut got = Vec::new();
+        while got.len() < want {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.drv.recv(self.limits(left)).await {
+                Ok(Some(bytes)) => {
+                    if let Ok(v) = serde_json::from_slice::<Value>(&bytes) {
+                        if answer(&v) {
+                            got.push(v);
+                        }
+                    }
+                }
+                Ok(None) => break,
+                Err(DriveError::Closed) => {
+                    self.closed = true;
+                    break;
+                }
+                Err(e) => return Err(transport_block(ctx, &self.agent_id, &e)),
+            }
+        }
+        Ok(got)
     }
 
     /// The code and reason of the Close the server ended this connection with, where

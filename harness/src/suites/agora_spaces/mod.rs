@@ -281,6 +281,10 @@ pub static SPEC: Spec = Spec {
             "needs a client's Close and the wait for the server's; a fuzz case's connections end by dropping, and the close-handshake case closes by the handshake",
         ),
         (
+            "spaces-never-freed",
+            "needs about 10,000 fresh spaces made and emptied; a campaign takes its spaces from a pool it reuses, and the space-churn case makes them",
+        ),
+        (
             "disconnect-drops-all",
             "needs three members of one space, one of which disconnects while the others go on; a fuzz case's agents leave together at its end, which the disconnect-keeps-others case does not",
         ),

@@ -136,8 +136,9 @@ pub fn update_finding(
     })
 }
 
-/// How many members space.list counts in `space`, asked by `p`: `None` when the
-/// reply does not say (no such entry, or no member_count).
+/// How many members space.list counts in `space`, asked by `p`: 0 when the list
+/// leaves it out, `None` when the reply does not say (no list of spaces, or an
+/// entry without member_count).
 async fn member_count(ctx: &mut Ctx, p: &mut Peer, space: &str) -> crate::case::Step<Option<u64>> {
     p.send(ctx, &json!({"type": "space.list", "id": "h-count"}))
         .await?;
@@ -146,10 +147,14 @@ async fn member_count(ctx: &mut Ctx, p: &mut Peer, space: &str) -> crate::case::
             v["type"] == "space.list" && v["id"] == "h-count"
         })
         .await?;
-    let entry = list["spaces"]
-        .as_array()
-        .and_then(|a| a.iter().find(|e| e["id"] == space));
-    Ok(entry.and_then(|e| e["member_count"].as_u64()))
+    let Some(spaces) = list["spaces"].as_array() else {
+        return Ok(None);
+    };
+    // A space the list leaves out has nobody in it (a hub may free an empty one).
+    Ok(match spaces.iter().find(|e| e["id"] == space) {
+        Some(e) => e["member_count"].as_u64(),
+        None => Some(0),
+    })
 }
 
 /// Judges that `space`, where the agent `gone` was alone before its connection ended,
@@ -420,7 +425,65 @@ pub const CASES: &[Case] = &[
         }
         Ok(())
     }),
+    case!("space-churn", "fresh user spaces are still made after many came and went (derived from ASP-046)", ["ASP-046"], Fact, false, None, |ctx| {
+        let (mut p, _, _) = Peer::join_as(ctx, &agent_id("churn")).await?;
+        let tag = hex(6);
+        let wait = Peer::case_wait(ctx);
+        let mut taken = 0;
+        for batch in 0..SPACE_CHURN.div_ceil(CHURN_BATCH) {
+            let names: Vec<String> = (0..CHURN_BATCH)
+                .map(|i| format!("h_churn_{tag}_{}", batch * CHURN_BATCH + i))
+                .collect();
+            let joins = names.iter().enumerate().map(|(i, n)| {
+                reference_impl::wire::json_text(&json!({"type": "space.join", "id": format!("churn-{i}"), "space": n}))
+            });
+            let is_answer = |v: &Value| answers_churn(v);
+            let answers = p.bulk(ctx, joins.collect(), (CHURN_BATCH, is_answer), wait).await?;
+            // Answers come in the order of the joins.
+            if let Some((i, refused)) = answers.iter().enumerate().find(|(_, v)| v["type"] != "space.joined") {
+                ctx.log_frame("recv", &p.agent_id, &refused.to_string());
+                if taken == 0 && i == 0 {
+                    return skip(format!("the hub does not make a space on a join of a fresh name: {} (allowed, ASP-A8)", said_error(refused)));
+                }
+                return fail(format!(
+                    "after {} fresh spaces were joined and left, each empty again, the join of the fresh name {} drew {}: spaces emptied are never freed, so the hub runs out of them",
+                    taken + i, names[i.min(CHURN_BATCH - 1)], said_error(refused)
+                ));
+            }
+            if answers.len() < CHURN_BATCH {
+                let what = format!("answers to {} more joins of fresh names", CHURN_BATCH - answers.len());
+                if let Some(stop) = p.not_ours(ctx, &what) {
+                    return Err(stop);
+                }
+                return fail(format!("[{}] expected {what} within {} ms", p.agent_id, wait.as_millis()));
+            }
+            taken += CHURN_BATCH;
+            let leaves = names.iter().map(|n| reference_impl::wire::json_text(&json!({"type": "space.leave", "space": n})));
+            p.bulk(ctx, leaves.collect(), (0, |_: &Value| false), wait).await?;
+        }
+        ctx.checked(format!("{taken} fresh spaces joined and left, each made by its join"));
+        p.close().await;
+        Ok(())
+    })
+    .alone(),
 ];
+
+/// How many fresh user spaces the space-churn case joins and leaves: more than a
+/// hub that keeps every space a join made is likely to hold.
+const SPACE_CHURN: usize = 10_100;
+
+/// Whether a frame answers one of space-churn's joins: its `id`, or an error's
+/// `request_id`, is `churn-{i}`, or it is an error that names no request.
+fn answers_churn(v: &Value) -> bool {
+    let id = v["id"].as_str().or_else(|| v["request_id"].as_str());
+    match id {
+        Some(id) => id.starts_with("churn-"),
+        None => v["type"] == "error",
+    }
+}
+
+/// How many joins space-churn sends before it reads their answers.
+const CHURN_BATCH: usize = 100;
 
 // ---------------------------------------------------------------------------
 // Fuzzing
