@@ -29,6 +29,14 @@ pub const FAULTS: &[Fault] = &[
         duty = none,
     ),
     fault!(
+        "small-overtakes-stream",
+        "ordering",
+        "sends a publisher's small message at once, while its earlier streamed message is still being paced out to the same receiver: the small one overtakes it",
+        ["agora-spaces/order-stream-then-small"],
+        finding = ["agora-spaces/order-stream-then-small"],
+        duty = none,
+    ),
+    fault!(
         "no-member-updates",
         "member updates",
         "sends no space.members when agents join or leave",

@@ -248,6 +248,44 @@ struct Conn {
     agent_id: String,
     outbox: Outbox,
     cancels: Cancels,
+    /// By publisher connection: the lane of a stream under way from it to this
+    /// connection ([`Lane`]).
+    lanes: HashMap<u64, Lane>,
+}
+
+/// What a publisher sends one receiver while its stream to that receiver is still
+/// paced out: held here (`Some`) and queued once the stream ends, so that nothing a
+/// publisher sends overtakes its own earlier stream. `None` once that stream ended.
+type Lane = Arc<Mutex<Option<Vec<Frame>>>>;
+
+/// Queues `frame` behind the stream under way in `lane`, if there is one; false
+/// when there is none (the frame goes out at once).
+fn behind_stream(lane: Option<&Lane>, frame: &Frame) -> bool {
+    let Some(lane) = lane else {
+        return false;
+    };
+    match lane.lock().unwrap_or_else(|p| p.into_inner()).as_mut() {
+        Some(held) => {
+            held.push(frame.clone());
+            true
+        }
+        None => false,
+    }
+}
+
+/// Ends a stream's lane: what was held behind it is queued now, in order.
+struct LaneEnd {
+    lane: Lane,
+    outbox: Outbox,
+}
+
+impl Drop for LaneEnd {
+    fn drop(&mut self) {
+        let held = self.lane.lock().unwrap_or_else(|p| p.into_inner()).take();
+        for f in held.unwrap_or_default() {
+            self.outbox.push(f);
+        }
+    }
 }
 
 #[derive(Default)]
@@ -464,6 +502,7 @@ impl Spaces {
                 agent_id: agent_id.to_string(),
                 outbox,
                 cancels: cancels.clone(),
+                lanes: HashMap::new(),
             },
         );
         hub.agents.insert(agent_id.to_string(), conn);
@@ -477,6 +516,9 @@ impl Spaces {
             hub.agents.retain(|_, v| *v != conn);
             return;
         };
+        for other in hub.conns.values_mut() {
+            other.lanes.remove(&conn);
+        }
         if hub.agents.get(&c.agent_id) == Some(&conn) && !self.fault("keep-id-after-disconnect") {
             hub.agents.remove(&c.agent_id);
         }
@@ -836,12 +878,16 @@ impl Spaces {
                         .filter(|c| c.outbox.past_high_water())
                         .map(|c| c.outbox.clone()),
                 );
+                let overtake = self.fault("small-overtakes-stream");
                 if text.len() <= self.cfg.delta_threshold || self.fault("no-delta") {
                     let frame = json!({"type": "space.event", "space": name,
                                        "data": {"from": agent_id, "text": text, "timestamp": ts}, "timestamp": now_s()});
                     let frame = Frame::from(json_text(&frame));
                     for t in targets {
-                        Self::send_to(&mut hub, t, frame.clone());
+                        let lane = hub.conns.get(&t).and_then(|c| c.lanes.get(&conn));
+                        if overtake || !behind_stream(lane, &frame) {
+                            Self::send_to(&mut hub, t, frame.clone());
+                        }
                     }
                 } else {
                     let event_id = format!("evt_{}", crate::wire::new_id().replace('-', ""));
@@ -852,21 +898,34 @@ impl Spaces {
                     // next publish already sees them pending; a task paces the rest.
                     let unpaced = self.cfg.unpaced_chunks.min(frames.len());
                     for t in targets {
-                        if let Some(c) = hub.conns.get(&t) {
-                            if !frames[..unpaced].iter().all(|f| c.outbox.push(f.clone()))
-                                || unpaced == frames.len()
-                            {
-                                continue;
-                            }
-                            let (outbox, cancels) = (c.outbox.clone(), c.cancels.clone());
-                            let me = self.clone();
-                            let (event_id, frames) = (event_id.clone(), frames.clone());
-                            let name = name.clone();
-                            tokio::spawn(async move {
-                                me.stream(outbox, cancels, (name, event_id), frames, unpaced)
-                                    .await
-                            });
+                        let Some(c) = hub.conns.get_mut(&t) else {
+                            continue;
+                        };
+                        // Behind a stream of this publisher still under way, the
+                        // whole of this one waits its turn, unpaced.
+                        let lane = c.lanes.get(&conn);
+                        if !overtake && frames.iter().all(|f| behind_stream(lane, f)) {
+                            continue;
                         }
+                        if !frames[..unpaced].iter().all(|f| c.outbox.push(f.clone()))
+                            || unpaced == frames.len()
+                        {
+                            continue;
+                        }
+                        let lane: Lane = Arc::new(Mutex::new(Some(Vec::new())));
+                        c.lanes.insert(conn, lane.clone());
+                        let (outbox, cancels) = (c.outbox.clone(), c.cancels.clone());
+                        let me = self.clone();
+                        let (event_id, frames) = (event_id.clone(), frames.clone());
+                        let name = name.clone();
+                        tokio::spawn(async move {
+                            let _end = LaneEnd {
+                                lane,
+                                outbox: outbox.clone(),
+                            };
+                            me.stream(outbox, cancels, (name, event_id), frames, unpaced)
+                                .await
+                        });
                     }
                 }
             }

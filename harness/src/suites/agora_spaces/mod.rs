@@ -285,6 +285,10 @@ pub static SPEC: Spec = Spec {
             "needs about 10,000 fresh spaces made and emptied; a campaign takes its spaces from a pool it reuses, and the space-churn case makes them",
         ),
         (
+            "small-overtakes-stream",
+            "needs a streamed message paced out over many deltas and a small one right behind it, judged by arrival order; the fuzzer's flows read each message on its own, and the order-stream-then-small case does this",
+        ),
+        (
             "disconnect-drops-all",
             "needs three members of one space, one of which disconnects while the others go on; a fuzz case's agents leave together at its end, which the disconnect-keeps-others case does not",
         ),
