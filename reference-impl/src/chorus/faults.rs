@@ -53,6 +53,14 @@ pub const FAULTS: &[Fault] = &[
         duty = none,
     ),
     fault!(
+        "schemas-flat-only",
+        "registration",
+        "refuses a skill whose input_schema or output_schema has a member that is not a string (a JSON Schema, with nested objects and arrays)",
+        ["chorus/register-schemas-any-object"],
+        finding = ["chorus/register-schemas-any-object"],
+        duty = none,
+    ),
+    fault!(
         "success-reward-flat",
         "success reward",
         "a SUCCESS adds 2.0 whatever the hirer's reputation",

@@ -302,6 +302,19 @@ impl Chorus {
                     s.get("cost_per_call"),
                     &format!("skills[{i}].cost_per_call"),
                 )?;
+                // The fault: only flat {member: "type"} schemas are taken.
+                let flat = |k: &str| {
+                    s.get(k)
+                        .and_then(Value::as_object)
+                        .is_none_or(|o| o.values().all(Value::is_string))
+                };
+                if self.fault("schemas-flat-only")
+                    && !(flat("input_schema") && flat("output_schema"))
+                {
+                    return Err(invalid(format!(
+                        "skills[{i}]: schema members must be type names (strings)"
+                    )));
+                }
                 skills.push(Skill {
                     name: name.to_string(),
                     cost,

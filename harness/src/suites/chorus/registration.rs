@@ -66,6 +66,15 @@ rules! {
         fails: "the registration reply or discovery shows a new agent at another reputation_score than 50.0",
         passes: "50.0 on registration and in discovery",
     }
+    REGISTER_SCHEMAS_ANY_OBJECT {
+        key: "chorus/register-schemas-any-object",
+        requirements: &["CHO-010"],
+        level: None,
+        owner: "chorus/register-schemas-any-object",
+        summary: "a skill's input_schema and output_schema take any JSON object, a JSON Schema among them",
+        fails: "the registry refused a registration whose only difference from one it took is a schema object of another shape (each named: a JSON Schema with nested objects, arrays and booleans, an empty object)",
+        passes: "each registration taken",
+    }
     REGISTER_REJECTS_INVALID {
         key: "chorus/register-rejects-invalid",
         requirements: &["CHO-001", "CHO-002", "CHO-004", "CHO-009", "CHO-010"],
@@ -201,6 +210,37 @@ pub async fn register(ctx: &mut Ctx, skills: &[(&str, f64)]) -> Step<TestAgent> 
     Ok(agent)
 }
 
+/// Schema objects of other shapes than the harness's own flat ones, each a JSON
+/// object as chorus.md §3.1 types them (CHO-010): (what, input_schema, output_schema).
+fn schema_rows() -> Vec<(&'static str, Value, Value)> {
+    let json_schema = json!({"type": "object", "properties": {"text": {"type": "string", "maxLength": 1000},
+        "tags": {"type": "array", "items": {"type": "string"}}}, "required": ["text"], "additionalProperties": false});
+    vec![
+        (
+            "a JSON Schema as input_schema",
+            json_schema.clone(),
+            json!({"text": "string"}),
+        ),
+        (
+            "a JSON Schema as output_schema",
+            json!({"text": "string"}),
+            json_schema,
+        ),
+        ("empty objects as both schemas", json!({}), json!({})),
+    ]
+}
+
+/// Whether a registration's skill carries a schema object with a member that is
+/// not a string: a shape other than the harness's own, which the
+/// register-schemas-any-object case judges.
+fn deep_schema(s: &serde_json::Map<String, Value>) -> bool {
+    ["input_schema", "output_schema"].iter().any(|k| {
+        s.get(*k)
+            .and_then(Value::as_object)
+            .is_some_and(|o| o.values().any(|v| !v.is_string()))
+    })
+}
+
 /// The prefix of the skills the harness registers itself.
 pub const HARNESS_SKILL: &str = "h_skill_";
 
@@ -220,6 +260,26 @@ pub const CASES: &[Case] = &[
             return Err(ctx.block(f));
         }
         judge_registered(ctx, Some(&body), &r)
+    }),
+    case!("register-schemas-any-object", "a skill's input_schema and output_schema may be any JSON object: a JSON Schema, an empty object",
+        ["CHO-010"], Fact, |ctx| {
+        // The control: a registration with the harness's own flat schemas is taken.
+        register(ctx, &[(&unique_skill(), 0.1)]).await?;
+        ctx.control("a complete registration with flat schemas");
+        let mut refused = Vec::new();
+        for (what, input, output) in schema_rows() {
+            let mut body = registration(&[(&unique_skill(), 0.1)]);
+            body["skills"][0]["input_schema"] = input;
+            body["skills"][0]["output_schema"] = output;
+            let r = post(ctx, Base::Registry, "register", &body).await?;
+            if r.ok() && !r.refusal_in_2xx() {
+                ctx.checked(format!("{what}: taken ({})", r.http));
+            } else {
+                refused.push(format!("{what}: {}", r.describe()));
+            }
+        }
+        ctx.rows_wrong(&REGISTER_SCHEMAS_ANY_OBJECT, "the registry refused schema objects chorus.md §3.1 allows (CHO-010)", &refused);
+        Ok(())
     }),
     case!("register-rejects-invalid", "registrations with a bad agent_id, no api_endpoint, no skills, a bad skill or timestamp, or no JSON draw a 4xx",
         ["CHO-001", "CHO-002", "CHO-004", "CHO-009", "CHO-010"], Fact, |ctx| {
@@ -300,7 +360,16 @@ fn register_model(v: &Value) -> Model {
     let Some(o) = v.as_object() else {
         return Model::rejecting(REGISTRATION_SUBJECT);
     };
-    let mut m = Model::of(REGISTRATION_SUBJECT);
+    // A refusal of a skill's schema object of another shape is its case's rule.
+    let deep = o
+        .get("skills")
+        .and_then(Value::as_array)
+        .is_some_and(|a| a.iter().filter_map(Value::as_object).any(deep_schema));
+    let mut m = Model::of(if deep {
+        SCHEMAS_SUBJECT
+    } else {
+        REGISTRATION_SUBJECT
+    });
     extras(
         &mut m,
         o,
@@ -519,6 +588,14 @@ pub(super) async fn register_case(
     }
     Ok(Some((v, skill, c.again)))
 }
+
+/// A valid registration with a schema object of another shape, refused, is the
+/// register-schemas-any-object case's finding.
+const SCHEMAS_SUBJECT: Subject = Subject {
+    taken: &REGISTER_REJECTS_INVALID,
+    refused: &REGISTER_SCHEMAS_ANY_OBJECT,
+    odd: &REGISTER_STATUS,
+};
 
 /// What a registration gets wrong is filed under registration's rules.
 pub(super) const REGISTRATION_SUBJECT: Subject = Subject {
