@@ -35,9 +35,12 @@ impl Selection {
     pub fn matcher(&self) -> Result<impl Fn(&str) -> bool, String> {
         let inc = globset(&self.include)?;
         let exc = globset(&self.exclude)?;
+        // A glob matches a case's whole id (`suite/name`) or its name alone.
+        let hit = |g: &GlobSet, id: &str| {
+            g.is_match(id) || id.split_once('/').is_some_and(|(_, name)| g.is_match(name))
+        };
         Ok(move |id: &str| {
-            inc.as_ref().is_none_or(|g| g.is_match(id))
-                && !exc.as_ref().is_some_and(|g| g.is_match(id))
+            inc.as_ref().is_none_or(|g| hit(g, id)) && !exc.as_ref().is_some_and(|g| hit(g, id))
         })
     }
 }
@@ -691,6 +694,24 @@ mod tests {
             finding: f.clone(),
             own,
         }
+    }
+
+    #[test]
+    fn a_glob_matches_the_whole_id_or_the_name() {
+        let sel = |inc: &[&str], exc: &[&str]| Selection {
+            include: inc.iter().map(|s| s.to_string()).collect(),
+            exclude: exc.iter().map(|s| s.to_string()).collect(),
+            ..Selection::default()
+        };
+        let m = sel(&["close-handshake"], &[]).matcher().expect("globs");
+        assert!(m("agora-spaces/close-handshake"));
+        assert!(!m("agora-spaces/handshake"));
+        let m = sel(&["agora-spaces/*"], &["order-*"])
+            .matcher()
+            .expect("globs");
+        assert!(m("agora-spaces/handshake"));
+        assert!(!m("agora-spaces/order-per-publisher"));
+        assert!(!m("chorus/register"));
     }
 
     #[test]

@@ -41,10 +41,10 @@ pub struct RunArgs {
     /// Target profile (TOML).
     #[arg(long)]
     profile: Option<PathBuf>,
-    /// Only cases whose id matches one of these globs.
+    /// Only cases whose id (`suite/name`, or the name alone) matches one of these globs.
     #[arg(long = "cases")]
     cases: Vec<String>,
-    /// Leave out cases whose id matches one of these globs.
+    /// Leave out cases whose id (`suite/name`, or the name alone) matches one of these globs.
     #[arg(long)]
     exclude: Vec<String>,
     /// Write report.json and junit.xml here.
