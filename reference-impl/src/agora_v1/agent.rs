@@ -38,6 +38,11 @@ pub struct AgentConfig {
     pub max_message_bytes: usize,
     /// Most offers and ids remembered at once (oldest dropped first).
     pub max_remembered: usize,
+    /// The room kept for the other senders: once less than this is left of
+    /// `max_remembered`, a sender holding at least this many ids gets ERROR 429
+    /// until its ids leave the replay window, so that no sender fills the memory of
+    /// all and locks the others out.
+    pub max_per_sender: usize,
     pub faults: FaultSet,
     /// Behaviours the spec allows or only warns about (`faults::VARIANTS`).
     pub variants: Vec<&'static str>,
@@ -54,6 +59,7 @@ impl Default for AgentConfig {
             negotiated_resource: "agora:quote:v1".into(),
             max_message_bytes: 64 * 1024,
             max_remembered: 100_000,
+            max_per_sender: 10_000,
             faults: FaultSet::none(),
             variants: Vec::new(),
         }
@@ -100,7 +106,9 @@ struct State {
     /// under its sender ([`Agent::by_sender`]).
     seen: HashSet<String>,
     /// When each seen id leaves the window (its timestamp + window), oldest first.
-    seen_expiry: BinaryHeap<Reverse<(OffsetDateTime, String)>>,
+    seen_expiry: BinaryHeap<Reverse<(OffsetDateTime, String, String)>>,
+    /// How many ids in `seen` each sender has.
+    per_sender: HashMap<String, usize>,
     offers: HashMap<String, Offer>,
     /// Request id, under its sender ([`Agent::by_sender`]) → state name.
     requests: HashMap<String, &'static str>,
@@ -430,12 +438,18 @@ impl Agent {
             let window = self.cfg.replay_window;
             // Ids whose timestamp has left the window can no longer be replayed
             // (the freshness check rejects them), so they are forgotten.
-            while let Some(Reverse((expiry, _))) = st.seen_expiry.peek() {
+            while let Some(Reverse((expiry, _, _))) = st.seen_expiry.peek() {
                 if *expiry >= now {
                     break;
                 }
-                if let Some(Reverse((_, old))) = st.seen_expiry.pop() {
+                if let Some(Reverse((_, old, from))) = st.seen_expiry.pop() {
                     st.seen.remove(&old);
+                    if let Some(n) = st.per_sender.get_mut(&from) {
+                        *n -= 1;
+                        if *n == 0 {
+                            st.per_sender.remove(&from);
+                        }
+                    }
                 }
             }
             let seen_as = self.by_sender(&sender, &id);
@@ -446,6 +460,14 @@ impl Agent {
                     request_id: None,
                 });
             }
+            let mine = st.per_sender.get(&sender).copied().unwrap_or(0);
+            let crowded = st.seen.len() + self.cfg.max_per_sender > self.cfg.max_remembered;
+            if crowded && mine >= self.cfg.max_per_sender {
+                return Err(reject(
+                    429,
+                    format!("{mine} messages of this sender inside the replay window; try later"),
+                ));
+            }
             if st.seen.len() >= self.cfg.max_remembered {
                 // Forgetting ids would open the door to replays: refuse instead.
                 return Err(reject(
@@ -454,7 +476,9 @@ impl Agent {
                 ));
             }
             if st.seen.insert(seen_as.clone()) {
-                st.seen_expiry.push(Reverse((ts + window, seen_as)));
+                st.seen_expiry
+                    .push(Reverse((ts + window, seen_as, sender.clone())));
+                *st.per_sender.entry(sender.clone()).or_default() += 1;
             }
         }
 
@@ -812,6 +836,35 @@ mod tests {
         );
         assert_eq!(res["type"], "RESULT");
         assert_eq!(res["payload"]["request_id"], offer["payload"]["request_id"]);
+    }
+
+    #[test]
+    fn one_sender_cannot_fill_the_memory_of_all() {
+        let t0 = datetime!(2024-01-01 0:00 UTC);
+        let clock = ManualClock::new(t0);
+        let cfg = AgentConfig {
+            max_remembered: 4,
+            max_per_sender: 2,
+            ..AgentConfig::default()
+        };
+        let a = agent(clock.clone(), cfg);
+        let (me, other) = (Keypair::from_seed(&[2; 32]), Keypair::from_seed(&[3; 32]));
+        let echo = json!({"resource": "agora:echo:v1", "params": {}});
+        let req = |k: &Keypair| reply(&a, &signed(k, "REQUEST", t0, echo.clone()));
+        // Room for all: the sender is served past its share.
+        for _ in 0..3 {
+            assert_eq!(req(&me)["type"], "RESULT");
+        }
+        // Less than a share left: the sender that holds one is throttled, the
+        // others are served in the room kept for them.
+        assert_eq!(req(&me)["payload"]["code"], 429);
+        assert_eq!(req(&other)["type"], "RESULT");
+        // Once the window has passed, the sender's ids are forgotten.
+        clock.advance(Duration::seconds(61));
+        assert_eq!(
+            reply(&a, &signed(&me, "REQUEST", clock.now(), echo.clone()))["type"],
+            "RESULT"
+        );
     }
 
     #[test]
