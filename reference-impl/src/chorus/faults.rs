@@ -61,6 +61,14 @@ pub const FAULTS: &[Fault] = &[
         duty = none,
     ),
     fault!(
+        "job-crashes-without-body",
+        "job validation",
+        "the fixture agent answers a job request without a body with HTTP 500",
+        ["chorus/job-rejects-invalid"],
+        finding = ["chorus/job-rejects-invalid"],
+        duty = none,
+    ),
+    fault!(
         "success-reward-flat",
         "success reward",
         "a SUCCESS adds 2.0 whatever the hirer's reputation",

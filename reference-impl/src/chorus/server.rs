@@ -698,6 +698,10 @@ impl Chorus {
     /// the result.
     pub fn job(&self, bytes: &[u8]) -> (Reply, Option<(String, Value)>) {
         let started = Instant::now();
+        if bytes.is_empty() && self.fault("job-crashes-without-body") {
+            let r = err(500, "internal", "unexpected end of input");
+            return (r, None);
+        }
         let o = match parse_object(bytes) {
             Ok(o) => o,
             Err(r) => return (r, None),

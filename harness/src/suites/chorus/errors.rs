@@ -358,8 +358,17 @@ pub(super) fn judge(
     what: &str,
     oracle: Oracle,
 ) -> FuzzStep<()> {
-    no_server_error(r, what)?;
     let want = m.verdict();
+    if matches!(want, Expected::Reject(_)) && r.http >= 500 {
+        // A bad message answered with a 5xx is not refused: `run` rows it under the
+        // rule for bad messages taken, and so is it filed here, not as a crash.
+        let not_refused = finding(
+            Oracle::Verdict,
+            format!("{what} drew {} where a 4xx refusal is due", r.describe()),
+        );
+        return verdict::under(Some(m.key_for(&Observed::Carried)), not_refused);
+    }
+    no_server_error(r, what)?;
     if is_rejection(r) && !matches!(want, Expected::Accept(..)) {
         // A refusal due: its code and its status judged by `run`'s own checks
         // (refusal-without-code, refusal-http-200), their findings under their keys.

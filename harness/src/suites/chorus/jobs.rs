@@ -3,7 +3,8 @@
 
 use super::discovery::discover;
 use super::errors::{
-    expect_code, extras, is_rejection, judge, no_server_error, status_of, Model, Subject,
+    expect_code, extras, is_rejection, judge, no_server_error, rejected_row, status_of, Model,
+    Subject,
 };
 use super::registration::unique_skill;
 use super::results::{
@@ -14,7 +15,8 @@ use super::results::{
 use super::wire::{
     credits_of, credits_value, encode, floor_cents, id_class, id_value, memo_part, memo_set,
     now_utc, numeric_string, oracle_for, post, post_bytes, remove, set, setup, timestamp_class,
-    timestamp_value, two_decimals, Base, Class, Credits, IdForm, Parsed, Resp, TsForm, Wire,
+    timestamp_value, two_decimals, unreadable_bodies, Base, Class, Credits, IdForm, Parsed, Resp,
+    TsForm, Wire,
 };
 use crate::case::{fail, skip, Bindings, Case, Level, Step, Stop};
 use crate::drive::callback::CallbackListener;
@@ -58,8 +60,8 @@ rules! {
         requirements: &["CHO-003", "CHO-024"],
         level: None,
         owner: "chorus/job-rejects-invalid",
-        summary: "a job with job_id \"123\", or without skill_name or input_data, is rejected",
-        fails: "the agent processed one or more bad jobs (each named)",
+        summary: "a job with job_id \"123\", without skill_name or input_data, or without a JSON object as its body, is rejected",
+        fails: "the agent processed or failed on one or more bad jobs (each named: job_id \"123\", no skill_name, no input_data, no body, a non-JSON body, a JSON array)",
         passes: "a 4xx or a FAILURE result for each",
     }
     JOB_CURRENCY_TAKEN {
@@ -349,7 +351,7 @@ pub const CASES: &[Case] = &[
     ),
     case!(
         "job-rejects-invalid",
-        "jobs with job_id \"123\", or without skill_name or input_data, are rejected",
+        "jobs with job_id \"123\", without skill_name or input_data, or without a JSON object as body, are rejected",
         ["CHO-003", "CHO-024", "CHO-025"],
         Fact,
         |ctx| {
@@ -368,6 +370,10 @@ pub const CASES: &[Case] = &[
             for (what, m) in mutations {
                 let (_, outcome) = run_job(ctx, &url, m).await?;
                 taken.extend(job_row(ctx, outcome, what));
+            }
+            // What every POST route refuses alike, sent to the job route too.
+            for (what, r) in unreadable_bodies(ctx, Base::Url(url.clone()), "").await? {
+                taken.extend(rejected_row(ctx, &r, what));
             }
             ctx.rows_wrong(&JOB_REJECTS_INVALID, "the agent processed bad jobs", &taken);
             let (_, usd) = run_job(ctx, &url, |j| j["currency"] = json!("usd")).await?;
