@@ -23,7 +23,7 @@ rules! {
         requirements: &["ASP-018", "ASP-041", "ASP-042", "ASP-043"],
         level: Some(Level::Fact),
         owner: "agora-spaces/invalid-requests",
-        summary: "non-JSON, an unknown type, a join without space and a frame without type draw INVALID_REQUEST",
+        summary: "non-JSON, an unknown type, a join without space, a frame without type, and a join, leave or publish with a member of the wrong type draw INVALID_REQUEST",
         fails: "one or more of them drew an error with another code (each named)",
         passes: "INVALID_REQUEST for each",
     }
@@ -73,7 +73,7 @@ pub fn check_request_id(ctx: &mut Ctx, v: &Value, request_id: &str) {
 
 /// The cases of this area, in the order they run.
 pub const CASES: &[Case] = &[
-    case!("invalid-requests", "non-JSON, unknown types, a join without space and a frame without type draw INVALID_REQUEST",
+    case!("invalid-requests", "non-JSON, unknown types, a join without space, a frame without type and requests with a member of the wrong type draw INVALID_REQUEST",
         ["ASP-018", "ASP-041", "ASP-042", "ASP-043"], Fact, false, None, |ctx| {
         let (mut p, _, _) = Peer::join_as(ctx, &agent_id("bad")).await?;
         p.send_text(ctx, "{not json".into()).await?;
@@ -82,10 +82,16 @@ pub const CASES: &[Case] = &[
         if code_of(ctx, &v)? != "INVALID_REQUEST" {
             wrong.push(format!("non-JSON drew {}", said_error(&v)));
         }
+        // Each request type with a member of the wrong type, the publish from a member.
+        let mut own = user_space();
+        p.join_own(ctx, &mut own).await?;
         for (id, msg) in [
             ("h-unknown", json!({"type": "foo.bar", "id": "h-unknown"})),
             ("h-nospace", json!({"type": "space.join", "id": "h-nospace"})),
             ("h-notype", json!({"id": "h-notype", "space": "general"})),
+            ("h-join-42", json!({"type": "space.join", "id": "h-join-42", "space": 42})),
+            ("h-leave-42", json!({"type": "space.leave", "id": "h-leave-42", "space": 42})),
+            ("h-data-text", json!({"type": "space.publish", "id": "h-data-text", "space": own, "data": "hello"})),
         ] {
             p.reopen_if_closed(ctx, "bad").await?;
             p.send(ctx, &msg).await?;

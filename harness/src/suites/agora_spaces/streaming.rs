@@ -152,36 +152,42 @@ pub const CASES: &[Case] = &[
         }
         Ok(())
     }),
-    case!("order-stream-then-small", "a small message published right after a streamed one arrives after the stream's done (derived from ASP-030)", ["ASP-030", "ASP-032"], Fact, false, None, |ctx| {
+    case!("order-stream-then-small", "two streamed messages and a small one, published one after another, complete in that order (derived from ASP-030)", ["ASP-030", "ASP-032"], Fact, false, None, |ctx| {
         let mut space = user_space();
-        // Long enough to be paced out over many deltas, so that a small message has time to overtake it.
-        let large = text_of(ctx.profile().agora_spaces.delta_threshold_bytes * 32 + 77);
+        // Long enough to be paced out over many deltas, so that a later message has
+        // time to overtake it.
+        let n = ctx.profile().agora_spaces.delta_threshold_bytes * 32 + 77;
         let ida = agent_id("sa");
         let (mut a, _, _) = Peer::join_as(ctx, &ida).await?;
-        let (mut b, _, _) = Peer::join_as_taking(ctx, &agent_id("sb"), 2 * large.len() + (64 << 10)).await?;
+        let (mut b, _, _) = Peer::join_as_taking(ctx, &agent_id("sb"), 4 * n + (64 << 10)).await?;
         a.join_own(ctx, &mut space).await?;
         b.join(ctx, &space).await?;
-        let small = format!("after the stream {ida}");
-        a.publish(ctx, &space, &large).await?;
-        a.publish(ctx, &space, &small).await?;
-        // B's frames of the two messages, in arrival order, up to the small one.
-        let (mut event_id, mut ended) = (Value::Null, false);
-        loop {
-            let (from, ev, sp) = (ida.clone(), event_id.clone(), space.clone());
-            let v = b.expect(ctx, "the streamed message, then the small one", move |v| v["space"] == sp.as_str() && (v["type"] == "space.event" && v["data"]["from"] == from.as_str() || (ev.is_null() && v["type"] == "space.event.delta" && v["data"]["from"] == from.as_str()) || (!ev.is_null() && v["event_id"] == ev))).await?;
+        // The second stream is shorter: sent beside the first, it would end first.
+        let short = ctx.profile().agora_spaces.delta_threshold_bytes * 9 + 5;
+        let texts = [text_of(n), text_of(short), format!("after the streams {ida}")];
+        for t in &texts {
+            a.publish(ctx, &space, t).await?;
+        }
+        // The order in which B has each message whole: at its space.event, or at the
+        // done of its stream (streams named in the order their first delta came).
+        let (mut streams, mut whole): (Vec<Value>, Vec<usize>) = (Vec::new(), Vec::new());
+        while whole.len() < texts.len() {
+            let (from, known, sp) = (ida.clone(), streams.clone(), space.clone());
+            let v = b.expect(ctx, "A's three messages", move |v| v["space"] == sp.as_str() && (((v["type"] == "space.event" || v["type"] == "space.event.delta") && v["data"]["from"] == from.as_str()) || known.contains(&v["event_id"]))).await?;
             let text = v["data"]["text"].as_str().unwrap_or_default();
             match v["type"].as_str() {
-                Some("space.event") if text == small => break,
-                Some("space.event") if text == large => ended = true,
-                Some("space.event.delta") if event_id.is_null() => event_id = v["event_id"].clone(),
-                Some("space.event.done") => ended = true,
+                Some("space.event") => whole.extend(texts.iter().position(|t| t == text)),
+                Some("space.event.delta") if !streams.contains(&v["event_id"]) => streams.push(v["event_id"].clone()),
+                Some("space.event.done") => whole.extend(streams.iter().position(|e| *e == v["event_id"])),
                 _ => {}
             }
         }
-        if !ended {
-            return fail(format!("the small message A published right after a streamed one reached B before that stream's done (event {event_id}): a publisher's later message overtook its earlier one"));
+        if whole != [0, 1, 2] {
+            let names = ["the first streamed message", "the second streamed message", "the small one"];
+            let got: Vec<&str> = whole.iter().map(|i| names[*i]).collect();
+            return fail(format!("A published two streamed messages, then a small one; B had them whole in the order {}: a publisher's later message overtook an earlier one", got.join(", ")));
         }
-        ctx.checked("the small message arrived after the streamed one ended");
+        ctx.checked("the three messages completed in the order A published them");
         Ok(())
     }),
     case!("delta-stream", "a text above the delta threshold arrives as deltas with one event_id and a done, reassembling exactly",
