@@ -340,7 +340,12 @@ fn main() {
         Trial::test("action::quoting", quoting),
         Trial::test("action::client_mode", client_mode),
         Trial::test("action::interop_mode", interop_mode),
-        Trial::test("action::install", install),
+        Trial::test("action::install", install).with_ignored_flag(common::skip_without(
+            "action::install",
+            "curl",
+            common::runs("curl"),
+            "Debian: apt-get install curl",
+        )),
         Trial::test("action::usage_errors", usage_errors),
     ];
     libtest_mimic::run(&args, trials).exit();

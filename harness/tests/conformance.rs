@@ -2041,16 +2041,34 @@ fn main() {
         "cli::client_driver_misbehaves",
         cli_client_driver_misbehaves,
     ));
+    let python = common::runs("python3");
     for (id, file) in EXAMPLE_DRIVERS {
         let Some(suite) = suites::by_id(id) else {
             continue;
         };
-        trials.push(Trial::test(
-            format!("cli::client_example_driver::{id}"),
-            move || cli_client_example_driver(suite, file),
-        ));
+        let name = format!("cli::client_example_driver::{id}");
+        let skip = if *id == "agora-spaces" {
+            common::skip_without(
+                &name,
+                "python3 with the package websockets",
+                python && common::python_has("websockets"),
+                "Debian: apt-get install python3-websockets; or pip install websockets",
+            )
+        } else {
+            common::skip_without(&name, "python3", python, "Debian: apt-get install python3")
+        };
+        trials.push(
+            Trial::test(name, move || cli_client_example_driver(suite, file))
+                .with_ignored_flag(skip),
+        );
     }
-    trials.push(Trial::test("cli::client_interface", cli_client_interface));
+    let skip = common::skip_without(
+        "cli::client_interface",
+        "python3",
+        python,
+        "Debian: apt-get install python3",
+    );
+    trials.push(Trial::test("cli::client_interface", cli_client_interface).with_ignored_flag(skip));
     trials.push(Trial::test("cli::init", cli_init));
     trials.push(Trial::test(
         "cli::export_and_replay_offline",

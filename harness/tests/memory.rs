@@ -572,5 +572,16 @@ fn main() {
             load(suite)
         }));
     }
+    // Every measurement runs the binary under tests/peak_rss.py.
+    let skip = common::skip_without(
+        "every memory:: test",
+        "python3",
+        common::runs("python3"),
+        "Debian: apt-get install python3",
+    );
+    let trials = trials
+        .into_iter()
+        .map(|t| t.with_ignored_flag(skip))
+        .collect();
     libtest_mimic::run(&args, trials).exit();
 }

@@ -257,28 +257,20 @@ fn html_filters_in_chromium() -> Result<(), Failed> {
     result
 }
 
-/// Whether `tool` runs. Under CI (`CI` set) a missing tool fails its test; elsewhere
-/// the test is listed as ignored, and the reason is printed.
-fn tool_missing(tool: &str, package: &str) -> bool {
-    let runs = Command::new(tool)
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok();
-    if !runs && std::env::var_os("CI").is_none() {
-        eprintln!(
-            "reports: {tool} is not installed, its test is ignored (apt-get install {package})"
-        );
-        return true;
-    }
-    false
-}
-
 fn main() {
     let args = Arguments::from_args();
-    let no_xmllint = tool_missing("xmllint", "libxml2-utils");
-    let no_chrome = tool_missing("chromedriver", "chromium chromium-driver");
+    let no_xmllint = common::skip_without(
+        "junit_validates_against_the_jenkins_schema",
+        "xmllint",
+        common::runs("xmllint"),
+        "Debian: apt-get install libxml2-utils",
+    );
+    let no_chrome = common::skip_without(
+        "html_filters_in_chromium",
+        "chromedriver and chromium",
+        common::runs("chromedriver"),
+        "Debian: apt-get install chromium chromium-driver",
+    );
     let trials = vec![
         Trial::test(
             "junit_validates_against_the_jenkins_schema",

@@ -545,3 +545,37 @@ pub const DEBUG_FORMS: [&str; 7] = [
 pub fn debug_form(text: &str) -> Option<&'static str> {
     DEBUG_FORMS.iter().copied().find(|d| text.contains(d))
 }
+
+/// The variable under which a test whose outside tool is missing fails instead of
+/// being skipped (`.ci/run` sets it, so that CI proves every such test).
+pub const REQUIRE_TOOLS: &str = "AGENTCONFORM_REQUIRE_TOOLS";
+
+/// Whether a test that needs `tool` is to be skipped: the tool is missing (`present`
+/// is false) and [`REQUIRE_TOOLS`] is not set. A skip prints one line naming the
+/// test, the tool and where it comes from (`install`); libtest lists the test as
+/// ignored and counts it in its summary.
+pub fn skip_without(test: &str, tool: &str, present: bool, install: &str) -> bool {
+    if present || std::env::var_os(REQUIRE_TOOLS).is_some() {
+        return false;
+    }
+    eprintln!("skipped: {test}: needs {tool}, not installed here ({install})");
+    true
+}
+
+/// Whether `program --version` runs.
+pub fn runs(program: &str) -> bool {
+    std::process::Command::new(program)
+        .arg("--version")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status()
+        .is_ok()
+}
+
+/// Whether python3 imports `module`.
+pub fn python_has(module: &str) -> bool {
+    std::process::Command::new("python3")
+        .args(["-c", &format!("import {module}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
