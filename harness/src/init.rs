@@ -214,6 +214,112 @@ pub fn render(suite: &str, target: &str, entries: &[Entry]) -> String {
     out
 }
 
+/// Merges what discovery found into the profile text `old`, which the user may
+/// have completed by hand: every line of it is kept, but for a key init found with
+/// another value, whose line is replaced under a comment that keeps the old value;
+/// a found key `old` lacks is added to its section (with how it was found), and a
+/// key not found that `old` neither sets nor names commented out is added
+/// commented out under why. Returns the text and what changed, a line per key.
+/// `Err` when `old` is no TOML.
+pub fn merge(old: &str, entries: &[Entry]) -> Result<(String, Vec<String>), String> {
+    let table: toml::Table = old
+        .parse()
+        .map_err(|e: toml::de::Error| e.message().to_string())?;
+    let set = |s: &str, k: &str| table.get(s).and_then(|t| t.get(k));
+    let mut lines: Vec<String> = old.lines().map(String::from).collect();
+    let mut said = Vec::new();
+    for e in entries {
+        let (section, key) = e.name();
+        match (e, set(section, key)) {
+            (Entry::Found { value, .. }, Some(was)) if was == value => {}
+            (Entry::Found { value, how, .. }, Some(was)) => {
+                match key_line(&lines, section, key) {
+                    // A one-line value is replaced; the old one stays in a comment.
+                    Some(at) if lines[at].trim_end().ends_with(&was.to_string()) => {
+                        lines[at] = format!("{key} = {value}");
+                        let note = format!("changed by init, was {was}: {how}");
+                        lines.splice(at..at, comment(&note).lines().map(String::from));
+                        said.push(format!("changed [{section}] {key}: {was} → {value}"));
+                    }
+                    _ => said.push(format!(
+                        "kept [{section}] {key} = {was} as written; init found {value}"
+                    )),
+                }
+            }
+            (Entry::Found { value, how, .. }, None) => {
+                let add = format!("{}{key} = {value}", comment(how));
+                insert_in_section(&mut lines, section, &add);
+                said.push(format!("new [{section}] {key} = {value}"));
+            }
+            (Entry::Missing { .. }, Some(_)) => {}
+            (Entry::Missing { why, .. }, None) => {
+                let placeholder = format!("# {key} = …");
+                if !lines.iter().any(|l| l.trim() == placeholder) {
+                    let add = format!(
+                        "{}{placeholder}",
+                        comment(&format!("{key}: not found. {why}"))
+                    );
+                    insert_in_section(&mut lines, section, &add);
+                }
+            }
+        }
+    }
+    let mut text = lines.join("\n");
+    text.push('\n');
+    Ok((text, said))
+}
+
+/// The section a header line opens (`[s]` or `[[s]]`), if it is one.
+fn header(line: &str) -> Option<&str> {
+    let t = line.trim();
+    let inner = t.strip_prefix('[')?.split(']').next()?;
+    Some(inner.trim_start_matches('[').trim().trim_matches('"'))
+}
+
+/// The index of the line that sets `key` in `section` (a line `key = …`).
+fn key_line(lines: &[String], section: &str, key: &str) -> Option<usize> {
+    let mut current = "";
+    for (i, l) in lines.iter().enumerate() {
+        if let Some(s) = header(l) {
+            current = s;
+            continue;
+        }
+        let named = l.split_once('=').map(|(k, _)| k.trim().trim_matches('"'));
+        if current == section && named == Some(key) && !l.trim_start().starts_with('#') {
+            return Some(i);
+        }
+    }
+    None
+}
+
+/// Adds `text` (lines) at the end of `section`'s lines, or in a new section at the
+/// end.
+fn insert_in_section(lines: &mut Vec<String>, section: &str, text: &str) {
+    let start = lines
+        .iter()
+        .position(|l| header(l) == Some(section) && !l.trim().starts_with("[["));
+    let new: Vec<String> = text.lines().map(String::from).collect();
+    match start {
+        Some(at) => {
+            let end = lines[at + 1..]
+                .iter()
+                .position(|l| header(l).is_some())
+                .map_or(lines.len(), |n| at + 1 + n);
+            // Before the blank lines that end the section.
+            let mut end = end;
+            while end > at + 1 && lines[end - 1].trim().is_empty() {
+                end -= 1;
+            }
+            lines.splice(end..end, new);
+        }
+        None => {
+            lines.push(String::new());
+            lines.push(format!("[{section}]"));
+            lines.extend(new);
+        }
+    }
+}
+
 /// `text` as comment lines.
 fn comment(text: &str) -> String {
     text.lines().map(|l| format!("# {l}\n")).collect()
@@ -312,6 +418,55 @@ mod tests {
         );
         assert_eq!(a[0].value.as_deref(), Some("\"translate\""));
         assert!(prof.sets("chorus", "fixture_skill"));
+    }
+
+    #[test]
+    fn merging_keeps_what_the_user_wrote() {
+        let old = "# mine\n[target]\ntoken = \"t\"\n\n[chorus]\n# my skill\nfixture_skill = \"translate\"\ninitial_credits = 5.0\n\n[[chorus.setup_requests]]\non = \"owner\"\npath = \"/accounts\"\n";
+        let entries = vec![
+            Entry::found(
+                "chorus",
+                "fixture_skill",
+                "echo_text",
+                "GET /discover lists it",
+            ),
+            Entry::found("chorus", "outcome_request", "POST /results", "probe"),
+            Entry::missing("target", "ledger_url", "POST /transfer answered 404"),
+            Entry::missing("chorus", "initial_credits", "no balance route"),
+            Entry::found("timing", "case_timeout_ms", 900, "measured"),
+        ];
+        let (text, said) = merge(old, &entries).expect("TOML");
+        let t: toml::Table = text.parse().expect("the merge is TOML");
+        assert_eq!(t["target"]["token"].as_str(), Some("t"));
+        assert_eq!(t["chorus"]["fixture_skill"].as_str(), Some("echo_text"));
+        assert_eq!(t["chorus"]["initial_credits"].as_float(), Some(5.0));
+        assert_eq!(
+            t["chorus"]["outcome_request"].as_str(),
+            Some("POST /results")
+        );
+        assert_eq!(
+            t["chorus"]["setup_requests"][0]["path"].as_str(),
+            Some("/accounts")
+        );
+        assert_eq!(t["timing"]["case_timeout_ms"].as_integer(), Some(900));
+        assert!(text.contains("# mine\n") && text.contains("# my skill\n"));
+        assert!(text.contains("# changed by init, was \"translate\": GET /discover lists it\n"));
+        assert!(text.contains("# ledger_url = …"));
+        assert_eq!(
+            said,
+            vec![
+                "changed [chorus] fixture_skill: \"translate\" → \"echo_text\"",
+                "new [chorus] outcome_request = \"POST /results\"",
+                "new [timing] case_timeout_ms = 900",
+            ]
+        );
+        // The outcome request goes into [chorus], not into the array of tables.
+        let chorus_end = text.find("[[chorus.setup_requests]]").expect("kept");
+        assert!(text.find("outcome_request").expect("added") < chorus_end);
+        // Merging again changes nothing.
+        let (again, said) = merge(&text, &entries).expect("TOML");
+        assert_eq!(again, text);
+        assert!(said.is_empty());
     }
 
     #[test]

@@ -1918,7 +1918,29 @@ fn cli_init() -> Result<(), Failed> {
         expect_code(
             &["init", "--suite", suite, "--target", &url, "--out", &f],
             0,
-            "unchanged since",
+            "nothing to change in",
+        )?;
+        // A hand-completed profile: init merges into it and keeps what it did not
+        // find; --force rewrites it from what it found and says what is gone.
+        let hand = format!("{text}\n# mine\n[timing]\ncase_timeout_ms = 4321\n");
+        std::fs::write(&file, &hand).map_err(|e| e.to_string())?;
+        expect_code(
+            &["init", "--suite", suite, "--target", &url, "--out", &f],
+            0,
+            "nothing to change in",
+        )?;
+        let kept = std::fs::read_to_string(&file).map_err(|e| e.to_string())?;
+        if kept != hand {
+            return Err(
+                format!("{suite}: init did not keep the hand-completed profile:\n{kept}").into(),
+            );
+        }
+        expect_code(
+            &[
+                "init", "--suite", suite, "--target", &url, "--out", &f, "--force",
+            ],
+            0,
+            "gone [timing] case_timeout_ms (was 4321)",
         )?;
         // Without a profile, the run finds the same and gives the same verdicts,
         // saying what it assumed.

@@ -19,9 +19,15 @@ pub struct InitArgs {
     #[arg(long)]
     target: String,
     /// Write the profile here (default: standard output). A profile already there is
-    /// compared with the new one: what changed is printed, then it is replaced.
+    /// merged into: every key init did not find is kept as written, a key it found
+    /// with another value is replaced under a comment that keeps the old one, and
+    /// what changed is printed.
     #[arg(long)]
     out: Option<PathBuf>,
+    /// With --out: rewrite the profile from what init found alone, dropping what it
+    /// did not find (printed as gone).
+    #[arg(long)]
+    force: bool,
     /// A profile to start from (its timing, token, ledger URL): what it sets is
     /// probed with, and written back where found.
     #[arg(long)]
@@ -68,30 +74,87 @@ pub fn run(a: InitArgs, out: &mut impl Write) -> Result<i32, CliError> {
             eprintln!("{summary}");
         }
         Some(path) => {
-            if let Ok(old) = std::fs::read_to_string(path) {
-                match crate::init::changes(&old, &text) {
-                    Ok(c) if c.is_empty() => {
-                        writeln!(out, "unchanged since the profile in {}", path.display())
-                            .map_err(io)?
-                    }
-                    Ok(c) => {
-                        writeln!(out, "changed since the profile in {}:", path.display())
-                            .map_err(io)?;
-                        for line in c {
-                            writeln!(out, "  {line}").map_err(io)?;
-                        }
-                    }
-                    Err(e) => writeln!(
-                        out,
-                        "the profile in {} is no TOML ({e}); it is replaced",
-                        path.display()
-                    )
-                    .map_err(io)?,
+            let text = match std::fs::read_to_string(path) {
+                Ok(old) if !a.force => merged(&old, &entries, path, out)?,
+                Ok(old) => {
+                    replaced(&old, &text, path, out)?;
+                    text
                 }
-            }
+                Err(_) => text,
+            };
+            Profile::from_toml(&text, "the profile init wrote").map_err(|e| {
+                CliError::Harness(format!("init wrote a profile run would refuse: {e}"))
+            })?;
             std::fs::write(path, &text).map_err(|e| unwritable(path.display(), e))?;
             writeln!(out, "{summary}; written to {}", path.display()).map_err(io)?;
         }
     }
     Ok(0)
+}
+
+/// Merges what init found into the profile `old` at `path` (`crate::init::merge`)
+/// and prints what changed; a profile that is no TOML is not touched.
+fn merged(
+    old: &str,
+    entries: &[crate::init::Entry],
+    path: &std::path::Path,
+    out: &mut impl Write,
+) -> Result<String, CliError> {
+    let (text, said) = crate::init::merge(old, entries).map_err(|e| {
+        Usage(format!(
+            "the profile in {} is no TOML ({e}): mend it, or rewrite it with --force",
+            path.display()
+        ))
+    })?;
+    if said.is_empty() {
+        writeln!(
+            out,
+            "nothing to change in {}: every key it sets is kept",
+            path.display()
+        )
+        .map_err(io)?;
+    } else {
+        writeln!(
+            out,
+            "merged into {} (every other key kept as written):",
+            path.display()
+        )
+        .map_err(io)?;
+        for line in said {
+            writeln!(out, "  {line}").map_err(io)?;
+        }
+    }
+    Ok(text)
+}
+
+/// Prints what a rewrite (--force) of the profile `old` at `path` changes.
+fn replaced(
+    old: &str,
+    new: &str,
+    path: &std::path::Path,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    match crate::init::changes(old, new) {
+        Ok(c) if c.is_empty() => {
+            writeln!(out, "unchanged since the profile in {}", path.display()).map_err(io)
+        }
+        Ok(c) => {
+            writeln!(
+                out,
+                "rewritten (--force); changed since the profile in {}:",
+                path.display()
+            )
+            .map_err(io)?;
+            for line in c {
+                writeln!(out, "  {line}").map_err(io)?;
+            }
+            Ok(())
+        }
+        Err(e) => writeln!(
+            out,
+            "the profile in {} is no TOML ({e}); it is replaced (--force)",
+            path.display()
+        )
+        .map_err(io),
+    }
 }
