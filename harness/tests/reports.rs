@@ -257,6 +257,40 @@ fn html_filters_in_chromium() -> Result<(), Failed> {
     result
 }
 
+/// report.html read without its script: every case is a row, every deviation is
+/// there, the totals are written, and the target's text is escaped.
+fn html_rows_without_scripts() -> Result<(), Failed> {
+    let (dir, report) = sample_report("html-plain")?;
+    let html = std::fs::read_to_string(dir.join("report.html")).map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_dir_all(&dir);
+    // The page with its one script cut out, as a reader without JavaScript sees it.
+    let plain = match (html.find("<script>"), html.find("</script>")) {
+        (Some(a), Some(b)) if a < b => format!("{}{}", &html[..a], &html[b + "</script>".len()..]),
+        _ => return Err("report.html has no script to cut out".into()),
+    };
+    let rows = plain.matches("<tr class=\"case-row\"").count();
+    if rows != report.cases.len() || report.cases.is_empty() {
+        return Err(format!("{rows} case rows for {} cases", report.cases.len()).into());
+    }
+    for c in &report.cases {
+        if !plain.contains(&format!("<summary>{} [", c.id)) {
+            return Err(format!("no row for {}", c.id).into());
+        }
+    }
+    for f in &report.findings {
+        if !plain.contains(&format!("<code>{}</code>", f.finding.key)) {
+            return Err(format!("no deviation {}", f.finding.key).into());
+        }
+    }
+    let total = format!("<span id=\"total-cases\">{}</span>", report.cases.len());
+    if !plain.contains(&total)
+        || !plain.contains("target http://127.0.0.1:1/ &lt;b&gt;&amp;amp;&lt;/b&gt;")
+    {
+        return Err("the totals or the escaped target are not written".into());
+    }
+    Ok(())
+}
+
 fn main() {
     let args = Arguments::from_args();
     let no_xmllint = common::skip_without(
@@ -281,6 +315,7 @@ fn main() {
             "summary_is_capped_and_has_reproducers",
             summary_is_capped_and_has_reproducers,
         ),
+        Trial::test("html_rows_without_scripts", html_rows_without_scripts),
         Trial::test("html_filters_in_chromium", html_filters_in_chromium)
             .with_ignored_flag(no_chrome),
     ];

@@ -1,25 +1,45 @@
 //! report.html: one self-contained page (no network, no external script or font).
 //!
-//! The report and the text of every requirement it cites are embedded as JSON; a
-//! small script renders the deviations first, then the cases by suite and by
-//! requirement, with filters by outcome and level. Transcripts are rendered only when
-//! a case is opened, so that a page with thousands of cases stays quick. An interop
-//! run's matrix (`Report::interop`) is written into the page as a plain table, above
-//! the deviations, so that it reads without the script too.
+//! Every row is written into the page: the header and totals, an interop run's
+//! matrix (`Report::interop`), the deviations, the cases by suite (each with its
+//! transcript in a closed `<details>`), the cases by requirement and the untestable
+//! requirements, so that the page reads without JavaScript. A small script only
+//! filters the rows by outcome, level and text, reading what each row carries in its
+//! `data-` attributes. The page is written as it goes, never held whole in memory.
 
+use super::matrix::escape;
 use super::Report;
 use crate::inventory;
-use serde_json::{json, Map, Value};
+use serde_json::Value;
 use std::io::Write;
 
 const TEMPLATE: &str = include_str!("report.html");
-/// Where the interop matrix goes; the line is dropped when there is none, so that
-/// the page of any other report is the template as it was before.
+/// Where the header's lines go.
+const HEADER_SLOT: &str = "<!--HEADER-->\n";
+/// Where an interop run's matrix goes (nothing for any other report).
 const MATRIX_SLOT: &str = "<!--INTEROP-MATRIX-->\n";
+/// Where the filter bar's counts go.
+const COUNTS_SLOT: &str = "<!--COUNTS-->\n";
+/// Where the sections go.
+const BODY_SLOT: &str = "<!--BODY-->\n";
 
-/// The inventory entries (requirements and ambiguities) a report cites.
-fn cited_requirements(report: &Report) -> Value {
+/// A requirement or ambiguity of the inventory: its level, text and place.
+fn requirement(id: &str) -> Option<(String, String, String)> {
     let inv = inventory::get();
+    if let Some(r) = inv.requirements.get(id) {
+        return Some((r.level.to_string(), r.text.to_string(), r.place.to_string()));
+    }
+    inv.ambiguities.get(id).map(|a| {
+        (
+            a.category.to_string(),
+            a.treatment.to_string(),
+            "ambiguity".to_string(),
+        )
+    })
+}
+
+/// The ids a report cites, sorted, once each.
+fn cited(report: &Report) -> Vec<&str> {
     let mut ids: Vec<&str> = report
         .cases
         .iter()
@@ -33,94 +53,236 @@ fn cited_requirements(report: &Report) -> Value {
         .collect();
     ids.sort_unstable();
     ids.dedup();
-    let mut out = Map::new();
-    for id in ids {
-        if let Some(r) = inv.requirements.get(id) {
-            out.insert(
-                id.to_string(),
-                json!({"text": r.text, "where": r.place, "level": r.level}),
-            );
-        } else if let Some(a) = inv.ambiguities.get(id) {
-            out.insert(
-                id.to_string(),
-                json!({"text": a.treatment, "where": "ambiguity", "level": a.category}),
-            );
+    ids
+}
+
+/// A string member of `v`, or "".
+fn s<'a>(v: &'a Value, k: &str) -> &'a str {
+    v[k].as_str().unwrap_or_default()
+}
+
+/// The strings of an array member of `v`.
+fn list(v: &Value, k: &str) -> Vec<String> {
+    v[k].as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|x| x.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn badge(outcome: &str) -> String {
+    let o = escape(outcome);
+    format!("<span class=\"badge b-{o}\">{o}</span>")
+}
+
+/// One requirement line under a deviation.
+fn req_line(id: &str) -> String {
+    let said = requirement(id)
+        .map(|(level, text, place)| {
+            format!(
+                " {} — {} ({})",
+                escape(&level),
+                escape(&text),
+                escape(&place)
+            )
+        })
+        .unwrap_or_default();
+    format!(
+        "<div class=\"req\"><code>{}</code>{said}</div>\n",
+        escape(id)
+    )
+}
+
+/// The header's lines: what was run, the totals, the run's error.
+fn header(report: &Report) -> String {
+    let meta = format!(
+        "target {} · suites {} · started {} · {} ms · {} {}",
+        report.target,
+        report.suites.join(", "),
+        report.started_at,
+        report.duration_ms,
+        report.tool.name,
+        report.tool.version
+    );
+    let m = &report.summary;
+    let mut out = format!(
+        "  <div id=\"meta\" class=\"muted\">{}</div>\n  <div id=\"totals\" class=\"totals\">",
+        escape(&meta)
+    );
+    for (id, n) in [
+        ("deviations", m.deviations),
+        ("warnings", m.warnings),
+        ("passed", m.passed),
+        ("failed", m.failed),
+        ("warned", m.warned),
+        ("blocked", m.blocked),
+        ("skipped", m.skipped),
+    ] {
+        out.push_str(&format!("<span id=\"total-{id}\"><b>{n}</b> {id}</span>"));
+    }
+    out.push_str("</div>\n  <div id=\"run-error\">");
+    if let Some(e) = &report.error {
+        out.push_str(&format!(
+            "<div class=\"error\">The run could not judge the target: {}</div>",
+            escape(e)
+        ));
+    }
+    out.push_str("</div>\n");
+    out
+}
+
+/// A deviation, as the page shows it.
+fn finding_html(f: &Value) -> String {
+    let (outcome, level, key) = (s(f, "outcome"), s(f, "level"), s(f, "key"));
+    let reqs = list(f, "requirements");
+    let cases = list(f, "cases");
+    let text = [key, s(f, "summary"), &reqs.join(" "), &cases.join(" ")].join(" ");
+    let mut out = format!(
+        "<div class=\"finding {o}\" data-outcome=\"{o}\" data-level=\"{l}\" data-text=\"{t}\">\n<div>{b} <b>{l}</b> <code>{k}</code></div>\n<div>{sum}</div>\n",
+        o = escape(outcome),
+        l = escape(level),
+        t = escape(&text),
+        b = badge(outcome),
+        k = escape(key),
+        sum = escape(s(f, "summary")),
+    );
+    for r in &reqs {
+        out.push_str(&req_line(r));
+    }
+    out.push_str(&format!(
+        "<div class=\"muted\">met by {} case(s): {} · owner: {}</div>\n",
+        cases.len(),
+        escape(&cases.join(", ")),
+        escape(&list(f, "owners").join(", "))
+    ));
+    if !s(f, "explain").is_empty() {
+        out.push_str(&format!(
+            "<div class=\"muted\">what it means: <code>{}</code></div>\n",
+            escape(s(f, "explain"))
+        ));
+    }
+    out.push_str("</div>\n");
+    out
+}
+
+/// A case's row: its outcome, its label with the transcript folded under it, its
+/// level, requirements and message.
+fn case_row(c: &Value, out: &mut impl Write) -> std::io::Result<()> {
+    let (outcome, level) = (s(c, "outcome"), s(c, "level"));
+    let reqs = list(c, "requirements").join(" ");
+    let found = list(c, "findings");
+    let text = [
+        s(c, "id"),
+        s(c, "title"),
+        s(c, "message"),
+        &reqs,
+        &found.join(" "),
+    ]
+    .join(" ");
+    writeln!(
+        out,
+        "<tr class=\"case-row\" data-outcome=\"{o}\" data-level=\"{l}\" data-text=\"{t}\"><td>{b}</td><td><details><summary>{id} [{tr}] — {title}</summary>",
+        o = escape(outcome),
+        l = escape(level),
+        t = escape(&text),
+        b = badge(outcome),
+        id = escape(s(c, "id")),
+        tr = escape(s(c, "transport")),
+        title = escape(s(c, "title")),
+    )?;
+    if !s(c, "reproduce").is_empty() {
+        writeln!(
+            out,
+            "<div>rerun: <code>{}</code></div>",
+            escape(s(c, "reproduce"))
+        )?;
+    }
+    if !found.is_empty() {
+        writeln!(out, "<div>findings: {}</div>", escape(&found.join(", ")))?;
+    }
+    writeln!(out, "<div class=\"muted\">{} ms</div>", c["duration_ms"])?;
+    for e in c["transcript"].as_array().into_iter().flatten() {
+        let status = e["http_status"]
+            .as_u64()
+            .map(|h| format!(" HTTP {h}"))
+            .unwrap_or_default();
+        write!(
+            out,
+            "<pre class=\"entry-{k}\">+{at} ms {k}{status}\n{text}</pre>\n",
+            k = escape(s(e, "kind")),
+            at = e["at_ms"],
+            text = escape(s(e, "text")),
+        )?;
+    }
+    writeln!(
+        out,
+        "</details></td><td>{}</td><td class=\"mono\">{}</td><td>{}</td></tr>",
+        escape(level),
+        escape(&reqs),
+        escape(s(c, "message"))
+    )
+}
+
+/// The sections below the filters: deviations, cases by suite, by requirement,
+/// untestable requirements.
+fn body(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
+    write!(out, "  <h2>Deviations</h2>\n  <div id=\"findings\">\n")?;
+    if report.findings.is_empty() {
+        writeln!(out, "<p class=\"muted\">No deviation found.</p>")?;
+    }
+    for f in &report.findings {
+        let v = serde_json::to_value(f).map_err(std::io::Error::other)?;
+        out.write_all(finding_html(&v).as_bytes())?;
+    }
+    write!(
+        out,
+        "  </div>\n  <h2>Cases by suite</h2>\n  <div id=\"suites\">\n"
+    )?;
+    let mut rows = Vec::new();
+    for suite in &report.suites {
+        write!(out, "<h3>{}</h3>\n<table>\n<tr><th>outcome</th><th>case</th><th>level</th><th>requirements</th><th>message</th></tr>\n", escape(suite))?;
+        for c in report.cases.iter().filter(|c| &c.suite == suite) {
+            let v = serde_json::to_value(c).map_err(std::io::Error::other)?;
+            case_row(&v, out)?;
+            rows.push((
+                c.requirements.clone(),
+                s(&v, "outcome").to_string(),
+                format!("{} [{}]", c.id, s(&v, "transport")),
+            ));
         }
+        writeln!(out, "</table>")?;
     }
-    Value::Object(out)
-}
-
-/// JSON that can sit inside a `<script>` element: `<`, `>` and `&` as `\u` escapes,
-/// so that no text of the target can close the element or open a comment.
-#[cfg(test)]
-fn script_safe(json: &str) -> String {
-    let mut out = Vec::new();
-    let mut w = ScriptSafe::new(&mut out);
-    let _ = w.write_all(json.as_bytes()).and_then(|()| w.finish());
-    String::from_utf8(out).unwrap_or_default()
-}
-
-/// A writer that passes JSON on script-safe (see [`script_safe`]) as it comes, so
-/// that the page is written without a copy of the report in memory: a report holds
-/// up to 4 MiB of transcripts, and each copy of it counted against a run's memory.
-struct ScriptSafe<'a, W: Write> {
-    inner: &'a mut W,
-    /// The first bytes of a three-byte character that a write cut (U+2028 and
-    /// U+2029 are told apart by their third).
-    pending: Vec<u8>,
-}
-
-impl<'a, W: Write> ScriptSafe<'a, W> {
-    fn new(inner: &'a mut W) -> Self {
-        ScriptSafe {
-            inner,
-            pending: Vec::new(),
-        }
+    write!(out, "  </div>\n  <h2>By requirement</h2>\n  <div id=\"requirements\">\n<table>\n<tr><th>requirement</th><th>level</th><th>text</th><th>cases</th></tr>\n")?;
+    for id in cited(report) {
+        let Some((level, text, place)) = requirement(id) else {
+            continue;
+        };
+        let cases: String = rows
+            .iter()
+            .filter(|(reqs, _, _)| reqs.iter().any(|r| r == id))
+            .map(|(_, o, label)| format!("<div>{} {}</div>", badge(o), escape(label)))
+            .collect();
+        writeln!(
+            out,
+            "<tr><td class=\"mono\">{}</td><td>{}</td><td>{} ({})</td><td>{cases}</td></tr>",
+            escape(id),
+            escape(&level),
+            escape(&text),
+            escape(&place)
+        )?;
     }
-
-    /// Passes on what a last write left pending.
-    fn finish(&mut self) -> std::io::Result<()> {
-        let rest = std::mem::take(&mut self.pending);
-        self.inner.write_all(&rest)
+    write!(out, "</table>\n  </div>\n  <h2>Untestable requirements</h2>\n  <div id=\"untestable\">\n<table>\n")?;
+    for u in &report.untestable {
+        writeln!(
+            out,
+            "<tr><td class=\"mono\">{}</td><td>{}</td></tr>",
+            escape(u.requirement),
+            escape(u.reason)
+        )?;
     }
-}
-
-impl<W: Write> Write for ScriptSafe<'_, W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let mut bytes = std::mem::take(&mut self.pending);
-        bytes.extend_from_slice(buf);
-        let mut out = Vec::with_capacity(bytes.len() + 16);
-        let mut i = 0;
-        while i < bytes.len() {
-            match bytes[i] {
-                b'<' => out.extend_from_slice(b"\\u003c"),
-                b'>' => out.extend_from_slice(b"\\u003e"),
-                b'&' => out.extend_from_slice(b"\\u0026"),
-                0xE2 if bytes.len() - i < 3 => {
-                    self.pending = bytes[i..].to_vec();
-                    break;
-                }
-                0xE2 if bytes[i + 1] == 0x80 && matches!(bytes[i + 2], 0xA8 | 0xA9) => {
-                    let esc: &[u8] = if bytes[i + 2] == 0xA8 {
-                        b"\\u2028"
-                    } else {
-                        b"\\u2029"
-                    };
-                    out.extend_from_slice(esc);
-                    i += 3;
-                    continue;
-                }
-                b => out.push(b),
-            }
-            i += 1;
-        }
-        self.inner.write_all(&out)?;
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
+    write!(out, "</table>\n  </div>\n")
 }
 
 /// The page for `report`.
@@ -130,29 +292,31 @@ pub fn render(report: &Report) -> Result<String, String> {
     String::from_utf8(out).map_err(|e| format!("cannot render the report: {e}"))
 }
 
-/// Writes the page for `report` to `out` as it goes: the report and the cited
-/// requirements are serialised straight into the page, never held as a copy.
+/// Writes the page for `report` to `out` as it goes, row by row.
 pub fn render_to(report: &Report, out: &mut impl Write) -> std::io::Result<()> {
-    let Some((head, rest)) = TEMPLATE.split_once("/*REPORT-DATA*/{}") else {
-        return Err(std::io::Error::other("the page template has no data slot"));
+    let slot = |t: &'static str, at: &str| {
+        t.split_once(at)
+            .ok_or_else(|| std::io::Error::other(format!("the page template has no {at} slot")))
     };
-    let matrix = report.interop.as_ref().map(super::matrix::html);
-    let matrix = matrix.as_deref().unwrap_or_default();
-    // The template's one matrix slot, wherever it is.
-    let (head, rest) = if head.contains(MATRIX_SLOT) {
-        (head.replacen(MATRIX_SLOT, matrix, 1), rest.to_string())
-    } else {
-        (head.to_string(), rest.replacen(MATRIX_SLOT, matrix, 1))
-    };
-    out.write_all(head.as_bytes())?;
-    let mut safe = ScriptSafe::new(out);
-    safe.write_all(b"{\"report\":")?;
-    serde_json::to_writer(&mut safe, report)?;
-    safe.write_all(b",\"requirements\":")?;
-    serde_json::to_writer(&mut safe, &cited_requirements(report))?;
-    safe.write_all(b"}")?;
-    safe.finish()?;
-    out.write_all(rest.as_bytes())
+    let (top, rest) = slot(TEMPLATE, HEADER_SLOT)?;
+    let (mid, rest) = slot(rest, MATRIX_SLOT)?;
+    let (filters, rest) = slot(rest, COUNTS_SLOT)?;
+    let (bar_end, tail) = slot(rest, BODY_SLOT)?;
+    out.write_all(top.as_bytes())?;
+    out.write_all(header(report).as_bytes())?;
+    out.write_all(mid.as_bytes())?;
+    if let Some(m) = &report.interop {
+        out.write_all(super::matrix::html(m).as_bytes())?;
+    }
+    out.write_all(filters.as_bytes())?;
+    let (n, f) = (report.cases.len(), report.findings.len());
+    write!(
+        out,
+        "    &nbsp; <span class=\"muted\">showing <span id=\"shown-cases\">{n}</span> of <span id=\"total-cases\">{n}</span> cases,\n    <span id=\"shown-findings\">{f}</span> of <span id=\"total-findings\">{f}</span> deviations</span>\n"
+    )?;
+    out.write_all(bar_end.as_bytes())?;
+    body(report, out)?;
+    out.write_all(tail.as_bytes())
 }
 
 #[cfg(test)]
@@ -160,34 +324,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn target_text_cannot_close_the_script() {
-        let s = script_safe(r#"{"a":"</script><!-- & \u2028"}"#);
-        assert!(!s.contains("</script>") && !s.contains("<!--") && !s.contains('&'));
-        let back: Value = serde_json::from_str(&s).expect("still JSON");
-        assert_eq!(back["a"], "</script><!-- & \u{2028}");
-    }
-
-    #[test]
-    fn line_separators_cut_between_writes_are_escaped() {
-        let text = "a\u{2028}b\u{2029}<";
-        let bytes = text.as_bytes();
-        for cut in 0..bytes.len() {
-            let mut out = Vec::new();
-            let mut w = ScriptSafe::new(&mut out);
-            w.write_all(&bytes[..cut]).expect("write");
-            w.write_all(&bytes[cut..]).expect("write");
-            w.finish().expect("finish");
-            assert_eq!(
-                String::from_utf8(out).expect("utf-8"),
-                "a\\u2028b\\u2029\\u003c"
-            );
+    fn template_has_its_slots() {
+        for slot in [HEADER_SLOT, MATRIX_SLOT, COUNTS_SLOT, BODY_SLOT] {
+            assert_eq!(TEMPLATE.matches(slot).count(), 1, "{slot}");
         }
+        assert!(!TEMPLATE.contains("http://") && !TEMPLATE.contains("https://"));
     }
 
     #[test]
-    fn template_has_its_data_slot() {
-        assert!(TEMPLATE.contains("/*REPORT-DATA*/{}"));
-        assert_eq!(TEMPLATE.matches(MATRIX_SLOT).count(), 1);
-        assert!(!TEMPLATE.contains("http://") && !TEMPLATE.contains("https://"));
+    fn a_deviation_is_written_escaped_with_what_the_filters_read() {
+        let f = serde_json::json!({"key": "s/k", "outcome": "fail", "level": "FACT",
+            "summary": "the target said </script><b>&", "requirements": ["AV1-001"],
+            "cases": ["s/c [http]"], "owners": ["s/c [http]"], "explain": "agentconform explain s/k"});
+        let h = finding_html(&f);
+        assert!(h.contains("the target said &lt;/script&gt;&lt;b&gt;&amp;"));
+        assert!(!h.contains("</script>"));
+        assert!(h.contains("data-outcome=\"fail\" data-level=\"FACT\""));
+        assert!(h.contains("<code>AV1-001</code>"));
     }
 }

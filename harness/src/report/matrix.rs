@@ -131,7 +131,7 @@ fn describe(p: &Pair) -> String {
 }
 
 /// Text as HTML text or attribute value.
-fn escape(text: &str) -> String {
+pub(super) fn escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for ch in text.chars() {
         match ch {
