@@ -52,8 +52,8 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub interop: Option<matrix::Interop>,
     /// What a run against a target assumed that its profile does not set: found
-    /// by discovery, as `agentconform init` finds it, and how it knows.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    /// by discovery, as `agentconform init` finds it, and how it knows. Always
+    /// written: empty when the profile sets every key discovery probes.
     pub assumptions: Vec<crate::init::Assumption>,
     /// Every distinct deviation, once, with the cases that met it.
     pub findings: Vec<ReportedFinding>,
@@ -473,12 +473,21 @@ fn print_assumptions(report: &Report, out: &mut impl Write) -> std::io::Result<(
             )?;
         }
     }
-    if !rest.is_empty() {
-        writeln!(
-            out,
-            "{} other key(s) discovered or left at the default (report.json \"assumptions\")",
-            rest.len()
-        )?;
+    let found = rest.iter().filter(|a| a.used == Used::CasesFind).count();
+    let missing = rest.len() - found;
+    let mut said = Vec::new();
+    if found > 0 {
+        said.push(format!(
+            "{found} other key(s) found the way the cases find them themselves"
+        ));
+    }
+    if missing > 0 {
+        said.push(format!(
+            "{missing} key(s) not found (a case that needs one says which)"
+        ));
+    }
+    if !said.is_empty() {
+        writeln!(out, "{} (report.json \"assumptions\")", said.join("; "))?;
     }
     Ok(())
 }
