@@ -197,7 +197,12 @@ fn against_once(kind: &'static str, suite: &'static str, says: &'static str) -> 
     // What the replay shows is not this test's subject, its memory is: against a
     // hostile target whose frames come as the machine's load lets them, it may show
     // its own signature (1), none (0) or another one (3).
-    judge(&format!("replay against {kind}"), &p, &[0, 1, 3], "replaying")?;
+    judge(
+        &format!("replay against {kind}"),
+        &p,
+        &[0, 1, 3],
+        "replaying",
+    )?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }

@@ -29,7 +29,8 @@ pub struct InitArgs {
     #[arg(long)]
     force: bool,
     /// A profile to start from (its timing, token, ledger URL): what it sets is
-    /// probed with, and written back where found.
+    /// probed with, and written back where found. Default: the profile at --out, if
+    /// there is one.
     #[arg(long)]
     profile: Option<PathBuf>,
     #[command(flatten)]
@@ -45,9 +46,12 @@ pub fn run(a: InitArgs, out: &mut impl Write) -> Result<i32, CliError> {
         return Err(Usage(format!("{} has nothing init can discover", suite.id)));
     };
     let transport = parse_target(&a.target)?;
-    let prof = match &a.profile {
-        Some(p) => Profile::load(p)?,
-        None => Profile::default(),
+    // The profile to probe with: --profile, else the one already at --out (its
+    // token, ledger URL and timing), else the defaults.
+    let prof = match (&a.profile, &a.out) {
+        (Some(p), _) => Profile::load(p)?,
+        (None, Some(o)) if o.exists() => Profile::load(o)?,
+        _ => Profile::default(),
     };
     let shared = Arc::new(peers_shared(prof, a.trust.client_tls(None)?)?);
     let rt = runtime()?;
