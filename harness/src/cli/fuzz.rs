@@ -118,6 +118,7 @@ pub fn run(mut a: FuzzArgs, out: &mut impl Write) -> Result<i32, CliError> {
             http,
             tls: client_tls,
             keys: None,
+            embedded: server.as_ref().map(|_| a.faults.clone()),
         };
         let progress = |p: &crate::fuzzing::engine::Progress| {
             let secs = p.elapsed.as_secs_f64().max(1e-9);

@@ -42,11 +42,18 @@ pub fn run(
         .ok_or_else(|| campaign::FuzzError::NoClientFuzzer(crash.suite.clone()))?;
     let fuzzed = (parts.suite, spec);
     let (mut prof, profile_file) = replay_profile(file, &crash, profile.as_ref())?;
+    let rt = runtime()?;
+    let (target, reference) = with_reference(&rt, &crash, target, &prof)?;
+    let started = reference.is_some();
     let (url, transport) = crash_target(&crash, target, &mut prof)?;
     let schemas = Schemas::load().map_err(CliError::Harness)?;
     let client_tls = tls_args.client_tls(None)?;
     let http = client_tls.http_client().map_err(Usage)?;
-    let rt = runtime()?;
+    if crash.role == crate::case::Role::Server {
+        let wait = std::time::Duration::from_millis(prof.timing.case_timeout_ms);
+        let at = (transport, parts.suite.endpoint_url(transport, &url));
+        rt.block_on(reachable(at, &url, (&http, &client_tls), wait))?;
+    }
     let replayed = rt.block_on(campaign::replay(
         &crash,
         fuzzed,
@@ -59,8 +66,16 @@ pub fn run(
             http,
             tls: client_tls,
             keys: crash.keys,
+            embedded: None,
         },
-    ))?;
+    ));
+    if let Some(server) = reference {
+        rt.block_on(server.stop());
+    }
+    let replayed = replayed?;
+    if started {
+        print_reference(&crash, out)?;
+    }
     writeln!(
         out,
         "replaying {} case {} of seed {} ({}) against {url}",
@@ -74,16 +89,37 @@ pub fn run(
     )?;
     let alone = print_alone(&crash, replayed.alone, out)?;
     let case = print_outcome(&crash, (replayed.outcome, replayed.signature), out)?;
-    // Either the smallest input or the case showing the file's own signature is a
-    // reproduction; a setting the replay lacks (2) says what to set; another
-    // signature (3) outranks none (0).
-    Ok(if alone == 1 || case == 1 {
+    Ok(exit_code(alone, case))
+}
+
+/// The exit code of a replay from its two verdicts: either the smallest input or
+/// the case showing the file's own signature is a reproduction; a setting the
+/// replay lacks (2) says what to set; another signature (3) outranks none (0).
+fn exit_code(alone: i32, case: i32) -> i32 {
+    if alone == 1 || case == 1 {
         1
     } else if case == SETUP {
         SETUP
     } else {
         alone.max(case)
-    })
+    }
+}
+
+/// Whether the target at `endpoint` answers: one it cannot reach shows nothing, so
+/// the replay gives no verdict (exit 2).
+async fn reachable(
+    (transport, endpoint): (Transport, String),
+    url: &str,
+    (http, tls): (&reqwest::Client, &crate::drive::Tls),
+    wait: std::time::Duration,
+) -> Result<(), CliError> {
+    crate::drive::preflight(transport, &endpoint, http, tls, wait)
+        .await
+        .map_err(|why| {
+            CliError::NotTested(format!(
+                "cannot replay against {url}: {why} (a campaign's target may be gone: pass --target)"
+            ))
+        })
 }
 
 /// The smallest input sent alone, when the crash file has one: exit 1 when the
@@ -175,6 +211,66 @@ fn setting_of(key: Option<&str>) -> Option<&'static str> {
         crate::explain::Named::Rule(_, r) => r.setting,
         crate::explain::Named::Case(..) => None,
     }
+}
+
+/// The target a replay runs against: `target`, else, for a campaign against the
+/// embedded reference, that reference started anew with the faults the crash file
+/// records (returned, to stop afterwards), else none here (the recorded one).
+fn with_reference(
+    rt: &tokio::runtime::Runtime,
+    crash: &campaign::CrashFile,
+    target: Option<String>,
+    prof: &Profile,
+) -> Result<(Option<String>, Option<crate::embedded::Server>), CliError> {
+    match (&target, &crash.embedded, crash.role) {
+        (None, Some(faults), crate::case::Role::Server) => {
+            let (url, server) = rt.block_on(start_reference(crash, faults, prof))?;
+            Ok((Some(url), Some(server)))
+        }
+        _ => Ok((target, None)),
+    }
+}
+
+/// Says that the replay runs against the embedded reference it started, and with
+/// which faults.
+fn print_reference(crash: &campaign::CrashFile, out: &mut impl Write) -> Result<(), CliError> {
+    let faults = match crash.embedded.as_deref() {
+        Some(f) if !f.is_empty() => f.join(", "),
+        _ => "none".to_string(),
+    };
+    writeln!(
+        out,
+        "against the embedded reference, started anew with the faults the crash file records: {faults}"
+    )
+    .map_err(io)
+}
+
+/// Starts the embedded reference of `crash`'s suite with `faults`, on the binding
+/// the campaign fuzzed (its recorded URL's scheme); returns its URL there and the
+/// server, to stop afterwards.
+async fn start_reference(
+    crash: &campaign::CrashFile,
+    faults: &[String],
+    prof: &Profile,
+) -> Result<(String, crate::embedded::Server), CliError> {
+    let opts = crate::embedded::Options {
+        faults: faults.to_vec(),
+        token: prof.target.token.clone(),
+        heartbeat_timeout_s: Some(prof.timing.heartbeat_timeout_s),
+        ..crate::embedded::Options::default()
+    };
+    let server = crate::suites::start(&crash.suite, "127.0.0.1:0", &opts)
+        .await
+        .map_err(Usage)?;
+    let want = crash.target.as_deref().and_then(|t| parse_target(t).ok());
+    let endpoints = &server.endpoints.0;
+    let url = endpoints
+        .iter()
+        .find(|(t, _)| Some(*t) == want)
+        .or(endpoints.first())
+        .map(|(_, u)| u.clone())
+        .unwrap_or_default();
+    Ok((url, server))
 }
 
 /// Where a crash replays, and over which binding: a client crash through a client

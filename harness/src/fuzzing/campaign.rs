@@ -49,6 +49,10 @@ pub struct Connection {
     /// The signing keys to use (a replay: the campaign's, as its crash file
     /// records them); fresh ones when `None`.
     pub keys: Option<super::corpus::Keys>,
+    /// The faults of the embedded reference the campaign runs against, when it
+    /// started one (no --target): crash files record them, and a replay without
+    /// --target starts that reference again.
+    pub embedded: Option<Vec<String>>,
 }
 
 /// One fuzz campaign.
@@ -124,6 +128,7 @@ pub async fn campaign_with(
         check_binding(suite, spec, c.connection.transport)?;
     }
     let profile_file = c.connection.profile_file.clone();
+    let embedded = c.connection.embedded.clone();
     let (shared, transport, url) = shared(c.connection);
     Ok(engine::fuzz(engine::Run {
         suite,
@@ -137,6 +142,7 @@ pub async fn campaign_with(
         known: c.known,
         previous: c.previous,
         profile_file,
+        embedded,
         progress,
     })
     .await)
@@ -160,6 +166,9 @@ pub struct CrashFile {
     pub oracle: Option<String>,
     /// The signature it records.
     pub signature: Option<String>,
+    /// The faults of the embedded reference the campaign ran against, when it ran
+    /// against one.
+    pub embedded: Option<Vec<String>>,
     /// Its smallest input and the request that carries it, when that input shows
     /// the signature sent alone (see `shrink`).
     pub alone: Option<(Request, Vec<u8>)>,
@@ -223,6 +232,11 @@ impl CrashFile {
                 _ => None,
             },
             keys: super::corpus::Keys::from_json(&rec["keys"]),
+            embedded: rec["embedded"]["faults"].as_array().map(|a| {
+                a.iter()
+                    .filter_map(|f| f.as_str().map(String::from))
+                    .collect()
+            }),
             oracle: rec["oracle"].as_str().map(String::from),
             signature: rec["signature"].as_str().map(String::from),
             alone,

@@ -683,6 +683,9 @@ pub struct Meta {
     /// The signing keys the campaign used (a suite that signs), recorded in every
     /// crash file so that a replay signs with them.
     pub keys: Option<Keys>,
+    /// The faults of the embedded reference the campaign ran against, if it started
+    /// one: recorded, so that a replay without --target starts it again.
+    pub embedded: Option<Vec<String>>,
 }
 
 /// The corpus of one campaign.
@@ -955,11 +958,19 @@ pub fn write_crash(meta: &Meta, e: &Filed) -> std::io::Result<PathBuf> {
     if let Some(k) = meta.keys {
         record["keys"] = k.to_json();
     }
-    record["replay"] = json!(format!(
-        "agentconform replay {} --target {}",
-        meta_path.display(),
-        meta.target
-    ));
+    // A campaign against the embedded reference replays against it started anew
+    // with the same faults; one against a target, against that target.
+    record["replay"] = match &meta.embedded {
+        Some(faults) => {
+            record["embedded"] = json!({ "faults": faults });
+            json!(format!("agentconform replay {}", meta_path.display()))
+        }
+        None => json!(format!(
+            "agentconform replay {} --target {}",
+            meta_path.display(),
+            meta.target
+        )),
+    };
     std::fs::write(
         &meta_path,
         serde_json::to_vec_pretty(&record).unwrap_or_default(),
@@ -1252,6 +1263,7 @@ mod tests {
                 previous: Vec::new(),
                 profile_file: None,
                 keys: None,
+                embedded: None,
             },
             Known::default(),
         );

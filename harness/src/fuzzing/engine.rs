@@ -105,6 +105,8 @@ pub struct Run<'a> {
     pub previous: Vec<serde_json::Value>,
     /// The profile file the campaign ran with, which crash files record.
     pub profile_file: Option<crate::profile::ProfileFile>,
+    /// The faults of the embedded reference it runs against, if it started one.
+    pub embedded: Option<Vec<String>>,
     /// Called now and then with the progress so far (the command's progress line).
     pub progress: Option<&'a (dyn Fn(&Progress) + Sync)>,
 }
@@ -193,6 +195,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         seed: run.seed,
         previous: run.previous,
         profile_file: run.profile_file,
+        embedded: run.embedded,
         keys: (run.suite.signing.as_ref()).map(|_| super::corpus::Keys::of(&run.target.shared)),
     };
     let shared = Arc::new(Shared {

@@ -527,6 +527,7 @@ pub async fn fuzz_campaign(f: Fuzzing<'_>) -> agentconform::fuzzing::engine::Sum
             http: agentconform::drive::http::client().expect("client"),
             tls: agentconform::drive::Tls::platform().expect("tls"),
             keys: None,
+            embedded: None,
         },
         known: f.known,
         previous: Vec::new(),
