@@ -675,6 +675,81 @@ fn every_documented_command_parses() {
     );
 }
 
+/// The long flags each subcommand's `agentconform SUB` lines of docs/commands.md's
+/// synopsis name (a line, with the indented lines that continue it), by subcommand.
+fn synopsis_flags(md: &str) -> BTreeMap<String, BTreeSet<String>> {
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let Some(b) = code_blocks(md).into_iter().find(|b| b.lang == "text") else {
+        return out;
+    };
+    let mut current: Option<String> = None;
+    for line in b.lines.iter().map(String::as_str) {
+        if let Some(rest) = line.strip_prefix("agentconform ") {
+            current = rest.split_whitespace().next().map(String::from);
+        } else if !line.starts_with(' ') {
+            current = None;
+        }
+        let Some(sub) = &current else { continue };
+        let code = line.split(" # ").next().unwrap_or(line);
+        let flags = code
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '-'))
+            .filter(|w| w.starts_with("--") && w.len() > 2)
+            .map(String::from);
+        out.entry(sub.clone()).or_default().extend(flags);
+    }
+    out
+}
+
+/// docs/commands.md's synopsis names every long flag of every subcommand (the
+/// binary's own parser says which there are), so that it cannot lag behind.
+#[test]
+fn the_synopsis_names_every_flag() {
+    use clap::CommandFactory;
+    let md = read(Path::new("docs/commands.md"));
+    let named = synopsis_flags(&md);
+    let mut missing = Vec::new();
+    for sub in Cli::command().get_subcommands() {
+        let name = sub.get_name().to_string();
+        if name == "help" {
+            continue;
+        }
+        let have = named.get(&name).cloned().unwrap_or_default();
+        // A subcommand with subcommands of its own (baseline write, attest verify)
+        // lists their flags on its lines too.
+        let args = sub
+            .get_arguments()
+            .chain(sub.get_subcommands().flat_map(|s| s.get_arguments()));
+        for a in args {
+            let Some(long) = a.get_long() else { continue };
+            if a.is_hide_set() || ["help", "version"].contains(&long) {
+                continue;
+            }
+            if !have.contains(&format!("--{long}")) {
+                missing.push(format!("agentconform {name} --{long}"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "docs/commands.md's synopsis lacks:\n{}",
+        missing.join("\n")
+    );
+}
+
+/// docs/profile.md shows the default outcome body as the parser has it.
+#[test]
+fn the_default_outcome_body_is_the_parsers() {
+    let md = read(Path::new("docs/profile.md"));
+    let line = format!(
+        "outcome_body = '{}'",
+        agentconform::profile::CHORUS_OUTCOME_BODY
+    );
+    assert!(
+        md.contains(&line),
+        "docs/profile.md does not show the default outcome_body: {line}"
+    );
+}
+
 #[test]
 fn profile_keys_are_documented() {
     let parser = parser_keys();
