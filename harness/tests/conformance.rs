@@ -1075,6 +1075,45 @@ fn cli_load() -> Result<(), Failed> {
             return Err(format!("load {suite}: not {unit}\n{out}").into());
         }
     }
+    // A chorus target whose ledger is elsewhere: load pays where the profile says,
+    // and without the profile each failure says why.
+    let (_ledgered, lines) = common::serve_lines(
+        &[
+            "--listen",
+            "127.0.0.1:0",
+            "--suite",
+            "chorus",
+            "--separate-ledger",
+        ],
+        2,
+    )?;
+    let dir = tempdir("load-ledger");
+    let profile = dir.join("chorus.toml");
+    std::fs::write(
+        &profile,
+        format!("[target]\nledger_url = \"{}\"\n", lines[1]),
+    )
+    .map_err(|e| e.to_string())?;
+    let p = profile.to_string_lossy().into_owned();
+    let load = |extra: &[&str]| {
+        let mut args = vec!["load", "--suite", "chorus", "--target", &lines[0]];
+        args.extend_from_slice(&["--clients", "4", "--requests", "2"]);
+        args.extend_from_slice(extra);
+        args.iter().map(|a| a.to_string()).collect::<Vec<_>>()
+    };
+    let with: Vec<String> = load(&["--profile", &p]);
+    expect_code(
+        &with.iter().map(String::as_str).collect::<Vec<_>>(),
+        0,
+        "8 ok, 0 failed",
+    )?;
+    let without = load(&[]);
+    expect_code(
+        &without.iter().map(String::as_str).collect::<Vec<_>>(),
+        1,
+        "8 × refused (the first: refused: HTTP 404",
+    )?;
+    let _ = std::fs::remove_dir_all(&dir);
     let rt = rt();
     let url = rt.block_on(hostile("garbage"));
     let _guard = rt.enter();

@@ -77,6 +77,8 @@ pub struct Tally {
     pub ok: u64,
     /// Errors by kind (the client's words up to the first colon).
     pub errors: BTreeMap<String, u64>,
+    /// The first error of each kind in full (clipped), so that a failure says why.
+    pub examples: BTreeMap<String, String>,
     /// What was seen that the spec allows, by kind (never a failure).
     pub observed: BTreeMap<String, u64>,
     /// Latencies of the completed requests, in microseconds (agora-spaces: of a
@@ -105,6 +107,17 @@ impl Tally {
 
     fn error(&mut self, kind: &str) {
         *self.errors.entry(kind.to_string()).or_default() += 1;
+    }
+
+    /// An error, counted by its kind ([`kind_of`]), its first words kept in full.
+    fn error_text(&mut self, e: &str) {
+        let kind = kind_of(e);
+        if e.trim() != kind {
+            self.examples
+                .entry(kind.clone())
+                .or_insert_with(|| crate::script::clip_entry(e));
+        }
+        self.error(&kind);
     }
 }
 
@@ -247,13 +260,13 @@ async fn requests(l: Arc<Load>, run_tag: String, tally: Arc<Mutex<Tally>>, one: 
                 t.sent += 1;
                 match r {
                     Err(_) => t.error("no reply within the deadline"),
-                    Ok(Err(e)) => t.error(&kind_of(&e)),
+                    Ok(Err(e)) => t.error_text(&e),
                     Ok(Ok(reply)) => match carries(&reply, &marker, &run_tag) {
                         Ok(()) => {
                             t.ok += 1;
                             t.latencies.push(took.as_micros() as u64);
                         }
-                        Err(e) => t.error(&kind_of(&e)),
+                        Err(e) => t.error_text(&e),
                     },
                 }
             }
@@ -283,6 +296,9 @@ pub fn describe(suite: &str, plan: Plan, target: &str, clients: usize, t: &Tally
     );
     for (kind, n) in &t.errors {
         s.push_str(&format!("\n  {n} × {kind}"));
+        if let Some(e) = t.examples.get(kind) {
+            s.push_str(&format!(" (the first: {e})"));
+        }
     }
     for (kind, n) in &t.observed {
         s.push_str(&format!("\n  {n} × {kind} (allowed)"));

@@ -238,6 +238,8 @@ struct Hire {
     /// How long it waits for the result at its callback_url after a reply that
     /// is not final (`result_wait_ms`; the scenario's deadline when absent).
     result_wait: Option<Duration>,
+    /// Where it pays (`ledger_url`; the registry when absent).
+    ledger: Option<String>,
 }
 
 impl Hire {
@@ -275,6 +277,13 @@ impl Hire {
             min_reputation: query("min_reputation", "0")?,
             orchestrator_id: text("orchestrator_id", &new_id)?,
             owner_id: text("owner_id", &|| "reference-orchestrator".to_string())?,
+            ledger: match get("ledger_url") {
+                None => None,
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(other) => {
+                    return Err(bad(format!("`ledger_url` must be a string, not {other}")))
+                }
+            },
             result_wait: match get("result_wait_ms") {
                 None => None,
                 Some(v) => Some(Duration::from_millis(v.as_u64().ok_or_else(|| {
@@ -405,10 +414,8 @@ impl Ctx<'_> {
             "job_id": job_id,
             "timestamp_utc": now(),
         });
-        let reply = self
-            .http
-            .post(&join(self.base, "transfer"), &transfer)
-            .await?;
+        let ledger = self.hire.ledger.as_deref().unwrap_or(self.base);
+        let reply = self.http.post(&join(ledger, "transfer"), &transfer).await?;
         received.push(reply.lenient());
         Ok(reply)
     }

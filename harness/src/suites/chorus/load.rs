@@ -1,5 +1,6 @@
 //! `load --suite chorus`: each agent a `hire` of the reference client for the
-//! profile's fixture skill, its marker in the input data, as an owner of its own.
+//! profile's fixture skill, its marker in the input data, as an owner of its own,
+//! paying at the profile's ledger.
 
 use crate::load::{Load, LoadFuture, Plan};
 use serde_json::{json, Value};
@@ -17,6 +18,8 @@ fn one<'a>(l: &'a Load, marker: &'a str, client: usize) -> LoadFuture<'a, Result
             "input_data": {"text": marker},
             "owner_id": format!("load-owner-{client}"),
             "result_wait_ms": l.timeout.as_millis() as u64,
+            // The profile's ledger, as `run` reaches it (default: the registry).
+            "ledger_url": l.profile.target.ledger_url,
         });
         let (_, r) = client::scenario(&l.url, "hire", &input, &[], l.timeout).await;
         r.map(Value::Array).map_err(|e| e.to_string())
