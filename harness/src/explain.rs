@@ -96,6 +96,9 @@ fn level_name(l: Level) -> &'static str {
 /// what passes and what fails, and the reference faults that show it. An unknown
 /// key is an error that says where the keys are listed.
 pub fn explain(suites: &[&'static Suite], key: &str, out: &mut dyn Write) -> Result<(), String> {
+    if let Some(text) = fuzz_signature(suites, key) {
+        return writeln!(out, "{text}").map_err(|e| format!("cannot write: {e}"));
+    }
     let named = lookup(suites, key).ok_or_else(|| match suite_of(suites, key) {
         Some(s) => format!(
             "no rule or case of {} has key {key:?}; `agentconform rules --suite {}` lists them",
@@ -107,6 +110,44 @@ pub fn explain(suites: &[&'static Suite], key: &str, out: &mut dyn Write) -> Res
         ),
     })?;
     write_explanation(key, named, out).map_err(|e| format!("cannot write: {e}"))
+}
+
+/// What a fuzz signature that names no rule means: a crash class
+/// (`<suite>/crash:<class> <endpoint> (<input>)`) or a fuzz oracle
+/// (`<suite>/fuzz:<oracle> at <endpoint>`); `None` for any other key.
+fn fuzz_signature(suites: &[&'static Suite], key: &str) -> Option<String> {
+    use crate::fuzzing::corpus::Class;
+    use crate::fuzzing::verdict::Oracle;
+    let suite = suite_of(suites, key)?;
+    let rest = key.split_once('/')?.1;
+    let replay = "Its crash file holds the input and what the target said; `agentconform replay FILE` sends it again (docs/guides/fuzzing.md, \"Signatures, baselines and shrinking\").";
+    if let Some(c) = rest.strip_prefix("crash:") {
+        let (name, at) = c.split_once(' ').unwrap_or((c, ""));
+        let class = Class::ALL.iter().find(|k| k.name() == name)?;
+        let at = if at.is_empty() {
+            String::new()
+        } else {
+            format!("\n  where: {at} (the endpoint, then the kind of input: an object, JSON that is not an object, not JSON, no body)")
+        };
+        return Some(format!(
+            "{key}\n  a crash of {}: {}{at}\n  no rule of the spec names it: what a target must never do whatever it is sent\n\n{replay}",
+            suite.id,
+            class.describe()
+        ));
+    }
+    let f = rest.strip_prefix("fuzz:")?;
+    let (name, at) = f.split_once(" at ").unwrap_or((f, ""));
+    let oracle = Oracle::from_name(name)?;
+    let at = if at.is_empty() {
+        String::new()
+    } else {
+        format!("\n  where: {at}")
+    };
+    Some(format!(
+        "{key}\n  a finding of the fuzzer's {} check on {} that no rule of `run` names{at}\n  its crash file's detail says what the target did, and why the fuzzer took it for a deviation\n\n{replay}",
+        oracle.name(),
+        suite.id
+    ))
 }
 
 fn write_explanation(key: &str, named: Named, out: &mut dyn Write) -> std::io::Result<()> {
@@ -243,6 +284,27 @@ fn write_faults(suite: &'static Suite, named: Named, out: &mut dyn Write) -> std
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fuzz_signatures_are_explained() {
+        use crate::fuzzing::corpus::Class;
+        let suites = crate::suites::all();
+        for class in Class::ALL {
+            let key = format!("agora-v1/crash:{} POST / (object)", class.name());
+            let mut out = Vec::new();
+            explain(&suites, &key, &mut out).expect("a crash signature is explained");
+            let text = String::from_utf8(out).expect("utf-8");
+            assert!(text.contains(class.describe()) && text.contains("POST / (object)"));
+        }
+        let mut out = Vec::new();
+        explain(&suites, "chorus/fuzz:discovery at GET /discover", &mut out)
+            .expect("an oracle signature is explained");
+        assert!(String::from_utf8(out)
+            .expect("utf-8")
+            .contains("discovery check on chorus"));
+        let mut out = Vec::new();
+        assert!(explain(&suites, "agora-v1/crash:bogus", &mut out).is_err());
+    }
 
     #[test]
     fn every_rule_is_well_formed() {

@@ -46,6 +46,30 @@ pub enum Class {
 }
 
 impl Class {
+    /// Every class, for look-ups by name.
+    pub const ALL: &'static [Class] = &[
+        Class::ServerError,
+        Class::NotJson,
+        Class::Reset,
+        Class::Timeout,
+        Class::Death,
+        Class::ClientCrash,
+        Class::ClientHang,
+    ];
+
+    /// What the fuzzer saw fail, in words (`explain` of a crash signature).
+    pub fn describe(self) -> &'static str {
+        match self {
+            Class::ServerError => "the target answered with a server error: an HTTP 5xx, or one it said in its protocol (ERROR 500, INTERNAL_ERROR)",
+            Class::NotJson => "the target answered with a reply that is not JSON where the protocol answers JSON (an HTML error page, a text frame)",
+            Class::Reset => "the connection failed: reset, closed or refused in the middle of an exchange",
+            Class::Timeout => "the target gave no reply within the deadline",
+            Class::Death => "the target stopped answering the fuzzer's liveness probe: it went down or hangs",
+            Class::ClientCrash => "the client under test ended abnormally on a served reply (a signal, an exit code other than 0 or 1)",
+            Class::ClientHang => "the client under test was still running at its deadline",
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Class::ServerError => "server-error",
