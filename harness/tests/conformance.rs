@@ -932,12 +932,52 @@ fn cli_fuzz_and_replay(suite: &str, fault: &str, oracle: &str) -> Result<(), Fai
         return Err(format!("the crash file of {suite} records keys {}", rec["keys"]).into());
     }
     replays_only_against_fault(&crash, suite, fault)?;
+    // Without --target, against the embedded reference started anew with the
+    // campaign's fault, as the crash file records it.
+    if rec["embedded"]["faults"] != serde_json::json!([fault]) {
+        return Err(format!(
+            "the crash file records the embedded faults {}",
+            rec["embedded"]
+        )
+        .into());
+    }
+    expect_code(
+        &["replay", &crash.to_string_lossy()],
+        1,
+        "started anew with the faults the crash file records",
+    )?;
     // This oracle judges the whole exchange: no offline vector can show it.
     expect_code(
         &["export", &crash.to_string_lossy()],
         2,
         "no offline vector",
     )?;
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// A chorus campaign makes at most `--max-created` registrations and ledger
+/// accounts, says so in its summary and findings.json, and stays clean: past the
+/// cap, registration draws register its own agents again, and the cases that need
+/// a fresh one are skipped.
+fn cli_fuzz_caps_what_it_leaves() -> Result<(), Failed> {
+    let dir = tempdir("fuzz-cap");
+    let d = dir.to_string_lossy().into_owned();
+    let out = expect_code(
+        &[
+            "fuzz", "--suite", "chorus", "--cases", "3000", "--max-created", "40", "--out", &d,
+        ],
+        0,
+        "left on the target: 40 ledger accounts, 40 registrations (at most 40 of each, --max-created)",
+    )?;
+    let f: Value = serde_json::from_slice(
+        &std::fs::read(dir.join("findings.json")).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let left = &f["left_behind"];
+    if left["by_kind"]["registrations"] != 40 || left["cap_per_kind"] != 40 {
+        return Err(format!("findings.json: left_behind {left}\n{out}").into());
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
@@ -2149,6 +2189,10 @@ fn main() {
             move || cli_fuzz_and_replay(suite, fault, oracle),
         ));
     }
+    trials.push(Trial::test(
+        "cli::fuzz_caps_what_it_leaves",
+        cli_fuzz_caps_what_it_leaves,
+    ));
     trials.push(Trial::test(
         "cli::replay_takes_the_campaigns_profile",
         cli_replay_takes_the_campaigns_profile,

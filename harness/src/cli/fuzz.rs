@@ -52,6 +52,11 @@ pub struct FuzzArgs {
     #[arg(long)]
     profile: Option<PathBuf>,
     /// Stop after this many findings.
+    /// The most of each kind of thing the campaign makes on the target that stays
+    /// there (registrations, ledger accounts); a case that would make more is
+    /// skipped, and the summary says what was left behind. 0: no cap.
+    #[arg(long = "max-created", default_value_t = 300)]
+    max_created: u64,
     #[arg(long = "max-findings", default_value_t = 100)]
     max_findings: u64,
     /// Cases in flight at once (1 to 256); by default 8, or more for a suite whose
@@ -273,6 +278,7 @@ fn campaign_of(
         connection,
         known,
         previous,
+        max_created: (a.max_created > 0).then_some(a.max_created),
     }
 }
 
@@ -293,6 +299,25 @@ fn resumed(a: &mut FuzzArgs) -> Result<Option<Resume>, CliError> {
     a.seed = r.seed;
     a.out = dir;
     Ok(Some(r))
+}
+
+/// The summary's line on what the campaign made on the target that stays there.
+fn print_left(
+    summary: &crate::fuzzing::engine::Summary,
+    out: &mut impl Write,
+) -> Result<(), CliError> {
+    if summary.left_behind.is_empty() {
+        return Ok(());
+    }
+    let left: Vec<String> = summary
+        .left_behind
+        .iter()
+        .map(|(kind, n)| format!("{n} {kind}"))
+        .collect();
+    let cap = summary.cap_per_kind.map_or("no cap".to_string(), |c| {
+        format!("at most {c} of each, --max-created")
+    });
+    writeln!(out, "left on the target: {} ({cap})", left.join(", ")).map_err(io)
 }
 
 /// The campaign's one-line summary, its signatures (each with its count and crash
@@ -351,6 +376,7 @@ fn print_summary(
         print_signature(e, out)?;
     }
     writeln!(out, "the campaign ended: {}", summary.ended).map_err(io)?;
+    print_left(&summary, out)?;
     if summary.findings > 0 {
         writeln!(
             out,

@@ -74,6 +74,9 @@ pub struct Campaign {
     pub known: Known,
     /// The signatures of the earlier campaign in `out` this one resumes.
     pub previous: Vec<serde_json::Value>,
+    /// The most of each kind of thing the campaign makes on the target that stays
+    /// there (registrations, ledger accounts); `None`: no cap.
+    pub max_created: Option<u64>,
 }
 
 fn check_binding(suite: &Suite, spec: &Spec, transport: Transport) -> Result<(), FuzzError> {
@@ -130,11 +133,15 @@ pub async fn campaign_with(
     let profile_file = c.connection.profile_file.clone();
     let embedded = c.connection.embedded.clone();
     let (shared, transport, url) = shared(c.connection);
+    let mut target = Target::new(suite, shared, transport, &url);
+    if let Some(cap) = c.max_created {
+        target.created = Arc::new(super::spec::Created::with_cap(cap));
+    }
     Ok(engine::fuzz(engine::Run {
         suite,
         role: c.role,
         spec,
-        target: Target::new(suite, shared, transport, &url),
+        target,
         seed: c.seed,
         bounds: c.bounds,
         out: &c.out,

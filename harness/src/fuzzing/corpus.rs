@@ -850,8 +850,13 @@ impl Corpus {
         }
     }
 
-    /// Writes `OUT/findings.json`: every signature with its count and crash file.
-    pub fn write_findings(&self, cases: u64) -> std::io::Result<PathBuf> {
+    /// Writes `OUT/findings.json`: every signature with its count and crash file,
+    /// and what the campaign left on the target (`left`).
+    pub fn write_findings(
+        &self,
+        cases: u64,
+        left: &super::spec::Created,
+    ) -> std::io::Result<PathBuf> {
         let st = self.lock();
         let mut sigs = self.meta.previous.clone();
         sigs.extend(st.entries.iter().map(|e| {
@@ -874,6 +879,7 @@ impl Corpus {
             "finding_cases": st.hits,
             "known": {"source": self.known.source, "cases_left_out": st.known_hits},
             "signatures": sigs,
+            "left_behind": {"by_kind": left.counts(), "cap_per_kind": left.cap()},
         });
         std::fs::create_dir_all(&self.meta.out)?;
         let path = self.meta.out.join("findings.json");

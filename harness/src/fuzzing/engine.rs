@@ -47,6 +47,10 @@ pub struct Summary {
     /// What ended the run.
     pub ended: Ended,
     pub elapsed: Duration,
+    /// What the run made on the target that stays there, by kind, and the cap per
+    /// kind it ran with (`fuzz --max-created`).
+    pub left_behind: std::collections::BTreeMap<&'static str, u64>,
+    pub cap_per_kind: Option<u64>,
 }
 
 /// What ended a run.
@@ -185,19 +189,7 @@ struct Tally {
 /// `OUT/findings.json` is written.
 pub async fn fuzz(run: Run<'_>) -> Summary {
     let started = Instant::now();
-    let meta = Meta {
-        out: run.out.to_path_buf(),
-        suite: run.suite,
-        kinds: run.spec.kinds,
-        role: run.role,
-        target: run.target.url.clone(),
-        transport: run.target.transport,
-        seed: run.seed,
-        previous: run.previous,
-        profile_file: run.profile_file,
-        embedded: run.embedded,
-        keys: (run.suite.signing.as_ref()).map(|_| super::corpus::Keys::of(&run.target.shared)),
-    };
+    let meta = meta_of(&run);
     let shared = Arc::new(Shared {
         next: AtomicU64::new(run.bounds.first),
         stop: AtomicBool::new(false),
@@ -240,7 +232,9 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         super::shrink::shrink_all(&shared.corpus, run.spec, &run.target).await;
     }
     let cases = shared.next.load(Ordering::Relaxed).min(end) - first;
-    let _ = shared.corpus.write_findings(first + cases);
+    let _ = shared
+        .corpus
+        .write_findings(first + cases, &run.target.created);
     let (signatures, hits, known) = shared.corpus.counts();
     let ended = ended_by(
         died,
@@ -261,6 +255,25 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         signatures: shared.corpus.entries(),
         ended,
         elapsed: started.elapsed(),
+        left_behind: run.target.created.counts(),
+        cap_per_kind: run.target.created.cap(),
+    }
+}
+
+/// What the run records of its campaign in every crash file.
+fn meta_of(run: &Run<'_>) -> Meta {
+    Meta {
+        out: run.out.to_path_buf(),
+        suite: run.suite,
+        kinds: run.spec.kinds,
+        role: run.role,
+        target: run.target.url.clone(),
+        transport: run.target.transport,
+        seed: run.seed,
+        previous: run.previous.clone(),
+        profile_file: run.profile_file.clone(),
+        embedded: run.embedded.clone(),
+        keys: (run.suite.signing.as_ref()).map(|_| super::corpus::Keys::of(&run.target.shared)),
     }
 }
 

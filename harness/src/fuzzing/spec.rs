@@ -26,13 +26,63 @@ pub struct FuzzCtx {
     /// What the cases of one run learn once about the target (a fixture, a
     /// registered helper) and share.
     pub memo: Memo,
+    /// What the run has made on the target that stays there, and its cap.
+    pub created: Arc<Created>,
 }
 
 /// State the cases of one run share.
 pub type Memo = Arc<Mutex<Option<serde_json::Value>>>;
 
+/// What a campaign makes on the target that stays there (registrations, ledger
+/// accounts), counted by kind, with a cap per kind (`fuzz --max-created`), so that a
+/// campaign's footprint on a shared server stays bounded and is said.
+#[derive(Debug)]
+pub struct Created {
+    cap: u64,
+    counts: Mutex<std::collections::BTreeMap<&'static str, u64>>,
+}
+
+impl Default for Created {
+    fn default() -> Self {
+        Created::with_cap(u64::MAX)
+    }
+}
+
+impl Created {
+    pub fn with_cap(cap: u64) -> Created {
+        Created {
+            cap,
+            counts: Mutex::default(),
+        }
+    }
+
+    /// Counts one thing of `kind`; false, counting nothing, once the cap is reached.
+    pub fn take(&self, kind: &'static str) -> bool {
+        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
+        let n = c.entry(kind).or_default();
+        if *n >= self.cap {
+            return false;
+        }
+        *n += 1;
+        true
+    }
+
+    /// What was made, by kind.
+    pub fn counts(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        self.counts
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The cap per kind, when there is one.
+    pub fn cap(&self) -> Option<u64> {
+        (self.cap != u64::MAX).then_some(self.cap)
+    }
+}
+
 impl FuzzCtx {
-    pub fn new(ctx: Ctx, seed: u64, index: u64, memo: Memo) -> FuzzCtx {
+    pub fn new(ctx: Ctx, seed: u64, index: u64, (memo, created): (Memo, Arc<Created>)) -> FuzzCtx {
         FuzzCtx {
             ctx,
             rng: rand::rngs::StdRng::seed_from_u64(
@@ -42,6 +92,7 @@ impl FuzzCtx {
             sent: Vec::new(),
             resend_to: None,
             memo,
+            created,
         }
     }
 
@@ -73,6 +124,18 @@ impl FuzzCtx {
     }
 
     /// What the run has learnt so far (see [`Memo`]).
+    /// Counts one thing of `kind` the case is about to make on the target that
+    /// stays there; past the campaign's cap the case is skipped instead, saying so.
+    pub fn create(&self, kind: &'static str) -> super::verdict::FuzzStep<()> {
+        if self.created.take(kind) {
+            return Ok(());
+        }
+        let cap = self.created.cap().unwrap_or(u64::MAX);
+        super::verdict::skip(format!(
+            "the campaign's cap of {cap} {kind} on the target is reached (fuzz --max-created)"
+        ))
+    }
+
     pub fn recall(&self) -> Option<serde_json::Value> {
         self.memo.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
@@ -140,6 +203,8 @@ pub struct Target {
     pub transport: Transport,
     pub url: String,
     pub memo: Memo,
+    /// What the run makes on the target that stays there ([`Created`]).
+    pub created: Arc<Created>,
 }
 
 impl Target {
@@ -160,6 +225,7 @@ impl Target {
             transport,
             url: url.to_string(),
             memo: Memo::default(),
+            created: Arc::default(),
         }
     }
 }
@@ -233,7 +299,8 @@ pub(super) async fn run_fn(
     };
     ctx.fuzzing = true;
     ctx.suite_id = Some(target.suite.id);
-    let mut fc = FuzzCtx::new(ctx, seed, index, target.memo.clone());
+    let shared = (target.memo.clone(), target.created.clone());
+    let mut fc = FuzzCtx::new(ctx, seed, index, shared);
     if let Some((bytes, to)) = input {
         fc.sent = bytes.to_vec();
         fc.resend_to = to.map(String::from);

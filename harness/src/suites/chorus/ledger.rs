@@ -751,6 +751,9 @@ pub(super) async fn ledger_case(f: &mut FuzzCtx, c: Ledger) -> FuzzStep<()> {
 async fn ledger_setup(f: &mut FuzzCtx) -> FuzzStep<LedgerState> {
     let initial = (f.ctx.profile().chorus.initial_credits * 100.0).round() as i64;
     let idempotent = f.ctx.profile().chorus.idempotent_transfers;
+    // Two fresh owners, whose accounts the ledger may keep.
+    f.create("ledger accounts")?;
+    f.create("ledger accounts")?;
     let a = funded_owner(&mut f.ctx).await?;
     let b = funded_owner(&mut f.ctx).await?;
     let books = Books {

@@ -527,6 +527,7 @@ fn check_registered(f: &mut FuzzCtx, r: &Resp, sent: Option<&Value>) -> FuzzStep
 
 /// Registers a fresh agent with a valid body; returns its id.
 pub(super) async fn fresh_agent(f: &mut FuzzCtx, skills: &[(&str, f64)]) -> FuzzStep<String> {
+    f.create(REGISTRATIONS)?;
     let body = registration(skills);
     let id = body["agent_id"].as_str().unwrap_or_default().to_string();
     let r = post(&mut f.ctx, Base::Registry, "register", &body).await?;
@@ -557,6 +558,10 @@ pub(super) async fn register_case(
     let skill = unique_skill();
     let cost = f64::from(c.cost % 5000) / 100.0;
     let mut body = registration(&[(&skill, cost)]);
+    // A fresh agent id, which the registry may keep; past the campaign's cap, one
+    // of its own registered before (registering an agent again is the target's to
+    // take or refuse, CHO-A11; these agents never get an outcome, so stay at 50.0).
+    let reused = agent_id_for(f, &mut body)?;
     for m in c.muts.iter().take(3) {
         reg_mutate(&mut body, m);
     }
@@ -580,9 +585,12 @@ pub(super) async fn register_case(
         return Ok(None);
     };
     let first = &v["skills"][0];
-    if !(c.follow_up
-        && matches!(model.verdict(), Expected::Accept(..))
-        && first["skill_name"] == skill.as_str())
+    // A reused agent id may be registered again by another case at once: its
+    // listing is not this case's to check.
+    if reused
+        || !(c.follow_up
+            && matches!(model.verdict(), Expected::Accept(..))
+            && first["skill_name"] == skill.as_str())
     {
         return Ok(None);
     }
@@ -596,6 +604,28 @@ const SCHEMAS_SUBJECT: Subject = Subject {
     refused: &REGISTER_SCHEMAS_ANY_OBJECT,
     odd: &REGISTER_STATUS,
 };
+
+/// Gives `body` a fresh agent id while the campaign's cap allows one (remembered
+/// for reuse), else one the register draws made before (true); skips when there
+/// is none.
+fn agent_id_for(f: &mut FuzzCtx, body: &mut Value) -> FuzzStep<bool> {
+    let made = super::wire::memo_part(f, "registered").unwrap_or_else(|| json!([]));
+    let made = made.as_array().cloned().unwrap_or_default();
+    if f.created.take(REGISTRATIONS) {
+        let mut made = made;
+        made.push(body["agent_id"].clone());
+        super::wire::memo_set(f, "registered", Value::Array(made));
+        return Ok(false);
+    }
+    if made.is_empty() {
+        return f.create(REGISTRATIONS).map(|()| false);
+    }
+    body["agent_id"] = made[f.below(made.len())].clone();
+    Ok(true)
+}
+
+/// What a campaign counts of the agents it registers (`FuzzCtx::create`).
+pub(super) const REGISTRATIONS: &str = "registrations";
 
 /// What a registration gets wrong is filed under registration's rules.
 pub(super) const REGISTRATION_SUBJECT: Subject = Subject {
