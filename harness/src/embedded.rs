@@ -25,6 +25,9 @@ pub struct Options {
     pub separate_ledger: bool,
     /// chorus: the skill the fixture agent registers (default `echo_text`).
     pub chorus_fixture_skill: Option<String>,
+    /// chorus: the registry publishes an OpenAPI document of its routes and takes
+    /// outcomes at the route it lists (`ChorusConfig::openapi`).
+    pub chorus_openapi: bool,
     /// agora-spaces: the token connections must carry.
     pub token: Option<String>,
     /// agora-spaces: seconds of silence before a client is disconnected.
@@ -183,6 +186,7 @@ pub fn chorus<'a>(
         if let Some(skill) = &opts.chorus_fixture_skill {
             cfg.fixture_skill = skill.clone();
         }
+        cfg.openapi = opts.chorus_openapi;
         if let Some(d) = opts.chorus_delivery {
             cfg.delivery = d;
         }

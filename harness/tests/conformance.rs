@@ -1893,6 +1893,21 @@ fn cli_init() -> Result<(), Failed> {
         ),
         (
             "chorus",
+            &["--openapi"][..],
+            &["outcome_request = \"POST /reputation/{agent_id}/{outcome}\""][..],
+            &[][..],
+        ),
+        (
+            "chorus",
+            &["--openapi", "--separate-ledger"][..],
+            &[
+                "ledger_url = \"http://127.0.0.1:",
+                "outcome_request = \"POST /reputation/{agent_id}/{outcome}\"",
+            ][..],
+            &[][..],
+        ),
+        (
+            "chorus",
             &["--fixture-skill", "summarize_text"][..],
             &["fixture_skill = \"summarize_text\"", "ledger_url"][..],
             &[][..],
@@ -2039,9 +2054,11 @@ fn cli_init() -> Result<(), Failed> {
                     "fixture_skill = \"summarize",
                     "public_space = \"lobby",
                     "full_space",
+                    "outcome_request = \"POST /reputation",
                 ]
                 .iter()
                 .any(|k| l.starts_with(k))
+                    || (l.starts_with("ledger_url") && !l.contains(url.trim_end_matches('/')))
             })
             .all(|l| plain.1.contains(&l.replacen(" = ", " set to ", 1)));
         if plain.0 != run.0
@@ -2055,6 +2072,79 @@ fn cli_init() -> Result<(), Failed> {
             )
             .into());
         }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// `init` reads what a registry publishes of itself: against a chorus reference
+/// that serves an OpenAPI document, takes outcomes at a route of its own and keeps
+/// its ledger at another URL (named by the document), with two deviations, the run
+/// with init's profile sees what the run with a hand-written profile sees.
+fn cli_init_reads_openapi() -> Result<(), Failed> {
+    let args = [
+        "--suite",
+        "chorus",
+        "--openapi",
+        "--separate-ledger",
+        "--fault",
+        "no-clamp",
+        "--fault",
+        "allow-overdraft",
+    ];
+    let (_srv, lines) = common::serve_lines(&args, 2)?;
+    let (url, ledger) = (&lines[0], &lines[1]);
+    let dir = tempdir("init-openapi");
+    let found = dir.join("init.toml").to_string_lossy().into_owned();
+    let out = expect_code(
+        &[
+            "init", "--suite", "chorus", "--target", url, "--out", &found,
+        ],
+        0,
+        "0 not found",
+    )?;
+    let written = std::fs::read_to_string(&found).map_err(|e| e.to_string())?;
+    if !written.contains(&format!(
+        "GET /openapi.json lists POST /transfer at {}",
+        ledger.trim_end_matches('/')
+    )) {
+        return Err(format!("init did not read the ledger from the document:\n{written}").into());
+    }
+    let hand = dir.join("hand.toml");
+    let text = format!(
+        "[target]\nledger_url = \"{ledger}\"\n[chorus]\noutcome_request = \"POST /reputation/{{agent_id}}/{{outcome}}\"\n"
+    );
+    std::fs::write(&hand, text).map_err(|e| e.to_string())?;
+    let fails = |profile: &str| -> Result<(i32, Vec<String>), Failed> {
+        let (code, text, _) = cli(&[
+            "run",
+            "--suite",
+            "chorus",
+            "--target",
+            url,
+            "--profile",
+            profile,
+        ])?;
+        let mut f: Vec<String> = text
+            .lines()
+            .filter(|l| l.starts_with("FAIL [") || l.contains("needs profile key"))
+            .map(|l| l.split(" (").next().unwrap_or(l).to_string())
+            .collect();
+        f.sort();
+        Ok((code, f))
+    };
+    let by_init = fails(&found)?;
+    let by_hand = fails(&hand.to_string_lossy())?;
+    let both = ["reputation:clamp", "transfer-insufficient"];
+    if by_init != by_hand
+        || by_init.0 != 1
+        || !both.iter().all(|k| by_init.1.iter().any(|l| l.contains(k)))
+        || by_init.1.iter().any(|l| l.contains("needs profile key"))
+    {
+        return Err(format!(
+            "init's profile: {by_init:?}\nhand-written: {by_hand:?}\ninit said:\n{out}\n{written}"
+        )
+        .into());
     }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
@@ -2171,6 +2261,10 @@ fn main() {
     );
     trials.push(Trial::test("cli::client_interface", cli_client_interface).with_ignored_flag(skip));
     trials.push(Trial::test("cli::init", cli_init));
+    trials.push(Trial::test(
+        "cli::init_reads_openapi",
+        cli_init_reads_openapi,
+    ));
     trials.push(Trial::test(
         "cli::export_and_replay_offline",
         cli_export_and_replay_offline,

@@ -143,10 +143,17 @@ pub async fn chorus(
     let mut started = Started::plain(vec![(Binding::Http, format!("{http}://{a}/"))], running);
     if separate_ledger {
         let host = listen.rsplit_once(':').map_or("127.0.0.1", |(h, _)| h);
-        let l = listen_on(&format!("{host}:0"), chorus_server::ledger_router(c), tls)
-            .await
-            .map_err(|e| format!("cannot listen for the ledger: {e}"))?;
-        started.ledger_url = Some(format!("{http}://{}/", l.addr));
+        let l = listen_on(
+            &format!("{host}:0"),
+            chorus_server::ledger_router(c.clone()),
+            tls,
+        )
+        .await
+        .map_err(|e| format!("cannot listen for the ledger: {e}"))?;
+        let url = format!("{http}://{}/", l.addr);
+        // Set once, here, before any request can read it: a second set cannot happen.
+        let _ = c.ledger_at.set(url.clone());
+        started.ledger_url = Some(url);
         started.extra = Some(l);
     }
     Ok(started)

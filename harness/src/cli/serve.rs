@@ -49,6 +49,11 @@ pub struct ServeArgs {
     /// The skill the fixture agent registers (chorus; default echo_text).
     #[arg(long = "fixture-skill")]
     fixture_skill: Option<String>,
+    /// Publish the registry's routes in an OpenAPI document at GET /openapi.json
+    /// and take outcomes only at the route it lists, POST
+    /// /reputation/{agent_id}/{outcome} (chorus).
+    #[arg(long)]
+    openapi: bool,
     /// Require this connection token (agora-spaces).
     #[arg(long)]
     token: Option<String>,
@@ -130,6 +135,7 @@ fn options(a: &ServeArgs, identity: Option<TlsIdentity>) -> embedded::Options {
         }),
         separate_ledger: a.separate_ledger,
         chorus_fixture_skill: a.fixture_skill.clone(),
+        chorus_openapi: a.openapi,
         token: a.token.clone(),
         heartbeat_timeout_s: a.heartbeat_timeout_s,
         max_pending_bytes: a.max_pending_bytes.and_then(|b| usize::try_from(b).ok()),

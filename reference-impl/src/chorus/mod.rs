@@ -2,4 +2,5 @@
 
 pub mod client;
 pub mod faults;
+pub mod published;
 pub mod server;

@@ -71,6 +71,11 @@ pub struct ChorusConfig {
     /// The skill the fixture agent registers (default [`FIXTURE_SKILL`]), as a
     /// registry does whose agent serves a skill of its own name.
     pub fixture_skill: String,
+    /// The registry publishes its routes in an OpenAPI document at
+    /// `GET /openapi.json` ([`super::published`]) and takes outcomes only at the route
+    /// it lists there, `POST /reputation/{agent_id}/{outcome}` (no `POST /results`),
+    /// as a deployment does whose routes are its own.
+    pub openapi: bool,
 }
 
 impl Default for ChorusConfig {
@@ -88,6 +93,7 @@ impl Default for ChorusConfig {
             outcome_success_flag: false,
             failure_error_code: false,
             fixture_skill: FIXTURE_SKILL.into(),
+            openapi: false,
         }
     }
 }
@@ -133,6 +139,8 @@ pub struct Chorus {
     /// callback past the budget is dropped like a refused one, so that clients whose
     /// callback URLs never answer cannot make the fixture buffer without bound.
     callbacks: Arc<tokio::sync::Semaphore>,
+    /// Where a ledger of its own listens, once it does (the OpenAPI document names it).
+    pub(crate) ledger_at: std::sync::OnceLock<String>,
 }
 
 /// The bytes of callback bodies the fixture agent holds at once, at most.
@@ -218,6 +226,7 @@ impl Chorus {
             fixture_id: new_id(),
             http,
             callbacks: Arc::new(tokio::sync::Semaphore::new(CALLBACK_BYTES)),
+            ledger_at: std::sync::OnceLock::new(),
         }
     }
 
@@ -925,13 +934,18 @@ pub fn ledger_router(c: Arc<Chorus>) -> Router {
 }
 
 /// Registry, outcome routes and fixture agent; with `with_ledger` the ledger too.
+/// A registry that publishes its routes (`openapi`) takes outcomes at the route it
+/// lists alone.
 pub fn router(c: Arc<Chorus>, with_ledger: bool) -> Router {
     let mut r = Router::new()
         .route("/register", post(post_register))
         .route("/discover", get(get_discover))
-        .route("/results", post(post_results))
         .route("/reputation/{agent_id}/{outcome}", post(post_reputation))
         .route("/agents/echo/jobs", post(post_job));
+    r = match c.cfg.openapi {
+        true => r.route("/openapi.json", get(super::published::get_openapi)),
+        false => r.route("/results", post(post_results)),
+    };
     if with_ledger {
         r = r.merge(ledger_routes());
     }
