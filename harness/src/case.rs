@@ -88,6 +88,19 @@ pub struct CaseResult {
     pub claims: Vec<crate::verdict::Claim>,
 }
 
+/// The spec text a suite follows (named by its file name, as the requirement
+/// inventory names it) and where that text is published: the repository, the path
+/// in it and the commit whose file the suite was written against.
+#[derive(Debug, Clone, Copy, Serialize)]
+pub struct SpecText {
+    pub file: &'static str,
+    pub repository: &'static str,
+    pub path: &'static str,
+    pub commit: &'static str,
+    /// How the file the suite follows stands to the published one.
+    pub form: &'static str,
+}
+
 /// A requirement the suite does not test, and why.
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct Untestable {
@@ -100,6 +113,8 @@ pub struct Untestable {
 /// takes of it (its fuzzers, discovery, load plan) is in `crate::suites::Parts`.
 pub struct Suite {
     pub id: &'static str,
+    /// The spec text the suite follows and where it is published.
+    pub spec: SpecText,
     /// Requirement id prefix (AV1, ASP, …).
     pub prefix: &'static str,
     pub cases: &'static [Case],

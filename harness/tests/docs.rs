@@ -750,6 +750,29 @@ fn the_default_outcome_body_is_the_parsers() {
     );
 }
 
+/// Each suite page names where its spec is published, as the suite says
+/// (`Suite::spec`): repository, path, commit, and how the text the suite follows
+/// stands to it.
+#[test]
+fn each_suite_page_names_where_its_spec_is_published() {
+    for suite in agentconform::suites::all() {
+        let page = format!("docs/suites/{}.md", suite.id);
+        let md = read(Path::new(&page));
+        let s = suite.spec;
+        let line = format!(
+            "Where the spec is published: repository {}, path `{}`, commit {}.",
+            s.repository, s.path, s.commit
+        );
+        assert!(md.contains(&line), "{page} does not say: {line}");
+        assert!(
+            md.contains(&format!("The suite follows {}, which ", s.file)) && md.contains(s.form),
+            "{page} does not say how {} stands to the published text ({})",
+            s.file,
+            s.form
+        );
+    }
+}
+
 #[test]
 fn profile_keys_are_documented() {
     let parser = parser_keys();

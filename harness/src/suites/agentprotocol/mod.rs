@@ -164,6 +164,13 @@ use wire::*;
 
 pub static SUITE: Suite = Suite {
     id: "agentprotocol",
+    spec: crate::case::SpecText {
+        file: "agentprotocol.md",
+        repository: "github.com/FreyaFamiliar/freya-tools",
+        path: "agentprotocol/spec/PROTOCOL-SPEC.md",
+        commit: "6fdaf832a1d00e69fbc512286a32e8f18109c6eb",
+        form: "byte for byte",
+    },
     prefix: "AGP",
     cases: CASES,
     untestable: UNTESTABLE,

@@ -76,6 +76,13 @@ use wire::*;
 
 pub static SUITE: Suite = Suite {
     id: "agora-exchange",
+    spec: crate::case::SpecText {
+        file: "agora-exchange.txt",
+        repository: "github.com/agora-protocol/website-v2",
+        path: "website/versioned_docs/version-0.2/protocol/specification.md",
+        commit: "c54fefe75fad12460c77085da86c65a8d4239001",
+        form: "the same words as the text of its page https://agoraprotocol.org/docs/protocol/specification, without the Markdown",
+    },
     prefix: "AEX",
     cases: CASES,
     untestable: UNTESTABLE,

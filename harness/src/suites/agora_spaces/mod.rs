@@ -119,6 +119,13 @@ use wire::*;
 
 pub static SUITE: Suite = Suite {
     id: "agora-spaces",
+    spec: crate::case::SpecText {
+        file: "agora-spaces.zh.md",
+        repository: "github.com/caiuschou/workspace",
+        path: "docs/agora/spec.md",
+        commit: "ed82fd4b0a5954185f1218bae70ea9114c9f7063",
+        form: "byte for byte",
+    },
     prefix: "ASP",
     cases: CASES,
     untestable: UNTESTABLE,

@@ -89,6 +89,13 @@ use wire::*;
 
 pub static SUITE: Suite = Suite {
     id: "agora-v1",
+    spec: crate::case::SpecText {
+        file: "agora-v1.md",
+        repository: "github.com/james-lebron2000/agora",
+        path: "docs/PROTOCOL.md",
+        commit: "daa5d3571c8aee8aa977b3ca62b30c13de9695a9",
+        form: "byte for byte",
+    },
     prefix: "AV1",
     cases: CASES,
     untestable: UNTESTABLE,

@@ -116,6 +116,13 @@ use wire::*;
 
 pub static SUITE: Suite = Suite {
     id: "chorus",
+    spec: crate::case::SpecText {
+        file: "chorus.md",
+        repository: "github.com/HeatoXSophi/chorus",
+        path: "PROTOCOL_SPEC.md",
+        commit: "7857650744ecadb6bfc19fafb13e66f0af2969b7",
+        form: "byte for byte",
+    },
     prefix: "CHO",
     cases: CASES,
     untestable: UNTESTABLE,
