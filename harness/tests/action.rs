@@ -115,6 +115,60 @@ fn fuzz_mode() -> Result<(), Failed> {
     Ok(())
 }
 
+/// docs/guides/ci.md's fuzz step: given the baseline of the deviations a run
+/// already found, a campaign against the same target stays green; without it, the
+/// same deviation fails the step.
+fn fuzz_with_known_deviations() -> Result<(), Failed> {
+    let dir = tempdir("fuzz-known");
+    let server = common::serve(&["--suite", "agora-v1", "--fault", "reuse-request-id"])?;
+    let target = ("AC_TARGET", server.url.as_str());
+    let (code, _, _, printed) = step(
+        &dir,
+        &[("AC_SUITE", "agora-v1"), ("AC_REPORT", "reports"), target],
+    )?;
+    if code != 1 {
+        return Err(format!("the run step: exit {code}: {printed}").into());
+    }
+    let written = Command::new(common::bin())
+        .args([
+            "baseline",
+            "write",
+            "--report",
+            "reports/report.json",
+            "--out",
+            "baseline.toml",
+        ])
+        .current_dir(&dir)
+        .output()
+        .map_err(|e| e.to_string())?;
+    if !written.status.success() {
+        return Err(format!("baseline write: {written:?}").into());
+    }
+    let fuzz = |baseline: &'static str| {
+        let mut vars = vec![
+            ("AC_MODE", "fuzz"),
+            ("AC_SUITE", "agora-v1"),
+            ("AC_DURATION", "1s"),
+            ("AC_SEED", "42"),
+            target,
+        ];
+        if !baseline.is_empty() {
+            vars.push(("AC_BASELINE", baseline));
+        }
+        step(&dir, &vars)
+    };
+    let (known, _, _, printed) = fuzz("baseline.toml")?;
+    if known != 0 || !printed.contains("already known") {
+        return Err(format!("fuzz with the baseline: exit {known}: {printed}").into());
+    }
+    let (again, _, _, printed) = fuzz("")?;
+    if again != 1 || !printed.contains("agora-v1/reply:id-reused") {
+        return Err(format!("fuzz without the baseline: exit {again}: {printed}").into());
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 /// A client command with spaces and quotes is one argument.
 fn quoting() -> Result<(), Failed> {
     let dir = tempdir("quoting");
@@ -337,6 +391,10 @@ fn main() {
     let trials = vec![
         Trial::test("action::run_mode", run_mode),
         Trial::test("action::fuzz_mode", fuzz_mode),
+        Trial::test(
+            "action::fuzz_with_known_deviations",
+            fuzz_with_known_deviations,
+        ),
         Trial::test("action::quoting", quoting),
         Trial::test("action::client_mode", client_mode),
         Trial::test("action::interop_mode", interop_mode),

@@ -1020,3 +1020,295 @@ fn slugs_follow_github() {
             .collect::<BTreeSet<_>>()
     );
 }
+
+// ---------------------------------------------------------------------------------
+// Running the examples
+
+/// The pages whose command blocks are run, not only parsed: the quickstart and each
+/// guide.
+fn runnable_pages() -> Vec<PathBuf> {
+    docs_pages()
+        .into_iter()
+        .filter(|p| p == Path::new("docs/quickstart.md") || p.starts_with("docs/guides"))
+        .collect()
+}
+
+/// The exit code a command line states (`# exit N` in its comment), else 0.
+fn stated_exit(line: &str) -> i32 {
+    line.split('#')
+        .skip(1)
+        .find_map(|c| c.trim().strip_prefix("exit ")?.get(..1)?.parse().ok())
+        .unwrap_or(0)
+}
+
+/// Why an example cannot be run as it stands, if so: a word the reader replaces
+/// (`S`, `URL`, `DIR/report.json`, `<NNN>`), or a script of the reader's that does
+/// not exist.
+fn placeholder(args: &[String], work: &Path) -> Option<String> {
+    for a in args.iter().skip(1) {
+        let head = a.split(['/', '.', '=']).next().unwrap_or_default();
+        let upper = !head.is_empty()
+            && head.len() <= 8
+            && head.chars().all(|c| c.is_ascii_uppercase())
+            && !a.starts_with("http");
+        if upper || a.contains('<') {
+            return Some(format!("{a} is a word the reader replaces"));
+        }
+    }
+    let scripts = args
+        .iter()
+        .flat_map(|a| a.split_whitespace())
+        .filter(|w| [".py", ".sh", ".js"].iter().any(|x| w.ends_with(x)));
+    for s in scripts {
+        if !work.join(s).exists() {
+            return Some(format!("{s} is the reader's own script"));
+        }
+    }
+    None
+}
+
+/// A server an example started (`agentconform serve … &`), stopped when dropped.
+struct Served(std::process::Child);
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// Starts `agentconform serve` with `args` in `work`: the server and the URL it
+/// prints first.
+fn serve_in(work: &Path, args: &[String]) -> Result<(Served, String), String> {
+    use std::io::BufRead;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentconform"))
+        .args(args)
+        .current_dir(work)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .map_err(|e| format!("serve: {e}"))?;
+    let stdout = child.stdout.take().ok_or("serve: no stdout")?;
+    let served = Served(child);
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut lines = std::io::BufReader::new(stdout).lines();
+        let _ = tx.send(lines.next().and_then(Result::ok));
+        // Keep reading so that the server never blocks on a full pipe.
+        for _ in lines {}
+    });
+    match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+        Ok(Some(url)) => Ok((served, url.trim().to_string())),
+        _ => Err(format!("serve {args:?} printed no URL within 60 s")),
+    }
+}
+
+/// Runs `args` in `work`: its exit code and output, killed after `limit`.
+fn run_in(
+    work: &Path,
+    args: &[String],
+    limit: std::time::Duration,
+) -> Result<(i32, String), String> {
+    let out_file = work.join(".example-output");
+    let file = std::fs::File::create(&out_file).map_err(|e| e.to_string())?;
+    let err = file.try_clone().map_err(|e| e.to_string())?;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_agentconform"))
+        .args(args)
+        .current_dir(work)
+        .stdin(std::process::Stdio::null())
+        .stdout(file)
+        .stderr(err)
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let start = std::time::Instant::now();
+    let code = loop {
+        if let Some(s) = child.try_wait().map_err(|e| e.to_string())? {
+            break s.code().unwrap_or(-1);
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("did not end within {} s", limit.as_secs()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    Ok((code, std::fs::read_to_string(&out_file).unwrap_or_default()))
+}
+
+/// The `--suite` of a command.
+fn suite_of(args: &[String]) -> Option<&str> {
+    args.windows(2)
+        .find(|w| w[0] == "--suite")
+        .map(|w| w[1].as_str())
+}
+
+/// What running one page's examples showed: the commands run, and each skip and
+/// failure with its line.
+#[derive(Default)]
+struct Ran {
+    run: usize,
+    skipped: Vec<String>,
+    failed: Vec<String>,
+}
+
+/// Runs the `agentconform` commands of one page's runnable blocks in `work`, block
+/// by block: a `serve … &` line starts a server whose URL stands for
+/// `127.0.0.1:PORT` in the lines after it; the "own agent" URL
+/// `http://127.0.0.1:8000/` is the suite's reference, served for the page; each
+/// command must exit as its line states (`# exit N`, else 0).
+fn run_page(page: &Path, work: &Path) -> Ran {
+    let md = read(page);
+    let mut ran = Ran::default();
+    let mut own: BTreeMap<String, (Served, String)> = BTreeMap::new();
+    let tmp = format!("{}/", work.display());
+    for block in code_blocks(&md) {
+        if !RUNNABLE.contains(&block.lang.as_str()) {
+            continue;
+        }
+        let mut served: Vec<(Served, String)> = Vec::new();
+        for (line, text) in logical_lines(&block) {
+            let at = format!("{}:{line}", page.display());
+            let code = text
+                .split(" #")
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
+            if code.is_empty() || code.starts_with('#') {
+                continue;
+            }
+            let commands = agentconform_commands(&text).unwrap_or_default();
+            if commands.is_empty() {
+                ran.skipped
+                    .push(format!("{at}: {code}: not an agentconform command"));
+                continue;
+            }
+            for mut args in commands {
+                args.remove(0);
+                if let Some(why) = placeholder(&args, work) {
+                    ran.skipped.push(format!("{at}: {why}"));
+                    continue;
+                }
+                if args.iter().any(|a| a.contains("python3")) && !has_python() {
+                    ran.skipped
+                        .push(format!("{at}: needs python3, not installed here"));
+                    continue;
+                }
+                let mut unserved = false;
+                for a in args.iter_mut() {
+                    *a = a.replace("/tmp/", &tmp);
+                    if a.contains("127.0.0.1:PORT") {
+                        match served.last() {
+                            Some((_, url)) => *a = url.clone(),
+                            None => unserved = true,
+                        }
+                    } else if a == "http://127.0.0.1:8000/" {
+                        let suite = suite_of(&args_clone(&text))
+                            .unwrap_or("agora-v1")
+                            .to_string();
+                        if !own.contains_key(&suite) {
+                            let serve = vec!["serve".to_string(), "--suite".into(), suite.clone()];
+                            match serve_in(work, &serve) {
+                                Ok(s) => {
+                                    own.insert(suite.clone(), s);
+                                }
+                                Err(e) => ran.failed.push(format!("{at}: {e}")),
+                            }
+                        }
+                        if let Some((_, url)) = own.get(&suite) {
+                            *a = url.clone();
+                        }
+                    }
+                }
+                if unserved {
+                    ran.skipped
+                        .push(format!("{at}: no server of the block stands for PORT"));
+                    continue;
+                }
+                if args.first().is_some_and(|c| c == "serve") && code.ends_with('&') {
+                    match serve_in(work, &args) {
+                        Ok(s) => served.push(s),
+                        Err(e) => ran.failed.push(format!("{at}: {e}")),
+                    }
+                    continue;
+                }
+                let want = stated_exit(&text);
+                ran.run += 1;
+                let began = std::time::Instant::now();
+                match run_in(work, &args, std::time::Duration::from_secs(300)) {
+                    Ok((got, _)) if got == want => {
+                        eprintln!("ran {at} in {:.1} s", began.elapsed().as_secs_f64())
+                    }
+                    Ok((got, out)) => ran.failed.push(format!(
+                        "{at}: agentconform {}: exit {got}, the page states {want}\n{}",
+                        args.join(" "),
+                        out.lines()
+                            .rev()
+                            .take(8)
+                            .collect::<Vec<_>>()
+                            .into_iter()
+                            .rev()
+                            .collect::<Vec<_>>()
+                            .join("\n")
+                    )),
+                    Err(e) => ran
+                        .failed
+                        .push(format!("{at}: agentconform {}: {e}", args.join(" "))),
+                }
+            }
+        }
+    }
+    ran
+}
+
+/// The words of a command line, as the shell splits them.
+fn args_clone(text: &str) -> Vec<String> {
+    shlex::split(text).unwrap_or_default()
+}
+
+fn has_python() -> bool {
+    std::process::Command::new("python3")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The quickstart's and the guides' examples run against the embedded reference and
+/// exit as their pages state: a replay example replays a file the example before it
+/// wrote, a deviation's example exits 1. Each page runs in a folder of its own that
+/// sees the repository's harness/, fuzz/ and vectors/; what cannot run as it stands
+/// (a word the reader replaces, the reader's own script, a command that is not
+/// agentconform's) is listed, not run.
+#[test]
+fn the_quickstart_and_guides_run_as_shown() {
+    let mut failed = Vec::new();
+    let mut run = 0;
+    for page in runnable_pages() {
+        let stem = page
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let work =
+            std::env::temp_dir().join(format!("agentconform-docs-{}-{stem}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&work);
+        std::fs::create_dir_all(&work).expect("a temporary folder");
+        for dir in ["harness", "fuzz", "vectors", "schemas"] {
+            #[cfg(unix)]
+            let _ = std::os::unix::fs::symlink(root().join(dir), work.join(dir));
+        }
+        let ran = run_page(&page, &work);
+        for s in &ran.skipped {
+            eprintln!("not run: {s}");
+        }
+        run += ran.run;
+        failed.extend(ran.failed);
+        let _ = std::fs::remove_dir_all(&work);
+    }
+    eprintln!("{run} examples ran");
+    assert!(run >= 15, "only {run} examples ran");
+    assert!(
+        failed.is_empty(),
+        "examples that do not do what their page says:\n{}",
+        failed.join("\n\n")
+    );
+}
