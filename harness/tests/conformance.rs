@@ -959,7 +959,8 @@ fn cli_fuzz_and_replay(suite: &str, fault: &str, oracle: &str) -> Result<(), Fai
 /// A chorus campaign makes at most `--max-created` registrations and ledger
 /// accounts, says so in its summary and findings.json, and stays clean: past the
 /// cap, registration draws register its own agents again, and the cases that need
-/// a fresh one are skipped.
+/// a fresh one are skipped. An agora-exchange campaign holds at most that many
+/// conversations at once, an expired one no longer counting.
 fn cli_fuzz_caps_what_it_leaves() -> Result<(), Failed> {
     let dir = tempdir("fuzz-cap");
     let d = dir.to_string_lossy().into_owned();
@@ -976,6 +977,37 @@ fn cli_fuzz_caps_what_it_leaves() -> Result<(), Failed> {
     .map_err(|e| e.to_string())?;
     let left = &f["left_behind"];
     if left["by_kind"]["registrations"] != 40 || left["cap_per_kind"] != 40 {
+        return Err(format!("findings.json: left_behind {left}\n{out}").into());
+    }
+    // agora-exchange conversations count until they expire: at most 10 held at
+    // once, and never more made than asked for.
+    let ex = dir.join("exchange");
+    let e = ex.to_string_lossy().into_owned();
+    let out = expect_code(
+        &[
+            "fuzz",
+            "--suite",
+            "agora-exchange",
+            "--cases",
+            "2000",
+            "--max-created",
+            "10",
+            "--out",
+            &e,
+        ],
+        0,
+        "the campaign's cap of 10 conversations on the target is reached",
+    )?;
+    let f: Value = serde_json::from_slice(
+        &std::fs::read(ex.join("findings.json")).map_err(|e| e.to_string())?,
+    )
+    .map_err(|e| e.to_string())?;
+    let left = &f["left_behind"];
+    let held = left["by_kind"]["conversations"]
+        .as_u64()
+        .unwrap_or(u64::MAX);
+    let made = left["made_by_kind"]["conversations"].as_u64().unwrap_or(0);
+    if held > 10 || made < held || made == 0 || !out.contains("left on the target: ") {
         return Err(format!("findings.json: left_behind {left}\n{out}").into());
     }
     let _ = std::fs::remove_dir_all(&dir);

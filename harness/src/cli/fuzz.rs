@@ -312,7 +312,10 @@ fn print_left(
     let left: Vec<String> = summary
         .left_behind
         .iter()
-        .map(|(kind, n)| format!("{n} {kind}"))
+        .map(|(kind, n)| match summary.made.get(kind) {
+            Some(m) if m > n => format!("{n} {kind} (of {m} made; the others expired)"),
+            _ => format!("{n} {kind}"),
+        })
         .collect();
     let cap = summary.cap_per_kind.map_or("no cap".to_string(), |c| {
         format!("at most {c} of each, --max-created")

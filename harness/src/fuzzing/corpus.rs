@@ -879,7 +879,7 @@ impl Corpus {
             "finding_cases": st.hits,
             "known": {"source": self.known.source, "cases_left_out": st.known_hits},
             "signatures": sigs,
-            "left_behind": {"by_kind": left.counts(), "cap_per_kind": left.cap()},
+            "left_behind": {"by_kind": left.counts(), "made_by_kind": left.made(), "cap_per_kind": left.cap()},
         });
         std::fs::create_dir_all(&self.meta.out)?;
         let path = self.meta.out.join("findings.json");

@@ -50,6 +50,8 @@ pub struct Summary {
     /// What the run made on the target that stays there, by kind, and the cap per
     /// kind it ran with (`fuzz --max-created`).
     pub left_behind: std::collections::BTreeMap<&'static str, u64>,
+    /// What it made in all, by kind (more than left where some expired).
+    pub made: std::collections::BTreeMap<&'static str, u64>,
     pub cap_per_kind: Option<u64>,
 }
 
@@ -256,6 +258,7 @@ pub async fn fuzz(run: Run<'_>) -> Summary {
         ended,
         elapsed: started.elapsed(),
         left_behind: run.target.created.counts(),
+        made: run.target.created.made(),
         cap_per_kind: run.target.created.cap(),
     }
 }

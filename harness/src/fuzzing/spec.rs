@@ -34,12 +34,48 @@ pub struct FuzzCtx {
 pub type Memo = Arc<Mutex<Option<serde_json::Value>>>;
 
 /// What a campaign makes on the target that stays there (registrations, ledger
-/// accounts), counted by kind, with a cap per kind (`fuzz --max-created`), so that a
-/// campaign's footprint on a shared server stays bounded and is said.
+/// accounts, conversations until they expire), counted by kind, with a cap per kind
+/// on what is held at once (`fuzz --max-created`), so that a campaign's footprint on
+/// a shared server stays bounded and is said.
 #[derive(Debug)]
 pub struct Created {
     cap: u64,
-    counts: Mutex<std::collections::BTreeMap<&'static str, u64>>,
+    counts: Mutex<Counts>,
+}
+
+#[derive(Debug, Default)]
+struct Counts {
+    /// What is on the target now, by kind.
+    held: std::collections::BTreeMap<&'static str, u64>,
+    /// What was made in all, by kind.
+    made: std::collections::BTreeMap<&'static str, u64>,
+    /// When things that expire by themselves go (Unix seconds), by kind: at most
+    /// the cap of each, as each is one held.
+    expiring: std::collections::BTreeMap<
+        &'static str,
+        std::collections::BinaryHeap<std::cmp::Reverse<u64>>,
+    >,
+}
+
+impl Counts {
+    /// Lets go of what of `kind` has expired by `now` (Unix seconds).
+    fn prune(&mut self, kind: &'static str, now: u64) {
+        let Some(heap) = self.expiring.get_mut(kind) else {
+            return;
+        };
+        while heap.peek().is_some_and(|std::cmp::Reverse(at)| *at <= now) {
+            heap.pop();
+            if let Some(n) = self.held.get_mut(kind) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
 }
 
 impl Default for Created {
@@ -56,28 +92,95 @@ impl Created {
         }
     }
 
-    /// Counts one thing of `kind`; false, counting nothing, once the cap is reached.
+    fn lock(&self) -> std::sync::MutexGuard<'_, Counts> {
+        self.counts.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Counts one thing of `kind`; false, counting nothing, while the cap of them
+    /// is held.
     pub fn take(&self, kind: &'static str) -> bool {
-        let mut c = self.counts.lock().unwrap_or_else(|p| p.into_inner());
-        let n = c.entry(kind).or_default();
+        self.take_at(kind, unix_now())
+    }
+
+    fn take_at(&self, kind: &'static str, now: u64) -> bool {
+        let mut c = self.lock();
+        c.prune(kind, now);
+        let n = c.held.entry(kind).or_default();
         if *n >= self.cap {
             return false;
         }
         *n += 1;
+        *c.made.entry(kind).or_default() += 1;
         true
     }
 
-    /// What was made, by kind.
+    /// Gives back one thing of `kind` taken for a request that made nothing.
+    pub fn give_back(&self, kind: &'static str) {
+        let mut guard = self.lock();
+        let c = &mut *guard;
+        for map in [&mut c.held, &mut c.made] {
+            if let Some(n) = map.get_mut(kind) {
+                *n = n.saturating_sub(1);
+            }
+        }
+    }
+
+    /// One thing of `kind` taken goes from the target by itself at `at` (Unix
+    /// seconds): from then on it no longer counts against the cap, nor as left.
+    pub fn expires(&self, kind: &'static str, at: u64) {
+        self.lock()
+            .expiring
+            .entry(kind)
+            .or_default()
+            .push(std::cmp::Reverse(at));
+    }
+
+    /// What is on the target now, by kind.
     pub fn counts(&self) -> std::collections::BTreeMap<&'static str, u64> {
-        self.counts
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.counts_at(unix_now())
+    }
+
+    fn counts_at(&self, now: u64) -> std::collections::BTreeMap<&'static str, u64> {
+        let mut c = self.lock();
+        let kinds: Vec<&'static str> = c.held.keys().copied().collect();
+        for k in kinds {
+            c.prune(k, now);
+        }
+        c.held.clone()
+    }
+
+    /// What was made in all, by kind (more than [`Created::counts`] where some
+    /// expired).
+    pub fn made(&self) -> std::collections::BTreeMap<&'static str, u64> {
+        self.lock().made.clone()
     }
 
     /// The cap per kind, when there is one.
     pub fn cap(&self) -> Option<u64> {
         (self.cap != u64::MAX).then_some(self.cap)
+    }
+}
+
+#[cfg(test)]
+mod created_tests {
+    use super::Created;
+
+    #[test]
+    fn what_expires_leaves_room_and_is_not_left() {
+        let c = Created::with_cap(2);
+        assert!(c.take_at("conversations", 100));
+        c.expires("conversations", 105);
+        assert!(c.take_at("conversations", 101));
+        assert!(!c.take_at("conversations", 104), "the cap is held");
+        assert!(c.take_at("conversations", 105), "one expired");
+        c.give_back("conversations");
+        assert_eq!(c.counts_at(105).get("conversations"), Some(&1));
+        assert_eq!(c.made().get("conversations"), Some(&2));
+        assert!(c.take_at("registrations", 0) && c.take_at("registrations", 0));
+        assert!(
+            !c.take_at("registrations", u64::MAX),
+            "no expiry: held for good"
+        );
     }
 }
 
@@ -123,7 +226,6 @@ impl FuzzCtx {
         }
     }
 
-    /// What the run has learnt so far (see [`Memo`]).
     /// Counts one thing of `kind` the case is about to make on the target that
     /// stays there; past the campaign's cap the case is skipped instead, saying so.
     pub fn create(&self, kind: &'static str) -> super::verdict::FuzzStep<()> {
@@ -136,6 +238,7 @@ impl FuzzCtx {
         ))
     }
 
+    /// What the run has learnt so far (see [`Memo`]).
     pub fn recall(&self) -> Option<serde_json::Value> {
         self.memo.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }

@@ -332,9 +332,32 @@ pub const CASES: &[Case] = &[case!(
 /// finding stops the case. A 5xx is judged by the caller ([`judge`],
 /// [`no_server_error`]): to a request the spec rejects it is the rule of that
 /// request's subject, as in `run`; else a crash.
+/// What a campaign counts of what it leaves on the target: conversations, which
+/// stay until they expire (`fuzz --max-created`).
+pub(super) const CONVERSATIONS: &str = "conversations";
+
 pub(super) async fn fuzz_post(f: &mut FuzzCtx, path: &str, bytes: Vec<u8>) -> FuzzStep<Reply> {
     let from = f.ctx.findings().len();
-    let r = post_bytes(&mut f.ctx, path, bytes, &[]).await?;
+    // A request that asks for a conversation takes one of the campaign's cap before
+    // it is sent, and gives it back when the reply opened none.
+    let asks = path.is_empty()
+        && serde_json::from_slice::<Value>(&bytes).is_ok_and(|v| v["multiround"] == true);
+    if asks {
+        f.create(CONVERSATIONS)?;
+    }
+    let r = post_bytes(&mut f.ctx, path, bytes, &[]).await;
+    let opened = r.as_ref().ok().and_then(|r| {
+        let j = r.json.as_ref()?;
+        j.get("conversationId").filter(|c| !c.is_null())?;
+        Some(j["conversationExpires"].as_u64())
+    });
+    match (asks, opened) {
+        (true, None) => f.created.give_back(CONVERSATIONS),
+        // Gone by itself once its conversationExpires has passed.
+        (true, Some(Some(at))) => f.created.expires(CONVERSATIONS, at.saturating_add(1)),
+        _ => {}
+    }
+    let r = r?;
     if r.http < 500 {
         verdict::rules_since(&f.ctx, from)?;
     }
