@@ -225,17 +225,9 @@ pub async fn told_out_of_range(ctx: &mut Ctx, skill: &str, hirer: &Scored, told:
         return Ok(());
     }
     let t = scored(ctx, skill).await?;
-    let report = Report {
-        agent_id: &t.agent.id,
-        agent_owner: &t.agent.owner_id,
-        reputation: t.score,
-        hirer_id: &hirer.agent.id,
-        hirer_owner: &hirer.agent.owner_id,
-        hirer_reputation: told,
-        success: true,
-    };
-    let (shown, r) = send_outcome(ctx, &report).await?;
-    if !r.ok() || r.refusal_in_2xx() {
+    let who = (t.agent.id.as_str(), t.agent.owner_id.as_str(), t.score);
+    let by = (hirer.agent.id.as_str(), hirer.agent.owner_id.as_str());
+    if let Some((shown, r)) = tell_hirer_at(ctx, who, by, told).await? {
         ctx.checked(format!(
             "a SUCCESS telling a hirer at {told} (outside 0–100) is refused: {shown} answered {}",
             r.describe()
@@ -250,6 +242,29 @@ pub async fn told_out_of_range(ctx: &mut Ctx, skill: &str, hirer: &Scored, told:
         )),
     }
     Ok(())
+}
+
+/// Reports a SUCCESS for the agent `who` (id, owner, score) hired by `hirer` (id,
+/// owner), telling the registry the hirer is at `told`: the refusal (the request as
+/// shown, the reply) when the registry refuses it, none when it takes it. What was
+/// taken is judged by [`told_score_finding`] on the score discovery shows after.
+async fn tell_hirer_at(
+    ctx: &mut Ctx,
+    who: (&str, &str, f64),
+    hirer: (&str, &str),
+    told: f64,
+) -> Step<Option<(String, Resp)>> {
+    let report = Report {
+        agent_id: who.0,
+        agent_owner: who.1,
+        reputation: who.2,
+        hirer_id: hirer.0,
+        hirer_owner: hirer.1,
+        hirer_reputation: told,
+        success: true,
+    };
+    let (shown, r) = send_outcome(ctx, &report).await?;
+    Ok((!r.ok() || r.refusal_in_2xx()).then_some((shown, r)))
 }
 
 /// The clamp's finding for an agent at `old` that discovery shows at `got` after a
@@ -701,17 +716,8 @@ async fn told_case(f: &mut FuzzCtx, p: &Pool, told: f64) -> FuzzStep<()> {
     let skill = unique_skill();
     let t = fresh_agent(f, &[(skill.as_str(), 0.1)]).await?;
     let hirer = p.agents[H50].id.clone();
-    let report = Report {
-        agent_id: &t,
-        agent_owner: "",
-        reputation: 50.0,
-        hirer_id: &hirer,
-        hirer_owner: "",
-        hirer_reputation: told,
-        success: true,
-    };
-    let (_, r) = tagged(Oracle::Outcome, send_outcome(&mut f.ctx, &report).await)?;
-    if !r.ok() || r.refusal_in_2xx() {
+    let told_it = tell_hirer_at(&mut f.ctx, (&t, "", 50.0), (&hirer, ""), told).await;
+    if tagged(Oracle::Outcome, told_it)?.is_some() {
         return Ok(());
     }
     let got = tagged(Oracle::Discovery, score(&mut f.ctx, &t, &skill).await)?;
