@@ -1971,6 +1971,15 @@ fn cli_init() -> Result<(), Failed> {
             &[][..],
         ),
         (
+            "agora-v1",
+            &[][..],
+            &[
+                "direct_resource = \"agora:echo:v1\"",
+                "negotiated_resource = \"agora:quote:v1\"",
+            ][..],
+            &[][..],
+        ),
+        (
             "agora-exchange",
             &["--no-wellknown"][..],
             &[][..],
