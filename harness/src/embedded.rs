@@ -51,6 +51,9 @@ pub struct Options {
     pub sources_by_reference: bool,
     /// agora-exchange: answer GET /wellknown 404 (`ExchangeConfig::wellknown`).
     pub no_wellknown: bool,
+    /// agora-exchange: serve the sum protocol (`SUM_DOCUMENT`) in place of the echo
+    /// protocol.
+    pub exchange_sum_protocol: bool,
     /// Serve TLS with this certificate: `https://` and `wss://` URLs (the file
     /// binding stays a folder).
     pub tls: Option<TlsIdentity>,
@@ -170,6 +173,10 @@ pub fn agora_exchange<'a>(
         cfg.expiry_whole_second = opts.expiry_whole_second;
         cfg.sources_by_reference = opts.sources_by_reference;
         cfg.wellknown = !opts.no_wellknown;
+        if opts.exchange_sum_protocol {
+            use reference_impl::agora_exchange::document::{ProtocolDocument, SUM_DOCUMENT};
+            cfg.documents = vec![ProtocolDocument::new(SUM_DOCUMENT)];
+        }
         start::agora_exchange(cfg, listen, opts.tls.as_ref())
             .await
             .map(Server::from)

@@ -1981,6 +1981,15 @@ fn cli_init() -> Result<(), Failed> {
         ),
         (
             "agora-exchange",
+            &["--protocol", "sum"][..],
+            &[
+                "valid_body = '{\"numbers\"",
+                "invalid_body = '{\"numbers\":42}'",
+            ][..],
+            &[][..],
+        ),
+        (
+            "agora-exchange",
             &["--no-wellknown"][..],
             &[][..],
             &["protocol_hash"][..],
@@ -2118,76 +2127,111 @@ fn cli_init() -> Result<(), Failed> {
     Ok(())
 }
 
-/// `init` reads what a registry publishes of itself: against a chorus reference
-/// that serves an OpenAPI document, takes outcomes at a route of its own and keeps
-/// its ledger at another URL (named by the document), with two deviations, the run
-/// with init's profile sees what the run with a hand-written profile sees.
-fn cli_init_reads_openapi() -> Result<(), Failed> {
-    let args = [
-        "--suite",
-        "chorus",
-        "--openapi",
-        "--separate-ledger",
-        "--fault",
-        "no-clamp",
-        "--fault",
-        "allow-overdraft",
-    ];
-    let (_srv, lines) = common::serve_lines(&args, 2)?;
-    let (url, ledger) = (&lines[0], &lines[1]);
-    let dir = tempdir("init-openapi");
-    let found = dir.join("init.toml").to_string_lossy().into_owned();
-    let out = expect_code(
-        &[
-            "init", "--suite", "chorus", "--target", url, "--out", &found,
-        ],
-        0,
-        "0 not found",
-    )?;
-    let written = std::fs::read_to_string(&found).map_err(|e| e.to_string())?;
-    if !written.contains(&format!(
-        "GET /openapi.json lists POST /transfer at {}",
-        ledger.trim_end_matches('/')
-    )) {
-        return Err(format!("init did not read the ledger from the document:\n{written}").into());
-    }
-    let hand = dir.join("hand.toml");
-    let text = format!(
-        "[target]\nledger_url = \"{ledger}\"\n[chorus]\noutcome_request = \"POST /reputation/{{agent_id}}/{{outcome}}\"\n"
+/// `init` reads what a target publishes of itself, and the run with its profile
+/// sees what the run with a hand-written profile sees: a chorus registry that
+/// serves an OpenAPI document, takes outcomes at a route of its own and keeps its
+/// ledger at another URL (named by the document); an agora-exchange server whose
+/// protocol is its own, its body written as an example in its document. Each
+/// variant has deviations that only a case needing those keys sees.
+fn cli_init_sees_what_a_hand_written_profile_sees() -> Result<(), Failed> {
+    type Hand = fn(&[String]) -> String;
+    // Suite, serve flags, the hand-written profile (from the URLs serve printed),
+    // what init's profile must say it read, and findings both runs must show.
+    type Variant = (
+        &'static str,
+        &'static [&'static str],
+        Hand,
+        &'static str,
+        &'static [&'static str],
     );
-    std::fs::write(&hand, text).map_err(|e| e.to_string())?;
-    let fails = |profile: &str| -> Result<(i32, Vec<String>), Failed> {
-        let (code, text, _) = cli(&[
-            "run",
-            "--suite",
+    let variants: [Variant; 2] = [
+        (
             "chorus",
-            "--target",
-            url,
-            "--profile",
-            profile,
-        ])?;
-        let mut f: Vec<String> = text
-            .lines()
-            .filter(|l| l.starts_with("FAIL [") || l.contains("needs profile key"))
-            .map(|l| l.split(" (").next().unwrap_or(l).to_string())
-            .collect();
-        f.sort();
-        Ok((code, f))
-    };
-    let by_init = fails(&found)?;
-    let by_hand = fails(&hand.to_string_lossy())?;
-    let both = ["reputation:clamp", "transfer-insufficient"];
-    if by_init != by_hand
-        || by_init.0 != 1
-        || !both.iter().all(|k| by_init.1.iter().any(|l| l.contains(k)))
-        || by_init.1.iter().any(|l| l.contains("needs profile key"))
-    {
-        return Err(format!(
-            "init's profile: {by_init:?}\nhand-written: {by_hand:?}\ninit said:\n{out}\n{written}"
-        )
-        .into());
+            &[
+                "--openapi",
+                "--separate-ledger",
+                "--fault",
+                "no-clamp",
+                "--fault",
+                "allow-overdraft",
+            ],
+            |urls| {
+                format!(
+                "[target]\nledger_url = \"{}\"\n[chorus]\noutcome_request = \"POST /reputation/{{agent_id}}/{{outcome}}\"\n",
+                urls[1]
+            )
+            },
+            "GET /openapi.json lists POST /transfer at ",
+            &["reputation:clamp", "transfer-insufficient"],
+        ),
+        (
+            "agora-exchange",
+            &["--protocol", "sum", "--fault", "protocol-error-as-failure"],
+            |_| {
+                "[agora-exchange]\nvalid_body = '{\"numbers\": [4, 5]}'\ninvalid_body = '{\"numbers\": \"x\"}'\n".to_string()
+            },
+            "the document's example, which the server took",
+            &["protocol-level-error"],
+        ),
+    ];
+    for (suite, flags, hand_text, how, both) in variants {
+        let mut args = vec!["--suite", suite];
+        args.extend_from_slice(flags);
+        let lines = if flags.contains(&"--separate-ledger") {
+            2
+        } else {
+            1
+        };
+        let (_srv, urls) = common::serve_lines(&args, lines)?;
+        let url = &urls[0];
+        let dir = tempdir("init-hand");
+        let found = dir.join("init.toml").to_string_lossy().into_owned();
+        let out = expect_code(
+            &["init", "--suite", suite, "--target", url, "--out", &found],
+            0,
+            "0 not found",
+        )?;
+        let written = std::fs::read_to_string(&found).map_err(|e| e.to_string())?;
+        if !written.contains(how) {
+            return Err(format!(
+                "{suite}: init did not read what the target publishes ({how}):\n{written}"
+            )
+            .into());
+        }
+        let hand = dir.join("hand.toml");
+        std::fs::write(&hand, hand_text(&urls)).map_err(|e| e.to_string())?;
+        let fails = |profile: &str| -> Result<(i32, Vec<String>), Failed> {
+            let (code, text, _) = cli(&[
+                "run",
+                "--suite",
+                suite,
+                "--target",
+                url,
+                "--profile",
+                profile,
+            ])?;
+            let mut f: Vec<String> = text
+                .lines()
+                .filter(|l| l.starts_with("FAIL [") || l.contains("needs profile key"))
+                .map(|l| l.split(" (").next().unwrap_or(l).to_string())
+                .collect();
+            f.sort();
+            Ok((code, f))
+        };
+        let by_init = fails(&found)?;
+        let by_hand = fails(&hand.to_string_lossy())?;
+        if by_init != by_hand
+            || by_init.0 != 1
+            || !both.iter().all(|k| by_init.1.iter().any(|l| l.contains(k)))
+            || by_init.1.iter().any(|l| l.contains("needs profile key"))
+        {
+            return Err(format!(
+                "{suite}: init's profile: {by_init:?}\nhand-written: {by_hand:?}\ninit said:\n{out}\n{written}"
+            )
+            .into());
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
-    let _ = std::fs::remove_dir_all(&dir);
     Ok(())
 }
 
@@ -2303,8 +2347,8 @@ fn main() {
     trials.push(Trial::test("cli::client_interface", cli_client_interface).with_ignored_flag(skip));
     trials.push(Trial::test("cli::init", cli_init));
     trials.push(Trial::test(
-        "cli::init_reads_openapi",
-        cli_init_reads_openapi,
+        "cli::init_sees_what_a_hand_written_profile_sees",
+        cli_init_sees_what_a_hand_written_profile_sees,
     ));
     trials.push(Trial::test(
         "cli::export_and_replay_offline",

@@ -40,6 +40,10 @@ pub struct ServeArgs {
     /// endpoint out (agora-exchange).
     #[arg(long = "no-wellknown")]
     no_wellknown: bool,
+    /// The protocol the server supports: echo (the default) or sum, a protocol of
+    /// its own whose body is no {text} (agora-exchange).
+    #[arg(long, value_parser = ["echo", "sum"])]
+    protocol: Option<String>,
     /// How the fixture agent delivers job results: sync or callback (chorus).
     #[arg(long = "result-delivery", value_parser = ["sync", "callback"])]
     result_delivery: Option<String>,
@@ -126,6 +130,7 @@ fn options(a: &ServeArgs, identity: Option<TlsIdentity>) -> embedded::Options {
         expiry_whole_second: a.expiry_whole_second,
         sources_by_reference: a.sources_by_reference,
         no_wellknown: a.no_wellknown,
+        exchange_sum_protocol: a.protocol.as_deref() == Some("sum"),
         chorus_delivery: a.result_delivery.as_deref().map(|d| {
             if d == "callback" {
                 reference_impl::chorus::server::Delivery::Callback

@@ -84,6 +84,32 @@ impl ProtocolDocument {
 /// The agentconform echo protocol, the reference server's fixture document.
 pub const ECHO_DOCUMENT: &str = include_str!("../../../vectors/agora-exchange/documents/echo.txt");
 
+/// A second protocol the reference serves with `serve --protocol sum` in place of
+/// the echo protocol, as a server does whose protocol is its own: its body is no
+/// `{text}`, and its one example is written in the document.
+pub const SUM_DOCUMENT: &str = "name: agentconform sum\ndescription: Adds numbers. A body that is not an object with an array of numbers \"numbers\" is a protocol-level error, reported as body.error.\nmultiround: false\n---\nRequests carry a JSON object body with an array of numbers, for example\n{\"numbers\": [1, 2.5, 3]}\nwhich is answered with status \"success\" and body {\"sum\": 6.5}.\nAny other body is a protocol-level error: the reply has status \"success\" and body\n{\"error\": \"<description>\"}.\n";
+
+/// The body of the answer to `body` under the protocol `doc` (the reference's
+/// protocols: [`SUM_DOCUMENT`]; any other document is answered as the echo
+/// protocol, [`ECHO_DOCUMENT`]), or why `body` breaks it (a protocol-level error).
+pub fn answer(
+    doc: &ProtocolDocument,
+    body: &serde_json::Value,
+) -> Result<serde_json::Value, &'static str> {
+    use serde_json::{json, Value};
+    if doc.text == SUM_DOCUMENT {
+        let numbers = body.get("numbers").and_then(Value::as_array);
+        let sum = numbers.and_then(|n| n.iter().map(Value::as_f64).sum::<Option<f64>>());
+        return sum
+            .map(|s| json!({"sum": s}))
+            .ok_or("the body must be an object with an array of numbers \"numbers\"");
+    }
+    match body.get("text").and_then(Value::as_str) {
+        Some(text) => Ok(json!({"text": text})),
+        None => Err("the body must be an object with a string field \"text\""),
+    }
+}
+
 /// The metadata a document must carry (§8.1).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Metadata {
@@ -159,6 +185,24 @@ mod tests {
         let m = metadata(ECHO_DOCUMENT).unwrap();
         assert!(m.multiround);
         assert_eq!(m.name, "agentconform echo");
+    }
+
+    #[test]
+    fn the_sum_protocol_answers_its_example() {
+        use serde_json::json;
+        let d = ProtocolDocument::new(SUM_DOCUMENT);
+        assert!(metadata(SUM_DOCUMENT).is_ok());
+        assert_eq!(
+            answer(&d, &json!({"numbers": [1, 2.5, 3]})),
+            Ok(json!({"sum": 6.5}))
+        );
+        assert!(answer(&d, &json!({"numbers": "x"})).is_err());
+        let echo = ProtocolDocument::new(ECHO_DOCUMENT);
+        assert_eq!(
+            answer(&echo, &json!({"text": "a"})),
+            Ok(json!({"text": "a"}))
+        );
+        assert!(answer(&echo, &json!({"txt": 1})).is_err());
     }
 
     #[test]

@@ -398,13 +398,12 @@ impl Exchange {
                 out.insert("status".into(), json!("success"));
                 out.insert("body".into(), json!({"echo": body}));
             }
-            Some(_) => match body.get("text").and_then(Value::as_str) {
-                Some(text) => {
+            Some(d) => match super::document::answer(d, &body) {
+                Ok(answer) => {
                     out.insert("status".into(), json!("success"));
-                    out.insert("body".into(), json!({"text": text}));
+                    out.insert("body".into(), answer);
                 }
-                None => {
-                    let why = "the body must be an object with a string field \"text\"";
+                Err(why) => {
                     if self.fault("protocol-error-as-failure") {
                         out.insert("status".into(), json!("failure"));
                         out.insert("error".into(), json!(why));

@@ -69,12 +69,150 @@ pub fn discover(ctx: &mut Ctx) -> DiscoverFuture<'_> {
         let body = if is_echo {
             json!({"text": "hi"})
         } else {
-            out.push(Entry::missing(S, "valid_body", "the protocol is not the harness's echo protocol: set it to the JSON text of a body that follows the document, and invalid_body to one that breaks it."));
-            return out;
+            match bodies(ctx, &key, &text, &mut out).await {
+                Some(b) => b,
+                None => return out,
+            }
         };
         sources_form(ctx, &key, &text, &body, &mut out).await;
         out
     })
+}
+
+/// The most examples of a document init sends.
+const MOST_EXAMPLES: usize = 6;
+
+/// The JSON objects a document's specification writes (after its `---`): each
+/// balanced `{…}` that parses once its `<placeholders>` outside strings are
+/// written as strings, in order, each once.
+fn examples(text: &str) -> Vec<Value> {
+    let spec = document::split(text).map_or(text, |(_, s)| s);
+    let mut out: Vec<Value> = Vec::new();
+    for (start, _) in spec.match_indices('{') {
+        let Some(end) = balanced_end(&spec[start..]) else {
+            continue;
+        };
+        let filled = fill_placeholders(&spec[start..start + end]);
+        if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(&filled) {
+            if !out.contains(&v) {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// The length of the `{…}` that `s` opens, strings read as strings.
+fn balanced_end(s: &str) -> Option<usize> {
+    let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
+    for (i, c) in s.char_indices() {
+        match (in_str, c) {
+            (true, _) if escaped => escaped = false,
+            (true, '\\') => escaped = true,
+            (true, '"') => in_str = false,
+            (true, _) => {}
+            (false, '"') => in_str = true,
+            (false, '{' | '[') => depth += 1,
+            (false, '}' | ']') => {
+                depth = depth.checked_sub(1)?;
+                if depth == 0 {
+                    return Some(i + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// `s` with each `<…>` outside a string written as the string `"x"`.
+fn fill_placeholders(s: &str) -> String {
+    let (mut out, mut in_str, mut skip) = (String::new(), false, false);
+    for c in s.chars() {
+        match (skip, in_str, c) {
+            (true, _, '>') => skip = false,
+            (true, _, _) => {}
+            (false, false, '<') => {
+                skip = true;
+                out.push_str("\"x\"");
+            }
+            (false, _, '"') => {
+                in_str = !in_str;
+                out.push(c);
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Whether a reply takes a body as following the protocol: success, and no
+/// protocol-level `error` in its body.
+fn takes(r: &super::replies::Reply) -> bool {
+    r.is_success()
+        && r.json
+            .as_ref()
+            .is_none_or(|j| j["body"].get("error").is_none())
+}
+
+/// `valid_body` and `invalid_body` for a protocol that is not the echo protocol:
+/// the first example the document writes that the server takes, and that example
+/// with its first member's value of another type (else `{}`) where the server
+/// refuses it. None, with the entry that says why, when no example is taken.
+async fn bodies(ctx: &mut Ctx, key: &str, text: &str, out: &mut Vec<Entry>) -> Option<Value> {
+    let mut tried = Vec::new();
+    let mut valid = None;
+    for ex in examples(text).into_iter().take(MOST_EXAMPLES) {
+        let req = json!({"protocolHash": key, "body": ex});
+        match post_as_is(ctx, "", &req).await {
+            Ok(r) if takes(&r) => {
+                valid = Some(ex);
+                break;
+            }
+            Ok(r) => tried.push(format!("{ex} drew {}", r.describe())),
+            Err(_) => tried.push(format!("{ex} drew no reply the harness could read")),
+        }
+    }
+    let Some(valid) = valid else {
+        let why = match tried.is_empty() {
+            true => "the protocol is not the harness's echo protocol, and its document writes no JSON example of a body".to_string(),
+            false => format!("the protocol is not the harness's echo protocol, and the server took none of its document's examples ({})", tried.join("; ")),
+        };
+        out.push(Entry::missing(S, "valid_body", format!("{why}: set it to the JSON text of a body that follows the document, and invalid_body to one that breaks it.")));
+        return None;
+    };
+    out.push(Entry::found(
+        S,
+        "valid_body",
+        valid.to_string(),
+        "the document's example, which the server took",
+    ));
+    let mut broken = valid.clone();
+    if let Some((_, v)) = broken.as_object_mut().and_then(|o| o.iter_mut().next()) {
+        *v = if v.is_number() { json!("x") } else { json!(42) };
+    }
+    let mut seen = Vec::new();
+    for bad in [broken, json!({})] {
+        let req = json!({"protocolHash": key, "body": bad});
+        match post_as_is(ctx, "", &req).await {
+            Ok(r) if !takes(&r) && r.http < 500 => {
+                out.push(Entry::found(
+                    S,
+                    "invalid_body",
+                    bad.to_string(),
+                    format!(
+                        "the example with its first member changed, which the server refused: {}",
+                        r.describe()
+                    ),
+                ));
+                return Some(valid);
+            }
+            Ok(r) => seen.push(format!("{bad} drew {}", r.describe())),
+            Err(_) => seen.push(format!("{bad} drew no reply the harness could read")),
+        }
+    }
+    out.push(Entry::missing(S, "invalid_body", format!("the server took every body that breaks the example ({}): set it to one the protocol refuses.", seen.join("; "))));
+    Some(valid)
 }
 
 /// The protocols GET /wellknown lists, or the entry that says why none is known.
@@ -150,5 +288,28 @@ async fn sources_form(ctx: &mut Ctx, hash: &str, text: &str, body: &Value, out: 
         )),
         Ok(r2) => out.push(Entry::missing(S, "protocol_sources", format!("the document's text drew {}, a URL {}: neither form was taken", r.describe(), r2.describe()))),
         Err(_) => out.push(Entry::missing(S, "protocol_sources", format!("the document's text drew {}; the request by reference drew no reply the harness could read", r.describe()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_examples_a_document_writes() {
+        let doc = "name: x\ndescription: y\nmultiround: false\n---\nA body {\"numbers\": [1, 2]} gets {\"sum\": 3};\na body {\"name\": <string>} is \"Hello, <name>!\" {\"g\": \"a}b\"} {not json}\n";
+        assert_eq!(
+            examples(doc),
+            vec![
+                json!({"numbers": [1, 2]}),
+                json!({"sum": 3}),
+                json!({"name": "x"}),
+                json!({"g": "a}b"})
+            ]
+        );
+        assert!(
+            examples("{\"a\": 1}").contains(&json!({"a": 1})),
+            "no metadata: the whole text"
+        );
     }
 }
