@@ -1967,7 +1967,13 @@ fn cli_init() -> Result<(), Failed> {
         (
             "agentprotocol",
             &[][..],
-            &["agent_id", "echo_action"][..],
+            &["agent_id", "echo_action", "delay_action"][..],
+            &[][..],
+        ),
+        (
+            "agentprotocol",
+            &["--fault", "no-details-available"][..],
+            &["agent_id", "echo_action", "delay_action"][..],
             &[][..],
         ),
         (
@@ -2041,6 +2047,8 @@ fn cli_init() -> Result<(), Failed> {
             // The wrapper is its own finding; the protocol init finds inside it is
             // taken, so no case fails on a key that is no protocol.
             ["--fault", "wellknown-wrapped"] => Some("agora-exchange/wellknown:wrapped"),
+            // The actions are read from the hello's capabilities instead.
+            ["--fault", "no-details-available"] => Some("agentprotocol/unknown-action:details"),
             _ => None,
         };
         let failing: Vec<&str> = run.1.lines().filter(|l| l.starts_with("FAIL [")).collect();
