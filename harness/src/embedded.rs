@@ -28,6 +28,8 @@ pub struct Options {
     /// chorus: the registry publishes an OpenAPI document of its routes and takes
     /// outcomes at the route it lists (`ChorusConfig::openapi`).
     pub chorus_openapi: bool,
+    /// chorus: credits a fresh owner holds in the ledger (default 100.00).
+    pub chorus_initial_credits: Option<f64>,
     /// agora-spaces: the token connections must carry.
     pub token: Option<String>,
     /// agora-spaces: seconds of silence before a client is disconnected.
@@ -194,6 +196,9 @@ pub fn chorus<'a>(
             cfg.fixture_skill = skill.clone();
         }
         cfg.openapi = opts.chorus_openapi;
+        if let Some(c) = opts.chorus_initial_credits {
+            cfg.initial_credits_cents = (c * 100.0).round() as i64;
+        }
         if let Some(d) = opts.chorus_delivery {
             cfg.delivery = d;
         }

@@ -1940,6 +1940,21 @@ fn cli_init() -> Result<(), Failed> {
         ),
         (
             "chorus",
+            &["--openapi", "--separate-ledger", "--initial-credits", "0"][..],
+            &[
+                "ledger_url = \"http://127.0.0.1:",
+                "setup_requests = [{ base = \"ledger\", body = '{\"owner_id\": \"{owner_id}\", \"credits\": {amount}}', method = \"POST\", on = \"owner\", path = \"/accounts\" }]",
+            ][..],
+            &[][..],
+        ),
+        (
+            "chorus",
+            &["--initial-credits", "0"][..],
+            &["fixture_skill"][..],
+            &["setup_requests"][..],
+        ),
+        (
+            "chorus",
             &["--fixture-skill", "summarize_text"][..],
             &["fixture_skill = \"summarize_text\"", "ledger_url"][..],
             &[][..],
@@ -2033,7 +2048,10 @@ fn cli_init() -> Result<(), Failed> {
             .filter(|l| !l.starts_with('#') && l.contains(" = "))
         {
             let key = line.split(" = ").next().unwrap_or_default();
-            if !reference.contains(&format!("\n{key} = ")) {
+            // An array of tables (`[[chorus.setup_requests]]`) is written inline.
+            if !reference.contains(&format!("\n{key} = "))
+                && !reference.contains(&format!("[[chorus.{key}]]"))
+            {
                 return Err(format!(
                     "{suite}: init wrote {key}, which docs/profile.md does not document"
                 )
@@ -2113,6 +2131,7 @@ fn cli_init() -> Result<(), Failed> {
                     "public_space = \"lobby",
                     "full_space",
                     "outcome_request = \"POST /reputation",
+                    "setup_requests",
                 ]
                 .iter()
                 .any(|k| l.starts_with(k))
@@ -2158,6 +2177,8 @@ fn cli_init_sees_what_a_hand_written_profile_sees() -> Result<(), Failed> {
             &[
                 "--openapi",
                 "--separate-ledger",
+                "--initial-credits",
+                "0",
                 "--fault",
                 "no-clamp",
                 "--fault",
@@ -2165,7 +2186,7 @@ fn cli_init_sees_what_a_hand_written_profile_sees() -> Result<(), Failed> {
             ],
             |urls| {
                 format!(
-                "[target]\nledger_url = \"{}\"\n[chorus]\noutcome_request = \"POST /reputation/{{agent_id}}/{{outcome}}\"\n",
+                "[target]\nledger_url = \"{}\"\n[chorus]\noutcome_request = \"POST /reputation/{{agent_id}}/{{outcome}}\"\n[[chorus.setup_requests]]\non = \"owner\"\nbase = \"ledger\"\npath = \"/accounts\"\nbody = '{{\"owner_id\": \"{{owner_id}}\", \"credits\": {{amount}}}}'\n",
                 urls[1]
             )
             },

@@ -58,6 +58,10 @@ pub struct ServeArgs {
     /// /reputation/{agent_id}/{outcome} (chorus).
     #[arg(long)]
     openapi: bool,
+    /// Credits a fresh owner holds in the ledger; 0: nothing until POST /accounts
+    /// funds it (chorus; default 100).
+    #[arg(long = "initial-credits", value_parser = clap::value_parser!(u32).range(0..=1_000_000))]
+    initial_credits: Option<u32>,
     /// Require this connection token (agora-spaces).
     #[arg(long)]
     token: Option<String>,
@@ -141,6 +145,7 @@ fn options(a: &ServeArgs, identity: Option<TlsIdentity>) -> embedded::Options {
         separate_ledger: a.separate_ledger,
         chorus_fixture_skill: a.fixture_skill.clone(),
         chorus_openapi: a.openapi,
+        chorus_initial_credits: a.initial_credits.map(f64::from),
         token: a.token.clone(),
         heartbeat_timeout_s: a.heartbeat_timeout_s,
         max_pending_bytes: a.max_pending_bytes.and_then(|b| usize::try_from(b).ok()),

@@ -5,10 +5,11 @@
 //! and the outcome route are read from it; else they are probed.
 
 use super::registration::HARNESS_SKILL;
-use super::wire::{call, Base};
+use super::wire::{call, now_utc, Base};
 use crate::init::{DiscoverFuture, Entry};
 use crate::profile::OUTCOME_NAMES;
 use crate::script::Ctx;
+use reference_impl::wire::new_id;
 use serde_json::{json, Map, Value};
 
 const S: &str = "chorus";
@@ -28,6 +29,7 @@ pub fn discover(ctx: &mut Ctx) -> DiscoverFuture<'_> {
         let doc = published(ctx).await;
         fixture_skill(ctx, &mut out).await;
         ledger(ctx, doc.as_ref(), &mut out).await;
+        funding(ctx, doc.as_ref(), &mut out).await;
         outcome(ctx, doc.as_ref(), &mut out).await;
         out
     })
@@ -271,6 +273,158 @@ async fn ledger(ctx: &mut Ctx, doc: Option<&Published>, out: &mut Vec<Entry>) {
         Ok(r) => out.push(Entry::found_by_cases("target", "ledger_url", ctx.url.clone(), format!("POST /transfer at the target with an empty body answered {}: the ledger is at the target's URL", r.describe()))),
         Err(_) => out.push(Entry::missing("target", "ledger_url", format!("POST /transfer at the target drew no reply the harness could read, and {why}. Set it to the ledger's base URL."))),
     }
+}
+
+/// Whether a fresh owner can pay: one transfer of 0.01 between two fresh owners at
+/// the ledger init found. Refused, fresh owners hold nothing until an account is
+/// opened and funded: `setup_requests` gets the `owner` request that does so, from
+/// a route of the ledger the OpenAPI document lists (a POST naming accounts,
+/// deposits or funds whose body takes an owner and an amount), once a fresh owner
+/// it funded could pay; else why not. Nothing when the profile has setup requests.
+async fn funding(ctx: &mut Ctx, doc: Option<&Published>, out: &mut Vec<Entry>) {
+    if !ctx.profile().chorus.setup_requests.is_empty() {
+        return;
+    }
+    let ledger = out
+        .iter()
+        .find_map(|e| match e {
+            Entry::Found {
+                key: "ledger_url",
+                value,
+                ..
+            } => value.as_str().map(String::from),
+            _ => None,
+        })
+        .unwrap_or_else(|| ctx.url.clone());
+    let first = match pay(ctx, &ledger, None).await {
+        Ok(None) => return,
+        Ok(Some(refused)) => refused,
+        Err(why) => {
+            out.push(Entry::missing(S, "setup_requests", format!("a transfer of 0.01 between two fresh owners {why}. Set [[chorus.setup_requests]] on = \"owner\" if fresh owners must be funded.")));
+            return;
+        }
+    };
+    let target = ctx.url.clone();
+    let route = doc.map(|p| (p.at, funding_route(&p.ops(&target), &ledger)));
+    let (at, (path, body)) = match route {
+        Some((at, Ok(r))) => (at, r),
+        Some((at, Err(why))) => {
+            out.push(Entry::missing(S, "setup_requests", format!("a transfer of 0.01 from a fresh owner was refused ({first}): fresh owners hold nothing, and GET {at} {why}. Set [[chorus.setup_requests]] on = \"owner\" to open and fund each fresh owner with {{amount}}.")));
+            return;
+        }
+        None => {
+            out.push(Entry::missing(S, "setup_requests", format!("a transfer of 0.01 from a fresh owner was refused ({first}): fresh owners hold nothing, and {}. Set [[chorus.setup_requests]] on = \"owner\" to open and fund each fresh owner with {{amount}}.", unpublished(None, ""))));
+            return;
+        }
+    };
+    let request = (path.clone(), body.clone());
+    match pay(ctx, &ledger, Some(&request)).await {
+        Ok(None) => {
+            let mut t = toml::Table::new();
+            t.insert("on".into(), "owner".into());
+            t.insert("method".into(), "POST".into());
+            t.insert("base".into(), "ledger".into());
+            t.insert("path".into(), path.clone().into());
+            t.insert("body".into(), body.into());
+            let how = format!("a transfer of 0.01 from a fresh owner was refused ({first}); GET {at} lists POST {path}, and a fresh owner funded there could pay");
+            out.push(Entry::found(S, "setup_requests", toml::Value::Array(vec![t.into()]), how));
+        }
+        Ok(Some(again)) => out.push(Entry::missing(S, "setup_requests", format!("a transfer of 0.01 from a fresh owner was refused ({first}), and again after POST {path} funded it ({again}). Set [[chorus.setup_requests]] on = \"owner\" to open and fund each fresh owner."))),
+        Err(why) => out.push(Entry::missing(S, "setup_requests", format!("a transfer of 0.01 from a fresh owner was refused ({first}); funded at POST {path}, it {why}."))),
+    }
+}
+
+/// One transfer of 0.01 between two fresh owners at `ledger`, the payer funded
+/// first with 1.00 by `fund` (path, body template) when given: none when taken,
+/// the reply when refused, `Err` when it drew no reply to read.
+async fn pay(
+    ctx: &mut Ctx,
+    ledger: &str,
+    fund: Option<&(String, String)>,
+) -> Result<Option<String>, String> {
+    let (from, to) = (
+        format!("init-owner-{}", new_id()),
+        format!("init-owner-{}", new_id()),
+    );
+    if let Some((path, body)) = fund {
+        let vars = [("owner_id", json!(from)), ("amount", json!(1.0))];
+        let b = crate::template::render_json(body, &vars)
+            .map_err(|e| format!("could not be funded: {e}"))?;
+        call(
+            ctx,
+            Base::Url(ledger.to_string()),
+            reqwest::Method::POST,
+            path,
+            Some(&b),
+        )
+        .await
+        .map_err(|_| {
+            format!("could not be funded: POST {path} drew no reply the harness could read")
+        })?;
+    }
+    let t = json!({"transfer_id": new_id(), "from_owner": from, "to_owner": to, "amount": 0.01, "job_id": new_id(), "timestamp_utc": now_utc()});
+    match call(
+        ctx,
+        Base::Url(ledger.to_string()),
+        reqwest::Method::POST,
+        "/transfer",
+        Some(&t),
+    )
+    .await
+    {
+        Ok(r) if r.ok() && !r.refusal_in_2xx() => Ok(None),
+        Ok(r) => Ok(Some(r.describe())),
+        Err(_) => Err("drew no reply the harness could read".into()),
+    }
+}
+
+/// Path words that name a route opening or funding an account.
+const FUNDING_WORDS: [&str; 5] = ["account", "deposit", "fund", "mint", "credit"];
+
+/// The route among `ops` at `ledger` that funds an owner: a POST whose path names
+/// accounts or funds, without path parameters, whose body requires an owner and an
+/// amount and nothing else the harness cannot fill; its path and body template.
+fn funding_route(ops: &[Op<'_>], ledger: &str) -> Result<(String, String), String> {
+    for o in ops
+        .iter()
+        .filter(|o| o.method == "POST" && !o.path.contains('{'))
+    {
+        let p = o.path.to_ascii_lowercase();
+        if !FUNDING_WORDS.iter().any(|w| p.contains(w)) {
+            continue;
+        }
+        // The path below the ledger URL the cases send to.
+        let full = format!("{}{}", o.base, o.path);
+        let Some(path) = full.strip_prefix(ledger.trim_end_matches('/')) else {
+            continue;
+        };
+        let schema = &o.op["requestBody"]["content"]["application/json"]["schema"];
+        let members: Vec<&str> = schema["properties"]
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        let owner = members
+            .iter()
+            .find(|m| m.contains("owner") || **m == "account_id");
+        let amount = members
+            .iter()
+            .find(|m| ["amount", "credits", "balance"].contains(m));
+        let (Some(owner), Some(amount)) = (owner, amount) else {
+            continue;
+        };
+        let unfilled: Vec<&str> = schema["required"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .filter(|m| m != owner && m != amount)
+            .collect();
+        if unfilled.is_empty() {
+            let body = format!("{{\"{owner}\": \"{{owner_id}}\", \"{amount}\": {{amount}}}}");
+            return Ok((path.to_string(), body));
+        }
+    }
+    Err(format!("lists no POST route at the ledger ({ledger}) that names accounts or funds and takes an owner and an amount"))
 }
 
 /// The route the registry takes job outcomes at: the profile's when it has
