@@ -1192,9 +1192,11 @@ fn run_page(page: &Path, work: &Path) -> Ran {
                 if args.iter().any(|a| a.contains("python3")) && !has_python() {
                     // Under AGENTCONFORM_REQUIRE_TOOLS a missing tool fails, as in
                     // every other test that needs one.
-                    let list = match std::env::var_os("AGENTCONFORM_REQUIRE_TOOLS") {
-                        Some(_) => &mut ran.failed,
-                        None => &mut ran.skipped,
+                    let required = std::env::var_os("AGENTCONFORM_REQUIRE_TOOLS")
+                        .is_some_and(|v| !v.is_empty() && v != "0");
+                    let list = match required {
+                        true => &mut ran.failed,
+                        false => &mut ran.skipped,
                     };
                     list.push(format!(
                         "{at}: needs python3, not installed here (Debian: apt-get install python3)"

@@ -554,12 +554,17 @@ pub fn debug_form(text: &str) -> Option<&'static str> {
 /// being skipped (`.ci/run` sets it, so that CI proves every such test).
 pub const REQUIRE_TOOLS: &str = "AGENTCONFORM_REQUIRE_TOOLS";
 
+/// Whether [`REQUIRE_TOOLS`] is set to something other than empty or `0`.
+pub fn tools_required() -> bool {
+    std::env::var_os(REQUIRE_TOOLS).is_some_and(|v| !v.is_empty() && v != "0")
+}
+
 /// Whether a test that needs `tool` is to be skipped: the tool is missing (`present`
-/// is false) and [`REQUIRE_TOOLS`] is not set. A skip prints one line naming the
+/// is false) and [`REQUIRE_TOOLS`] is not set (empty or `0` counts as unset). A skip prints one line naming the
 /// test, the tool and where it comes from (`install`); libtest lists the test as
 /// ignored and counts it in its summary.
 pub fn skip_without(test: &str, tool: &str, present: bool, install: &str) -> bool {
-    if present || std::env::var_os(REQUIRE_TOOLS).is_some() {
+    if present || tools_required() {
         return false;
     }
     eprintln!("skipped: {test}: needs {tool}, not installed here ({install})");
