@@ -285,17 +285,17 @@ async fn funding(ctx: &mut Ctx, doc: Option<&Published>, out: &mut Vec<Entry>) {
     if !ctx.profile().chorus.setup_requests.is_empty() {
         return;
     }
-    let ledger = out
-        .iter()
-        .find_map(|e| match e {
-            Entry::Found {
-                key: "ledger_url",
-                value,
-                ..
-            } => value.as_str().map(String::from),
-            _ => None,
-        })
-        .unwrap_or_else(|| ctx.url.clone());
+    // Where the ledger is not known, its entry says why; nothing is told here.
+    let Some(ledger) = out.iter().find_map(|e| match e {
+        Entry::Found {
+            key: "ledger_url",
+            value,
+            ..
+        } => value.as_str().map(String::from),
+        _ => None,
+    }) else {
+        return;
+    };
     let first = match pay(ctx, &ledger, None).await {
         Ok(None) => return,
         Ok(Some(refused)) => refused,
@@ -373,6 +373,10 @@ async fn pay(
     .await
     {
         Ok(r) if r.ok() && !r.refusal_in_2xx() => Ok(None),
+        Ok(r) if matches!(r.http, 404 | 405) => Err(format!(
+            "answered {}: no transfer route there",
+            r.describe()
+        )),
         Ok(r) => Ok(Some(r.describe())),
         Err(_) => Err("drew no reply the harness could read".into()),
     }
