@@ -102,10 +102,15 @@ fn examples(text: &str) -> Vec<Value> {
     out
 }
 
-/// The length of the `{…}` that `s` opens, strings read as strings.
+/// The longest example read, in bytes: a document full of unclosed braces is read
+/// in time linear in its length.
+const LONGEST_EXAMPLE: usize = 4096;
+
+/// The length of the `{…}` that `s` opens, strings read as strings; none past
+/// [`LONGEST_EXAMPLE`].
 fn balanced_end(s: &str) -> Option<usize> {
     let (mut depth, mut in_str, mut escaped) = (0usize, false, false);
-    for (i, c) in s.char_indices() {
+    for (i, c) in s.char_indices().take_while(|(i, _)| *i < LONGEST_EXAMPLE) {
         match (in_str, c) {
             (true, _) if escaped => escaped = false,
             (true, '\\') => escaped = true,
@@ -311,5 +316,7 @@ mod tests {
             examples("{\"a\": 1}").contains(&json!({"a": 1})),
             "no metadata: the whole text"
         );
+        // Unclosed braces: each start is read at most LONGEST_EXAMPLE bytes far.
+        assert!(examples(&"{".repeat(20_000)).is_empty());
     }
 }
