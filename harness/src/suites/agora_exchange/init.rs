@@ -84,7 +84,7 @@ const MOST_EXAMPLES: usize = 6;
 
 /// The JSON objects a document's specification writes (after its `---`): each
 /// balanced `{…}` that parses once its `<placeholders>` outside strings are
-/// written as strings, in order, each once.
+/// written as strings, in order, each once, the first [`MOST_EXAMPLES`].
 fn examples(text: &str) -> Vec<Value> {
     let spec = document::split(text).map_or(text, |(_, s)| s);
     let mut out: Vec<Value> = Vec::new();
@@ -96,6 +96,9 @@ fn examples(text: &str) -> Vec<Value> {
         if let Ok(v @ Value::Object(_)) = serde_json::from_str::<Value>(&filled) {
             if !out.contains(&v) {
                 out.push(v);
+            }
+            if out.len() == MOST_EXAMPLES {
+                break;
             }
         }
     }
