@@ -1204,6 +1204,7 @@ fn run_page(page: &Path, work: &Path) -> Ran {
                     continue;
                 }
                 let mut unserved = false;
+                let suite = suite_of(&args).unwrap_or("agora-v1").to_string();
                 for a in args.iter_mut() {
                     *a = a.replace("/tmp/", &tmp);
                     if a.contains("127.0.0.1:PORT") {
@@ -1212,9 +1213,6 @@ fn run_page(page: &Path, work: &Path) -> Ran {
                             None => unserved = true,
                         }
                     } else if a == "http://127.0.0.1:8000/" {
-                        let suite = suite_of(&args_clone(&text))
-                            .unwrap_or("agora-v1")
-                            .to_string();
                         if !own.contains_key(&suite) {
                             let serve = vec!["serve".to_string(), "--suite".into(), suite.clone()];
                             match serve_in(work, &serve) {
@@ -1268,11 +1266,6 @@ fn run_page(page: &Path, work: &Path) -> Ran {
         }
     }
     ran
-}
-
-/// The words of a command line, as the shell splits them.
-fn args_clone(text: &str) -> Vec<String> {
-    shlex::split(text).unwrap_or_default()
 }
 
 fn has_python() -> bool {
