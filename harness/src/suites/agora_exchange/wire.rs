@@ -327,15 +327,15 @@ pub const CASES: &[Case] = &[case!(
 // ---------------------------------------------------------------------------
 // Fuzzing
 
+/// What a campaign counts of what it leaves on the target: conversations, which
+/// stay until they expire (`fuzz --max-created`).
+pub(super) const CONVERSATIONS: &str = "conversations";
+
 /// POSTs `bytes` and applies the reply checks `run` applies (`check_reply`:
 /// its shape, a failure's string error, its Content-Type), whose first failing
 /// finding stops the case. A 5xx is judged by the caller ([`judge`],
 /// [`no_server_error`]): to a request the spec rejects it is the rule of that
 /// request's subject, as in `run`; else a crash.
-/// What a campaign counts of what it leaves on the target: conversations, which
-/// stay until they expire (`fuzz --max-created`).
-pub(super) const CONVERSATIONS: &str = "conversations";
-
 pub(super) async fn fuzz_post(f: &mut FuzzCtx, path: &str, bytes: Vec<u8>) -> FuzzStep<Reply> {
     let from = f.ctx.findings().len();
     // A request that asks for a conversation takes one of the campaign's cap before
